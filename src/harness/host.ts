@@ -1,0 +1,121 @@
+import { Redis, type RedisOptions } from 'ioredis'
+import type { Worker } from 'bullmq'
+import type { Logger } from 'pino'
+import { ConfigError, RedisUnavailableError, UnknownHarnessError } from '../errors.js'
+import { createLogger } from '../logger.js'
+import { assertSessionId, indexKeys, SessionLog, type Question } from '../log/index.js'
+import { createQueues, startWorkerSet, type HarnessQueues } from '../queue/index.js'
+import type { Harness } from './defineHarness.js'
+import { Notifier } from './notifier.js'
+import { Session } from './session.js'
+
+export interface HostOptions {
+  /** A redis:// URL or ioredis options. */
+  redis: string | RedisOptions
+  harnesses: ReadonlyArray<Harness>
+  /** Key prefix of every key this host writes. */
+  prefix?: string
+  logger?: Logger
+}
+
+export interface WorkersHandle {
+  /** Stops taking jobs and waits for active ones to finish (BullMQ hands unfinished ones back). */
+  close(): Promise<void>
+  readonly workers: ReadonlyArray<Worker>
+}
+
+export interface HarnessHost {
+  readonly prefix: string
+  readonly logger: Logger
+  /** Resolves when Redis answers; rejects with RedisUnavailableError after `timeoutMs`. */
+  ready(timeoutMs?: number): Promise<void>
+  open(harness: Harness, options: { sessionId: string }): Session
+  startWorkers(options?: { concurrency?: number }): WorkersHandle
+  /** Open step.ask questions across the host's sessions (oldest first). */
+  questions(options?: { limit?: number }): Promise<Array<Question & { sessionId: string }>>
+  close(): Promise<void>
+}
+
+const PREFIX = /^[A-Za-z0-9._-]{1,50}$/
+
+/** Connects harnesses to Redis: sessions, queues, workers. Cheap to create in every process. */
+export function createHarnessHost(options: HostOptions): HarnessHost {
+  const prefix = options.prefix ?? 'dh'
+  if (!PREFIX.test(prefix)) throw new ConfigError(`createHarnessHost: prefix ${JSON.stringify(prefix)} must match ${PREFIX}.`)
+  const logger = options.logger ?? createLogger()
+  const redisOptions: RedisOptions = { maxRetriesPerRequest: null }
+  // commands wait across a Redis restart instead of failing (workers reconnect, no job lost)
+  const redis = typeof options.redis === 'string' ? new Redis(options.redis, redisOptions) : new Redis({ ...options.redis, ...redisOptions })
+  const where = typeof options.redis === 'string' ? options.redis : `${options.redis.host ?? '127.0.0.1'}:${options.redis.port ?? 6379}`
+  let lastError = 0
+  redis.on('error', (err) => {
+    // one line per 10 s, not a stack per retry
+    if (Date.now() - lastError > 10_000) logger.warn({ err: err.message, redis: where }, 'Redis connection error; retrying')
+    lastError = Date.now()
+  })
+  const notifier = new Notifier(redis, indexKeys(prefix).events)
+  const harnesses = new Map(options.harnesses.map((h) => [h.name, h]))
+  const queues = new Map<string, HarnessQueues>()
+  const running: WorkersHandle[] = []
+
+  const queuesOf = (harness: Harness): HarnessQueues => {
+    if (harnesses.get(harness.name) !== harness) throw new UnknownHarnessError(harness.name)
+    let q = queues.get(harness.name)
+    if (!q) queues.set(harness.name, (q = createQueues(harness, redis, prefix)))
+    return q
+  }
+  const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId)
+
+  return {
+    prefix,
+    logger,
+    async ready(timeoutMs = 3_000) {
+      const probe = redis.duplicate({ maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true })
+      probe.on('error', () => {})
+      try {
+        await Promise.race([
+          probe.connect().then(() => probe.ping()),
+          new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs)),
+        ])
+      } catch (error) {
+        throw new RedisUnavailableError(where, error)
+      } finally {
+        probe.disconnect()
+      }
+    },
+    open(harness, { sessionId }) {
+      assertSessionId(sessionId)
+      return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier })
+    },
+    startWorkers({ concurrency = 10 } = {}) {
+      const workers = options.harnesses.flatMap((harness) =>
+        startWorkerSet({ harness, queues: queuesOf(harness), connection: redis, prefix, concurrency, logFor, logger }),
+      )
+      const handle: WorkersHandle = {
+        workers,
+        async close() {
+          await Promise.all(workers.map((w) => w.close()))
+          running.splice(running.indexOf(handle), 1)
+        },
+      }
+      running.push(handle)
+      return handle
+    },
+    async questions({ limit = 100 } = {}) {
+      const members = await redis.zrange(indexKeys(prefix).openQuestions, '0', String(limit - 1))
+      const out: Array<Question & { sessionId: string }> = []
+      for (const member of members) {
+        const [sessionId, questionId] = member.split('|') as [string, string]
+        const found = await logFor(sessionId).getQuestion(questionId)
+        if (found && !found.answer.found && (found.question.expiresAt ?? Infinity) > Date.now()) out.push({ sessionId, ...found.question })
+      }
+      return out
+    },
+    async close() {
+      await Promise.all([...running].map((w) => w.close()))
+      await Promise.all([...queues.values()].flatMap((q) => [q.turns.close(), q.tools.close()]))
+      await notifier.close()
+      redis.disconnect()
+    },
+  }
+}

@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto'
+import { Job } from 'bullmq'
+import { z } from 'zod'
+import { InputConflictError, InvalidAnswerError, QuestionClosedError, ToolCallError, UnknownToolError } from '../errors.js'
+import { assertInputId, type FollowOptions, type LogEntry, type Question, type ReadOptions, type RecordOf, SessionLog } from '../log/index.js'
+import { toolJobId, toolJobOptions, turnJobId, type HarnessQueues } from '../queue/index.js'
+import { encodeChecked, SecretStore, toJsonCopy } from '../tool/index.js'
+import type { Harness } from './defineHarness.js'
+import type { Notifier } from './notifier.js'
+
+export interface Settled {
+  outcome: 'completed' | 'failed' | 'aborted'
+  text?: string
+  error?: { message: string; code?: string }
+}
+
+export interface SessionDeps {
+  harness: Harness
+  log: SessionLog
+  queues: HarnessQueues
+  notifier: Notifier
+}
+
+/** A cheap handle on one session: any process, any machine. */
+export class Session {
+  readonly sessionId: string
+  readonly log: {
+    read(options?: ReadOptions): Promise<LogEntry[]>
+    follow(options?: FollowOptions): AsyncGenerator<LogEntry>
+  }
+
+  constructor(private readonly deps: SessionDeps) {
+    this.sessionId = deps.log.sessionId
+    this.log = { read: (o) => deps.log.read(o), follow: (o) => deps.log.follow(o) }
+  }
+
+  /** Logs the input once per inputId and enqueues its turn (R15: the same inputId twice runs once). */
+  async prompt(text: string, options: { inputId?: string } = {}): Promise<{ inputId: string }> {
+    if (typeof text !== 'string') throw new TypeError('prompt(text): text must be a string.')
+    const inputId = options.inputId ?? randomUUID()
+    assertInputId(inputId)
+    const added = await this.deps.log.addInput(inputId, text)
+    if (added.status === 'conflict') throw new InputConflictError(inputId)
+    // enqueued again after 'exists' too: a crash between the log write and the enqueue loses no turn,
+    // and BullMQ ignores a job id that exists
+    await this.deps.queues.turns.add(
+      'turn',
+      { harness: this.deps.harness.name, sessionId: this.sessionId, inputId },
+      {
+        jobId: turnJobId(this.sessionId, inputId),
+        attempts: this.deps.harness.durability.maxAttempts,
+        backoff: { type: 'exponential', delay: 500 },
+        removeOnComplete: { age: 24 * 3600 },
+        removeOnFail: { age: 7 * 24 * 3600 },
+      },
+    )
+    return { inputId }
+  }
+
+  /** Resolves when the turn of `inputId` settles (completed, failed or aborted). */
+  async settled(inputId: string, options: { timeoutMs?: number } = {}): Promise<Settled> {
+    assertInputId(inputId)
+    const key = `input|${this.deps.log.openMember(inputId)}`
+    return this.deps.notifier.wait(key, async () => {
+      const input = await this.deps.log.getInput(inputId)
+      if (input?.status !== 'settled' || !input.settledId) return undefined
+      const r = (await this.deps.log.readEntry(input.settledId))!.record as RecordOf<'harness.input.settled'>
+      return { outcome: r.outcome, ...(r.text !== undefined ? { text: r.text } : {}), ...(r.error ? { error: r.error } : {}) }
+    }, `Turn ${inputId}`, options.timeoutMs)
+  }
+
+  /**
+   * Runs one tool call as a batch of one, with no model. Resolves with the kept result or rejects
+   * with ToolCallError. Pass a toolCallId to make the call idempotent across retries of the caller.
+   */
+  async runTool(call: { name: string; input: unknown; toolCallId?: string }, options: { timeoutMs?: number } = {}): Promise<unknown> {
+    const { harness } = this.deps
+    if (!harness.toolsByName.has(call.name)) throw new UnknownToolError(call.name, [...harness.toolsByName.keys()])
+    const toolCallId = call.toolCallId ?? `run-${randomUUID()}`
+    const input = toJsonCopy(call.input, `Input of tool "${call.name}"`)
+    const existing = await this.deps.log.getCall(toolCallId)
+    if (!existing) {
+      await this.deps.log.append([{ type: 'harness.tool.requested', toolCallId, name: call.name, input: input as never }])
+      await this.deps.queues.tools.add(
+        call.name,
+        { harness: harness.name, sessionId: this.sessionId, toolCallId, name: call.name, input },
+        { ...toolJobOptions, jobId: toolJobId(this.sessionId, toolCallId) },
+      )
+    }
+    const result = await this.deps.notifier.wait(
+      `call|${this.deps.log.openMember(toolCallId)}`,
+      async () => {
+        const state = await this.deps.log.getCall(toolCallId)
+        return state?.status === 'done' ? state.result : undefined
+      },
+      `Tool call ${toolCallId}`,
+      options.timeoutMs,
+    )
+    if (result!.error) throw new ToolCallError(call.name, toolCallId, result!.error)
+    return result!.result
+  }
+
+  /** Open step.ask questions of this session. */
+  questions(): Promise<Question[]> {
+    return this.deps.log.openQuestions()
+  }
+
+  /**
+   * Answers a question from any process: validated against the question's logged JSON Schema (a bad
+   * answer is refused with the validation message, nothing logged), the first valid answer wins, then
+   * the parked job is promoted so it runs at once.
+   */
+  async answer(questionId: string, value: unknown): Promise<void> {
+    const found = await this.deps.log.getQuestion(questionId)
+    if (!found) throw new QuestionClosedError(questionId, 'unknown')
+    const { question } = found
+    if (found.answer.found) throw new QuestionClosedError(questionId, 'answered')
+    const what = `Answer to question ${questionId}`
+    const copy = toJsonCopy(value, what)
+    const secrets = new SecretStore(this.deps.harness.secrets ? await this.deps.harness.secrets({ sessionId: this.sessionId, harness: this.deps.harness.name }) : {})
+    secrets.assertAbsent(encodeChecked(copy, what, this.deps.harness.durability.maxValueBytes), what)
+    const parsed = z.fromJSONSchema(question.schema as never).safeParse(copy)
+    if (!parsed.success) throw new InvalidAnswerError(questionId, z.prettifyError(parsed.error).replace(/\n\s*/g, ' '))
+    const answered = await this.deps.log.answerQuestion(questionId, copy, question.toolCallId)
+    if (answered.status !== 'ok') throw new QuestionClosedError(questionId, answered.status)
+    const job = await Job.fromId(this.deps.queues.tools, toolJobId(this.sessionId, question.toolCallId))
+    // not delayed yet (the tool is still parking): it re-checks the answer after its moveToDelayed
+    await job?.promote().catch(() => {})
+  }
+}
+

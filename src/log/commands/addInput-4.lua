@@ -1,0 +1,28 @@
+--[[
+  Logs a user input once per inputId (the same inputId twice runs once).
+
+  Input:
+    KEYS[1] session log stream
+    KEYS[2] inputs hash (inputId -> {text, entryId, status})
+    KEYS[3] sessions index (sorted set, score = last activity ms)
+    KEYS[4] open turns index (sorted set, member = "<sid>|<inputId>", score = start ms)
+    ARGV[1] inputId
+    ARGV[2] text
+    ARGV[3] harness.input record JSON
+    ARGV[4] now ms
+    ARGV[5] session id
+
+  Output:
+    {'added', entryId} | {'exists', entryId, status} | {'conflict'}
+]]
+local existing = redis.call('HGET', KEYS[2], ARGV[1])
+if existing then
+  local input = cjson.decode(existing)
+  if input.text ~= ARGV[2] then return {'conflict'} end
+  return {'exists', input.entryId, input.status}
+end
+local id = redis.call('XADD', KEYS[1], '*', 'r', ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], cjson.encode({text = ARGV[2], entryId = id, status = 'open'}))
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5] .. '|' .. ARGV[1])
+return {'added', id}

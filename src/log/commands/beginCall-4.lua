@@ -1,0 +1,58 @@
+--[[
+  Starts an attempt of a tool call and classifies how it was picked up. Every attempt gets a new
+  fencing epoch; later writes of older attempts are refused.
+
+  Input:
+    KEYS[1] calls hash (toolCallId -> {s = status, e = epoch, a = attempt, r = replay, n = name})
+    KEYS[2] session log stream
+    KEYS[3] staged records list of this call
+    KEYS[4] open calls index (sorted set)
+    ARGV[1] toolCallId
+    ARGV[2] tool name
+    ARGV[3] replay: 'safe' | 'never'
+    ARGV[4] now ms
+    ARGV[5] open calls member "<sid>|<toolCallId>"
+
+  Output:
+    {kind, epoch, attempt} with kind:
+      'done'   the call has its kept result: do not run it
+      'fresh'  first attempt
+      'resume' a parked call woke up (sleep or answer): planned, not a crash
+      'rerun'  the previous attempt was cut and the call is replay 'safe': run it again
+      'cut'    the previous attempt was cut and the call is replay 'never': land a tool error
+]]
+local stateJson = redis.call('HGET', KEYS[1], ARGV[1])
+local state
+local kind
+if not stateJson then
+  state = {s = 'running', e = 1, a = 1, r = ARGV[3], n = ARGV[2]}
+  kind = 'fresh'
+  redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
+else
+  state = cjson.decode(stateJson)
+  if state.s == 'done' then return {'done', state.e, state.a} end
+  if state.s == 'parked' then
+    kind = 'resume'
+  else
+    -- 'running' seen by a new attempt: the previous one was cut by a crash
+    state.a = state.a + 1
+    if state.r == 'safe' then
+      kind = 'rerun'
+    else
+      kind = 'cut'
+    end
+  end
+  -- A resumed or re-run call runs from the top and stages its records again; the staged records of a
+  -- cut 'safe' attempt never happened. Only a cut 'never' call keeps them, to land with its error.
+  if kind ~= 'cut' then redis.call('DEL', KEYS[3]) end
+  state.s = 'running'
+  state.e = state.e + 1
+  redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
+end
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(state))
+if kind ~= 'resume' then
+  redis.call('XADD', KEYS[2], '*', 'r', cjson.encode({
+    type = 'harness.tool.started', toolCallId = ARGV[1], name = state.n,
+    attempt = state.a, replay = state.r, reason = kind}))
+end
+return {kind, state.e, state.a}

@@ -1,0 +1,56 @@
+import { InvalidIdError } from '../errors.js'
+
+/** Session ids and input ids: safe in Redis keys, BullMQ job ids and idempotency keys. */
+const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/
+
+export function assertSessionId(sessionId: unknown): asserts sessionId is string {
+  if (typeof sessionId !== 'string' || !ID_PATTERN.test(sessionId)) throw new InvalidIdError('session id', sessionId)
+}
+
+export function assertInputId(inputId: unknown): asserts inputId is string {
+  if (typeof inputId !== 'string' || !ID_PATTERN.test(inputId)) throw new InvalidIdError('input id', inputId)
+}
+
+/**
+ * Every key of one session shares the hash tag `{sid}` so one Lua script may touch them all on a
+ * Redis Cluster. All key names live here and nowhere else.
+ */
+export interface SessionKeys {
+  log: string
+  steps: string
+  calls: string
+  staged: string
+  questions: string
+  inputs: string
+}
+
+export function sessionKeys(prefix: string, sessionId: string): SessionKeys {
+  assertSessionId(sessionId)
+  const base = `${prefix}:{${sessionId}}`
+  return {
+    log: `${base}:log`,
+    steps: `${base}:steps`,
+    calls: `${base}:calls`,
+    staged: `${base}:staged`,
+    questions: `${base}:q`,
+    inputs: `${base}:inputs`,
+  }
+}
+
+/** Host-wide indexes the sweeper scans (cost O(open work)). */
+export function indexKeys(prefix: string) {
+  return {
+    sessions: `${prefix}:sessions`,
+    openCalls: `${prefix}:open-batches`,
+    openQuestions: `${prefix}:open-questions`,
+    openTurns: `${prefix}:open-turns`,
+    corrupt: `${prefix}:corrupt-sessions`,
+    /** Pub/sub channel: "call|<sid>|<toolCallId>" when a result lands, "input|<sid>|<inputId>" when a turn settles. */
+    events: `${prefix}:events`,
+  }
+}
+
+/** Field of the steps hash: NUL cannot occur in a step name given by JSON-safe code paths. */
+export function stepField(toolCallId: string, name: string): string {
+  return `${toolCallId}\0${name}`
+}

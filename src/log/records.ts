@@ -1,0 +1,94 @@
+import { z } from 'zod'
+
+/**
+ * The record types of the session log. Every record is validated by these schemas on write and on
+ * read; types flow from here to the rest of the library.
+ */
+const json = z.json()
+
+const toolError = z.object({ message: z.string(), code: z.string().optional() })
+export type ToolErrorPayload = z.infer<typeof toolError>
+
+export const toolCallSchema = z.object({
+  toolCallId: z.string().min(1),
+  name: z.string().min(1),
+  input: json,
+})
+export type ToolCallRecord = z.infer<typeof toolCallSchema>
+
+export const harnessRecordSchemas = {
+  'harness.input': z.object({ inputId: z.string(), text: z.string(), at: z.number() }),
+  'harness.model.response': z.object({
+    inputId: z.string(),
+    text: z.string().optional(),
+    toolCalls: z.array(toolCallSchema),
+  }),
+  'harness.tool.requested': z.object({ toolCallId: z.string(), name: z.string(), input: json }),
+  'harness.tool.started': z.object({
+    toolCallId: z.string(),
+    name: z.string(),
+    attempt: z.number().int().positive(),
+    replay: z.enum(['safe', 'never']),
+    reason: z.enum(['fresh', 'resume', 'rerun', 'cut']),
+  }),
+  'harness.tool.step': z.object({ toolCallId: z.string(), name: z.string(), value: json.optional() }),
+  'harness.tool.sleep': z.object({ toolCallId: z.string(), name: z.string(), wakeAt: z.number() }),
+  'harness.tool.ask': z.object({
+    toolCallId: z.string(),
+    questionId: z.string(),
+    name: z.string(),
+    message: z.string(),
+    schema: json,
+    expiresAt: z.number().optional(),
+  }),
+  'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json }),
+  'harness.tool.suspended': z.object({ toolCallId: z.string(), until: z.number(), kind: z.enum(['sleep', 'ask']) }),
+  'harness.tool.result': z.object({
+    toolCallId: z.string(),
+    name: z.string(),
+    result: json.optional(),
+    error: toolError.optional(),
+  }),
+  'harness.input.settled': z.object({
+    inputId: z.string(),
+    outcome: z.enum(['completed', 'failed', 'aborted']),
+    text: z.string().optional(),
+    error: toolError.optional(),
+  }),
+  'harness.recovery': z.object({ reason: z.string(), toolCallId: z.string().optional(), inputId: z.string().optional() }),
+} as const
+
+export type HarnessRecordType = keyof typeof harnessRecordSchemas
+export type HarnessRecord = {
+  [K in HarnessRecordType]: { type: K } & z.infer<(typeof harnessRecordSchemas)[K]>
+}[HarnessRecordType]
+export type RecordOf<K extends HarnessRecordType> = Extract<HarnessRecord, { type: K }>
+
+/** A user record added with `append`: any JSON object whose type does not start with `harness.`. */
+export type AppRecord = { type: string; [key: string]: unknown }
+export type LogRecord = HarnessRecord | AppRecord
+
+export const RESERVED_PREFIX = 'harness.'
+
+export function isHarnessType(type: string): type is HarnessRecordType {
+  return Object.hasOwn(harnessRecordSchemas, type)
+}
+
+/**
+ * Validates one record. Returns the parsed record, `'skip'` for an unknown `harness.*` type (written by
+ * a newer version), or throws a message describing what is wrong.
+ */
+export function parseRecord(raw: unknown): LogRecord | 'skip' {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error('not a JSON object')
+  const type = (raw as { type?: unknown }).type
+  if (typeof type !== 'string' || type.length === 0) throw new Error('no string "type" field')
+  if (type.startsWith(RESERVED_PREFIX)) {
+    if (!isHarnessType(type)) return 'skip'
+    const parsed = harnessRecordSchemas[type].safeParse(raw)
+    if (!parsed.success) throw new Error(`${type}: ${z.prettifyError(parsed.error).replace(/\n/g, '; ')}`)
+    return { type, ...parsed.data } as HarnessRecord
+  }
+  const parsed = json.safeParse(raw)
+  if (!parsed.success) throw new Error(`${type}: not JSON`)
+  return raw as AppRecord
+}

@@ -1,0 +1,333 @@
+import type { Redis } from 'ioredis'
+import { FencedError, InvalidRecordError, MalformedEntryError } from '../errors.js'
+import { withLogCommands, type LogCommands } from './commands/index.js'
+import { indexKeys, sessionKeys, stepField, type SessionKeys } from './keys.js'
+import { parseRecord, type HarnessRecord, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
+
+export interface LogEntry<R extends LogRecord = LogRecord> {
+  id: string
+  record: R
+}
+
+export interface ReadOptions {
+  /** Exclusive: entries after this stream id. */
+  after?: string
+  /** Only these record types. */
+  types?: readonly string[]
+  limit?: number
+}
+
+export interface FollowOptions {
+  after?: string
+  types?: readonly string[]
+  signal?: AbortSignal
+  /** How long one XREAD BLOCK waits before it checks the signal again. */
+  blockMs?: number
+}
+
+export type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
+export interface BeginResult {
+  kind: BeginKind
+  epoch: number
+  attempt: number
+}
+
+export interface CallState {
+  status: 'running' | 'parked' | 'done'
+  epoch: number
+  attempt: number
+  replay: 'safe' | 'never'
+  name: string
+  result?: RecordOf<'harness.tool.result'>
+}
+
+/** A step.ask question as logged and kept in the questions hash. */
+export type Question = Omit<RecordOf<'harness.tool.ask'>, 'type'>
+
+export type StoredValue = { found: true; value: unknown }
+export type StepLookup = { found: false } | StoredValue
+
+/** What a fenced write names: the call and the attempt's epoch. */
+export interface Fence {
+  toolCallId: string
+  epoch: number
+}
+
+/** Stored form of a step value: '' means the step returned nothing (JSON has no undefined). */
+export const NO_VALUE = ''
+
+/**
+ * The session log of one session: a Redis Stream plus the hashes that index it. Speaks only Redis.
+ * Every multi-key write is one named Lua script (src/log/commands).
+ */
+export class SessionLog {
+  readonly keys: SessionKeys
+  readonly redis: Redis & LogCommands
+  /** Part of every idempotency key: `${logId}:${toolCallId}:${name}`. */
+  readonly logId: string
+
+  constructor(
+    redis: Redis,
+    readonly prefix: string,
+    readonly sessionId: string,
+  ) {
+    this.keys = sessionKeys(prefix, sessionId)
+    this.redis = withLogCommands(redis)
+    this.logId = sessionId
+  }
+
+  /** Appends records unfenced (inputs, model responses, recovery notes). */
+  async append(records: LogRecord[]): Promise<string[]> {
+    return this.redis.appendRecords(this.keys.log, ...records.map(encodeRecord))
+  }
+
+  async read(options: ReadOptions = {}): Promise<Array<LogEntry>> {
+    const start = options.after ? `(${options.after}` : '-'
+    const out: LogEntry[] = []
+    const page = options.limit && !options.types ? options.limit : 1000
+    let from = start
+    for (;;) {
+      const raw = (await this.redis.xrange(this.keys.log, from, '+', 'COUNT', page)) as RawEntry[]
+      for (const entry of raw) {
+        const parsed = this.parseEntry(entry)
+        if (parsed && (!options.types || options.types.includes(parsed.record.type))) out.push(parsed)
+        if (options.limit && out.length >= options.limit) return out
+      }
+      if (raw.length < page) return out
+      from = `(${raw[raw.length - 1]![0]}`
+    }
+  }
+
+  /** One entry by its stream id. */
+  async readEntry(id: string): Promise<LogEntry | null> {
+    const [raw] = (await this.redis.xrange(this.keys.log, id, id)) as RawEntry[]
+    return raw ? this.parseEntry(raw) : null
+  }
+
+  /**
+   * Follows the log from a known id with XREAD BLOCK on its own connection. Never reads from `$`:
+   * after a reconnect ioredis would re-send it and skip what was written in the gap.
+   */
+  async *follow(options: FollowOptions = {}): AsyncGenerator<LogEntry> {
+    let last = options.after ?? '0-0'
+    const conn = this.redis.duplicate()
+    const onAbort = () => conn.disconnect()
+    options.signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      while (!options.signal?.aborted) {
+        let reply: Array<[string, RawEntry[]]> | null
+        try {
+          reply = (await conn.xread('COUNT', 500, 'BLOCK', options.blockMs ?? 5000, 'STREAMS', this.keys.log, last)) as
+            | Array<[string, RawEntry[]]>
+            | null
+        } catch (error) {
+          if (options.signal?.aborted) return
+          throw error
+        }
+        for (const entry of reply?.[0]?.[1] ?? []) {
+          last = entry[0]
+          const parsed = this.parseEntry(entry)
+          if (parsed && (!options.types || options.types.includes(parsed.record.type))) yield parsed
+        }
+      }
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort)
+      conn.disconnect()
+    }
+  }
+
+  /** O(1) lookup of a stored step (HGET on the steps hash; the stream is not read). */
+  async getStep(toolCallId: string, name: string): Promise<StepLookup> {
+    const stored = await this.redis.hget(this.keys.steps, stepField(toolCallId, name))
+    return stored === null ? { found: false } : { found: true, value: decodeValue(stored) }
+  }
+
+  async getCall(toolCallId: string): Promise<CallState | null> {
+    const [state, result] = await this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`)
+    if (!state) return null
+    const s = JSON.parse(state) as { s: CallState['status']; e: number; a: number; r: CallState['replay']; n: string }
+    return {
+      status: s.s,
+      epoch: s.e,
+      attempt: s.a,
+      replay: s.r,
+      name: s.n,
+      ...(result ? { result: JSON.parse(result) as RecordOf<'harness.tool.result'> } : {}),
+    }
+  }
+
+  // ---- inputs (turns) ----
+
+  async addInput(inputId: string, text: string): Promise<{ status: 'added' | 'exists' | 'conflict'; entryId?: string }> {
+    const idx = indexKeys(this.prefix)
+    const record: HarnessRecord = { type: 'harness.input', inputId, text, at: Date.now() }
+    const [status, entryId] = await this.redis.addInput(
+      this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns,
+      inputId, text, encodeRecord(record), Date.now(), this.sessionId,
+    )
+    return { status: status as 'added' | 'exists' | 'conflict', ...(entryId ? { entryId: String(entryId) } : {}) }
+  }
+
+  async getInput(inputId: string): Promise<{ text: string; entryId: string; status: 'open' | 'settled'; settledId?: string } | null> {
+    const raw = await this.redis.hget(this.keys.inputs, inputId)
+    return raw ? JSON.parse(raw) : null
+  }
+
+  async settleInput(record: RecordOf<'harness.input.settled'>): Promise<void> {
+    await this.redis.settleInput(
+      this.keys.log, this.keys.inputs, indexKeys(this.prefix).openTurns,
+      record.inputId, encodeRecord(record), `${this.sessionId}|${record.inputId}`, indexKeys(this.prefix).events,
+    )
+  }
+
+  /** Logs a model response if the turn still has `expected` responses; false when another run was first. */
+  async logModelResponse(record: RecordOf<'harness.model.response'>, expected: number): Promise<boolean> {
+    const [status] = await this.redis.logModelResponse(this.keys.log, this.keys.inputs, record.inputId, expected, encodeRecord(record))
+    return status === 'ok'
+  }
+
+  // ---- fenced writes of a tool call attempt ----
+
+  async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never'): Promise<BeginResult> {
+    const [kind, epoch, attempt] = await this.redis.beginCall(
+      this.keys.calls, this.keys.log, this.stagedKey(toolCallId), indexKeys(this.prefix).openCalls,
+      toolCallId, name, replay, Date.now(), this.openMember(toolCallId),
+    )
+    return { kind: kind as BeginKind, epoch: Number(epoch), attempt: Number(attempt) }
+  }
+
+  /**
+   * Stores a step value with its log record (fenced). Returns the stored value: ours, or the one a
+   * racing attempt stored first. `value === undefined` stores "done, no value".
+   */
+  async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord): Promise<StoredValue> {
+    const reply = await this.redis.saveStep(
+      this.keys.calls, this.keys.steps, this.keys.log,
+      fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encodeValue(value), encodeRecord(record),
+    )
+    this.throwIfFenced(fence, reply)
+    return reply[0] === 'exists' ? { found: true, value: decodeValue(String(reply[1])) } : { found: true, value }
+  }
+
+  /** Logs a question once (fenced) as the step `name`; returns the stored step value. */
+  async askQuestion(fence: Fence, name: string, question: Question): Promise<StoredValue> {
+    const idx = indexKeys(this.prefix)
+    const value = { questionId: question.questionId }
+    const record: RecordOf<'harness.tool.ask'> = { type: 'harness.tool.ask', ...question }
+    const reply = await this.redis.askQuestion(
+      this.keys.calls, this.keys.steps, this.keys.log, this.keys.questions, idx.openQuestions,
+      fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encodeValue(value), encodeRecord(record),
+      question.questionId, JSON.stringify(question), Date.now(), this.openMember(question.questionId),
+    )
+    this.throwIfFenced(fence, reply)
+    return reply[0] === 'exists' ? { found: true, value: decodeValue(String(reply[1])) } : { found: true, value }
+  }
+
+  async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup } | null> {
+    const [question, answer] = await this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`)
+    if (!question) return null
+    return { question: JSON.parse(question) as Question, answer: answer === null ? { found: false } : { found: true, value: JSON.parse(answer) } }
+  }
+
+  /** Open (unanswered, unexpired) questions of this session. */
+  async openQuestions(now = Date.now()): Promise<Question[]> {
+    const all = await this.redis.hgetall(this.keys.questions)
+    return Object.entries(all)
+      .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all))
+      .map(([, raw]) => JSON.parse(raw) as Question)
+      .filter((q) => q.expiresAt === undefined || q.expiresAt > now)
+  }
+
+  /** Records the first answer (the caller validated it). */
+  async answerQuestion(
+    questionId: string,
+    value: unknown,
+    toolCallId: string,
+  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired'; entryId?: string }> {
+    const record: RecordOf<'harness.tool.answer'> = { type: 'harness.tool.answer', toolCallId, questionId, value: value as never }
+    const reply = await this.redis.answerQuestion(
+      this.keys.questions, this.keys.log, indexKeys(this.prefix).openQuestions,
+      questionId, JSON.stringify(value), encodeRecord(record), Date.now(), this.openMember(questionId),
+    )
+    return { status: reply[0] as 'ok', ...(reply[1] ? { entryId: String(reply[1]) } : {}) }
+  }
+
+  async stageRecords(fence: Fence, records: LogRecord[]): Promise<void> {
+    const reply = await this.redis.stageRecords(
+      this.keys.calls, this.stagedKey(fence.toolCallId),
+      fence.toolCallId, fence.epoch, ...records.map(encodeRecord),
+    )
+    this.throwIfFenced(fence, reply)
+  }
+
+  /** Marks the attempt parked (sleep/ask): its next begin is a planned resume, not a cut. */
+  async parkCall(fence: Fence, kind: 'sleep' | 'ask', until: number): Promise<void> {
+    const record: RecordOf<'harness.tool.suspended'> = { type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until }
+    const reply = await this.redis.parkCall(this.keys.calls, this.keys.log, fence.toolCallId, fence.epoch, encodeRecord(record))
+    this.throwIfFenced(fence, reply)
+  }
+
+  /** Lands the kept result with the staged records, atomically and fenced. */
+  async landResult(fence: Fence, name: string, outcome: { result?: unknown; error?: ToolErrorPayload }): Promise<string> {
+    const record: RecordOf<'harness.tool.result'> = {
+      type: 'harness.tool.result',
+      toolCallId: fence.toolCallId,
+      name,
+      ...(outcome.error ? { error: outcome.error } : { result: outcome.result as never }),
+    }
+    const reply = await this.redis.landResult(
+      this.keys.calls, this.keys.log, this.stagedKey(fence.toolCallId), indexKeys(this.prefix).openCalls,
+      fence.toolCallId, fence.epoch, encodeRecord(record), this.openMember(fence.toolCallId), indexKeys(this.prefix).events,
+    )
+    this.throwIfFenced(fence, reply)
+    return String(reply[1])
+  }
+
+  stagedKey(toolCallId: string): string {
+    return `${this.keys.staged}:${toolCallId}`
+  }
+
+  openMember(id: string): string {
+    return `${this.sessionId}|${id}`
+  }
+
+  private throwIfFenced(fence: Fence, reply: Array<string | number>): void {
+    if (reply[0] === 'fenced') {
+      const current = Number(reply[1])
+      throw new FencedError(fence.toolCallId, fence.epoch, current < 0 ? null : current)
+    }
+  }
+
+  private parseEntry([id, fields]: RawEntry): LogEntry | null {
+    const rawJson = fields[1]
+    let record: LogRecord | 'skip'
+    try {
+      if (fields[0] !== 'r' || rawJson === undefined) throw new Error('no "r" field')
+      record = parseRecord(JSON.parse(rawJson))
+    } catch (error) {
+      void this.redis.hset(indexKeys(this.prefix).corrupt, this.sessionId, id).catch(() => {})
+      throw new MalformedEntryError(this.sessionId, id, (error as Error).message)
+    }
+    return record === 'skip' ? null : { id, record }
+  }
+}
+
+type RawEntry = [string, string[]]
+
+function encodeValue(value: unknown): string {
+  return value === undefined ? NO_VALUE : JSON.stringify(value)
+}
+
+function decodeValue(stored: string): unknown {
+  return stored === NO_VALUE ? undefined : JSON.parse(stored)
+}
+
+/** Validates a record against its schema and encodes it for the stream. */
+export function encodeRecord(record: LogRecord): string {
+  try {
+    if (parseRecord(record) === 'skip') throw new Error(`unknown reserved type ${record.type}`)
+  } catch (error) {
+    throw new InvalidRecordError(`Record refused on write: ${(error as Error).message}`)
+  }
+  return JSON.stringify(record)
+}

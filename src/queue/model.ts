@@ -1,0 +1,90 @@
+import type { ModelMessage } from '@tanstack/ai'
+import { resolveDebugOption } from '@tanstack/ai/adapter-internals'
+import type { LogEntry, ToolCallRecord, RecordOf } from '../log/index.js'
+import type { RuntimeHarness } from './runtime.js'
+
+export interface ModelResponse {
+  text?: string
+  toolCalls: ToolCallRecord[]
+}
+
+/** Builds the conversation for the model from the session log; tool results follow their call, in call order. */
+export function buildMessages(entries: LogEntry[]): ModelMessage[] {
+  const results = new Map<string, RecordOf<'harness.tool.result'>>()
+  for (const { record } of entries) if (record.type === 'harness.tool.result') results.set((record as RecordOf<'harness.tool.result'>).toolCallId, record as RecordOf<'harness.tool.result'>)
+  const messages: ModelMessage[] = []
+  for (const { record } of entries) {
+    if (record.type === 'harness.input') messages.push({ role: 'user', content: (record as RecordOf<'harness.input'>).text })
+    if (record.type !== 'harness.model.response') continue
+    const response = record as RecordOf<'harness.model.response'>
+    messages.push({
+      role: 'assistant',
+      content: response.text ?? null,
+      ...(response.toolCalls.length
+        ? { toolCalls: response.toolCalls.map((c) => ({ id: c.toolCallId, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input ?? {}) } })) }
+        : {}),
+    })
+    for (const call of response.toolCalls) {
+      const result = results.get(call.toolCallId)
+      if (result) messages.push({ role: 'tool', toolCallId: call.toolCallId, content: toolMessageContent(result) })
+    }
+  }
+  return messages
+}
+
+/** What the model reads for a result: strings as they are, other JSON encoded, errors as `{"error": ...}`. */
+export function toolMessageContent(result: RecordOf<'harness.tool.result'>): string {
+  if (result.error) return JSON.stringify({ error: result.error.message })
+  return typeof result.result === 'string' ? result.result : JSON.stringify(result.result ?? null)
+}
+
+/** One model call through the harness's `@tanstack/ai` text adapter, collected into text and tool calls. */
+export async function callModel(harness: RuntimeHarness, messages: ModelMessage[], signal?: AbortSignal): Promise<ModelResponse> {
+  const abortController = new AbortController()
+  signal?.addEventListener('abort', () => abortController.abort(signal.reason), { once: true })
+  const stream = harness.adapter.chatStream({
+    model: harness.adapter.model,
+    messages,
+    tools: [...harness.tools],
+    ...(harness.systemPrompts ? { systemPrompts: [...harness.systemPrompts] } : {}),
+    abortController,
+    logger: resolveDebugOption(false),
+  })
+  let text = ''
+  const calls = new Map<string, { name: string; args: string; input?: unknown }>()
+  for await (const chunk of stream) {
+    if (signal?.aborted) throw signal.reason
+    switch (chunk.type) {
+      case 'TEXT_MESSAGE_CONTENT':
+        text += chunk.delta ?? ''
+        break
+      case 'TOOL_CALL_START':
+        calls.set(chunk.toolCallId, { name: chunk.toolCallName ?? chunk.toolName ?? '', args: '' })
+        break
+      case 'TOOL_CALL_ARGS': {
+        const call = calls.get(chunk.toolCallId)
+        if (call) call.args += chunk.delta ?? ''
+        break
+      }
+      case 'TOOL_CALL_END': {
+        const call = calls.get(chunk.toolCallId)
+        if (call && chunk.input !== undefined) call.input = chunk.input
+        break
+      }
+      case 'RUN_ERROR':
+        throw new Error(`Model error: ${chunk.error?.message ?? chunk.message ?? 'unknown'}`)
+    }
+  }
+  const toolCalls = [...calls].map(([toolCallId, c]) => ({ toolCallId, name: c.name, input: (c.input ?? parseArgs(c.args)) as never }))
+  return { ...(text ? { text } : {}), toolCalls }
+}
+
+function parseArgs(args: string): unknown {
+  if (!args.trim()) return {}
+  try {
+    return JSON.parse(args)
+  } catch {
+    // the tool's schema check turns this into a tool error the model can read
+    return { __unparsedArguments: args }
+  }
+}

@@ -1,0 +1,71 @@
+import { DelayedError, type Job } from 'bullmq'
+import type { Logger } from 'pino'
+import { FencedError } from '../errors.js'
+import { SessionLog } from '../log/index.js'
+import { questionIdOf, replayOf, SecretStore, type Park } from '../tool/index.js'
+import type { ToolJobData } from './names.js'
+import { keptResult, runCall, type CallInput } from './runCall.js'
+import type { RuntimeHarness } from './runtime.js'
+
+export interface ToolJobDeps {
+  harness: RuntimeHarness
+  logFor(sessionId: string): SessionLog
+  logger: Logger
+}
+
+/**
+ * The processor of a tool job, a short composition: begin (load state, classify, new epoch) → run or
+ * take the cut path → hooks and redaction → land the kept result in one fenced write, or park.
+ */
+export async function processToolJob(job: Job<ToolJobData>, token: string | undefined, deps: ToolJobDeps): Promise<void> {
+  const { harness } = deps
+  const call: CallInput = job.data
+  const log = deps.logFor(call.sessionId)
+  const tool = harness.toolsByName.get(call.name)
+  const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never')
+  const logger = deps.logger.child({ sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })
+  if (begin.kind === 'done') {
+    logger.debug('call already has its kept result; not run again')
+    return
+  }
+  const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
+  const secrets = new SecretStore(harness.secrets ? await harness.secrets({ sessionId: call.sessionId, harness: harness.name }) : {})
+  try {
+    let outcome
+    if (begin.kind === 'cut') {
+      // R10: nobody knows if a cut 'never' call finished; the model gets a tool error instead of a second run
+      logger.warn('call was cut by a crash; replay is never: landing the interrupted tool error')
+      outcome = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
+    } else {
+      if (begin.kind === 'rerun') logger.warn('call was cut by a crash; replay is safe: running it again')
+      const abort = new AbortController()
+      outcome = await runCall(harness, log, call, begin, secrets, abort.signal)
+      if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger)
+    }
+    const kept = await keptResult(harness, call, outcome, secrets)
+    await log.landResult(fence, call.name, kept)
+    logger.info({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
+  } catch (error) {
+    if (error instanceof FencedError) {
+      logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')
+      return
+    }
+    throw error
+  }
+}
+
+/**
+ * Parks the call as a BullMQ delayed job: the slot is freed at once and the job runs again from the
+ * top at `until`, or earlier when an answer promotes it. An answer that landed before our
+ * moveToDelayed would have promoted nothing, so it is re-checked after (R8: no answer is lost).
+ */
+async function park(job: Job<ToolJobData>, token: string | undefined, log: SessionLog, fence: { toolCallId: string; epoch: number }, p: Park, logger: Logger): Promise<never> {
+  await log.parkCall(fence, p.kind, p.until)
+  await job.moveToDelayed(p.until, token)
+  logger.info({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
+  if (p.kind === 'ask') {
+    const q = await log.getQuestion(questionIdOf(fence.toolCallId, p.stepName))
+    if (q?.answer.found) await job.promote().catch(() => {})
+  }
+  throw new DelayedError()
+}

@@ -1,0 +1,78 @@
+import { WaitingChildrenError, type Job, type Queue } from 'bullmq'
+import type { Logger } from 'pino'
+import { SessionLog, type RecordOf } from '../log/index.js'
+import { buildMessages, callModel } from './model.js'
+import { toolJobId, type ToolJobData, type TurnJobData } from './names.js'
+import { toToolError } from './runCall.js'
+import type { RuntimeHarness } from './runtime.js'
+import { foldTurn } from './turnFold.js'
+
+export interface TurnJobDeps {
+  harness: RuntimeHarness
+  toolQueue: Queue<ToolJobData>
+  logFor(sessionId: string): SessionLog
+  logger: Logger
+}
+
+export const toolJobOptions = {
+  removeOnComplete: { age: 24 * 3600, count: 100_000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+} as const
+
+/**
+ * The processor of a turn job. It folds the session log to decide its next action (call the model,
+ * enqueue the batch, wait for it, settle), so any worker can continue any turn after a crash. While
+ * its tool jobs run it waits as a BullMQ parent in waiting-children, holding no worker slot.
+ */
+export async function processTurnJob(job: Job<TurnJobData>, token: string | undefined, deps: TurnJobDeps): Promise<void> {
+  const { harness } = deps
+  const { sessionId, inputId } = job.data
+  const log = deps.logFor(sessionId)
+  const logger = deps.logger.child({ sessionId, inputId, attempt: job.attemptsMade + 1 })
+  const settle = (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>) =>
+    log.settleInput({ type: 'harness.input.settled', inputId, ...record }).then(() => logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled'))
+  try {
+    for (;;) {
+      const entries = await log.read()
+      const fold = foldTurn(entries, inputId)
+      if (!fold.input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
+      if (fold.settled) return
+      const { timeoutMs } = harness.durability
+      const remaining = timeoutMs === undefined ? Infinity : fold.input.record.at + timeoutMs - Date.now()
+      if (remaining <= 0) return await settle({ outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
+      if (fold.pending.length > 0) {
+        await deps.toolQueue.addBulk(
+          fold.pending.map((c) => ({
+            name: c.name,
+            data: { harness: harness.name, sessionId, toolCallId: c.toolCallId, name: c.name, input: c.input },
+            opts: { ...toolJobOptions, jobId: toolJobId(sessionId, c.toolCallId), parent: { id: job.id!, queue: job.queueQualifiedName } },
+          })),
+        )
+        logger.debug({ calls: fold.pending.length }, 'batch enqueued; waiting for its results')
+        if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError()
+        continue
+      }
+      if (fold.responses.length >= harness.durability.maxModelCalls) {
+        return await settle({ outcome: 'failed', error: { code: 'max_model_calls', message: `Turn made ${fold.responses.length} model calls, the limit (durability.maxModelCalls).` } })
+      }
+      const signal = Number.isFinite(remaining) ? AbortSignal.timeout(remaining) : undefined
+      const response = await callModel(harness, buildMessages(fold.conversation), signal)
+      const logged = await log.logModelResponse({ type: 'harness.model.response', inputId, ...response }, fold.responses.length)
+      if (!logged) continue // another run of this turn logged first: fold again
+      logger.info({ toolCalls: response.toolCalls.length }, 'model responded')
+      if (response.toolCalls.length === 0) return await settle({ outcome: 'completed', ...(response.text ? { text: response.text } : {}) })
+    }
+  } catch (error) {
+    if (error instanceof WaitingChildrenError) throw error
+    const last = job.attemptsMade + 1 >= harness.durability.maxAttempts
+    logger.warn({ err: error, lastAttempt: last }, 'turn attempt failed')
+    if (!last) throw error
+    const timedOut = error instanceof DOMException && error.name === 'TimeoutError'
+    await settle({
+      outcome: 'failed',
+      error: timedOut
+        ? { code: 'timeout', message: `Turn exceeded timeoutMs (${harness.durability.timeoutMs} ms).` }
+        : { code: 'attempts_exhausted', message: `Turn failed after ${harness.durability.maxAttempts} attempts: ${toToolError(error).message}` },
+    })
+  }
+}

@@ -1,0 +1,62 @@
+import { Queue, Worker, type ConnectionOptions } from 'bullmq'
+import type { Logger } from 'pino'
+import type { SessionLog } from '../log/index.js'
+import { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
+import type { RuntimeHarness } from './runtime.js'
+import { processToolJob } from './toolJob.js'
+import { processTurnJob } from './turnJob.js'
+
+export interface HarnessQueues {
+  turns: Queue<TurnJobData>
+  tools: Queue<ToolJobData>
+}
+
+export function createQueues(harness: RuntimeHarness, connection: ConnectionOptions, prefix: string): HarnessQueues {
+  const opts = { connection, prefix: bullPrefix(prefix) }
+  return {
+    turns: new Queue<TurnJobData>(turnQueueName(harness.name), opts),
+    tools: new Queue<ToolJobData>(toolQueueName(harness.name), opts),
+  }
+}
+
+export interface WorkerSetOptions {
+  harness: RuntimeHarness
+  queues: HarnessQueues
+  connection: ConnectionOptions
+  prefix: string
+  concurrency: number
+  logFor(sessionId: string): SessionLog
+  logger: Logger
+}
+
+/**
+ * The turn and tool workers of one harness. Lock and stalled-check intervals come from the harness's
+ * durability options so a dead worker's job is picked up again in seconds; a stalled job is never
+ * failed by BullMQ (maxStalledCount is unbounded): our begin/fold classifies it instead.
+ */
+export function startWorkerSet(options: WorkerSetOptions): Worker[] {
+  const { harness, queues, connection, prefix, concurrency, logFor, logger } = options
+  const common = {
+    connection,
+    prefix: bullPrefix(prefix),
+    concurrency,
+    lockDuration: harness.durability.lockMs,
+    stalledInterval: harness.durability.stalledMs,
+    maxStalledCount: Number.MAX_SAFE_INTEGER,
+  }
+  const tools = new Worker<ToolJobData>(
+    toolQueueName(harness.name),
+    (job, token) => processToolJob(job, token, { harness, logFor, logger }),
+    common,
+  )
+  const turns = new Worker<TurnJobData>(
+    turnQueueName(harness.name),
+    (job, token) => processTurnJob(job, token, { harness, toolQueue: queues.tools, logFor, logger }),
+    common,
+  )
+  for (const worker of [tools, turns]) {
+    worker.on('error', (err) => logger.error({ err, queue: worker.name }, 'worker error'))
+    worker.on('failed', (job, err) => logger.warn({ err, queue: worker.name, jobId: job?.id, sessionId: job?.data.sessionId }, 'job failed'))
+  }
+  return [tools, turns]
+}

@@ -1,0 +1,2 @@
+export { scriptedModel, type ScriptEntry, type ScriptedResponse, type ScriptedToolCall } from './scriptedModel.js'
+export { startRedisServer, hasRedisServerBinary, isRedisReachable, type RedisServerHandle, type RedisServerOptions } from './redisServer.js'

@@ -1,0 +1,55 @@
+import type { AnyTextAdapter, ModelMessage } from '@tanstack/ai'
+
+export interface ScriptedToolCall {
+  name: string
+  input: unknown
+  /** Default: `call-<model call>-<index>`, unique within a session and the same in every process. */
+  id?: string
+}
+
+export interface ScriptedResponse {
+  text?: string
+  toolCalls?: ScriptedToolCall[]
+}
+
+export type ScriptEntry = ScriptedResponse | ((context: { messages: ModelMessage[]; call: number }) => ScriptedResponse)
+
+/**
+ * A deterministic `@tanstack/ai` text adapter with no network: model call N of a session (counted by
+ * the assistant messages it is shown, so any process answers the same) gets script entry N. Tool
+ * calls first, then text; runs with plain `chat()` and in a durable harness alike.
+ */
+export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: { name?: string } = {}): AnyTextAdapter {
+  return {
+    kind: 'text',
+    name: options.name ?? 'scripted',
+    model: 'scripted',
+    '~types': {} as never,
+    async *chatStream(request: { messages: ModelMessage[] }) {
+      const call = request.messages.filter((m) => m.role === 'assistant').length
+      const entry = script[call]
+      if (!entry) throw new Error(`scriptedModel: no response scripted for model call ${call} (the script has ${script.length}).`)
+      const response = typeof entry === 'function' ? entry({ messages: request.messages, call }) : entry
+      const ts = Date.now()
+      const runId = `run-${call}`
+      yield { type: 'RUN_STARTED', runId, threadId: 'scripted', timestamp: ts }
+      const toolCalls = response.toolCalls ?? []
+      for (const [index, tc] of toolCalls.entries()) {
+        const toolCallId = tc.id ?? `call-${call}-${index}`
+        yield { type: 'TOOL_CALL_START', toolCallId, toolCallName: tc.name, toolName: tc.name, index, timestamp: ts }
+        yield { type: 'TOOL_CALL_ARGS', toolCallId, delta: JSON.stringify(tc.input ?? {}), timestamp: ts }
+        yield { type: 'TOOL_CALL_END', toolCallId, input: tc.input ?? {}, timestamp: ts }
+      }
+      if (response.text) {
+        const messageId = `msg-${call}`
+        yield { type: 'TEXT_MESSAGE_START', messageId, role: 'assistant', timestamp: ts }
+        yield { type: 'TEXT_MESSAGE_CONTENT', messageId, delta: response.text, timestamp: ts }
+        yield { type: 'TEXT_MESSAGE_END', messageId, timestamp: ts }
+      }
+      yield { type: 'RUN_FINISHED', runId, threadId: 'scripted', finishReason: toolCalls.length ? 'tool_calls' : 'stop', timestamp: ts }
+    },
+    async structuredOutput() {
+      throw new Error('scriptedModel does not support structured output.')
+    },
+  } as unknown as AnyTextAdapter
+}

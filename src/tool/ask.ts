@@ -1,0 +1,76 @@
+import { createHash } from 'node:crypto'
+import { convertSchemaToJsonSchema } from '@tanstack/ai'
+import type { StandardSchemaV1 } from '@standard-schema/spec'
+import { InvalidAnswerError, QuestionExpiredError } from '../errors.js'
+import type { Fence, SessionLog, StepLookup } from '../log/index.js'
+import type { AskOptions } from './context.js'
+import { Park } from './park.js'
+
+/** How long an ask without expiresAt parks before the job re-checks (answers promote it at once). */
+export const ASK_HORIZON_MS = 24 * 3_600_000
+
+/** Deterministic per (call, step name), so a run again after a crash asks the same question. */
+export function questionIdOf(toolCallId: string, name: string): string {
+  return `q-${createHash('sha256').update(`${toolCallId}\0${name}`).digest('hex').slice(0, 24)}`
+}
+
+/** Validates a value with any Standard Schema (zod included); returns the parsed output or an issue text. */
+export async function validateStandard(
+  schema: StandardSchemaV1,
+  value: unknown,
+): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
+  const result = await schema['~standard'].validate(value)
+  if (!result.issues) return { ok: true, value: result.value }
+  const message = result.issues
+    .map((i) => `${i.message}${i.path?.length ? ` at ${i.path.map((p) => (typeof p === 'object' ? p.key : p)).join('.')}` : ''}`)
+    .join('; ')
+  return { ok: false, message }
+}
+
+function toEpochMs(at: Date | number | string): number {
+  const ms = at instanceof Date ? at.getTime() : typeof at === 'string' ? Date.parse(at) : at
+  if (!Number.isFinite(ms)) throw new TypeError(`step.ask expiresAt ${JSON.stringify(at)} is not a date.`)
+  return ms
+}
+
+interface AskDeps {
+  log: SessionLog
+  fence: Fence
+  lookup(name: string): Promise<StepLookup>
+  park(p: Park): never
+  checkValue(value: unknown, what: string): unknown
+}
+
+/**
+ * step.ask (R8): logs the question once, then returns the logged answer, throws QuestionExpiredError
+ * after expiresAt, or parks the call until an answer promotes it (or the expiry wakes it).
+ */
+export function createAsk({ log, fence, lookup, park, checkValue }: AskDeps) {
+  return async function ask<S extends StandardSchemaV1>(options: AskOptions<S>): Promise<StandardSchemaV1.InferOutput<S>> {
+    const { name, message, schema } = options
+    const questionId = questionIdOf(fence.toolCallId, name)
+    const expiresAt = options.expiresAt === undefined ? undefined : toEpochMs(options.expiresAt)
+    let stored = await lookup(name)
+    if (!stored.found) {
+      const jsonSchema = checkValue(convertSchemaToJsonSchema(schema as never) ?? {}, `Question "${name}" schema`)
+      checkValue(message, `Question "${name}" message`)
+      stored = await log.askQuestion(fence, name, {
+        toolCallId: fence.toolCallId,
+        questionId,
+        name,
+        message,
+        schema: jsonSchema as never,
+        ...(expiresAt === undefined ? {} : { expiresAt }),
+      })
+    }
+    const q = await log.getQuestion(questionId)
+    if (q?.answer.found) {
+      const checked = await validateStandard(schema, q.answer.value)
+      if (!checked.ok) throw new InvalidAnswerError(questionId, checked.message)
+      return checked.value as StandardSchemaV1.InferOutput<S>
+    }
+    const deadline = q?.question.expiresAt ?? expiresAt
+    if (deadline !== undefined && Date.now() >= deadline) throw new QuestionExpiredError(questionId, new Date(deadline).toISOString())
+    return park(new Park('ask', deadline ?? Date.now() + ASK_HORIZON_MS, name))
+  }
+}

@@ -1,0 +1,52 @@
+import type { ToolExecutionContext } from '@tanstack/ai'
+import type { StandardSchemaV1 } from '@standard-schema/spec'
+import type { Duration } from './duration.js'
+import type { JsonChecked } from './json.js'
+import type { Secrets } from './secrets.js'
+
+export type Replay = 'safe' | 'never'
+
+/** Compile-time half of R3: a step value that is not JSON asks for an impossible third argument. */
+export type JsonOnly<T> = [T] extends [JsonChecked<T>]
+  ? []
+  : [error: 'A step value must be JSON: return date.toISOString(), not a Date; plain objects, not Map, Set or class instances']
+
+export interface StepFnOptions {
+  /** `${logId}:${toolCallId}:${name}`: the same on every run of the step. Pass it to the side effect. */
+  idempotencyKey: string
+}
+
+export interface AskOptions<S extends StandardSchemaV1> {
+  /** Step name of the question: the same on every run. */
+  name: string
+  message: string
+  /** Validates the answer; its JSON Schema is logged with the question for UIs. */
+  schema: S
+  /** When the question stops accepting answers; the ask then throws QuestionExpiredError. */
+  expiresAt?: Date | number | string
+}
+
+export interface Step {
+  /** Runs `fn` once per tool call; resolves with the stored JSON copy (R1, R3). */
+  do<T>(name: string, fn: (options: StepFnOptions) => T | Promise<T>, ...jsonOnly: JsonOnly<T>): Promise<T>
+  /** Waits `duration` without holding a worker slot; the wake time is logged once (R7). */
+  sleep(name: string, duration: Duration): Promise<void>
+  sleepUntil(name: string, at: Date | number): Promise<void>
+  /** Asks a person; resolves with the validated answer (R8). */
+  ask<S extends StandardSchemaV1>(options: AskOptions<S>): Promise<StandardSchemaV1.InferOutput<S>>
+}
+
+/** A user record added with `append`: any JSON object with a `type` not starting with `harness.`. */
+export type AppendRecord = { type: string } & Record<string, unknown>
+
+export interface DurableContextFields {
+  step: Step
+  /** Stages records that land with the tool result, in the same atomic write (R9). */
+  append(records: AppendRecord[]): void
+  secrets: Secrets
+}
+
+/** What a durable tool's execute gets: the `@tanstack/ai` tool context plus step, append, secrets. */
+export type DurableToolContext<TContext = unknown> = Omit<ToolExecutionContext<TContext>, 'emitCustomEvent'> &
+  Partial<Pick<ToolExecutionContext<TContext>, 'emitCustomEvent'>> &
+  DurableContextFields & { toolCallId: string }

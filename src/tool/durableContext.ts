@@ -1,0 +1,137 @@
+import { DuplicateStepError, ReservedRecordTypeError } from '../errors.js'
+import type { SessionLog, Fence } from '../log/index.js'
+import { RESERVED_PREFIX, type LogRecord } from '../log/index.js'
+import type { AppendRecord, DurableContextFields, Step, StepFnOptions } from './context.js'
+import { parseDuration, parseWakeTime } from './duration.js'
+import { encodeChecked, toJsonCopy } from './json.js'
+import { Park } from './park.js'
+import type { SecretStore } from './secrets.js'
+import { createAsk } from './ask.js'
+
+export interface DurableContextOptions {
+  log: SessionLog
+  fence: Fence
+  secrets: SecretStore
+  maxValueBytes: number
+  /** True on a fresh first attempt: no step can be stored yet, so lookups are skipped (one round trip less a step). */
+  fresh: boolean
+}
+
+export interface DurableContextHandle {
+  fields: DurableContextFields
+  /** Waits for staged `append` writes; rethrows their failure (e.g. FencedError). */
+  flush(): Promise<void>
+  /** The park this attempt hit, if any, even if the tool caught it. */
+  readonly parked: Park | null
+}
+
+/**
+ * The step context of a tool call attempt in a durable session, bound to (session log, toolCallId,
+ * fencing epoch). Every write is fenced; a step's value is stored before step.do resolves (R1).
+ */
+export function createDurableContext(options: DurableContextOptions): DurableContextHandle {
+  const { log, fence, secrets, maxValueBytes } = options
+  const used = new Set<string>()
+  let parked: Park | null = null
+  let staging: Promise<void> = Promise.resolve()
+  let stagingError: unknown = null
+
+  const claim = (name: string) => {
+    if (parked) throw parked
+    if (typeof name !== 'string' || name.length === 0) throw new TypeError('A step needs a non-empty string name.')
+    if (used.has(name)) throw new DuplicateStepError(fence.toolCallId, name)
+    used.add(name)
+  }
+  const lookup = (name: string) => (options.fresh ? Promise.resolve({ found: false as const }) : log.getStep(fence.toolCallId, name))
+  const checkValue = (value: unknown, what: string) => {
+    const copy = toJsonCopy(value, what)
+    secrets.assertAbsent(encodeChecked(copy, what, maxValueBytes), what)
+    return copy
+  }
+  const park = (p: Park): never => {
+    parked = p
+    throw p
+  }
+
+  /** Stores the value of a wait (sleep/ask) as a step, with its own log record, once. */
+  const storeOnce = async (name: string, make: () => { value: unknown; record: LogRecord }) => {
+    const stored = await lookup(name)
+    if (stored.found) return stored.value
+    const { value, record } = make()
+    return (await log.saveStep(fence, name, value, record)).value
+  }
+
+  const step: Step = {
+    do: (async (name: string, fn: (options: StepFnOptions) => unknown) => {
+      claim(name)
+      const what = `Step "${name}" value`
+      const stored = await lookup(name)
+      if (stored.found) {
+        // R6 on replay too: a secret rotated into a stored value must not reach the tool unnoticed
+        secrets.assertAbsent(stored.value === undefined ? undefined : JSON.stringify(stored.value), what)
+        return stored.value
+      }
+      const value = await fn({ idempotencyKey: `${log.logId}:${fence.toolCallId}:${name}` })
+      const copy = checkValue(value, what)
+      await staging
+      const saved = await log.saveStep(fence, name, copy, {
+        type: 'harness.tool.step',
+        toolCallId: fence.toolCallId,
+        name,
+        ...(copy === undefined ? {} : { value: copy as never }),
+      })
+      return saved.value
+    }) as Step['do'],
+    async sleep(name, duration) {
+      claim(name)
+      const ms = parseDuration(duration)
+      await sleepUntilStored(name, () => Date.now() + ms)
+    },
+    async sleepUntil(name, at) {
+      claim(name)
+      const wakeAt = parseWakeTime(at)
+      await sleepUntilStored(name, () => wakeAt)
+    },
+    ask: (askOptions) => {
+      claim(askOptions.name)
+      return ask(askOptions)
+    },
+  }
+
+  // R7: the wake time is logged once; a run again reads it back and never restarts the timer
+  async function sleepUntilStored(name: string, wakeAt: () => number) {
+    const stored = (await storeOnce(name, () => {
+      const at = wakeAt()
+      return { value: { wakeAt: at }, record: { type: 'harness.tool.sleep', toolCallId: fence.toolCallId, name, wakeAt: at } }
+    })) as { wakeAt: number }
+    if (Date.now() < stored.wakeAt) park(new Park('sleep', stored.wakeAt, name))
+  }
+
+  const ask = createAsk({ log, fence, lookup, park, checkValue })
+
+  const append = (records: AppendRecord[]) => {
+    if (parked) throw parked
+    if (!Array.isArray(records)) throw new TypeError('append takes an array of records: append([{ type: "app.x", ... }]).')
+    const checked = records.map((record, i) => {
+      const type = (record as { type?: unknown })?.type
+      if (typeof type !== 'string' || type.length === 0 || type.startsWith(RESERVED_PREFIX)) throw new ReservedRecordTypeError(type)
+      return checkValue(record, `append record [${i}] (${type})`) as LogRecord
+    })
+    if (checked.length === 0) return
+    // Durable at once (fenced), so a cut 'never' call still lands them with its error (R9, R10).
+    staging = staging.then(() => log.stageRecords(fence, checked)).catch((error) => {
+      stagingError ??= error
+    })
+  }
+
+  return {
+    fields: { step, append, secrets },
+    async flush() {
+      await staging
+      if (stagingError) throw stagingError
+    },
+    get parked() {
+      return parked
+    },
+  }
+}

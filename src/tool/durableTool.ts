@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto'
+import type { AnyServerTool, ApprovalSchemaConfig, InferToolInput, SchemaInput, ServerTool, ToolDefinition, ToolExecutionContext } from '@tanstack/ai'
+import type { InferSchemaType } from '@tanstack/ai'
+import { ConfigError } from '../errors.js'
+import type { DurableToolContext, Replay } from './context.js'
+import { createPlainContext } from './plainContext.js'
+
+/** Where a durable tool keeps its durable execute and replay option, next to the plain server tool. */
+export const DURABLE = Symbol.for('durable-harness.durableTool')
+
+export type DurableExecute<TInput extends SchemaInput | undefined, TOutput extends SchemaInput | undefined, TContext = unknown> = (
+  args: InferSchemaType<TInput>,
+  context: DurableToolContext<TContext>,
+) => Promise<InferSchemaType<TOutput>> | InferSchemaType<TOutput>
+
+export interface DurableToolOptions {
+  /** 'safe' (default): a call cut by a crash runs again. 'never': it gets a tool error instead. */
+  replay?: Replay
+}
+
+export interface DurableToolMarker {
+  readonly [DURABLE]: {
+    execute: (args: unknown, context: DurableToolContext) => unknown
+    replay: Replay
+  }
+}
+
+export type DurableServerTool<
+  TInput extends SchemaInput | undefined,
+  TOutput extends SchemaInput | undefined,
+  TName extends string,
+  TNeedsApproval extends boolean,
+  TApprovalSchema extends ApprovalSchemaConfig | undefined,
+> = ServerTool<TInput, TOutput, TName, unknown, TNeedsApproval, TApprovalSchema> & DurableToolMarker
+
+/**
+ * Makes a `@tanstack/ai` server tool whose execute gets `step`, `append` and `secrets`. In a durable
+ * session the harness runs the durable execute against the session log; in plain `chat()` the same
+ * tool runs with the plain step context (R13). A `replay` on the definition is not read (R10).
+ */
+export function durableTool<
+  TInput extends SchemaInput | undefined,
+  TOutput extends SchemaInput | undefined,
+  TName extends string,
+  TNeedsApproval extends boolean,
+  TApprovalSchema extends ApprovalSchemaConfig | undefined,
+>(
+  definition: ToolDefinition<TInput, TOutput, TName, TNeedsApproval, TApprovalSchema>,
+  execute: DurableExecute<TInput, TOutput>,
+  options: DurableToolOptions = {},
+): DurableServerTool<TInput, TOutput, TName, TNeedsApproval, TApprovalSchema> {
+  const replay = options.replay ?? 'safe'
+  if (replay !== 'safe' && replay !== 'never') {
+    throw new ConfigError(`durableTool "${definition.name}": replay must be 'safe' or 'never', got ${JSON.stringify(replay)}.`)
+  }
+  const plain = definition.server(async (args, context?: ToolExecutionContext) => {
+    const toolCallId = context?.toolCallId ?? randomUUID()
+    return execute(args, { ...context, toolCallId, ...createPlainContext(toolCallId, context?.abortSignal) })
+  })
+  const { replay: _ignored, ...rest } = plain as typeof plain & { replay?: unknown }
+  return Object.assign(rest, {
+    [DURABLE]: { execute: execute as DurableToolMarker[typeof DURABLE]['execute'], replay },
+  }) as unknown as DurableServerTool<TInput, TOutput, TName, TNeedsApproval, TApprovalSchema>
+}
+
+export function isDurableTool(tool: unknown): tool is AnyServerTool & DurableToolMarker {
+  return typeof tool === 'object' && tool !== null && DURABLE in tool
+}
+
+/**
+ * Marks a plain (non-durable) server tool as safe to run again after a crash. `@tanstack/ai`'s
+ * toolDefinition has no `replay` field, so this is the typed way to set it (R10).
+ */
+export function withReplay<T extends AnyServerTool>(tool: T, replay: Replay): T & { replay: Replay } {
+  return Object.assign(tool, { replay })
+}
+
+/** The replay option the harness obeys: the durableTool option, else a plain tool's own `replay: 'safe'`. */
+export function replayOf(tool: unknown): Replay {
+  if (isDurableTool(tool)) return tool[DURABLE].replay
+  return (tool as { replay?: unknown }).replay === 'safe' ? 'safe' : 'never'
+}
+
+export type { InferToolInput }

@@ -1,0 +1,15 @@
+/**
+ * Thrown through the tool's code when a step must wait (sleep or ask). The queue layer turns it into a
+ * delayed job; it is not an error and not a crash (R14). A tool that catches it is still parked: the
+ * context remembers the park and every later step throws it again.
+ */
+export class Park extends Error {
+  constructor(
+    readonly kind: 'sleep' | 'ask',
+    readonly until: number,
+    readonly stepName: string,
+  ) {
+    super(`Tool call parked (${kind} "${stepName}") until ${new Date(until).toISOString()}`)
+    this.name = 'Park'
+  }
+}

@@ -1,0 +1,22 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Type-level tests run through tsc alongside the runtime tests.
+    typecheck: {
+      enabled: true,
+      include: ['test/types/**/*.test-d.ts'],
+      tsconfig: './tsconfig.json',
+    },
+    // Integration tests start Redis servers and BullMQ workers.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Forks, not threads: tests spawn, signal and kill child processes.
+    pool: 'forks',
+    // Each file gets its own Redis (or key prefix), so files may run side by side;
+    // vitest's default would be cores - 1, i.e. a single worker on a 2-core machine.
+    fileParallelism: true,
+    maxWorkers: 2,
+  },
+});
