@@ -6,10 +6,14 @@ import type { Secrets } from './secrets.js'
 
 export type Replay = 'safe' | 'never'
 
-/** Compile-time half of R3: a step value that is not JSON asks for an impossible third argument. */
-export type JsonOnly<T> = [T] extends [JsonChecked<T>]
-  ? []
-  : [error: 'A step value must be JSON: return date.toISOString(), not a Date; plain objects, not Map, Set or class instances']
+type JsonPrimitive = string | number | boolean | null | undefined | void
+
+/**
+ * The compile-time half of R3, as a constraint that still infers `T` from a callback: a Date, Map,
+ * Set, bigint, symbol or class instance with methods, at any depth, is a type error at the call site.
+ * `& object` keeps bigint and symbol out (a mapped type over a primitive is the primitive).
+ */
+export type JsonStepValue<T> = JsonPrimitive | ({ [K in keyof T]: JsonChecked<T[K]> } & object)
 
 export interface StepFnOptions {
   /** `${logId}:${toolCallId}:${name}`: the same on every run of the step. Pass it to the side effect. */
@@ -28,7 +32,7 @@ export interface AskOptions<S extends StandardSchemaV1> {
 
 export interface Step {
   /** Runs `fn` once per tool call; resolves with the stored JSON copy (R1, R3). */
-  do<T>(name: string, fn: (options: StepFnOptions) => T | Promise<T>, ...jsonOnly: JsonOnly<T>): Promise<T>
+  do<T extends JsonStepValue<T>>(name: string, fn: (options: StepFnOptions) => T | Promise<T>): Promise<T>
   /** Waits `duration` without holding a worker slot; the wake time is logged once (R7). */
   sleep(name: string, duration: Duration): Promise<void>
   sleepUntil(name: string, at: Date | number): Promise<void>

@@ -1,0 +1,7 @@
+// Runs the turn and tool workers of a harness module: `worker <harness module>`.
+// Env: REDIS_URL, DH_PREFIX, CONCURRENCY, LOG_LEVEL.
+import { startProcess } from '../src/cli/processEnv.js'
+
+await startProcess('worker', process.argv.slice(2), (host) =>
+  host.startWorkers({ concurrency: Number(process.env.CONCURRENCY ?? 10) }),
+)
