@@ -1,2 +1,3 @@
 export { scriptedModel, type ScriptEntry, type ScriptedResponse, type ScriptedToolCall } from './scriptedModel.js'
 export { startRedisServer, hasRedisServerBinary, isRedisReachable, type RedisServerHandle, type RedisServerOptions } from './redisServer.js'
+export { spawnWorker, type SpawnWorkerOptions, type WorkerProcess } from './workerProcess.js'
