@@ -28,6 +28,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     logger.debug('call already has its kept result; not run again')
     return
   }
+  logger.debug({ kind: begin.kind, epoch: begin.epoch }, 'tool call started')
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
   const secrets = new SecretStore(harness.secrets ? await harness.secrets({ sessionId: call.sessionId, harness: harness.name }) : {})
   try {

@@ -1,0 +1,225 @@
+import { toolDefinition } from '@tanstack/ai'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { createHarnessHost, defineHarness, durableTool, InputConflictError, type Harness, type HarnessHost, type LogEntry } from '../../src/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
+import { shop } from '../fixtures/shop.js'
+import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { getRedisUrl, scanKeys, uniquePrefix } from '../rig.js'
+
+const quiet = pino({ level: 'silent' })
+const batch = (calls: Array<{ name: string; input: unknown }>) => `batch:${JSON.stringify(calls)}`
+const records = (entries: LogEntry[], type: string) => entries.map((e) => e.record as Record<string, unknown>).filter((r) => r.type === type)
+
+describe('harness with worker processes', () => {
+  let url: string
+  let prefix: string
+  let host: HarnessHost
+  let redis: Redis
+  const workers: WorkerProcess[] = []
+
+  beforeAll(async () => {
+    url = await getRedisUrl()
+    prefix = uniquePrefix('harness')
+    process.env.REDIS_URL = url
+    process.env.DH_PREFIX = prefix
+    host = createHarnessHost({ redis: url, harnesses: [shop], prefix, logger: quiet })
+    redis = new Redis(url)
+    workers.push(await spawnWorker({ redisUrl: url, prefix }), await spawnWorker({ redisUrl: url, prefix }))
+  })
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.kill('SIGTERM')))
+    await host.close()
+    redis.disconnect()
+  })
+
+  it('runs the calls of a batch in parallel and gives the model their results in call order', async () => {
+    const session = host.open(shop, { sessionId: 'parallel' })
+    // call 0 is slow, call 1 fast: results land 1 then 0, but the model must read 0 then 1
+    const { inputId } = await session.prompt(batch([
+      { name: 'safeLookup', input: { sku: 'slow', pauseMs: 1000 } },
+      { name: 'lookup', input: { sku: 'fast' } },
+    ]))
+    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    expect(settled).toEqual({ outcome: 'completed', text: 'done: {"sku":"slow","stock":5} | {"sku":"fast","stock":3}' })
+    const entries = await session.log.read()
+    const order = entries.map((e) => e.record as Record<string, unknown>).filter((r) => r.type === 'harness.tool.started' || r.type === 'harness.tool.result')
+    const firstResult = order.findIndex((r) => r.type === 'harness.tool.result')
+    // both calls started before either finished: they ran at the same time
+    expect(order.slice(0, firstResult).map((r) => r.toolCallId).sort()).toEqual(['c0-0', 'c0-1'])
+    expect(records(entries, 'harness.tool.result').map((r) => r.toolCallId)).toEqual(['c0-1', 'c0-0'])
+  })
+
+  it('R10: a worker killed mid-tool: the durable tool runs again on another worker and each step ran once', async () => {
+    workers.push(await spawnWorker({ redisUrl: url, prefix }))
+    const session = host.open(shop, { sessionId: 'killed' })
+    const { inputId } = await session.prompt(batch([{ name: 'checkout', input: { orderId: 'k1', pauseMs: 4000 } }]))
+    // any worker may take the call: kill the one that started it, once the charge step is stored
+    const runner = await Promise.race(workers.map((w) => w.waitFor((l) => l.sessionId === 'killed' && l.msg === 'tool call started').then(() => w)))
+    for await (const { record } of session.log.follow({ types: ['harness.tool.step'] })) if (record.type === 'harness.tool.step') break
+    await runner.kill('SIGKILL')
+    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    expect(settled.outcome).toBe('completed')
+    expect(settled.text).toBe('done: {"chargeId":"ch_k1"}')
+    const billing = await redis.hgetall(`${prefix}:billing`)
+    expect(billing['charge|killed:c0-0:charge:k1']).toBe('1')
+    expect(billing['invoice|killed:c0-0:invoice:ch_k1']).toBe('1')
+    const started2 = records(await session.log.read(), 'harness.tool.started')
+    expect(started2.map((r) => [r.attempt, r.reason])).toEqual([[1, 'fresh'], [2, 'rerun']])
+  })
+
+  it('invalid tool input and an unknown tool name become tool errors while the turn completes', async () => {
+    const session = host.open(shop, { sessionId: 'bad-input' })
+    const { inputId } = await session.prompt(batch([
+      { name: 'checkout', input: { orderId: 42 } },
+      { name: 'teleport', input: {} },
+    ]))
+    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    expect(settled.outcome).toBe('completed')
+    const results = records(await session.log.read(), 'harness.tool.result')
+    expect(results).toHaveLength(2)
+    const [invalid, unknown] = results.sort((a, b) => String(a.toolCallId).localeCompare(String(b.toolCallId))) as Array<{ error: { code: string; message: string } }>
+    expect(invalid!.error.code).toBe('invalid_tool_input')
+    expect(invalid!.error.message).toMatch(/checkout.*orderId/s)
+    expect(unknown!.error.code).toBe('unknown_tool')
+    expect(settled.text).toContain('Unknown tool')
+    expect(await redis.hexists(`${prefix}:billing`, 'charge|bad-input:c0-0:charge:42')).toBe(0)
+  })
+
+  it('R15: the same inputId twice runs once; a different text under it is refused', async () => {
+    const session = host.open(shop, { sessionId: 'once' })
+    const text = batch([{ name: 'lookup', input: { sku: 'once' } }])
+    const [a, b] = await Promise.all([session.prompt(text, { inputId: 'in-1' }), session.prompt(text, { inputId: 'in-1' })])
+    expect(a.inputId).toBe('in-1')
+    expect(b.inputId).toBe('in-1')
+    await session.settled('in-1', { timeoutMs: 30_000 })
+    await session.prompt(text, { inputId: 'in-1' })
+    await expect(session.prompt('something else', { inputId: 'in-1' })).rejects.toBeInstanceOf(InputConflictError)
+    const entries = await session.log.read()
+    expect(records(entries, 'harness.input')).toHaveLength(1)
+    expect(records(entries, 'harness.input.settled')).toHaveLength(1)
+    expect(records(entries, 'harness.tool.result')).toHaveLength(1)
+    expect(await redis.hget(`${prefix}:billing`, 'lookup|once')).toBe('1')
+  })
+})
+
+describe('harness in process', () => {
+  let url: string
+  const hosts: HarnessHost[] = []
+  const stops: Array<() => Promise<void>> = []
+  beforeAll(async () => {
+    url = await getRedisUrl()
+  })
+  afterAll(async () => {
+    for (const stop of stops) await stop()
+    for (const h of hosts) await h.close()
+  })
+  const start = (harness: Harness, label: string) => {
+    const prefix = uniquePrefix(label)
+    const host = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
+    hosts.push(host)
+    const workers = host.startWorkers({ concurrency: 4 })
+    stops.push(() => workers.close())
+    return { host, prefix }
+  }
+
+  it('R12: the kept result is the one after every onAfterToolCall hook, without session secrets; a replacement wins, also on an error', async () => {
+    const SECRET = 'sk_live_abcdef123456'
+    const leaky = durableTool(
+      toolDefinition({ name: 'leaky', description: 'returns a token', inputSchema: z.object({ fail: z.boolean() }) }),
+      async ({ fail }, { secrets }) => {
+        if (fail) throw new Error(`charge failed for key ${secrets.get('STRIPE_KEY')}`)
+        return { token: secrets.get('STRIPE_KEY'), ok: true }
+      },
+    )
+    const seen: unknown[] = []
+    const harness = defineHarness({
+      name: 'hooks',
+      adapter: scriptedModel([
+        { toolCalls: [{ name: 'leaky', input: { fail: false } }, { name: 'leaky', input: { fail: true } }, { name: 'leaky', input: { fail: true } }] },
+        { text: 'ok' },
+      ]),
+      tools: [leaky],
+      secrets: () => ({ STRIPE_KEY: SECRET }),
+      hooks: {
+        onAfterToolCall: [
+          (info) => {
+            seen.push(info.error ?? info.result)
+            // replace the error of the second call only
+            if (info.toolCallId === 'call-0-1') return { type: 'replaceResult', result: { replaced: true, was: info.error?.message } }
+          },
+          (info) => {
+            seen.push(info.result ?? info.error)
+          },
+        ],
+      },
+    })
+    const { host, prefix } = start(harness, 'r12')
+    const session = host.open(harness, { sessionId: 'r12' })
+    const { inputId } = await session.prompt('go')
+    expect((await session.settled(inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
+    const results = records(await session.log.read(), 'harness.tool.result')
+    const byId = Object.fromEntries(results.map((r) => [r.toolCallId, r]))
+    expect(byId['call-0-0']).toMatchObject({ result: { token: '[redacted]', ok: true } })
+    expect(byId['call-0-1']).toMatchObject({ result: { replaced: true, was: 'charge failed for key [redacted]' } })
+    expect(byId['call-0-1']).not.toHaveProperty('error')
+    expect(byId['call-0-2']).toMatchObject({ error: { message: 'charge failed for key [redacted]' } })
+    // the second hook saw the first hook's replacement
+    expect(seen).toContainEqual({ replaced: true, was: `charge failed for key ${SECRET}` })
+    // Redis holds no copy of the secret, in any key of this host
+    const client = new Redis(url)
+    try {
+      for (const key of await scanKeys(url, prefix)) {
+        const type = await client.type(key)
+        const dump = type === 'stream' ? JSON.stringify(await client.xrange(key, '-', '+')) : type === 'hash' ? JSON.stringify(await client.hgetall(key)) : type === 'string' ? await client.get(key) : type === 'list' ? JSON.stringify(await client.lrange(key, 0, -1)) : type === 'zset' ? JSON.stringify(await client.zrange(key, 0, -1)) : ''
+        expect(dump ?? '', key).not.toContain(SECRET)
+      }
+    } finally {
+      client.disconnect()
+    }
+  })
+
+  it('R15: a turn whose model keeps failing settles after maxAttempts with attempts_exhausted', async () => {
+    let calls = 0
+    const harness = defineHarness({
+      name: 'flaky',
+      adapter: scriptedModel([() => {
+        calls++
+        throw new Error('model unavailable')
+      }]),
+      durability: { maxAttempts: 3 },
+    })
+    const { host } = start(harness, 'r15-attempts')
+    const session = host.open(harness, { sessionId: 'flaky' })
+    const { inputId } = await session.prompt('hello')
+    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    expect(settled.outcome).toBe('failed')
+    expect(settled.error?.code).toBe('attempts_exhausted')
+    expect(settled.error?.message).toContain('model unavailable')
+    expect(calls).toBe(3)
+  })
+
+  it('R15: a turn past timeoutMs settles as failed with timeout', async () => {
+    const slow = durableTool(
+      toolDefinition({ name: 'slow', description: 'takes a while', inputSchema: z.object({}) }),
+      async () => {
+        await new Promise((r) => setTimeout(r, 1500))
+        return 'late'
+      },
+    )
+    const harness = defineHarness({
+      name: 'slowpoke',
+      adapter: scriptedModel([{ toolCalls: [{ name: 'slow', input: {} }] }, { text: 'never reached' }]),
+      tools: [slow],
+      durability: { timeoutMs: 700 },
+    })
+    const { host } = start(harness, 'r15-timeout')
+    const session = host.open(harness, { sessionId: 'slow' })
+    const { inputId } = await session.prompt('go')
+    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    expect(settled).toMatchObject({ outcome: 'failed', error: { code: 'timeout' } })
+    expect(records(await session.log.read(), 'harness.model.response')).toHaveLength(1)
+  })
+})
