@@ -8,5 +8,6 @@ export { createHarnessHost, type HarnessHost, type HostOptions, type WorkersHand
 export { Session, type Settled } from './harness/session.js'
 export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './queue/index.js'
 export { SessionLog, harnessRecordSchemas, type LogEntry, type LogRecord, type HarnessRecord, type HarnessRecordType, type AppRecord, type Question } from './log/index.js'
+export type { Repair, SweepOptions } from './recovery/index.js'
 export { createLogger } from './logger.js'
 export * from './errors.js'

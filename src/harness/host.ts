@@ -5,6 +5,7 @@ import { ConfigError, RedisUnavailableError, UnknownHarnessError } from '../erro
 import { createLogger } from '../logger.js'
 import { assertSessionId, indexKeys, SessionLog, type Question } from '../log/index.js'
 import { createQueues, startWorkerSet, type HarnessQueues } from '../queue/index.js'
+import { sweep, type Repair, type SweepOptions } from '../recovery/index.js'
 import type { Harness } from './defineHarness.js'
 import { Notifier } from './notifier.js'
 import { Session } from './session.js'
@@ -30,10 +31,37 @@ export interface HarnessHost {
   /** Resolves when Redis answers; rejects with RedisUnavailableError after `timeoutMs`. */
   ready(timeoutMs?: number): Promise<void>
   open(harness: Harness, options: { sessionId: string }): Session
-  startWorkers(options?: { concurrency?: number }): WorkersHandle
+  /**
+   * Turn and tool workers for every harness of this host, in this process. They also run a sweep
+   * every `sweepEveryMs` (default 30 s; 0 turns it off).
+   */
+  startWorkers(options?: { concurrency?: number; sweepEveryMs?: number }): WorkersHandle
+  /** One recovery pass over open work; returns the repairs it made (each also logged). */
+  sweep(options?: SweepOptions): Promise<Repair[]>
   /** Open step.ask questions across the host's sessions (oldest first). */
   questions(options?: { limit?: number }): Promise<Array<Question & { sessionId: string }>>
   close(): Promise<void>
+}
+
+/** Runs `pass` every `everyMs` (with jitter, so many workers don't sweep in lockstep), never overlapping. */
+export function startSweepTimer(pass: () => Promise<unknown>, everyMs: number, logger: Logger): { stop(): void } {
+  let timer: NodeJS.Timeout | undefined
+  let stopped = false
+  const next = () => {
+    if (stopped) return
+    timer = setTimeout(async () => {
+      await pass().catch((err) => logger.warn({ err }, 'sweep failed; next pass retries'))
+      next()
+    }, everyMs * (0.75 + Math.random() / 2))
+    timer.unref()
+  }
+  next()
+  return {
+    stop() {
+      stopped = true
+      clearTimeout(timer)
+    },
+  }
 }
 
 const PREFIX = /^[A-Za-z0-9._-]{1,50}$/
@@ -65,6 +93,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     return q
   }
   const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId)
+  const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ redis, prefix, harnesses, queuesOf, logFor, logger }, sweepOptions)
 
   return {
     prefix,
@@ -87,13 +116,15 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       assertSessionId(sessionId)
       return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier })
     },
-    startWorkers({ concurrency = 10 } = {}) {
+    startWorkers({ concurrency = 10, sweepEveryMs = 30_000 } = {}) {
       const workers = options.harnesses.flatMap((harness) =>
         startWorkerSet({ harness, queues: queuesOf(harness), connection: redis, prefix, concurrency, logFor, logger }),
       )
+      const sweeper = sweepEveryMs > 0 ? startSweepTimer(() => sweepOnce(), sweepEveryMs, logger) : null
       const handle: WorkersHandle = {
         workers,
         async close() {
+          sweeper?.stop()
           await Promise.all(workers.map((w) => w.close()))
           running.splice(running.indexOf(handle), 1)
         },
@@ -101,6 +132,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       running.push(handle)
       return handle
     },
+    sweep: sweepOnce,
     async questions({ limit = 100 } = {}) {
       const members = await redis.zrange(indexKeys(prefix).openQuestions, '0', String(limit - 1))
       const out: Array<Question & { sessionId: string }> = []

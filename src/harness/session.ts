@@ -3,7 +3,7 @@ import { Job } from 'bullmq'
 import { z } from 'zod'
 import { InputConflictError, InvalidAnswerError, QuestionClosedError, ToolCallError, UnknownToolError } from '../errors.js'
 import { assertInputId, type FollowOptions, type LogEntry, type Question, type ReadOptions, type RecordOf, SessionLog } from '../log/index.js'
-import { toolJobId, toolJobOptions, turnJobId, type HarnessQueues } from '../queue/index.js'
+import { toolJobId, toolJobOptions, turnJobId, turnJobOptions, type HarnessQueues } from '../queue/index.js'
 import { encodeChecked, SecretStore, toJsonCopy } from '../tool/index.js'
 import type { Harness } from './defineHarness.js'
 import type { Notifier } from './notifier.js'
@@ -39,20 +39,14 @@ export class Session {
     if (typeof text !== 'string') throw new TypeError('prompt(text): text must be a string.')
     const inputId = options.inputId ?? randomUUID()
     assertInputId(inputId)
-    const added = await this.deps.log.addInput(inputId, text)
+    const added = await this.deps.log.addInput(inputId, text, this.deps.harness.name)
     if (added.status === 'conflict') throw new InputConflictError(inputId)
     // enqueued again after 'exists' too: a crash between the log write and the enqueue loses no turn,
     // and BullMQ ignores a job id that exists
     await this.deps.queues.turns.add(
       'turn',
       { harness: this.deps.harness.name, sessionId: this.sessionId, inputId },
-      {
-        jobId: turnJobId(this.sessionId, inputId),
-        attempts: this.deps.harness.durability.maxAttempts,
-        backoff: { type: 'exponential', delay: 500 },
-        removeOnComplete: { age: 24 * 3600 },
-        removeOnFail: { age: 7 * 24 * 3600 },
-      },
+      { ...turnJobOptions(this.deps.harness), jobId: turnJobId(this.sessionId, inputId) },
     )
     return { inputId }
   }

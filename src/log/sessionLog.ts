@@ -44,6 +44,24 @@ export interface CallState {
 /** A step.ask question as logged and kept in the questions hash. */
 export type Question = Omit<RecordOf<'harness.tool.ask'>, 'type'>
 
+export interface InputState {
+  text: string
+  entryId: string
+  status: 'open' | 'settled'
+  harness: string
+  at: number
+  settledId?: string
+  responses?: number
+}
+
+/** What enqueues a call: its harness, input and, for a call of a turn, the turn's inputId. */
+export interface CallJob {
+  harness: string
+  name: string
+  input: unknown
+  inputId?: string
+}
+
 export type StoredValue = { found: true; value: unknown }
 export type StepLookup = { found: false } | StoredValue
 
@@ -142,6 +160,11 @@ export class SessionLog {
     return stored === null ? { found: false } : { found: true, value: decodeValue(stored) }
   }
 
+  async getCallJob(toolCallId: string): Promise<CallJob | null> {
+    const raw = await this.redis.hget(this.keys.calls, `${toolCallId}\0job`)
+    return raw ? (JSON.parse(raw) as CallJob) : null
+  }
+
   async getCall(toolCallId: string): Promise<CallState | null> {
     const [state, result] = await this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`)
     if (!state) return null
@@ -158,17 +181,17 @@ export class SessionLog {
 
   // ---- inputs (turns) ----
 
-  async addInput(inputId: string, text: string): Promise<{ status: 'added' | 'exists' | 'conflict'; entryId?: string }> {
+  async addInput(inputId: string, text: string, harness = ''): Promise<{ status: 'added' | 'exists' | 'conflict'; entryId?: string }> {
     const idx = indexKeys(this.prefix)
     const record: HarnessRecord = { type: 'harness.input', inputId, text, at: Date.now() }
     const [status, entryId] = await this.redis.addInput(
       this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns,
-      inputId, text, encodeRecord(record), Date.now(), this.sessionId,
+      inputId, text, encodeRecord(record), Date.now(), this.sessionId, harness,
     )
     return { status: status as 'added' | 'exists' | 'conflict', ...(entryId ? { entryId: String(entryId) } : {}) }
   }
 
-  async getInput(inputId: string): Promise<{ text: string; entryId: string; status: 'open' | 'settled'; settledId?: string } | null> {
+  async getInput(inputId: string): Promise<InputState | null> {
     const raw = await this.redis.hget(this.keys.inputs, inputId)
     return raw ? JSON.parse(raw) : null
   }
@@ -188,10 +211,11 @@ export class SessionLog {
 
   // ---- fenced writes of a tool call attempt ----
 
-  async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never'): Promise<BeginResult> {
+  /** `job` is kept so the sweeper can enqueue the call again if its job is lost. */
+  async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', job?: CallJob): Promise<BeginResult> {
     const [kind, epoch, attempt] = await this.redis.beginCall(
       this.keys.calls, this.keys.log, this.stagedKey(toolCallId), indexKeys(this.prefix).openCalls,
-      toolCallId, name, replay, Date.now(), this.openMember(toolCallId),
+      toolCallId, name, replay, Date.now(), this.openMember(toolCallId), job ? JSON.stringify(job) : '',
     )
     return { kind: kind as BeginKind, epoch: Number(epoch), attempt: Number(attempt) }
   }

@@ -29,6 +29,8 @@ export interface ToolJobData {
   toolCallId: string
   name: string
   input: unknown
+  /** The turn whose batch holds this call; absent for runTool. */
+  inputId?: string
 }
 
 export interface TurnJobData {

@@ -14,10 +14,23 @@ export interface TurnJobDeps {
   logger: Logger
 }
 
+/** A tool job retries only infrastructure failures (a tool's own error is a landed tool error). */
 export const toolJobOptions = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 500 },
   removeOnComplete: { age: 24 * 3600, count: 100_000 },
   removeOnFail: { age: 7 * 24 * 3600 },
 } as const
+
+/** A turn's attempts are `durability.maxAttempts` (R15); model failures retry with backoff. */
+export function turnJobOptions(harness: RuntimeHarness) {
+  return {
+    attempts: harness.durability.maxAttempts,
+    backoff: { type: 'exponential', delay: 500 },
+    removeOnComplete: { age: 24 * 3600 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  }
+}
 
 /**
  * The processor of a turn job. It folds the session log to decide its next action (call the model,
@@ -44,7 +57,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         await deps.toolQueue.addBulk(
           fold.pending.map((c) => ({
             name: c.name,
-            data: { harness: harness.name, sessionId, toolCallId: c.toolCallId, name: c.name, input: c.input },
+            data: { harness: harness.name, sessionId, toolCallId: c.toolCallId, name: c.name, input: c.input, inputId },
             opts: { ...toolJobOptions, jobId: toolJobId(sessionId, c.toolCallId), parent: { id: job.id!, queue: job.queueQualifiedName } },
           })),
         )

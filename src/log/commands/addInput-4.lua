@@ -3,7 +3,7 @@
 
   Input:
     KEYS[1] session log stream
-    KEYS[2] inputs hash (inputId -> {text, entryId, status})
+    KEYS[2] inputs hash (inputId -> {text, entryId, status, harness, at, responses})
     KEYS[3] sessions index (sorted set, score = last activity ms)
     KEYS[4] open turns index (sorted set, member = "<sid>|<inputId>", score = start ms)
     ARGV[1] inputId
@@ -11,6 +11,7 @@
     ARGV[3] harness.input record JSON
     ARGV[4] now ms
     ARGV[5] session id
+    ARGV[6] harness name (the sweeper needs it to find the turn's queue)
 
   Output:
     {'added', entryId} | {'exists', entryId, status} | {'conflict'}
@@ -22,7 +23,7 @@ if existing then
   return {'exists', input.entryId, input.status}
 end
 local id = redis.call('XADD', KEYS[1], '*', 'r', ARGV[3])
-redis.call('HSET', KEYS[2], ARGV[1], cjson.encode({text = ARGV[2], entryId = id, status = 'open'}))
+redis.call('HSET', KEYS[2], ARGV[1], cjson.encode({text = ARGV[2], entryId = id, status = 'open', harness = ARGV[6], at = tonumber(ARGV[4])}))
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5] .. '|' .. ARGV[1])
 return {'added', id}

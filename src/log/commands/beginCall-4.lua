@@ -12,6 +12,7 @@
     ARGV[3] replay: 'safe' | 'never'
     ARGV[4] now ms
     ARGV[5] open calls member "<sid>|<toolCallId>"
+    ARGV[6] job JSON {harness, name, input, inputId?} ('' for none): what the sweeper needs to enqueue the call again
 
   Output:
     {kind, epoch, attempt} with kind:
@@ -28,6 +29,7 @@ if not stateJson then
   state = {s = 'running', e = 1, a = 1, r = ARGV[3], n = ARGV[2]}
   kind = 'fresh'
   redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
+  if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], ARGV[1] .. '\0job', ARGV[6]) end
 else
   state = cjson.decode(stateJson)
   if state.s == 'done' then return {'done', state.e, state.a} end

@@ -1,0 +1,221 @@
+import { toolDefinition } from '@tanstack/ai'
+import { Job, Worker } from 'bullmq'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { createHarnessHost, defineHarness, durableTool, type HarnessHost, type LogEntry } from '../../src/index.js'
+import { SessionLog } from '../../src/log/index.js'
+import { bullPrefix, toolJobId, toolQueueName, turnJobId } from '../../src/queue/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
+import { shop } from '../fixtures/shop.js'
+import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { getRedisUrl, uniquePrefix } from '../rig.js'
+
+const quiet = pino({ level: 'silent' })
+const batch = (calls: Array<{ name: string; input: unknown }>) => `batch:${JSON.stringify(calls)}`
+const records = (entries: LogEntry[], type: string) => entries.map((e) => e.record as Record<string, any>).filter((r) => r.type === type)
+const until = async (check: () => Promise<boolean>, what: string, timeoutMs = 20_000) => {
+  const end = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+describe('crash recovery over worker processes', () => {
+  let url: string
+  let prefix: string
+  let host: HarnessHost
+  let redis: Redis
+  const workers: WorkerProcess[] = []
+  beforeAll(async () => {
+    url = await getRedisUrl()
+    prefix = uniquePrefix('recovery')
+    process.env.REDIS_URL = url
+    process.env.DH_PREFIX = prefix
+    host = createHarnessHost({ redis: url, harnesses: [shop], prefix, logger: quiet })
+    redis = new Redis(url)
+  })
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.kill('SIGKILL')))
+    await host.close()
+    redis.disconnect()
+  })
+
+  it('R10 R11: a cut batch keeps finished results, runs safe and durable calls again, gives other calls a tool error, keeps a never-tool\'s steps and records', async () => {
+    const first = await spawnWorker({ redisUrl: url, prefix, concurrency: 10 })
+    workers.push(first)
+    const session = host.open(shop, { sessionId: 'cut-batch' })
+    const { inputId } = await session.prompt(batch([
+      { name: 'lookup', input: { sku: 'quick' } },
+      { name: 'checkout', input: { orderId: 'o1', pauseMs: 5000 } },
+      { name: 'notify', input: { to: 'ann', pauseMs: 5000 } },
+      { name: 'lookup', input: { sku: 'slow', pauseMs: 5000 } },
+      { name: 'safeLookup', input: { sku: 'safe', pauseMs: 5000 } },
+    ]))
+    // kill once the quick call landed and the others are inside their pause
+    await until(async () => {
+      const billing = await redis.hgetall(`${prefix}:billing`)
+      const entries = await session.log.read()
+      return records(entries, 'harness.tool.result').length === 1 && !!billing['charge|cut-batch:c0-1:charge:o1'] && !!billing['mail|cut-batch:c0-2:send:ann'] && !!billing['lookup|slow'] && !!billing['safeLookup|safe']
+    }, 'the batch to be in flight')
+    await first.kill('SIGKILL')
+    workers.push(await spawnWorker({ redisUrl: url, prefix, concurrency: 10 }))
+    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    expect(settled.outcome).toBe('completed')
+    const entries = await session.log.read()
+    const results = Object.fromEntries(records(entries, 'harness.tool.result').map((r) => [r.toolCallId, r]))
+    const billing = await redis.hgetall(`${prefix}:billing`)
+    // finished call: kept, not run again
+    expect(results['c0-0']).toMatchObject({ result: { sku: 'quick', stock: 3 } })
+    expect(billing['lookup|quick']).toBe('1')
+    // durableTool (safe): ran again, each step once
+    expect(results['c0-1']).toMatchObject({ result: { chargeId: 'ch_o1' } })
+    expect(billing['charge|cut-batch:c0-1:charge:o1']).toBe('1')
+    expect(billing['invoice|cut-batch:c0-1:invoice:ch_o1']).toBe('1')
+    // durableTool with replay 'never': tool error, not run again; its step and its records stay in the log
+    expect(results['c0-2']).toMatchObject({ error: { code: 'interrupted' } })
+    expect(results['c0-2'].error.message).toMatch(/may or may not have run/)
+    expect(billing['mail|cut-batch:c0-2:send:ann']).toBe('1')
+    expect(records(entries, 'harness.tool.step').filter((r) => r.toolCallId === 'c0-2').map((r) => r.name)).toEqual(['send:ann'])
+    const mailIndex = entries.findIndex((e) => e.record.type === 'app.mail')
+    expect(entries[mailIndex + 1]!.record).toMatchObject({ type: 'harness.tool.result', toolCallId: 'c0-2' })
+    // plain tool without replay: tool error, not run again
+    expect(results['c0-3']).toMatchObject({ error: { code: 'interrupted' } })
+    expect(billing['lookup|slow']).toBe('1')
+    // plain tool marked replay 'safe': ran again
+    expect(results['c0-4']).toMatchObject({ result: { sku: 'safe', stock: 5 } })
+    expect(billing['safeLookup|safe']).toBe('2')
+    // exactly one kept result per call
+    expect(records(entries, 'harness.tool.result')).toHaveLength(5)
+  })
+
+  it('fencing end to end: a worker paused past its lock lands nothing after another worker took the call over', async () => {
+    // the zombie must be the only worker when the call starts
+    await Promise.all(workers.splice(0).map((w) => w.kill('SIGKILL')))
+    const zombie = await spawnWorker({ redisUrl: url, prefix, concurrency: 1 })
+    workers.push(zombie)
+    const session = host.open(shop, { sessionId: 'zombie' })
+    const run = session.runTool({ name: 'checkout', input: { orderId: 'z1', pauseMs: 1500 }, toolCallId: 'z-call' })
+    for await (const { record } of session.log.follow({ types: ['harness.tool.step'] })) if (record.type === 'harness.tool.step') break
+    zombie.proc.kill('SIGSTOP')
+    const rescuer = await spawnWorker({ redisUrl: url, prefix, concurrency: 1 })
+    workers.push(rescuer)
+    expect(await run).toEqual({ chargeId: 'ch_z1' })
+    const landed = await session.log.read()
+    zombie.proc.kill('SIGCONT')
+    // the zombie wakes inside its pause, then tries its invoice step and its result: both fenced
+    await zombie.waitFor((l) => l.toolCallId === 'z-call' && l.msg === 'attempt was superseded by a newer one; it wrote nothing more')
+    const after = await session.log.read()
+    expect(after).toEqual(landed)
+    expect(records(after, 'harness.tool.result')).toHaveLength(1)
+    expect(records(after, 'harness.tool.started').map((r) => r.attempt)).toEqual([1, 2])
+  })
+})
+
+describe('the recovery sweeper', () => {
+  let url: string
+  const hosts: HarnessHost[] = []
+  const closers: Array<() => Promise<unknown>> = []
+  beforeAll(async () => {
+    url = await getRedisUrl()
+  })
+  afterAll(async () => {
+    for (const c of closers) await c()
+    for (const h of hosts) await h.close()
+  })
+  const echo = durableTool(
+    toolDefinition({ name: 'echo', description: 'echo', inputSchema: z.object({ text: z.string(), sleepMs: z.number().optional() }) }),
+    async ({ text, sleepMs }, { step }) => {
+      if (sleepMs) await step.sleep('wait', sleepMs)
+      return { echo: text }
+    },
+  )
+  const make = (label: string, durability = {}) => {
+    const harness = defineHarness({
+      name: label,
+      adapter: scriptedModel([{ toolCalls: [{ name: 'echo', input: { text: 'hi', sleepMs: 60_000 } }] }, { text: 'done' }]),
+      tools: [echo],
+      durability,
+    })
+    const prefix = uniquePrefix(label)
+    const host = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
+    hosts.push(host)
+    return { harness, host, prefix }
+  }
+  const startWorkers = (host: HarnessHost) => {
+    const w = host.startWorkers({ concurrency: 4, sweepEveryMs: 0 })
+    closers.push(() => w.close())
+    return w
+  }
+
+  it('settles a turn past timeoutMs that waits on a parked call', async () => {
+    const { harness, host } = make('sweep-timeout', { timeoutMs: 300 })
+    startWorkers(host)
+    const session = host.open(harness, { sessionId: 's1' })
+    const { inputId } = await session.prompt('go')
+    await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 1, 'the call to park')
+    await new Promise((r) => setTimeout(r, 400))
+    const repairs = await host.sweep({ graceMs: 0 })
+    expect(repairs).toEqual([{ kind: 'turn', sessionId: 's1', id: inputId, reason: 'turn past timeoutMs: settled as failed' }])
+    expect(await session.settled(inputId)).toMatchObject({ outcome: 'failed', error: { code: 'timeout' } })
+    expect(records(await session.log.read(), 'harness.recovery')).toEqual([{ type: 'harness.recovery', reason: 'turn past timeoutMs: settled as failed', inputId }])
+  })
+
+  it('enqueues again a turn whose job vanished', async () => {
+    const { harness, host, prefix } = make('sweep-turn')
+    const session = host.open(harness, { sessionId: 's2' })
+    const { inputId } = await session.prompt('go')
+    const redis = new Redis(url)
+    closers.push(async () => redis.disconnect())
+    const q = (await import('bullmq')).Queue
+    const turns = new q(`turns.${harness.name}`, { connection: redis, prefix: bullPrefix(prefix) })
+    closers.push(() => turns.close())
+    await (await Job.fromId(turns, turnJobId('s2', inputId)))!.remove()
+    expect(await host.sweep({ graceMs: 0 })).toEqual([{ kind: 'turn', sessionId: 's2', id: inputId, reason: 'turn job vanished: enqueued again' }])
+    expect(await host.sweep({ graceMs: 0 })).toEqual([])
+    startWorkers(host)
+    await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 1, 'the re-enqueued turn to run its batch')
+  })
+
+  it('enqueues again a call whose job vanished, or failed, or completed without a result; two sweepers repair each once', async () => {
+    const { harness, host, prefix } = make('sweep-call')
+    const second = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
+    hosts.push(second)
+    const redis = new Redis(url)
+    closers.push(async () => redis.disconnect())
+    const log = new SessionLog(redis, prefix, 's3')
+    // three calls a worker began and then lost: vanished job, failed job, job completed with no result
+    for (const id of ['gone', 'failed', 'empty']) {
+      await log.beginCall(id, 'echo', 'safe', { harness: harness.name, name: 'echo', input: { text: id } })
+    }
+    const raw = new Worker(toolQueueName(harness.name), async (job) => {
+      if (job.data.toolCallId === 'failed') throw new Error('redis went away')
+    }, { connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix: bullPrefix(prefix) })
+    closers.push(() => raw.close())
+    const { Queue } = await import('bullmq')
+    const tools = new Queue(toolQueueName(harness.name), { connection: redis, prefix: bullPrefix(prefix) })
+    closers.push(() => tools.close())
+    for (const id of ['failed', 'empty']) {
+      await tools.add('echo', { harness: harness.name, sessionId: 's3', toolCallId: id, name: 'echo', input: { text: id } }, { jobId: toolJobId('s3', id) })
+    }
+    await until(async () => (await tools.getJobCounts('failed', 'completed')).failed === 1 && (await tools.getJobCounts('completed')).completed === 1, 'raw worker to fail and complete')
+    await raw.close()
+    // two sweepers at once: each item repaired once
+    const [a, b] = await Promise.all([host.sweep({ graceMs: 0 }), second.sweep({ graceMs: 0 })])
+    const reasons = [...a, ...b].map((r) => `${r.id}: ${r.reason}`).sort()
+    expect(reasons).toEqual([
+      'empty: call job completed without a result: enqueued again',
+      'failed: call job failed without a result: retried',
+      'gone: call job vanished: enqueued again',
+    ])
+    startWorkers(host)
+    for (const id of ['gone', 'failed', 'empty']) {
+      await until(async () => (await log.getCall(id))?.status === 'done', `call ${id} to land`)
+      expect((await log.getCall(id))!.result).toMatchObject({ result: { echo: id } })
+    }
+    expect(records(await log.read(), 'harness.recovery')).toHaveLength(3)
+    expect(await host.sweep({ graceMs: 0 })).toEqual([])
+  })
+})
