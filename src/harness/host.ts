@@ -7,6 +7,7 @@ import { assertSessionId, indexKeys, SessionLog, type Question } from '../log/in
 import { createQueues, startWorkerSet, type HarnessQueues } from '../queue/index.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/index.js'
 import type { Harness } from './defineHarness.js'
+import { withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
 import { Session } from './session.js'
 
@@ -82,7 +83,8 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     lastError = Date.now()
   })
   const notifier = new Notifier(redis, indexKeys(prefix).events)
-  const harnesses = new Map(options.harnesses.map((h) => [h.name, h]))
+  const all = withAgentHarnesses(options.harnesses)
+  const harnesses = new Map(all.map((h) => [h.name, h]))
   const queues = new Map<string, HarnessQueues>()
   const running: WorkersHandle[] = []
 
@@ -91,6 +93,10 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     let q = queues.get(harness.name)
     if (!q) queues.set(harness.name, (q = createQueues(harness, redis, prefix)))
     return q
+  }
+  const queuesByName = (name: string) => {
+    const harness = harnesses.get(name)
+    return harness && queuesOf(harness)
   }
   const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId)
   const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ redis, prefix, harnesses, queuesOf, logFor, logger }, sweepOptions)
@@ -117,8 +123,8 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier })
     },
     startWorkers({ concurrency = 10, sweepEveryMs = 30_000 } = {}) {
-      const workers = options.harnesses.flatMap((harness) =>
-        startWorkerSet({ harness, queues: queuesOf(harness), connection: redis, prefix, concurrency, logFor, logger }),
+      const workers = all.flatMap((harness) =>
+        startWorkerSet({ harness, queues: queuesOf(harness), connection: redis, prefix, concurrency, logFor, queuesOf, queuesByName, logger }),
       )
       const sweeper = sweepEveryMs > 0 ? startSweepTimer(() => sweepOnce(), sweepEveryMs, logger) : null
       const handle: WorkersHandle = {
@@ -134,12 +140,23 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     },
     sweep: sweepOnce,
     async questions({ limit = 100 } = {}) {
-      const members = await redis.zrange(indexKeys(prefix).openQuestions, '0', String(limit - 1))
+      const key = indexKeys(prefix).openQuestions
       const out: Array<Question & { sessionId: string }> = []
-      for (const member of members) {
-        const [sessionId, questionId] = member.split('|') as [string, string]
-        const found = await logFor(sessionId).getQuestion(questionId)
-        if (found && !found.answer.found && (found.question.expiresAt ?? Infinity) > Date.now()) out.push({ sessionId, ...found.question })
+      // an expired (or vanished) question is never answerable again: drop it from the index as we pass, so
+      // closed questions at the head cannot crowd open ones out of the page
+      for (let start = 0; out.length < limit; ) {
+        const members = await redis.zrange(key, String(start), String(start + limit - 1))
+        if (members.length === 0) break
+        const stale: string[] = []
+        for (const member of members) {
+          const [sessionId, questionId] = member.split('|') as [string, string]
+          const found = await logFor(sessionId).getQuestion(questionId)
+          if (found && !found.answer.found && (found.question.expiresAt ?? Infinity) > Date.now()) {
+            if (out.length < limit) out.push({ sessionId, ...found.question })
+          } else stale.push(member)
+        }
+        if (stale.length > 0) await redis.zrem(key, ...stale)
+        start += members.length - stale.length
       }
       return out
     },

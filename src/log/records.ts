@@ -42,7 +42,7 @@ export const harnessRecordSchemas = {
     expiresAt: z.number().optional(),
   }),
   'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json }),
-  'harness.tool.suspended': z.object({ toolCallId: z.string(), until: z.number(), kind: z.enum(['sleep', 'ask']) }),
+  'harness.tool.suspended': z.object({ toolCallId: z.string(), until: z.number(), kind: z.enum(['sleep', 'ask', 'agent']) }),
   'harness.tool.result': z.object({
     toolCallId: z.string(),
     name: z.string(),

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis'
 import { FencedError, InvalidRecordError, MalformedEntryError } from '../errors.js'
 import { withLogCommands, type LogCommands } from './commands/index.js'
-import { indexKeys, sessionKeys, stepField, type SessionKeys } from './keys.js'
+import { assertInputId, indexKeys, sessionKeys, stepField, type SessionKeys } from './keys.js'
 import { parseRecord, type HarnessRecord, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
 
 export interface LogEntry<R extends LogRecord = LogRecord> {
@@ -44,6 +44,13 @@ export interface CallState {
 /** A step.ask question as logged and kept in the questions hash. */
 export type Question = Omit<RecordOf<'harness.tool.ask'>, 'type'>
 
+/** The agent tool call a child session's input answers. */
+export interface ParentCall {
+  harness: string
+  sessionId: string
+  toolCallId: string
+}
+
 export interface InputState {
   text: string
   entryId: string
@@ -52,6 +59,7 @@ export interface InputState {
   at: number
   settledId?: string
   responses?: number
+  parent?: ParentCall
 }
 
 /** What enqueues a call: its harness, input and, for a call of a turn, the turn's inputId. */
@@ -181,12 +189,13 @@ export class SessionLog {
 
   // ---- inputs (turns) ----
 
-  async addInput(inputId: string, text: string, harness = ''): Promise<{ status: 'added' | 'exists' | 'conflict'; entryId?: string }> {
+  async addInput(inputId: string, text: string, harness = '', parent?: ParentCall): Promise<{ status: 'added' | 'exists' | 'conflict'; entryId?: string }> {
+    assertInputId(inputId)
     const idx = indexKeys(this.prefix)
     const record: HarnessRecord = { type: 'harness.input', inputId, text, at: Date.now() }
     const [status, entryId] = await this.redis.addInput(
       this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns,
-      inputId, text, encodeRecord(record), Date.now(), this.sessionId, harness,
+      inputId, text, encodeRecord(record), Date.now(), this.sessionId, harness, parent ? JSON.stringify(parent) : '',
     )
     return { status: status as 'added' | 'exists' | 'conflict', ...(entryId ? { entryId: String(entryId) } : {}) }
   }
@@ -276,16 +285,17 @@ export class SessionLog {
     return { status: reply[0] as 'ok', ...(reply[1] ? { entryId: String(reply[1]) } : {}) }
   }
 
-  async stageRecords(fence: Fence, records: LogRecord[]): Promise<void> {
+  /** Stages records at positions `first..` of the call's appends (positions already staged are skipped). */
+  async stageRecords(fence: Fence, records: LogRecord[], first = 0): Promise<void> {
     const reply = await this.redis.stageRecords(
       this.keys.calls, this.stagedKey(fence.toolCallId),
-      fence.toolCallId, fence.epoch, ...records.map(encodeRecord),
+      fence.toolCallId, fence.epoch, first, ...records.map(encodeRecord),
     )
     this.throwIfFenced(fence, reply)
   }
 
   /** Marks the attempt parked (sleep/ask): its next begin is a planned resume, not a cut. */
-  async parkCall(fence: Fence, kind: 'sleep' | 'ask', until: number): Promise<void> {
+  async parkCall(fence: Fence, kind: 'sleep' | 'ask' | 'agent', until: number): Promise<void> {
     const record: RecordOf<'harness.tool.suspended'> = { type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until }
     const reply = await this.redis.parkCall(this.keys.calls, this.keys.log, fence.toolCallId, fence.epoch, encodeRecord(record))
     this.throwIfFenced(fence, reply)
@@ -346,12 +356,14 @@ function decodeValue(stored: string): unknown {
   return stored === NO_VALUE ? undefined : JSON.parse(stored)
 }
 
-/** Validates a record against its schema and encodes it for the stream. */
+/** Validates a record against its schema and encodes it for the stream (harness records as parsed: no unknown fields). */
 export function encodeRecord(record: LogRecord): string {
+  let parsed: LogRecord | 'skip'
   try {
-    if (parseRecord(record) === 'skip') throw new Error(`unknown reserved type ${record.type}`)
+    parsed = parseRecord(record)
+    if (parsed === 'skip') throw new Error(`unknown reserved type ${record.type}`)
   } catch (error) {
     throw new InvalidRecordError(`Record refused on write: ${(error as Error).message}`)
   }
-  return JSON.stringify(record)
+  return JSON.stringify(parsed)
 }

@@ -4,12 +4,15 @@ import { FencedError } from '../errors.js'
 import { SessionLog } from '../log/index.js'
 import { questionIdOf, replayOf, SecretStore, type Park } from '../tool/index.js'
 import type { ToolJobData } from './names.js'
+import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
 import { keptResult, runCall, type CallInput } from './runCall.js'
 import type { RuntimeHarness } from './runtime.js'
+import type { HarnessQueues } from './workers.js'
 
 export interface ToolJobDeps {
   harness: RuntimeHarness
   logFor(sessionId: string): SessionLog
+  queuesOf(harness: RuntimeHarness): HarnessQueues
   logger: Logger
 }
 
@@ -33,15 +36,23 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   const secrets = new SecretStore(harness.secrets ? await harness.secrets({ sessionId: call.sessionId, harness: harness.name }) : {})
   try {
     let outcome
-    if (begin.kind === 'cut') {
+    const interrupted = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
+    if (isAgentTool(tool)) {
+      outcome = await runAgentCall(tool, job.data, begin, deps, interrupted)
+      if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => childSettled(deps.logFor, job.data))
+    } else if (begin.kind === 'cut') {
       // R10: nobody knows if a cut 'never' call finished; the model gets a tool error instead of a second run
       logger.warn('call was cut by a crash; replay is never: landing the interrupted tool error')
-      outcome = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
+      outcome = interrupted
     } else {
       if (begin.kind === 'rerun') logger.warn('call was cut by a crash; replay is safe: running it again')
       const abort = new AbortController()
       outcome = await runCall(harness, log, call, begin, secrets, abort.signal)
-      if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger)
+      if ('park' in outcome) {
+        const p = outcome.park
+        const woken = async () => p.kind === 'ask' && !!(await log.getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found
+        return await park(job, token, log, fence, p, logger, woken)
+      }
     }
     const kept = await keptResult(harness, call, outcome, secrets)
     await log.landResult(fence, call.name, kept)
@@ -57,16 +68,22 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
 
 /**
  * Parks the call as a BullMQ delayed job: the slot is freed at once and the job runs again from the
- * top at `until`, or earlier when an answer promotes it. An answer that landed before our
- * moveToDelayed would have promoted nothing, so it is re-checked after (R8: no answer is lost).
+ * top at `until`, or earlier when an answer (or a child agent's answer) promotes it. A wake-up that
+ * landed before our moveToDelayed would have promoted nothing, so `woken` is re-checked after it
+ * (R8: no answer is lost).
  */
-async function park(job: Job<ToolJobData>, token: string | undefined, log: SessionLog, fence: { toolCallId: string; epoch: number }, p: Park, logger: Logger): Promise<never> {
+async function park(
+  job: Job<ToolJobData>,
+  token: string | undefined,
+  log: SessionLog,
+  fence: { toolCallId: string; epoch: number },
+  p: Park,
+  logger: Logger,
+  woken: () => Promise<boolean>,
+): Promise<never> {
   await log.parkCall(fence, p.kind, p.until)
   await job.moveToDelayed(p.until, token)
   logger.info({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
-  if (p.kind === 'ask') {
-    const q = await log.getQuestion(questionIdOf(fence.toolCallId, p.stepName))
-    if (q?.answer.found) await job.promote().catch(() => {})
-  }
+  if (await woken()) await job.promote().catch(() => {})
   throw new DelayedError()
 }

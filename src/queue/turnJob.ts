@@ -1,4 +1,4 @@
-import { WaitingChildrenError, type Job, type Queue } from 'bullmq'
+import { Job, WaitingChildrenError, type Queue } from 'bullmq'
 import type { Logger } from 'pino'
 import { SessionLog, type RecordOf } from '../log/index.js'
 import { buildMessages, callModel } from './model.js'
@@ -11,6 +11,8 @@ export interface TurnJobDeps {
   harness: RuntimeHarness
   toolQueue: Queue<ToolJobData>
   logFor(sessionId: string): SessionLog
+  /** The tool queue of a harness by name (an agent tool's parent call may belong to another harness). */
+  toolQueueOf(harnessName: string): Queue<ToolJobData> | undefined
   logger: Logger
 }
 
@@ -42,8 +44,14 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   const { sessionId, inputId } = job.data
   const log = deps.logFor(sessionId)
   const logger = deps.logger.child({ sessionId, inputId, attempt: job.attemptsMade + 1 })
-  const settle = (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>) =>
-    log.settleInput({ type: 'harness.input.settled', inputId, ...record }).then(() => logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled'))
+  const settle = async (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>) => {
+    await log.settleInput({ type: 'harness.input.settled', inputId, ...record })
+    logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled')
+    // the turn of a child session answers an agent tool call: wake that call (it re-checks on its own too)
+    const parent = (await log.getInput(inputId))?.parent
+    const queue = parent && deps.toolQueueOf(parent.harness)
+    if (parent && queue) await (await Job.fromId(queue, toolJobId(parent.sessionId, parent.toolCallId)))?.promote().catch(() => {})
+  }
   try {
     for (;;) {
       const entries = await log.read()

@@ -13,10 +13,15 @@ export interface HarnessQueues {
 
 export function createQueues(harness: RuntimeHarness, connection: ConnectionOptions, prefix: string): HarnessQueues {
   const opts = { connection, prefix: bullPrefix(prefix) }
-  return {
+  const queues = {
     turns: new Queue<TurnJobData>(turnQueueName(harness.name), opts),
     tools: new Queue<ToolJobData>(toolQueueName(harness.name), opts),
   }
+  // with no 'error' listener BullMQ console.errors a stack per reconnect attempt while Redis is down;
+  // the connection's owner (the host's client) already reports it
+  queues.turns.on('error', () => {})
+  queues.tools.on('error', () => {})
+  return queues
 }
 
 export interface WorkerSetOptions {
@@ -26,6 +31,9 @@ export interface WorkerSetOptions {
   prefix: string
   concurrency: number
   logFor(sessionId: string): SessionLog
+  queuesOf(harness: RuntimeHarness): HarnessQueues
+  /** Queues of a harness by name, if this host runs it. */
+  queuesByName(name: string): HarnessQueues | undefined
   logger: Logger
 }
 
@@ -35,7 +43,7 @@ export interface WorkerSetOptions {
  * failed by BullMQ (maxStalledCount is unbounded): our begin/fold classifies it instead.
  */
 export function startWorkerSet(options: WorkerSetOptions): Worker[] {
-  const { harness, queues, connection, prefix, concurrency, logFor, logger } = options
+  const { harness, queues, connection, prefix, concurrency, logFor, queuesOf, queuesByName, logger } = options
   const common = {
     connection,
     prefix: bullPrefix(prefix),
@@ -46,12 +54,12 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   }
   const tools = new Worker<ToolJobData>(
     toolQueueName(harness.name),
-    (job, token) => processToolJob(job, token, { harness, logFor, logger }),
+    (job, token) => processToolJob(job, token, { harness, logFor, queuesOf, logger }),
     common,
   )
   const turns = new Worker<TurnJobData>(
     turnQueueName(harness.name),
-    (job, token) => processTurnJob(job, token, { harness, toolQueue: queues.tools, logFor, logger }),
+    (job, token) => processTurnJob(job, token, { harness, toolQueue: queues.tools, toolQueueOf: (name) => queuesByName(name)?.tools, logFor, logger }),
     common,
   )
   for (const worker of [tools, turns]) {

@@ -34,6 +34,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
   const used = new Set<string>()
   let parked: Park | null = null
   let staging: Promise<void> = Promise.resolve()
+  let appended = 0
   let stagingError: unknown = null
 
   const claim = (name: string) => {
@@ -118,8 +119,10 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       return checkValue(record, `append record [${i}] (${type})`) as LogRecord
     })
     if (checked.length === 0) return
+    const first = appended
+    appended += checked.length
     // Durable at once (fenced), so a cut 'never' call still lands them with its error (R9, R10).
-    staging = staging.then(() => log.stageRecords(fence, checked)).catch((error) => {
+    staging = staging.then(() => log.stageRecords(fence, checked, first)).catch((error) => {
       stagingError ??= error
     })
   }

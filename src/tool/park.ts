@@ -5,7 +5,7 @@
  */
 export class Park extends Error {
   constructor(
-    readonly kind: 'sleep' | 'ask',
+    readonly kind: 'sleep' | 'ask' | 'agent',
     readonly until: number,
     readonly stepName: string,
   ) {

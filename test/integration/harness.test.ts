@@ -173,7 +173,7 @@ describe('harness in process', () => {
     try {
       for (const key of await scanKeys(url, prefix)) {
         const type = await client.type(key)
-        const dump = type === 'stream' ? JSON.stringify(await client.xrange(key, '-', '+')) : type === 'hash' ? JSON.stringify(await client.hgetall(key)) : type === 'string' ? await client.get(key) : type === 'list' ? JSON.stringify(await client.lrange(key, 0, -1)) : type === 'zset' ? JSON.stringify(await client.zrange(key, 0, -1)) : ''
+        const dump = type === 'stream' ? JSON.stringify(await client.xrange(key, '-', '+')) : type === 'hash' ? JSON.stringify(await client.hgetall(key)) : type === 'string' ? await client.get(key) : type === 'list' ? JSON.stringify(await client.lrange(key, 0, -1)) : type === 'zset' ? JSON.stringify(await client.zrange(key, '0', '-1')) : ''
         expect(dump ?? '', key).not.toContain(SECRET)
       }
     } finally {

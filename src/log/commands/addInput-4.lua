@@ -12,6 +12,7 @@
     ARGV[4] now ms
     ARGV[5] session id
     ARGV[6] harness name (the sweeper needs it to find the turn's queue)
+    ARGV[7] parent call JSON ('' for none): the agent tool call this input answers, woken when it settles
 
   Output:
     {'added', entryId} | {'exists', entryId, status} | {'conflict'}
@@ -23,7 +24,9 @@ if existing then
   return {'exists', input.entryId, input.status}
 end
 local id = redis.call('XADD', KEYS[1], '*', 'r', ARGV[3])
-redis.call('HSET', KEYS[2], ARGV[1], cjson.encode({text = ARGV[2], entryId = id, status = 'open', harness = ARGV[6], at = tonumber(ARGV[4])}))
+local input = {text = ARGV[2], entryId = id, status = 'open', harness = ARGV[6], at = tonumber(ARGV[4])}
+if ARGV[7] ~= '' then input.parent = cjson.decode(ARGV[7]) end
+redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(input))
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5] .. '|' .. ARGV[1])
 return {'added', id}

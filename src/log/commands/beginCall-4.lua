@@ -44,9 +44,10 @@ else
       kind = 'cut'
     end
   end
-  -- A resumed or re-run call runs from the top and stages its records again; the staged records of a
-  -- cut 'safe' attempt never happened. Only a cut 'never' call keeps them, to land with its error.
-  if kind ~= 'cut' then redis.call('DEL', KEYS[3]) end
+  -- The staged records of a cut 'safe' attempt never happened: it runs again from the top. A resumed
+  -- call keeps them (its appends are staged by position, so running from the top adds none twice),
+  -- and a cut 'never' call lands them with its error.
+  if kind == 'rerun' then redis.call('DEL', KEYS[3]) end
   state.s = 'running'
   state.e = state.e + 1
   redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])

@@ -17,6 +17,7 @@
     {'ok', resultEntryId} | {'fenced', currentEpoch}
 ]]
 --@include fence
+if ownEpoch and state.s == 'done' then return {'ok', state.id} end
 if fenced then return fencedReply() end
 local staged = redis.call('LRANGE', KEYS[3], 0, -1)
 for i = 1, #staged do redis.call('XADD', KEYS[2], '*', 'r', staged[i]) end

@@ -13,6 +13,7 @@
     {'ok'} | {'fenced', currentEpoch}
 ]]
 --@include fence
+if ownEpoch and state.s == 'parked' then return {'ok'} end
 if fenced then return fencedReply() end
 state.s = 'parked'
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(state))

@@ -1,0 +1,45 @@
+import { chat, streamToText, toolDefinition, type AnyServerTool } from '@tanstack/ai'
+import { z } from 'zod'
+import { AGENT, isAgentTool, type AgentToolMarker } from '../queue/index.js'
+import type { Harness } from './defineHarness.js'
+
+export interface AgentToolOptions {
+  /** Default: the harness name with `/` as `_`. */
+  name?: string
+  description?: string
+}
+
+/**
+ * Makes a whole harness callable as a tool: a call runs a child session of that harness with the
+ * tool input's `prompt`, and the child's final answer is the tool result. In a durable session the
+ * child turn runs as its own durable turn and the call waits parked; in plain `chat()` it runs inline.
+ */
+export function agentTool(harness: Harness, options: AgentToolOptions = {}): AnyServerTool & AgentToolMarker {
+  const tool = toolDefinition({
+    name: options.name ?? harness.name.replace(/\//g, '_'),
+    description: options.description ?? `Ask the ${harness.name} agent. It works on its own and answers in text.`,
+    inputSchema: z.object({ prompt: z.string().describe('What the agent should do') }),
+  }).server(async ({ prompt }) =>
+    streamToText(
+      chat({
+        adapter: harness.adapter,
+        messages: [{ role: 'user', content: prompt }],
+        tools: [...harness.tools],
+        ...(harness.systemPrompts ? { systemPrompts: [...harness.systemPrompts] } : {}),
+      } as never) as never,
+    ),
+  )
+  return Object.assign(tool, { [AGENT]: { harness } }) as AnyServerTool & AgentToolMarker
+}
+
+/** The harnesses reachable from these through agent tools, each once: a host runs them all. */
+export function withAgentHarnesses(harnesses: ReadonlyArray<Harness>): Harness[] {
+  const all = new Map<string, Harness>()
+  const visit = (h: Harness) => {
+    if (all.has(h.name)) return
+    all.set(h.name, h)
+    for (const tool of h.tools) if (isAgentTool(tool)) visit(tool[AGENT].harness as Harness)
+  }
+  harnesses.forEach(visit)
+  return [...all.values()]
+}

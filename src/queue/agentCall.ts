@@ -1,0 +1,75 @@
+import { createHash } from 'node:crypto'
+import type { AnyServerTool } from '@tanstack/ai'
+import type { BeginResult, ParentCall, RecordOf, SessionLog } from '../log/index.js'
+import { Park } from '../tool/index.js'
+import { turnJobId, type ToolJobData } from './names.js'
+import type { CallOutcome } from './runCall.js'
+import type { RuntimeHarness } from './runtime.js'
+import { turnJobOptions } from './turnJob.js'
+import type { HarnessQueues } from './workers.js'
+
+/** Marks a tool made by agentTool: its call runs a whole harness as a child session. */
+export const AGENT = Symbol.for('durable-harness.agentTool')
+export interface AgentToolMarker {
+  readonly [AGENT]: { harness: RuntimeHarness }
+}
+
+export function isAgentTool(tool: unknown): tool is AnyServerTool & AgentToolMarker {
+  return typeof tool === 'object' && tool !== null && AGENT in tool
+}
+
+/** The only input of a child session. */
+export const CHILD_INPUT_ID = 'agent-call'
+/** A parked agent call re-checks its child this often, in case the child's wake-up was lost. */
+export const AGENT_RECHECK_MS = 60_000
+
+/** Deterministic, so a run again finds the same child session. */
+export function childSessionId(sessionId: string, toolCallId: string): string {
+  const hash = createHash('sha256').update(`${sessionId}\0${toolCallId}`).digest('hex').slice(0, 20)
+  return `${sessionId.slice(0, 170)}.agent-${hash}`
+}
+
+export interface AgentCallDeps {
+  logFor(sessionId: string): SessionLog
+  queuesOf(harness: RuntimeHarness): HarnessQueues
+}
+
+/**
+ * One attempt of an agent tool call. The child turn runs on its own (durably, on any worker); the
+ * call parks until the child settles, then keeps the child's answer as its result. A call cut by a
+ * crash gets a tool error (R11), unless its child waits for a person: then it keeps its place.
+ */
+export async function runAgentCall(
+  tool: AgentToolMarker,
+  data: ToolJobData,
+  begin: BeginResult,
+  deps: AgentCallDeps,
+  interrupted: CallOutcome,
+): Promise<CallOutcome> {
+  const child = tool[AGENT].harness
+  const childLog = deps.logFor(childSessionId(data.sessionId, data.toolCallId))
+  if (begin.kind === 'cut' && (await childLog.openQuestions()).length === 0) return interrupted
+  const input = await childLog.getInput(CHILD_INPUT_ID)
+  if (input?.status === 'settled') {
+    const settled = (await childLog.readEntry(input.settledId!))!.record as RecordOf<'harness.input.settled'>
+    return settled.outcome === 'completed' ? { result: settled.text ?? '' } : { error: settled.error ?? { message: `Agent ${child.name} ${settled.outcome}.` } }
+  }
+  if (!input) {
+    const prompt = (data.input as { prompt?: unknown })?.prompt
+    const parent: ParentCall = { harness: data.harness, sessionId: data.sessionId, toolCallId: data.toolCallId }
+    await childLog.addInput(CHILD_INPUT_ID, typeof prompt === 'string' ? prompt : JSON.stringify(data.input), child.name, parent)
+  }
+  // enqueued again on every wake-up too: a no-op while the turn job exists, a repair if it was lost
+  await deps.queuesOf(child).turns.add(
+    'turn',
+    { harness: child.name, sessionId: childLog.sessionId, inputId: CHILD_INPUT_ID },
+    { ...turnJobOptions(child), jobId: turnJobId(childLog.sessionId, CHILD_INPUT_ID) },
+  )
+  return { park: new Park('agent', Date.now() + AGENT_RECHECK_MS, childLog.sessionId) }
+}
+
+/** True when the child session of a parked agent call has settled (checked again after parking). */
+export async function childSettled(logFor: (sid: string) => SessionLog, data: ToolJobData): Promise<boolean> {
+  const input = await logFor(childSessionId(data.sessionId, data.toolCallId)).getInput(CHILD_INPUT_ID)
+  return input?.status === 'settled'
+}
