@@ -1,0 +1,86 @@
+import { chat, streamToText } from '@tanstack/ai'
+import { Job, Queue } from 'bullmq'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createHarnessHost, type HarnessHost } from '../../src/index.js'
+import { SessionLog } from '../../src/log/index.js'
+import { bullPrefix, childSessionId, toolJobId, toolQueueName } from '../../src/queue/index.js'
+import { boss, helper } from '../fixtures/agents.js'
+import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { getRedisUrl, uniquePrefix } from '../rig.js'
+
+const until = async (check: () => Promise<boolean>, what: string, timeoutMs = 20_000) => {
+  const end = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+describe('agentTool over worker processes', () => {
+  let url: string
+  let prefix: string
+  let host: HarnessHost
+  let redis: Redis
+  let tools: Queue
+  let worker: WorkerProcess
+  beforeAll(async () => {
+    url = await getRedisUrl()
+    prefix = uniquePrefix('agents')
+    host = createHarnessHost({ redis: url, harnesses: [boss], prefix, logger: pino({ level: 'silent' }) })
+    redis = new Redis(url)
+    tools = new Queue(toolQueueName('boss'), { connection: redis, prefix: bullPrefix(prefix) })
+    worker = await spawnWorker({ redisUrl: url, prefix, module: 'test/fixtures/agents.ts' })
+  })
+  afterAll(async () => {
+    await worker.kill('SIGTERM')
+    await tools.close()
+    await host.close()
+    redis.disconnect()
+  })
+
+  it("runs a harness as a tool: the child session's final answer is the call's result", async () => {
+    const session = host.open(boss, { sessionId: 'plain-agent' })
+    const { inputId } = await session.prompt('book a table')
+    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'boss heard: helper did: book a table' })
+    const child = host.open(helper, { sessionId: childSessionId('plain-agent', 'call-0-0') })
+    expect((await child.log.read({ types: ['harness.input'] }))[0]!.record).toMatchObject({ text: 'book a table' })
+  })
+
+  it('R11: a cut agent tool call gets a tool error', async () => {
+    const log = new SessionLog(redis, prefix, 'cut-agent')
+    // a worker began the call and died before it parked
+    await log.beginCall('a1', 'helper', 'never', { harness: 'boss', name: 'helper', input: { prompt: 'book' } })
+    await tools.add('helper', { harness: 'boss', sessionId: 'cut-agent', toolCallId: 'a1', name: 'helper', input: { prompt: 'book' } }, { jobId: toolJobId('cut-agent', 'a1') })
+    await until(async () => (await log.getCall('a1'))?.status === 'done', 'the cut call to land')
+    expect((await log.getCall('a1'))!.result).toMatchObject({ error: { code: 'interrupted' } })
+    // no child was started for it
+    expect(await new SessionLog(redis, prefix, childSessionId('cut-agent', 'a1')).getInput('agent-call')).toBeNull()
+  })
+
+  it('R11: a cut agent tool call whose child waits for a person keeps its place and goes on after the answer', async () => {
+    const session = host.open(boss, { sessionId: 'asking-agent' })
+    const { inputId } = await session.prompt('please ask first')
+    const child = host.open(helper, { sessionId: childSessionId('asking-agent', 'call-0-0') })
+    await until(async () => (await child.questions()).length === 1, "the child's question")
+    const log = new SessionLog(redis, prefix, 'asking-agent')
+    await until(async () => (await log.getCall('call-0-0'))?.status === 'parked', 'the agent call to park')
+    // a worker woke the parked call and died mid-attempt: the next attempt sees a cut
+    expect((await log.beginCall('call-0-0', 'helper', 'never')).kind).toBe('resume')
+    await (await Job.fromId(tools, toolJobId('asking-agent', 'call-0-0')))!.promote()
+    await until(async () => (await log.read({ types: ['harness.tool.started'] })).some((e) => (e.record as { reason?: string }).reason === 'cut'), 'the cut attempt')
+    await until(async () => (await log.getCall('call-0-0'))?.status === 'parked', 'the call to keep its place (parked again)')
+    expect((await log.getCall('call-0-0'))!.result).toBeUndefined()
+    const [question] = await child.questions()
+    await child.answer(question!.questionId, { ok: true })
+    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'boss heard: helper after asking: confirmed' })
+  })
+})
+
+describe('agentTool in plain chat()', () => {
+  it('runs the child harness inline', async () => {
+    const text = await streamToText(chat({ adapter: boss.adapter, messages: [{ role: 'user', content: 'wave' }], tools: [...boss.tools] } as never) as never)
+    expect(text).toBe('boss heard: helper did: wave')
+  })
+})
