@@ -1,0 +1,539 @@
+// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S]`
+//
+// Proves that a crash anywhere never charges a card twice, never loses a tool result and never leaves
+// a turn hanging. It runs a private redis-server (AOF, appendfsync always), a fake provider in another
+// process (billingServer.ts), K worker processes of the chaos harness (harness.ts) and many sessions
+// whose turns each make a batch of 4 calls (checkout: safe, two steps; notify: 'never', one mail step;
+// lookup: a plain tool, so 'never'; nap: step.sleep then a step). Meanwhile it SIGKILLs a random worker
+// about every second (and starts a replacement), once SIGSTOPs a worker past lockMs + stalledMs and
+// lets it go on (a zombie writer: fencing must refuse its writes), once SIGKILLs Redis and restarts it
+// from its AOF, and calls host.sweep() every 2 s when the host has it. Then it reads every session log
+// and the provider's books and checks the invariants below; the exit code is 1 if any fails.
+//
+// Replayed keys vs duplicate side effects. The provider refuses a key it has seen (409 + the original
+// id), as a real one does. A `safe` step that was cut AFTER its side effect but BEFORE its value was
+// stored runs again and sends the SAME key: the provider refuses it, nothing happens twice. Those are
+// counted as `replayedKeys`, expected and harmless. A duplicate side effect is one logical thing (an
+// order charged, an invoice sent, a mail sent, a lookup made) that SUCCEEDED twice, i.e. under two
+// different keys: only a harness bug can do that (an unstable key, a call or turn run twice under new
+// ids). That count must be 0. A 'never' tool's side effect must not even be replayed: its key may be
+// sent once only, since a cut 'never' call is never run again (also when a zombie wakes up: the zombie
+// is the same attempt, and a new attempt of a 'never' call only lands the interrupted error).
+//
+// Invariants (each a row of the final table):
+//   duplicate side effects = 0          provider: no logical side effect succeeded twice
+//   cards charged != once = 0           every checkout with a result: exactly 1 charge and 1 invoice
+//   results != provider = 0             a checkout's result ids are the ids the provider gave (R1)
+//   phantom steps = 0                   every stored charge/invoice/mail step has its provider record
+//   'never' side effects re-sent = 0    provider: no mail/lookup key sent twice
+//   lost results = 0                    every call of every model response has exactly one harness.tool.result
+//   'never' calls cut -> one error each every cut notify/lookup call has exactly one result, the
+//                                       'interrupted' tool error, and a stored mail step stays in the log
+//   unexpected tool errors = 0          no other tool error (safe calls always end with their result)
+//   nap timers restarted = 0            at most one harness.tool.sleep per nap call (R7)
+//   turns settled = all, completed      every turn has exactly one harness.input.settled, outcome completed
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { createHarnessHost, SessionLog, type LogEntry, type Settled } from '../../src/index.js'
+import { spawnWorker, startRedisServer, type RedisServerHandle, type WorkerProcess } from '../../src/testing/index.js'
+import { chaos, PROMPT_PREFIX, type ChaosCall } from './harness.js'
+
+const root = fileURLToPath(new URL('../..', import.meta.url))
+const HARNESS_MODULE = 'scripts/chaos/harness.ts'
+const CALLS_PER_TURN = 4
+const TURNS_PER_SESSION = 5
+const KILL_EVERY_MS = 1_000
+const PAUSE_MS = 3_000 // > lockMs + stalledMs (1,000 + 500): the paused worker's jobs are taken over
+const REDIS_DOWN_MS = 1_000
+const SWEEP_EVERY_MS = 2_000
+
+// ---- options ----
+
+function parseArgs(argv: string[]) {
+  const opts = { calls: 1_000, kills: 30, workers: 4, concurrency: 10, deadlineS: 600 }
+  const quick = argv.includes('--quick')
+  if (quick) Object.assign(opts, { calls: 200, kills: 8, deadlineS: 180 })
+  const flags: Record<string, keyof typeof opts> = {
+    '--calls': 'calls', '--kills': 'kills', '--workers': 'workers', '--concurrency': 'concurrency', '--deadline': 'deadlineS',
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === '--quick') continue
+    if (arg === '--help' || arg === '-h') {
+      process.stdout.write('npm run chaos -- [--quick] [--calls N] [--kills N] [--workers N] [--concurrency N] [--deadline SECONDS]\n')
+      process.exit(0)
+    }
+    const [flag, inline] = arg.split('=', 2) as [string, string | undefined]
+    const key = flags[flag]
+    const value = Number(inline ?? argv[++i])
+    if (!key || !Number.isInteger(value) || value < 0) {
+      process.stderr.write(`chaos: bad option ${arg} (see --help)\n`)
+      process.exit(2)
+    }
+    opts[key] = value
+  }
+  if (opts.workers < 1 || opts.calls < 1) {
+    process.stderr.write('chaos: --workers and --calls must be at least 1\n')
+    process.exit(2)
+  }
+  return opts
+}
+
+const opts = parseArgs(process.argv.slice(2))
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+const rand = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1))
+const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!
+
+// ---- the plan: sessions of sequential turns, each turn a batch of 4 mixed calls ----
+
+interface PlannedTurn {
+  sessionId: string
+  inputId: string
+  at: number // ms after the workers are up
+  calls: ChaosCall[]
+  settled?: Settled
+  failure?: string
+}
+
+const runId = randomBytes(3).toString('hex')
+const turnsTotal = Math.ceil(opts.calls / CALLS_PER_TURN)
+// turns are submitted over longer than the kills take, so the chaos always has work to cut
+// (a replacement worker takes 2-3 s to start on 2 vCPUs, and one worker is always left running, so
+// kills come about every 2 s in practice)
+const spreadMs = Math.max(opts.kills * KILL_EVERY_MS * 2.2, 8_000)
+const sessions: PlannedTurn[][] = []
+for (let t = 0; t < turnsTotal; t++) {
+  const s = Math.floor(t / TURNS_PER_SESSION)
+  const sessionId = `chaos-${runId}-s${s}`
+  const turn = (sessions[s] ??= []).length
+  const calls = Array.from({ length: CALLS_PER_TURN }, (_, j): ChaosCall => {
+    const tag = `${s}-${turn}-${j}`
+    switch (pick(['checkout', 'notify', 'lookup', 'nap'] as const)) {
+      case 'checkout': return { name: 'checkout', input: { orderId: `order-${runId}-${tag}` } }
+      case 'notify': return { name: 'notify', input: { to: `c${tag}-${runId}@example.com` } }
+      case 'lookup': return { name: 'lookup', input: { sku: `sku-${runId}-${tag}` } }
+      case 'nap': return { name: 'nap', input: { ms: rand(300, 1_500) } }
+    }
+  })
+  sessions[s]!.push({ sessionId, inputId: `in-${turn}`, at: Math.random() * spreadMs, calls })
+}
+for (const turns of sessions) turns.sort((a, b) => a.at - b.at)
+const allTurns = sessions.flat()
+
+// ---- processes ----
+
+const children = new Set<ChildProcess>()
+process.on('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+})
+
+async function startBilling(): Promise<{ url: string; proc: ChildProcess; stats(): Promise<BillingStats> }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'scripts/chaos/billingServer.ts'], { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] })
+  children.add(proc)
+  const line = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: proc.stdout! })
+    rl.once('line', (l) => (rl.close(), resolve(l)))
+    proc.once('exit', (code) => reject(new Error(`billing server exited (${code}) before printing its port`)))
+  })
+  const url = `http://127.0.0.1:${(JSON.parse(line) as { port: number }).port}`
+  return { url, proc, stats: async () => (await (await fetch(`${url}/stats`)).json()) as BillingStats }
+}
+
+interface BillingStats {
+  charges: number
+  invoices: number
+  mails: number
+  lookups: number
+  replayedKeys: number
+  replayedByKind: Record<'charge' | 'invoice' | 'mail' | 'lookup', number>
+  duplicateSideEffects: number
+  keys: Record<string, { kind: string; logical: string; id: string; hits: number }>
+}
+
+interface Worker {
+  w: WorkerProcess
+  paused: boolean
+  /** Woke from the pause: its 'superseded' lines are the zombie's writes refused by fencing. */
+  zombie: boolean
+  killedByUs: boolean
+}
+
+const counters = {
+  kills: 0, pauses: 0, redisRestarts: 0, landed: 0, fencedLines: 0, zombieFenced: 0, crashedWorkers: 0, spawnFailures: 0, sweeps: 0, sweepErrors: 0,
+}
+let sweepAvailable = false
+const sweepRepairs: string[] = []
+
+/** Counts the worker's new log lines; drops them so a long run does not keep them all. */
+function scan(worker: Worker): void {
+  for (const line of worker.w.lines) {
+    if (line.msg === 'tool call landed') counters.landed++
+    if (typeof line.msg === 'string' && line.msg.includes('superseded')) {
+      counters.fencedLines++
+      if (worker.zombie) counters.zombieFenced++
+    }
+  }
+  worker.w.lines.length = 0
+}
+
+// ---- progress on stderr ----
+
+const started = Date.now()
+const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`
+const tty = process.stderr.isTTY === true
+let lastPlain = 0
+let lastLine = ''
+function progress(final = false): void {
+  const done = allTurns.filter((t) => t.settled || t.failure).length
+  const width = 24
+  const filled = Math.round((done / allTurns.length) * width)
+  const line =
+    `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] turns ${done}/${allTurns.length} | calls landed ${counters.landed}` +
+    ` | kills ${counters.kills} | pauses ${counters.pauses} | redis restarts ${counters.redisRestarts} | ${elapsed()}`
+  if (tty) process.stderr.write(`\r\x1b[2K${line}${final ? '\n' : ''}`)
+  else if ((final && line !== lastLine) || Date.now() - lastPlain >= 3_000) {
+    lastPlain = Date.now()
+    lastLine = line
+    process.stderr.write(`${line}\n`)
+  }
+}
+
+// ---- the run ----
+
+const redis: RedisServerHandle = await startRedisServer({ appendonly: true, hz: 100 })
+const billing = await startBilling()
+process.env.BILLING_URL = billing.url
+const prefix = `chaos-${runId}`
+const host = createHarnessHost({ redis: redis.url, harnesses: [chaos], prefix, logger: pino({ level: 'silent' }) })
+const workerEnv = { BILLING_URL: billing.url, LOG_LEVEL: 'info' }
+process.stderr.write(
+  `chaos: ${allTurns.length} turns x ${CALLS_PER_TURN} calls in ${sessions.length} sessions,` +
+    ` ${opts.workers} workers (concurrency ${opts.concurrency}),` +
+    ` >= ${opts.kills} kills; redis ${redis.url} (AOF), billing ${billing.url}, prefix ${prefix}\n`,
+)
+
+const workers = new Set<Worker>()
+const spawning = new Set<Promise<void>>()
+
+function startWorker(): Promise<void> {
+  const p = (async () => {
+    try {
+      const w = await spawnWorker({ redisUrl: redis.url, prefix, module: HARNESS_MODULE, concurrency: opts.concurrency, env: workerEnv })
+      children.add(w.proc)
+      const worker: Worker = { w, paused: false, zombie: false, killedByUs: false }
+      workers.add(worker)
+      // its last lines may still be in the pipe at 'exit'
+      w.proc.once('close', () => scan(worker))
+      w.proc.once('exit', () => {
+        workers.delete(worker)
+        children.delete(w.proc)
+        if (!worker.killedByUs && !stopping) {
+          // a worker that died on its own is a finding: count it and keep the pool full
+          counters.crashedWorkers++
+          void startWorker()
+        }
+      })
+    } catch (error) {
+      counters.spawnFailures++
+      process.stderr.write(`\nchaos: a worker failed to start: ${(error as Error).message.slice(0, 300)}\n`)
+    }
+  })()
+  spawning.add(p)
+  void p.finally(() => spawning.delete(p))
+  return p
+}
+
+let stopping = false
+await Promise.all(Array.from({ length: opts.workers }, () => startWorker()))
+const t0 = Date.now()
+
+const deadline = started + opts.deadlineS * 1_000
+
+/** Each session runs its turns one after another, each submitted no earlier than its planned time. */
+async function drive(turns: PlannedTurn[]): Promise<void> {
+  const session = host.open(chaos, { sessionId: turns[0]!.sessionId })
+  for (const turn of turns) {
+    const wait = t0 + turn.at - Date.now()
+    if (wait > 0) await sleep(wait)
+    try {
+      await session.prompt(`${PROMPT_PREFIX}${JSON.stringify(turn.calls)}`, { inputId: turn.inputId })
+      turn.settled = await session.settled(turn.inputId, { timeoutMs: Math.max(1, deadline - Date.now()) })
+    } catch (error) {
+      turn.failure = (error as Error).message
+      return // a later turn of this session would fold a hanging one: report, do not pile up
+    }
+  }
+}
+
+const drivers = Promise.all(sessions.map(drive))
+let allSettled = false
+void drivers.finally(() => (allSettled = true))
+
+async function chaosLoop(): Promise<void> {
+  // by time, not by kill count: both land mid-run whatever the kill pace
+  const redisAt = t0 + spreadMs * 0.35
+  const pauseAt = t0 + spreadMs * 0.6
+  let redisDone = opts.kills === 0
+  let pauseDone = opts.kills === 0
+  while (!allSettled && Date.now() < deadline && (counters.kills < opts.kills || !redisDone || !pauseDone)) {
+    await sleep(rand(KILL_EVERY_MS * 0.7, KILL_EVERY_MS * 1.3))
+    if (allSettled) break
+    const live = [...workers].filter((w) => !w.paused)
+    if (!redisDone && Date.now() >= redisAt) {
+      // no worker may be starting while Redis is down: its start-up ping would fail
+      await Promise.all([...spawning])
+      await redis.kill()
+      await sleep(REDIS_DOWN_MS)
+      await redis.restart()
+      counters.redisRestarts++
+      redisDone = true
+      continue
+    }
+    if (!pauseDone && Date.now() >= pauseAt && live.length >= 2) {
+      const victim = pick(live)
+      victim.paused = true
+      victim.w.proc.kill('SIGSTOP')
+      counters.pauses++
+      pauseDone = true
+      setTimeout(() => {
+        if (victim.w.proc.exitCode !== null || victim.w.proc.signalCode !== null) return
+        scan(victim) // lines from before the pause are not the zombie's
+        victim.zombie = true
+        victim.w.proc.kill('SIGCONT')
+        victim.paused = false
+        setTimeout(() => (scan(victim), (victim.zombie = false)), 5_000)
+      }, PAUSE_MS)
+      continue
+    }
+    if (counters.kills >= opts.kills) continue
+    // keep one worker running while replacements start
+    if (live.length < 2 || spawning.size >= opts.workers) continue
+    const victim = pick(live)
+    victim.killedByUs = true
+    await victim.w.kill('SIGKILL')
+    counters.kills++
+    void startWorker()
+  }
+}
+
+async function sweepLoop(): Promise<void> {
+  const sweeper = host as unknown as { sweep?: (o: { limit: number }) => Promise<unknown> }
+  sweepAvailable = typeof sweeper.sweep === 'function'
+  if (!sweepAvailable) return
+  while (!allSettled && Date.now() < deadline) {
+    await sleep(SWEEP_EVERY_MS)
+    try {
+      const repairs = await sweeper.sweep!({ limit: 1_000 })
+      counters.sweeps++
+      if (Array.isArray(repairs)) for (const r of repairs as Array<{ reason?: string }>) sweepRepairs.push(r.reason ?? 'unknown')
+    } catch {
+      counters.sweepErrors++
+    }
+  }
+}
+
+const ticker = setInterval(() => {
+  for (const w of workers) if (!w.paused) scan(w)
+  progress()
+}, tty ? 200 : 1_000)
+
+const loops = Promise.all([chaosLoop(), sweepLoop()])
+await Promise.race([drivers, sleep(Math.max(0, deadline - Date.now()))])
+allSettled = true
+await loops
+clearInterval(ticker)
+for (const w of workers) scan(w)
+progress(true)
+
+// ---- verify: read every session log and the provider's books ----
+
+const stats = await billing.stats()
+const entriesBySession = new Map<string, LogEntry[]>()
+for (const turns of sessions) entriesBySession.set(turns[0]!.sessionId, await host.open(chaos, { sessionId: turns[0]!.sessionId }).log.read())
+
+interface CallFacts {
+  sessionId: string
+  toolCallId: string
+  name: string
+  input: Record<string, unknown>
+  results: Array<{ result?: unknown; error?: { message: string; code?: string } }>
+  steps: Map<string, number>
+  sleeps: number
+  reasons: string[]
+}
+
+const calls: CallFacts[] = []
+const settledCount = new Map<string, number>()
+const outcomes: Record<string, number> = {}
+for (const [sessionId, entries] of entriesBySession) {
+  const byId = new Map<string, CallFacts>()
+  const extra = new Map<string, { results: CallFacts['results']; steps: Map<string, number>; sleeps: number; reasons: string[] }>()
+  // records of calls that no model response names (none expected here) are kept aside, not dropped
+  const factsOf = (id: string) =>
+    byId.get(id) ?? extra.get(id) ?? (extra.set(id, { results: [], steps: new Map(), sleeps: 0, reasons: [] }), extra.get(id)!)
+  for (const { record: r } of entries) {
+    const rec = r as Record<string, unknown>
+    switch (r.type) {
+      case 'harness.model.response':
+        for (const c of rec.toolCalls as Array<{ toolCallId: string; name: string; input: Record<string, unknown> }>) {
+          const prior = extra.get(c.toolCallId)
+          const facts: CallFacts = {
+            sessionId, toolCallId: c.toolCallId, name: c.name, input: c.input, results: [], steps: new Map(), sleeps: 0, reasons: [], ...prior,
+          }
+          byId.set(c.toolCallId, facts)
+          calls.push(facts)
+        }
+        break
+      case 'harness.tool.result':
+        factsOf(rec.toolCallId as string).results.push({
+          ...(rec.result !== undefined ? { result: rec.result } : {}),
+          ...(rec.error ? { error: rec.error as { message: string } } : {}),
+        })
+        break
+      case 'harness.tool.step': {
+        const steps = factsOf(rec.toolCallId as string).steps
+        steps.set(rec.name as string, (steps.get(rec.name as string) ?? 0) + 1)
+        break
+      }
+      case 'harness.tool.sleep':
+        factsOf(rec.toolCallId as string).sleeps++
+        break
+      case 'harness.tool.started':
+        factsOf(rec.toolCallId as string).reasons.push(rec.reason as string)
+        break
+      case 'harness.input.settled': {
+        const key = `${sessionId}|${rec.inputId as string}`
+        settledCount.set(key, (settledCount.get(key) ?? 0) + 1)
+        outcomes[rec.outcome as string] = (outcomes[rec.outcome as string] ?? 0) + 1
+        break
+      }
+    }
+  }
+}
+
+const keyOf = (c: CallFacts, step: string) => `${c.sessionId}:${c.toolCallId}:${step}`
+const successes = new Map<string, number>()
+for (const k of Object.values(stats.keys)) successes.set(`${k.kind}|${k.logical}`, (successes.get(`${k.kind}|${k.logical}`) ?? 0) + 1)
+const providerSuccesses = (kind: string, logical: string) => successes.get(`${kind}|${logical}`) ?? 0
+const isNever = (c: CallFacts) => c.name === 'notify' || c.name === 'lookup'
+
+const lostResults = calls.filter((c) => c.results.length === 0)
+const doubleResults = calls.filter((c) => c.results.length > 1)
+const checkouts = calls.filter((c) => c.name === 'checkout' && c.results.length === 1 && !c.results[0]!.error)
+const chargedWrong = checkouts.filter((c) => {
+  const orderId = String(c.input.orderId)
+  return providerSuccesses('charge', orderId) !== 1 || providerSuccesses('invoice', orderId) !== 1
+})
+const resultMismatch = checkouts.filter((c) => {
+  const r = c.results[0]!.result as { chargeId?: string; invoiceId?: string }
+  return r.chargeId !== stats.keys[keyOf(c, 'charge')]?.id || r.invoiceId !== stats.keys[keyOf(c, 'invoice')]?.id
+})
+const phantomSteps = calls.flatMap((c) =>
+  [...c.steps.keys()].filter((s) => ['charge', 'invoice', 'mail'].includes(s) && !stats.keys[keyOf(c, s)]).map((s) => keyOf(c, s)),
+)
+const stepsTwice = calls.filter((c) => [...c.steps.values()].some((n) => n > 1))
+const neverResent = stats.replayedByKind.mail + stats.replayedByKind.lookup
+const neverRerun = calls.filter((c) => isNever(c) && c.reasons.includes('rerun'))
+const cutNever = calls.filter((c) => isNever(c) && c.results.some((r) => r.error?.code === 'interrupted'))
+// a cut notify call's mail step, if it was stored, must still be in the log (stored value <-> its record)
+const direct = new Redis(redis.url, { maxRetriesPerRequest: null })
+const mailStored = new Set<CallFacts>()
+for (const c of cutNever) {
+  if (c.name === 'notify' && (await new SessionLog(direct, prefix, c.sessionId).getStep(c.toolCallId, 'mail')).found) mailStored.add(c)
+}
+direct.disconnect()
+const cutNeverBad = cutNever.filter((c) => c.results.length !== 1 || (c.name === 'notify' && mailStored.has(c) !== c.steps.has('mail')))
+const mailSentNotStored = cutNever.filter((c) => c.name === 'notify' && stats.keys[keyOf(c, 'mail')] && !c.steps.has('mail'))
+const unexpectedErrors = calls.filter((c) => c.results.some((r) => r.error && !(isNever(c) && r.error.code === 'interrupted')))
+const napRestarted = calls.filter((c) => c.name === 'nap' && c.sleeps > 1)
+const safeReruns = calls.filter((c) => !isNever(c) && c.reasons.includes('rerun')).length
+const turnsSettled = allTurns.filter((t) => settledCount.get(`${t.sessionId}|${t.inputId}`) === 1).length
+const turnsSettledTwice = [...settledCount.values()].filter((n) => n > 1).length
+const turnsNotCompleted = allTurns.filter((t) => t.settled?.outcome !== 'completed')
+
+// ---- stop everything ----
+
+stopping = true
+await Promise.all([...spawning])
+await Promise.all(
+  [...workers].map(async (w) => {
+    w.killedByUs = true
+    if (w.paused) w.w.proc.kill('SIGCONT')
+    const done = w.w.kill('SIGTERM')
+    const forced = sleep(10_000).then(() => w.w.kill('SIGKILL'))
+    await Promise.race([done, forced])
+  }),
+)
+await host.close()
+billing.proc.kill('SIGTERM')
+await redis.stop()
+
+// ---- the table ----
+
+type Row = [label: string, value: string, ok?: boolean]
+const plannedCalls = allTurns.length * CALLS_PER_TURN
+const replayed = `${stats.replayedKeys} (charge ${stats.replayedByKind.charge}, invoice ${stats.replayedByKind.invoice})`
+const cutSummary = `${cutNever.length} (bad ${cutNeverBad.length}; mail step kept ${mailStored.size}, mail sent but not stored ${mailSentNotStored.length})`
+const rows: Row[] = [
+  ['tool calls (model responses)', `${calls.length} (planned ${plannedCalls})`, calls.length === plannedCalls],
+  ['  checkout / notify / lookup / nap', ['checkout', 'notify', 'lookup', 'nap'].map((n) => calls.filter((c) => c.name === n).length).join(' / ')],
+  ['workers SIGKILLed (replaced)', `${counters.kills} (asked ${opts.kills})`, counters.kills >= opts.kills],
+  ['workers paused past the lock (zombies)', `${counters.pauses}`],
+  ['  zombie writes refused by fencing', `${counters.zombieFenced} (all workers: ${counters.fencedLines})`],
+  ['Redis SIGKILLed + restarted (AOF)', `${counters.redisRestarts}`],
+  ['sweeper passes (in-process)', sweepAvailable ? `${counters.sweeps} (errors ${counters.sweepErrors})` : 'n/a (host.sweep not there)'],
+  ['  repairs made by them', sweepRepairs.length ? `${sweepRepairs.length}: ${[...new Set(sweepRepairs)].join(', ')}` : '0'],
+  ['workers that died on their own', `${counters.crashedWorkers}`, counters.crashedWorkers === 0],
+  ['provider: charges / invoices / mails / lookups', `${stats.charges} / ${stats.invoices} / ${stats.mails} / ${stats.lookups}`],
+  ['replayed keys (safe re-runs, refused: harmless)', replayed],
+  ['safe calls run again after a cut', `${safeReruns}`],
+  ['duplicate side effects', `${stats.duplicateSideEffects}`, stats.duplicateSideEffects === 0],
+  ['cards charged != once (of checkouts)', `${chargedWrong.length} (of ${checkouts.length})`, chargedWrong.length === 0],
+  ['checkout results != provider ids', `${resultMismatch.length}`, resultMismatch.length === 0],
+  ['phantom steps (stored, never sent)', `${phantomSteps.length}`, phantomSteps.length === 0],
+  ['steps stored twice', `${stepsTwice.length}`, stepsTwice.length === 0],
+  ["'never' side effects re-sent", `${neverResent}`, neverResent === 0],
+  ["'never' calls run again", `${neverRerun.length}`, neverRerun.length === 0],
+  ['lost results (no harness.tool.result)', `${lostResults.length}`, lostResults.length === 0],
+  ['double results (> 1 harness.tool.result)', `${doubleResults.length}`, doubleResults.length === 0],
+  ["'never' calls cut -> interrupted error", cutSummary, cutNeverBad.length === 0],
+  ['unexpected tool errors', `${unexpectedErrors.length}`, unexpectedErrors.length === 0],
+  ['nap timers restarted', `${napRestarted.length}`, napRestarted.length === 0],
+  ['turns settled (exactly once)', `${turnsSettled}/${allTurns.length}`, turnsSettled === allTurns.length],
+  ['turns settled twice', `${turnsSettledTwice}`, turnsSettledTwice === 0],
+  ['turns completed', `${allTurns.length - turnsNotCompleted.length}/${allTurns.length} ${JSON.stringify(outcomes)}`,
+    turnsNotCompleted.length === 0],
+  ['elapsed', elapsed()],
+]
+const w1 = Math.max(...rows.map((r) => r[0].length))
+const w2 = Math.max(...rows.map((r) => r[1].length))
+const out: string[] = [`| ${'check'.padEnd(w1)} | ${'value'.padEnd(w2)} | ok |`, `|${'-'.repeat(w1 + 2)}|${'-'.repeat(w2 + 2)}|----|`]
+for (const [label, value, ok] of rows) out.push(`| ${label.padEnd(w1)} | ${value.padEnd(w2)} | ${ok === undefined ? '  ' : ok ? 'ok' : 'NO'} |`)
+process.stdout.write(`${out.join('\n')}\n`)
+
+const failed = rows.filter((r) => r[2] === false)
+const details: string[] = []
+const show = (what: string, list: CallFacts[]) => {
+  for (const c of list.slice(0, 5)) {
+    details.push(`${what}: session ${c.sessionId} call ${c.toolCallId} (${c.name}) results ${JSON.stringify(c.results)} starts ${c.reasons.join(',')}`)
+  }
+}
+show('lost result', lostResults)
+show('double result', doubleResults)
+show('charged != once', chargedWrong)
+show('result != provider', resultMismatch)
+show('unexpected error', unexpectedErrors)
+show('bad cut never call', cutNeverBad)
+show('never call run again', neverRerun)
+show('nap timer restarted', napRestarted)
+for (const k of phantomSteps.slice(0, 5)) details.push(`phantom step: ${k}`)
+for (const t of turnsNotCompleted.slice(0, 5)) {
+  details.push(`turn ${t.sessionId} ${t.inputId}: ${t.settled ? JSON.stringify(t.settled) : t.failure ?? 'not settled by the deadline'}`)
+}
+if (details.length) process.stdout.write(`\n${details.join('\n')}\n`)
+process.stdout.write(failed.length === 0 ? '\nAll invariants hold.\n' : `\nFAILED: ${failed.map((r) => r[0].trim()).join('; ')}\n`)
+process.exit(failed.length === 0 ? 0 : 1)
