@@ -11,9 +11,10 @@ type JsonPrimitive = string | number | boolean | null | undefined | void
 /**
  * The compile-time half of R3, as a constraint that still infers `T` from a callback: a Date, Map,
  * Set, bigint, symbol or class instance with methods, at any depth, is a type error at the call site.
- * `& object` keeps bigint and symbol out (a mapped type over a primitive is the primitive).
+ * `& object` keeps bigint and symbol out (a mapped type over a primitive is the primitive); a function
+ * has no keys, so it would pass as `{}`: every function has `Symbol.hasInstance`, no JSON object has it.
  */
-export type JsonStepValue<T> = JsonPrimitive | ({ [K in keyof T]: JsonChecked<T[K]> } & object)
+export type JsonStepValue<T> = JsonPrimitive | ({ [K in keyof T]: JsonChecked<T[K]> } & object & { [Symbol.hasInstance]?: never })
 
 export interface StepFnOptions {
   /** `${logId}:${toolCallId}:${name}`: the same on every run of the step. Pass it to the side effect. */
