@@ -15,7 +15,7 @@ export async function startProcess(
   argv: string[],
   run: (host: HarnessHost, logger: Logger) => { close(): Promise<void> },
 ): Promise<void> {
-  const logger = createLogger().child({ role, pid: process.pid })
+  const logger = createLogger().child({ role })
   let host: HarnessHost | undefined
   try {
     const harnesses = await loadHarnesses(argv[0] ?? process.env.HARNESS_MODULE)

@@ -72,7 +72,8 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const prefix = options.prefix ?? 'dh'
   if (!PREFIX.test(prefix)) throw new ConfigError(`createHarnessHost: prefix ${JSON.stringify(prefix)} must match ${PREFIX}.`)
   const logger = options.logger ?? createLogger()
-  const redisOptions: RedisOptions = { maxRetriesPerRequest: null }
+  // lazy: nothing connects (or logs) until first use, so ready() can report an unreachable Redis in one line
+  const redisOptions: RedisOptions = { maxRetriesPerRequest: null, lazyConnect: true }
   // commands wait across a Redis restart instead of failing (workers reconnect, no job lost)
   const redis = typeof options.redis === 'string' ? new Redis(options.redis, redisOptions) : new Redis({ ...options.redis, ...redisOptions })
   const where = typeof options.redis === 'string' ? options.redis : `${options.redis.host ?? '127.0.0.1'}:${options.redis.port ?? 6379}`
@@ -105,7 +106,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     prefix,
     logger,
     async ready(timeoutMs = 3_000) {
-      const probe = redis.duplicate({ maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true })
+      const probe = redis.duplicate({ maxRetriesPerRequest: 0, retryStrategy: () => null })
       probe.on('error', () => {})
       try {
         await Promise.race([
