@@ -8,15 +8,9 @@ import { SessionLog } from '../../src/log/index.js'
 import { bullPrefix, childSessionId, toolJobId, toolQueueName } from '../../src/queue/index.js'
 import { boss, helper } from '../fixtures/agents.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { until } from '../helpers/log.js'
 import { getRedisUrl, uniquePrefix } from '../rig.js'
 
-const until = async (check: () => Promise<boolean>, what: string, timeoutMs = 20_000) => {
-  const end = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 describe('agentTool over worker processes', () => {
   let url: string

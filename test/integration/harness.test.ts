@@ -3,15 +3,14 @@ import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createHarnessHost, defineHarness, durableTool, InputConflictError, type Harness, type HarnessHost, type LogEntry } from '../../src/index.js'
+import { createHarnessHost, defineHarness, durableTool, InputConflictError, type Harness, type HarnessHost } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { batch, records } from '../helpers/log.js'
 import { getRedisUrl, scanKeys, uniquePrefix } from '../rig.js'
 
 const quiet = pino({ level: 'silent' })
-const batch = (calls: Array<{ name: string; input: unknown }>) => `batch:${JSON.stringify(calls)}`
-const records = (entries: LogEntry[], type: string) => entries.map((e) => e.record as Record<string, unknown>).filter((r) => r.type === type)
 
 describe('harness with worker processes', () => {
   let url: string

@@ -4,24 +4,16 @@ import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createHarnessHost, defineHarness, durableTool, type HarnessHost, type LogEntry } from '../../src/index.js'
+import { createHarnessHost, defineHarness, durableTool, type HarnessHost } from '../../src/index.js'
 import { SessionLog } from '../../src/log/index.js'
 import { bullPrefix, toolJobId, toolQueueName, turnJobId } from '../../src/queue/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { batch, records, until } from '../helpers/log.js'
 import { getRedisUrl, uniquePrefix } from '../rig.js'
 
 const quiet = pino({ level: 'silent' })
-const batch = (calls: Array<{ name: string; input: unknown }>) => `batch:${JSON.stringify(calls)}`
-const records = (entries: LogEntry[], type: string) => entries.map((e) => e.record as Record<string, any>).filter((r) => r.type === type)
-const until = async (check: () => Promise<boolean>, what: string, timeoutMs = 20_000) => {
-  const end = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 describe('crash recovery over worker processes', () => {
   let url: string
