@@ -64,7 +64,10 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   )
   for (const worker of [tools, turns]) {
     worker.on('error', (err) => logger.error({ err, queue: worker.name }, 'worker error'))
-    worker.on('failed', (job, err) => logger.warn({ err, queue: worker.name, jobId: job?.id, sessionId: job?.data.sessionId }, 'job failed'))
+    worker.on('failed', (job, err) => {
+      const data = job?.data as Partial<ToolJobData & TurnJobData> | undefined
+      logger.warn({ err, queue: worker.name, jobId: job?.id, sessionId: data?.sessionId, toolCallId: data?.toolCallId, inputId: data?.inputId, attempt: job?.attemptsMade }, 'job failed')
+    })
   }
   return [tools, turns]
 }
