@@ -72,7 +72,8 @@ export class Session {
     if (!harness.toolsByName.has(call.name)) throw new UnknownToolError(call.name, [...harness.toolsByName.keys()])
     const toolCallId = call.toolCallId ?? `run-${randomUUID()}`
     const input = toJsonCopy(call.input, `Input of tool "${call.name}"`)
-    const existing = await this.deps.log.getCall(toolCallId)
+    // a generated id is new: no call to look up (one round trip less on every runTool)
+    const existing = call.toolCallId === undefined ? null : await this.deps.log.getCall(toolCallId)
     if (!existing) {
       await this.deps.log.append([{ type: 'harness.tool.requested', toolCallId, name: call.name, input: input as never }])
       await this.deps.queues.tools.add(

@@ -1,0 +1,311 @@
+// `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash]`
+//
+// Measures the DESIGN.md §8 targets as ratios against baselines measured in the same run on the same
+// Redis (PING, raw BullMQ no-op jobs, plain XADD, the configured lock intervals), prints a table on
+// stdout and writes every raw figure to bench/results.json. Progress goes to stderr.
+// Redis: REDIS_URL if set (only the bench's own key prefixes are written, then deleted), else a private
+// redis-server (no AOF, hz 100) so the figures don't depend on a shared server.
+// --quick: a smoke run (about a minute); the full run takes a few minutes.
+import { mkdirSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startRedisServer } from '../../src/testing/index.js'
+import { measureAppendThroughput } from './appendThroughput.js'
+import { measureCrash } from './crash.js'
+import { redisVersion, stderrProgress } from './lib.js'
+import { measureParked } from './parked.js'
+import { measureReplay } from './replay.js'
+import { measureSteps } from './steps.js'
+import { measureToolCalls } from './toolCalls.js'
+import { measureTurn } from './turn.js'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+const MEASUREMENTS = ['steps', 'calls', 'replay', 'turn', 'append', 'parked', 'crash'] as const
+type Name = (typeof MEASUREMENTS)[number]
+
+interface Row {
+  id: string
+  figure: string
+  ours: string
+  baseline: string
+  /** ours / baseline; null when the row could not be measured. */
+  ratio: number | null
+  target: string
+  met: boolean | null
+  /** The target's bound on the ratio. */
+  limit?: number
+  note?: string
+}
+
+function parseArgs(argv: string[]) {
+  const quick = argv.includes('--quick')
+  const i = argv.findIndex((a) => a === '--only' || a.startsWith('--only='))
+  let only: Name[] = [...MEASUREMENTS]
+  if (i >= 0) {
+    const list = argv[i]!.includes('=') ? argv[i]!.split('=')[1]! : argv[i + 1] ?? ''
+    only = list.split(',').filter(Boolean) as Name[]
+    const bad = only.filter((n) => !MEASUREMENTS.includes(n))
+    if (bad.length > 0 || only.length === 0) {
+      process.stderr.write(`bench: --only takes a comma-separated list of ${MEASUREMENTS.join(', ')}\n`)
+      process.exit(2)
+    }
+  }
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`npm run bench -- [--quick] [--only ${MEASUREMENTS.join(',')}]\n`)
+    process.exit(0)
+  }
+  return { quick, only }
+}
+
+const ms = (x: number) => (x >= 100 ? `${x.toFixed(0)} ms` : x >= 10 ? `${x.toFixed(1)} ms` : `${x.toFixed(3)} ms`)
+const perSec = (x: number) => `${Math.round(x).toLocaleString('en-US')}/s`
+/** The ratio to 2 decimals, or 3 where 2 would round it onto its bound (0.797 shows 0.797x, not 0.80x). */
+const x = (r: number | null, limit?: number) => {
+  if (r === null || !Number.isFinite(r)) return '—'
+  return `${r.toFixed(limit !== undefined && Number(r.toFixed(2)) === limit && r !== limit ? 3 : 2)}x`
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2)
+  const { quick, only } = parseArgs(argv)
+  const progress = stderrProgress
+  const viaNpm = process.env.npm_lifecycle_event === 'bench'
+  const command = [viaNpm ? 'npm run bench' : 'npx tsx scripts/bench/index.ts', ...(argv.length && viaNpm ? ['--'] : []), ...argv].join(' ')
+  const loadBefore = os.loadavg()
+  progress(`[bench] ${command}; load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} CPUs`)
+
+  let redisUrl = process.env.REDIS_URL
+  let redisWhere = 'REDIS_URL'
+  let stop = async () => {}
+  if (!redisUrl) {
+    const server = await startRedisServer({ appendonly: false, hz: 100 })
+    redisUrl = server.url
+    redisWhere = 'private redis-server (appendonly no, hz 100)'
+    stop = () => server.stop()
+    progress(`[bench] ${redisWhere} at ${redisUrl}`)
+  }
+  const started = Date.now()
+  const raw: Partial<Record<Name, unknown>> = {}
+  const errors: Partial<Record<Name, string>> = {}
+  const durations: Partial<Record<Name, number>> = {}
+  try {
+    const version = await redisVersion(redisUrl)
+    const url = redisUrl
+    const run: Record<Name, () => Promise<unknown>> = {
+      steps: () => measureSteps(url, { quick, progress, sharedRedis: !!process.env.REDIS_URL }),
+      calls: () => measureToolCalls(url, { quick, progress, sharedRedis: !!process.env.REDIS_URL }),
+      replay: () => measureReplay(url, { quick, progress }),
+      turn: () => measureTurn(url, { quick, progress }),
+      append: () => measureAppendThroughput(url, { quick, progress }),
+      parked: () => measureParked(url, { parked: quick ? 1_000 : 10_000, sleeps: quick ? 200 : 1_000, progress }),
+      crash: () => measureCrash(url, { quick, progress }),
+    }
+    for (const name of MEASUREMENTS) {
+      if (!only.includes(name)) continue
+      const t0 = Date.now()
+      try {
+        raw[name] = await run[name]()
+      } catch (error) {
+        errors[name] = error instanceof Error ? (error.stack ?? error.message) : String(error)
+        progress(`[bench] ${name} FAILED: ${errors[name]}`)
+      }
+      durations[name] = Date.now() - t0
+      progress(`[bench] ${name} took ${((Date.now() - t0) / 1000).toFixed(1)} s`)
+    }
+    const rows = buildRows(raw as Results, errors, only)
+    const loadAfter = os.loadavg()
+    const machine = {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      platform: `${os.platform()} ${os.release()}`,
+      node: process.version,
+      redis: version,
+      redisWhere,
+      loadBefore,
+      loadAfter,
+    }
+    const output = {
+      date: new Date(started).toISOString(),
+      command,
+      quick,
+      durationMs: Date.now() - started,
+      machine,
+      rows,
+      raw,
+      errors,
+      durations,
+    }
+    mkdirSync(join(root, 'bench'), { recursive: true })
+    writeFileSync(join(root, 'bench', 'results.json'), `${JSON.stringify(output, null, 2)}\n`)
+    process.stdout.write(`${formatTable(rows)}\n\n`)
+    process.stdout.write(
+      `${output.date}  ${command}  (${(output.durationMs / 1000).toFixed(0)} s)\n` +
+        `${machine.cpus} x ${machine.cpuModel}, node ${machine.node}, Redis ${machine.redis} (${redisWhere}); ` +
+        `load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, after ${loadAfter.map((l) => l.toFixed(2)).join(' ')}\n` +
+        `raw figures: bench/results.json\n`,
+    )
+    if (Object.keys(errors).length > 0) process.exitCode = 1
+  } finally {
+    await stop()
+  }
+}
+
+type Results = {
+  steps?: Awaited<ReturnType<typeof measureSteps>>
+  calls?: Awaited<ReturnType<typeof measureToolCalls>>
+  replay?: Awaited<ReturnType<typeof measureReplay>>
+  turn?: Awaited<ReturnType<typeof measureTurn>>
+  append?: Awaited<ReturnType<typeof measureAppendThroughput>>
+  parked?: Awaited<ReturnType<typeof measureParked>>
+  crash?: Awaited<ReturnType<typeof measureCrash>>
+}
+
+function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name[]): Row[] {
+  const rows: Row[] = []
+  const missing = (id: string, figure: string, target: string, ...needs: Name[]) => {
+    const why = needs.filter((n) => !only.includes(n))
+    const failed = needs.filter((n) => errors[n])
+    rows.push({
+      id, figure, ours: '—', baseline: '—', ratio: null, target, met: null,
+      note: failed.length ? `failed: ${failed.join(', ')}` : why.length ? `not run: ${why.join(', ')}` : 'not measured',
+    })
+  }
+  const atMost = (id: string, figure: string, ours: string, baseline: string, ratio: number, limit: number, target = `<= ${limit}x`) =>
+    rows.push({ id, figure, ours, baseline, ratio, target, met: ratio <= limit, limit })
+  const atLeast = (id: string, figure: string, ours: string, baseline: string, ratio: number, limit: number) =>
+    rows.push({ id, figure, ours, baseline, ratio, target: `>= ${limit}x`, met: ratio >= limit, limit })
+  const info = (id: string, figure: string, ours: string, baseline: string, ratio: number | null) =>
+    rows.push({ id, figure, ours, baseline, ratio, target: '(info)', met: null })
+
+  // 1. step.do against PING
+  if (r.steps) {
+    const { ping, firstRun, replay } = r.steps
+    const pingP50 = `PING p50 ${ms(ping.p50)}`
+    const first = `${ms(firstRun.p50)} (${ms(firstRun.p99)})`
+    atMost('1a', 'step.do first run p50 (p99)', first, `${pingP50} (p99 ${ms(ping.p99)})`, firstRun.p50 / ping.p50, 2)
+    atMost('1b', 'step.do replayed p50 (p99)', `${ms(replay.p50)} (${ms(replay.p99)})`, pingP50, replay.p50 / ping.p50, 1.5)
+  } else {
+    missing('1a', 'step.do first run p50', '<= 2x', 'steps')
+    missing('1b', 'step.do replayed p50', '<= 1.5x', 'steps')
+  }
+
+  // 2. runTool and durable calls/s against raw BullMQ
+  if (r.calls) {
+    const { ours, raw, callers } = r.calls
+    atMost(
+      '2a', 'runTool, 3 steps: p50 (p99)', `${ms(ours.runTool.p50)} (${ms(ours.runTool.p99)})`,
+      `BullMQ round trip p50 ${ms(raw.roundTrip.p50)} (p99 ${ms(raw.roundTrip.p99)})`, ours.runTool.p50 / raw.roundTrip.p50, 1.3,
+    )
+    atLeast(
+      '2b', `runTool calls/s, ${callers} callers`, perSec(ours.runToolPerSec),
+      `BullMQ round trips/s ${perSec(raw.roundTripsPerSec)}`, ours.runToolPerSec / raw.roundTripsPerSec, 0.8,
+    )
+    for (const [id, runs, what] of [['2c', ours.drain1, 'runTool'], ['2d', ours.drain10, 'batches of 10']] as const) {
+      for (const run of runs) {
+        const base = raw.drain.find((d) => d.concurrency === run.concurrency)!
+        const figure = `durable calls/s (1 step), ${what}, concurrency ${run.concurrency}`
+        atLeast(id, figure, perSec(run.perSec), `BullMQ no-op jobs/s ${perSec(base.perSec)}`, run.perSec / base.perSec, 0.5)
+      }
+    }
+    const p = ours.profile
+    const rt = raw.profile.roundTrip.commandsPerOp
+    const one = p.runTool.commandsPerOp
+    info('2e', 'Redis commands: one runTool call (3 steps)', `${one}`, `BullMQ round trip ${rt}`, one / rt)
+    const job = raw.profile.drain.commandsPerOp
+    for (const [what, profile] of [['runTool', p.drain1], ['batches of 10', p.drain10]] as const) {
+      const per = profile.commandsPerOp
+      info('2f', `Redis commands per drained call (1 step), ${what}`, `${per}`, `BullMQ no-op job ${job}`, per / job)
+    }
+  } else {
+    missing('2a', 'runTool, 3 steps: p50', '<= 1.3x', 'calls')
+    missing('2b', 'runTool calls/s, 20 callers', '>= 0.8x', 'calls')
+    missing('2c', 'durable calls/s (1 step)', '>= 0.5x', 'calls')
+  }
+
+  // 3. replay cost flat in log length
+  if (r.replay) {
+    const base = r.replay.sizes.find((s) => s.entries === 100)
+    const entries = (n: number) => `${n.toLocaleString('en-US')} entries`
+    for (const size of r.replay.sizes.filter((s) => s.entries !== 100)) {
+      if (!base) break
+      const figure = `replay (beginCall + ${r.replay.steps} stored steps) p50 at ${entries(size.entries)}`
+      const ratio = size.replay.p50 / base.replay.p50
+      if (!Number.isFinite(ratio)) continue
+      const at100 = `at 100 entries ${ms(base.replay.p50)}`
+      if (size.entries >= 100_000) atMost('3a', figure, ms(size.replay.p50), at100, ratio, 1.2)
+      else info('3a', figure, ms(size.replay.p50), at100, ratio)
+    }
+    const turnBase = base?.turn
+    for (const size of r.replay.sizes.filter((s) => s.entries !== 100 && s.turn)) {
+      if (!turnBase) break
+      const turn = size.turn!.p50
+      const figure = `turn (1 call) p50 on a session of ${entries(size.entries)}`
+      info('3b', figure, ms(turn), `at 100 entries ${ms(turnBase.p50)}`, turn / turnBase.p50)
+    }
+  } else missing('3a', 'replay p50 at 100k entries', '<= 1.2x', 'replay')
+
+  // 4. crash-to-rerun against the configured lock + stalled interval
+  if (r.crash) {
+    for (const s of r.crash.settings) {
+      const bound = s.lockMs + s.stalledMs
+      const figure = `SIGKILL -> rerun, ${s.name}: max of ${s.samples.length} (p50)`
+      atMost('4', figure, `${ms(s.summary.max)} (${ms(s.summary.p50)})`, `lockMs + stalledMs ${bound} ms`, s.summary.max / bound, 1)
+    }
+  } else missing('4', 'SIGKILL -> rerun', '<= 1x', 'crash')
+
+  // 5. parked calls: absolute targets (the design gives them in bytes and ms)
+  if (r.parked) {
+    for (const m of r.parked.memory) {
+      const figure = `Redis memory per parked call (${m.parked.toLocaleString('en-US')} parked, ${m.callsPerSession} a session)`
+      atMost('5a', figure, `${m.bytesPerParkedCall} B`, 'target 2048 B', m.bytesPerParkedCall / 2048, 1)
+    }
+    const l = r.parked.lateness
+    const late = `${ms(l.p99)} (${ms(l.p50)})`
+    atMost('5b', `wake-up lateness p99 (p50), ${l.sleeps} sleeps`, late, 'target 100 ms', l.p99 / 100, 1)
+  } else {
+    missing('5a', 'Redis memory per parked call', '<= 1x (2 KiB)', 'parked')
+    missing('5b', 'wake-up lateness p99', '<= 1x (100 ms)', 'parked')
+  }
+
+  // 6. turn latency against its Redis round trips
+  if (r.turn) {
+    const t = r.turn
+    const sum = `${t.profile.commandsPerOp} commands x PING p50 ${ms(t.ping.p50)} = ${ms(t.roundTripSumMs)}`
+    info('6', `turn, ${t.calls}-call batch: prompt -> settled p50`, ms(t.turn.p50), sum, t.turn.p50 / t.roundTripSumMs)
+  } else missing('6', 'turn latency', '(info)', 'turn')
+
+  // 7. fenced appends against plain XADD
+  if (r.append) {
+    type Mode = 'sequential' | 'inflight'
+    const pick = (name: string, mode: Mode) => r.append!.rows.find((row) => row.name === name && row.mode === mode)
+    const cases: Array<[string, Mode]> = [
+      ['saveStep (fenced Lua: step + record)', 'sequential'],
+      ['stageRecords x10 (fenced Lua)', 'inflight'],
+    ]
+    for (const [name, mode] of cases) {
+      const row = pick(name, mode)
+      const xadd = pick('plain XADD', mode)
+      if (!row || !xadd) continue
+      const how = mode === 'sequential' ? 'one at a time' : `${r.append.inflight} in flight`
+      const figure = `fenced append records/s: ${name.replace(/ \(.*\)/, '')}, ${how}`
+      info('7', figure, perSec(row.recordsPerSec), `plain XADD ${perSec(xadd.recordsPerSec)}`, row.vsXadd)
+    }
+  } else missing('7', 'fenced append records/s', '(info)', 'append')
+  return rows
+}
+
+function formatTable(rows: Row[]): string {
+  const header = ['#', 'figure', 'ours', 'baseline (same run)', 'ratio', 'target', 'met']
+  const met = (r: Row) => (r.met === null ? (r.note ?? '') : r.met ? 'yes' : 'NO')
+  const body = rows.map((r) => [r.id, r.figure, r.ours, r.baseline, x(r.ratio, r.limit), r.target, met(r)])
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)))
+  const line = (cells: string[]) => cells.map((c, i) => (i === 4 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n')
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`)
+  process.exitCode = 1
+})

@@ -1,0 +1,228 @@
+// Shared helpers of the bench modules: timing summaries, a worker pool, key cleanup, a Redis command
+// counter (MONITOR) for round-trip profiles.
+import { createHash, randomBytes } from 'node:crypto'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { withLogCommands } from '../../src/log/commands/index.js'
+
+export type Progress = (line: string) => void
+export const stderrProgress: Progress = (line) => process.stderr.write(`${line}\n`)
+export const silentLogger = pino({ level: 'silent' })
+export const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+export const benchPrefix = (label: string) => `bench-${label}-${randomBytes(3).toString('hex')}`
+
+/** Latency summary in ms. */
+export interface Summary {
+  n: number
+  p50: number
+  p90: number
+  p99: number
+  min: number
+  max: number
+  mean: number
+}
+
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+}
+
+export function summarize(samples: number[]): Summary {
+  const s = [...samples].sort((a, b) => a - b)
+  const round = (x: number) => Math.round(x * 1000) / 1000
+  return {
+    n: s.length,
+    p50: round(percentile(s, 50)),
+    p90: round(percentile(s, 90)),
+    p99: round(percentile(s, 99)),
+    min: round(s[0]!),
+    max: round(s.at(-1)!),
+    mean: round(s.reduce((a, b) => a + b, 0) / s.length),
+  }
+}
+
+/** Elapsed ms of `fn`. */
+export async function time(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now()
+  await fn()
+  return performance.now() - t0
+}
+
+/** Runs `fn` over 0..n-1 with at most `width` in flight; returns elapsed ms. */
+export async function pool(n: number, width: number, fn: (i: number) => Promise<unknown>): Promise<number> {
+  let next = 0
+  const t0 = performance.now()
+  await Promise.all(Array.from({ length: Math.min(width, n) }, async () => {
+    while (next < n) await fn(next++)
+  }))
+  return performance.now() - t0
+}
+
+/** Removes every key that contains `prefix` (session keys and BullMQ keys alike). */
+export async function deletePrefix(redisUrl: string, prefix: string): Promise<void> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+  try {
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `*${prefix}*`, 'COUNT', 1000)
+      cursor = next
+      if (keys.length > 0) await redis.unlink(...keys)
+    } while (cursor !== '0')
+  } finally {
+    redis.disconnect()
+  }
+}
+
+export async function redisVersion(redisUrl: string): Promise<string> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+  try {
+    return /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? 'unknown'
+  } finally {
+    redis.disconnect()
+  }
+}
+
+/** INFO commandstats: command -> { calls, usec } (Lua-internal calls count under their own command). */
+export async function commandStats(redis: Redis): Promise<Record<string, { calls: number; usec: number }>> {
+  const out: Record<string, { calls: number; usec: number }> = {}
+  for (const m of (await redis.info('commandstats')).matchAll(/^cmdstat_(\S+?):calls=(\d+),usec=(\d+)/gm)) {
+    out[m[1]!] = { calls: Number(m[2]), usec: Number(m[3]) }
+  }
+  return out
+}
+
+/** Redis PING round trips, one at a time on one connection, in ms. */
+export async function pingSamples(redis: Redis, n: number): Promise<number[]> {
+  const out: number[] = []
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    await redis.ping()
+    out.push(performance.now() - t0)
+  }
+  return out
+}
+
+/**
+ * What the clients of a bench send to Redis while `op` runs `ops` times, from MONITOR: client
+ * commands (each one a round trip unless pipelined; a MULTI…EXEC block counts one), commands run
+ * inside Lua scripts, by name and by connection. Only commands that name `prefix` count (other users
+ * of a shared Redis are ignored); what the same connections send while idle for as long is
+ * subtracted (blocking pops that time out, stalled-job checks, lock renewals).
+ */
+export interface CommandProfile {
+  ops: number
+  /**
+   * Client commands per op: EVALSHA counts one, a MULTI…EXEC block one. Pipelined commands count one
+   * each (MONITOR cannot tell them apart): BullMQ's addBulk sends its N scripts in one write.
+   */
+  commandsPerOp: number
+  /** Commands run inside Lua scripts per op (each a Redis call, no network). */
+  luaCallsPerOp: number
+  /** Client commands per op, by command name (EVALSHA by script, as its first key's last part). */
+  byCommand: Record<string, number>
+  /** Commands per op, by connection (connections numbered in order of first use). */
+  byConnection: Record<string, number>
+  idleCommandsSubtracted: number
+}
+
+export async function profileCommands(
+  redisUrl: string,
+  prefix: string,
+  ops: number,
+  op: (i: number) => Promise<unknown>,
+): Promise<CommandProfile> {
+  const conn = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+  const monitor = await conn.monitor()
+  const names = new Map<string, string>()
+  let counting: Counts | null = null
+  const inMulti = new Map<string, { prefixed: boolean }>()
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    const c = counting
+    if (!c) return
+    const cmd = String(args[0] ?? '').toUpperCase()
+    if (source === 'lua') {
+      if (args.some((a) => String(a).includes(prefix))) c.lua++
+      return
+    }
+    if (cmd === 'MULTI') return void inMulti.set(source, { prefixed: false })
+    const multi = inMulti.get(source)
+    if (cmd === 'EXEC') {
+      inMulti.delete(source)
+      if (multi?.prefixed) c.add(source, 'MULTI/EXEC', names, true)
+      return
+    }
+    if (!args.slice(1).some((a) => String(a).includes(prefix))) return
+    if (multi) multi.prefixed = true
+    c.add(source, label(cmd, args), names, !multi)
+  })
+  await pause(50)
+  try {
+    // idle: what the same clients send on their own in as long as the ops take
+    counting = new Counts()
+    const t0 = performance.now()
+    for (let i = 0; i < ops; i++) await op(i)
+    const busy = counting
+    const elapsed = performance.now() - t0
+    await pause(100) // MONITOR lines trail the replies
+    counting = new Counts()
+    await pause(Math.min(elapsed, 5_000))
+    const idle = counting
+    counting = null
+    const idleScale = elapsed / Math.min(elapsed, 5_000)
+    const idleTrips = idle.trips * idleScale
+    const perOp = (x: number) => Math.round((x / ops) * 100) / 100
+    const byCommand: Record<string, number> = {}
+    for (const [k, v] of busy.byCommand) byCommand[k] = perOp(Math.max(0, v - (idle.byCommand.get(k) ?? 0) * idleScale))
+    const byConnection: Record<string, number> = {}
+    for (const [k, v] of busy.byConnection) byConnection[k] = perOp(Math.max(0, v - (idle.byConnection.get(k) ?? 0) * idleScale))
+    return {
+      ops,
+      commandsPerOp: perOp(Math.max(0, busy.trips - idleTrips)),
+      luaCallsPerOp: perOp(Math.max(0, busy.lua - idle.lua * idleScale)),
+      byCommand,
+      byConnection,
+      idleCommandsSubtracted: Math.round(idleTrips),
+    }
+  } finally {
+    monitor.disconnect()
+    conn.disconnect()
+  }
+}
+
+class Counts {
+  trips = 0
+  lua = 0
+  byCommand = new Map<string, number>()
+  byConnection = new Map<string, number>()
+  add(source: string, name: string, names: Map<string, string>, trip: boolean) {
+    if (!names.has(source)) names.set(source, `conn${names.size + 1}`)
+    this.byCommand.set(name, (this.byCommand.get(name) ?? 0) + 1)
+    if (!trip) return
+    this.trips++
+    const conn = names.get(source)!
+    this.byConnection.set(conn, (this.byConnection.get(conn) ?? 0) + 1)
+  }
+}
+
+let shaNames: Map<string, string> | undefined
+
+/** sha1 -> script name of our Lua commands and BullMQ's (as `bullmq:<name>`). */
+function scriptNames(): Map<string, string> {
+  if (shaNames) return shaNames
+  shaNames = new Map()
+  const probe = withLogCommands(new Redis({ lazyConnect: true })) as unknown as { scriptsSet: Record<string, { sha: string }> }
+  for (const [name, script] of Object.entries(probe.scriptsSet)) shaNames.set(script.sha, name)
+  const require = createRequire(import.meta.url)
+  type Script = { name: string; content: string }
+  const bull = require(join(dirname(require.resolve('bullmq')), 'scripts', 'index.js')) as Record<string, Script>
+  for (const { name, content } of Object.values(bull)) shaNames.set(createHash('sha1').update(content).digest('hex'), `bullmq:${name}`)
+  return shaNames
+}
+
+/** EVALSHA is named by its script. */
+function label(cmd: string, args: string[]): string {
+  if (cmd === 'EVAL') return `EVAL(${scriptNames().get(createHash('sha1').update(String(args[1])).digest('hex')) ?? '?'})`
+  if (cmd !== 'EVALSHA') return cmd
+  return `EVALSHA(${scriptNames().get(String(args[1]).toLowerCase()) ?? String(args[1]).slice(0, 8)})`
+}

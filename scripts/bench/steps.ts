@@ -1,0 +1,132 @@
+// Baseline and step cost: Redis PING round trip, durable step.do on its first run and replayed.
+// The durable context is driven directly over a SessionLog (no BullMQ): beginCall, then step.do with
+// fresh: true; beginCall again (the call was 'running': a rerun) and step.do with fresh: false reads
+// the stored values. PING and steps are interleaved in rounds so a change of machine load hits both.
+import { Redis } from 'ioredis'
+import { encodeRecord, SessionLog, stepField } from '../../src/log/index.js'
+import { createDurableContext, DEFAULT_MAX_VALUE_BYTES, SecretStore } from '../../src/tool/index.js'
+import { benchPrefix, commandStats, deletePrefix, pingSamples, stderrProgress, summarize, type Progress, type Summary } from './lib.js'
+
+export interface StepsResult {
+  ping: Summary
+  firstRun: Summary
+  replay: Summary
+  calls: number
+  stepsPerCall: number
+  /**
+   * Where a step's time goes, each timed in the same rounds: a raw HGET of a stored step and
+   * SessionLog.getStep (a replay's read), the raw saveStep script call with pre-encoded arguments and
+   * SessionLog.saveStep (encodes and validates the record) — a first run's write.
+   */
+  parts: { hget: Summary; getStep: Summary; saveStepScript: Summary; saveStep: Summary }
+  /** Redis-side µs per call (INFO commandstats over the measured rounds; private Redis only). */
+  serverUsecPerCall?: Record<string, number>
+}
+
+const STEPS = 3
+
+export interface StepsOptions {
+  quick?: boolean
+  /** REDIS_URL is shared: commandstats would count other clients' commands too. */
+  sharedRedis?: boolean
+  progress?: Progress
+}
+
+export async function measureSteps(redisUrl: string, options: StepsOptions = {}): Promise<StepsResult> {
+  const progress = options.progress ?? stderrProgress
+  const rounds = 10
+  const callsPerRound = options.quick ? 40 : 200
+  const pingsPerRound = options.quick ? 300 : 1500
+  const prefix = benchPrefix('steps')
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null })
+  const log = new SessionLog(redis, prefix, 'steps')
+  const secrets = new SecretStore()
+  const ping: number[] = []
+  const first: number[] = []
+  const replay: number[] = []
+  const parts = { hget: [] as number[], getStep: [] as number[], saveStepScript: [] as number[], saveStep: [] as number[] }
+  let n = 0
+  const timed = async (into: number[] | null, fn: () => Promise<unknown>) => {
+    const t0 = performance.now()
+    await fn()
+    into?.push(performance.now() - t0)
+  }
+
+  const context = (toolCallId: string, epoch: number, fresh: boolean) =>
+    createDurableContext({ log, fence: { toolCallId, epoch }, secrets, maxValueBytes: DEFAULT_MAX_VALUE_BYTES, fresh })
+
+  const oneCall = async (record: boolean) => {
+    const toolCallId = `c${n++}`
+    const begin = await log.beginCall(toolCallId, 'bench', 'safe')
+    const ctx = context(toolCallId, begin.epoch, true)
+    for (let s = 0; s < STEPS; s++) {
+      const t0 = performance.now()
+      await ctx.fields.step.do(`s${s}`, async () => ({ ok: true, s }))
+      if (record) first.push(performance.now() - t0)
+    }
+    const again = await log.beginCall(toolCallId, 'bench', 'safe')
+    if (again.kind !== 'rerun') throw new Error(`steps bench: expected a rerun, got ${again.kind}`)
+    const rerun = context(toolCallId, again.epoch, false)
+    for (let s = 0; s < STEPS; s++) {
+      const t0 = performance.now()
+      const value = await rerun.fields.step.do(`s${s}`, async () => {
+        throw new Error('steps bench: a replayed step ran its fn')
+      })
+      if (record) replay.push(performance.now() - t0)
+      if ((value as { s: number }).s !== s) throw new Error('steps bench: replay returned another value')
+    }
+    // the parts, on the same call (its current epoch)
+    const fence = { toolCallId, epoch: again.epoch }
+    for (let s = 0; s < STEPS; s++) {
+      await timed(record ? parts.hget : null, () => redis.hget(log.keys.steps, stepField(toolCallId, `s${s}`)))
+      await timed(record ? parts.getStep : null, () => log.getStep(toolCallId, `s${s}`))
+      const name = `p${s}`
+      const encoded = encodeRecord({ type: 'harness.tool.step', toolCallId, name, value: { ok: true, s } })
+      await timed(record ? parts.saveStepScript : null, () =>
+        log.redis.saveStep(
+          log.keys.calls, log.keys.steps, log.keys.log,
+          toolCallId, fence.epoch, stepField(toolCallId, name), JSON.stringify({ ok: true, s }), encoded,
+        ),
+      )
+      await timed(record ? parts.saveStep : null, () =>
+        log.saveStep(fence, `q${s}`, { ok: true, s }, { type: 'harness.tool.step', toolCallId, name: `q${s}`, value: { ok: true, s } }),
+      )
+    }
+  }
+
+  try {
+    progress(`[steps] warm-up`)
+    await pingSamples(redis, 500)
+    for (let i = 0; i < 100; i++) await oneCall(false)
+    const statsBefore = await commandStats(redis)
+    for (let r = 0; r < rounds; r++) {
+      progress(`[steps] round ${r + 1}/${rounds}: ${pingsPerRound} PINGs, ${callsPerRound} calls x ${STEPS} steps first run + replay`)
+      ping.push(...(await pingSamples(redis, pingsPerRound)))
+      for (let i = 0; i < callsPerRound; i++) await oneCall(true)
+    }
+    const statsAfter = await commandStats(redis)
+    const serverUsecPerCall: Record<string, number> = {}
+    for (const [cmd, after] of Object.entries(statsAfter)) {
+      const before = statsBefore[cmd] ?? { calls: 0, usec: 0 }
+      const calls = after.calls - before.calls
+      if (calls > 0) serverUsecPerCall[cmd] = Math.round(((after.usec - before.usec) / calls) * 100) / 100
+    }
+    return {
+      ping: summarize(ping),
+      firstRun: summarize(first),
+      replay: summarize(replay),
+      calls: rounds * callsPerRound,
+      stepsPerCall: STEPS,
+      parts: {
+        hget: summarize(parts.hget),
+        getStep: summarize(parts.getStep),
+        saveStepScript: summarize(parts.saveStepScript),
+        saveStep: summarize(parts.saveStep),
+      },
+      ...(options.sharedRedis ? {} : { serverUsecPerCall }),
+    }
+  } finally {
+    redis.disconnect()
+    await deletePrefix(redisUrl, prefix)
+  }
+}

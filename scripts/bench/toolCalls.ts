@@ -1,0 +1,278 @@
+// Measurement 2: our path against raw BullMQ (bullmq.ts), interleaved in one run so a change of
+// machine load hits both: session.runTool of a durable tool with 3 trivial steps (one at a time, and
+// with concurrent callers) against a no-op job's round trip; durable tool calls (one step each) per
+// second draining pre-enqueued work at several worker concurrencies, as batches of 1 (runTool) and of
+// 10 (a turn whose scripted model asks for 10 calls at once), against draining no-op jobs.
+// In-process workers (host.startWorkers, no sweeper).
+import { toolDefinition } from '@tanstack/ai'
+import type { Job } from 'bullmq'
+import { Redis } from 'ioredis'
+import { z } from 'zod'
+import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError } from '../../src/index.js'
+import type { HarnessHost, WorkersHandle } from '../../src/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
+import { benchPrefix, deletePrefix, pool, profileCommands, silentLogger, stderrProgress, summarize } from './lib.js'
+import type { CommandProfile, Progress, Summary } from './lib.js'
+import { perJob, startRawBullmq } from './bullmq.js'
+
+const BATCH = 10
+
+const three = durableTool(
+  toolDefinition({ name: 'three', description: 'Three trivial steps', inputSchema: z.object({}) }),
+  async (_input, { step }) => {
+    await step.do('a', async () => 1)
+    await step.do('b', async () => 2)
+    await step.do('c', async () => 3)
+    return { ok: true }
+  },
+)
+
+const one = durableTool(
+  toolDefinition({ name: 'one', description: 'One trivial step', inputSchema: z.object({}) }),
+  async (_input, { step }) => {
+    await step.do('a', async () => 1)
+    return { ok: true }
+  },
+)
+
+/** Model call 0 of a session asks for BATCH calls of `one` at once; call 1 answers. */
+export const toolsHarness = defineHarness({
+  name: 'bench-tools',
+  adapter: scriptedModel([{ toolCalls: Array.from({ length: BATCH }, () => ({ name: 'one', input: {} })) }, { text: 'done' }]),
+  tools: [three, one],
+})
+
+export interface DrainRun {
+  concurrency: number
+  /** Tool calls (raw: no-op jobs) over all repetitions. */
+  calls: number
+  /** Sum over repetitions of the ms from starting the workers to the last completion. */
+  ms: number
+  perSec: number
+  /** calls/s of each repetition. */
+  reps: number[]
+  /** redis-server CPU µs per call (INFO cpu around the drains; only with a private Redis). */
+  serverUsecPerCall?: number
+}
+
+export interface ToolCallsResult {
+  callers: number
+  raw: {
+    roundTrip: Summary
+    /** Round trips/s with `callers` callers, each add + waitUntilFinished in a loop. */
+    roundTripsPerSec: number
+    drain: DrainRun[]
+    profile: { roundTrip: CommandProfile; drain: CommandProfile }
+  }
+  ours: {
+    /** runTool of the 3-step tool. */
+    runTool: Summary
+    runToolPerSec: number
+    /** 1-step calls: batches of 1 (runTool) and of 10 (turns), by concurrency. */
+    drain1: DrainRun[]
+    drain10: DrainRun[]
+    /** One runTool call; draining at concurrency 10, per tool call (enqueue not included). */
+    profile: { runTool: CommandProfile; drain1: CommandProfile; drain10: CommandProfile }
+  }
+}
+
+export interface ToolCallsOptions {
+  quick?: boolean
+  /** REDIS_URL is shared: commandstats would count other clients' commands too. */
+  sharedRedis?: boolean
+  concurrencies?: number[]
+  callers?: number
+  progress?: Progress
+}
+
+export async function measureToolCalls(redisUrl: string, options: ToolCallsOptions = {}): Promise<ToolCallsResult> {
+  const progress = options.progress ?? stderrProgress
+  const callers = options.callers ?? 20
+  const quick = options.quick ?? false
+  const prefix = benchPrefix('tools')
+  const host = createHarnessHost({ redis: redisUrl, harnesses: [toolsHarness], prefix, logger: silentLogger })
+  const raw = await startRawBullmq(redisUrl, callers, progress)
+  try {
+    // ---- round trips, raw and ours interleaved in rounds (worker concurrency = callers on both) ----
+    const workers = host.startWorkers({ concurrency: callers, sweepEveryMs: 0 })
+    const call = (sessionId: string) => host.open(toolsHarness, { sessionId }).runTool({ name: 'three', input: {} })
+    progress('[ours] warm-up')
+    for (let i = 0; i < 200; i++) await call('warm')
+    await pool(200, callers, (i) => call(`warm-${i % callers}`))
+    await pool(200, callers, () => raw.roundTrip())
+    const rounds = 10
+    const n = quick ? 30 : 200
+    const m = quick ? 100 : 600
+    const rawSamples: number[] = []
+    const ourSamples: number[] = []
+    let rawMs = 0
+    let ourMs = 0
+    const sequential = async (into: number[], fn: () => Promise<unknown>) => {
+      for (let i = 0; i < n; i++) {
+        const t0 = performance.now()
+        await fn()
+        into.push(performance.now() - t0)
+      }
+    }
+    for (let r = 0; r < rounds; r++) {
+      progress(`[round trips] round ${r + 1}/${rounds}: raw BullMQ and runTool (3 steps), ${n} one at a time, ${m} with ${callers} callers`)
+      const rawFirst = r % 2 === 0
+      for (const which of rawFirst ? ['raw', 'ours'] : ['ours', 'raw']) {
+        if (which === 'raw') {
+          await sequential(rawSamples, () => raw.roundTrip())
+          rawMs += await pool(m, callers, () => raw.roundTrip())
+        } else {
+          await sequential(ourSamples, () => call('rt'))
+          ourMs += await pool(m, callers, (i) => call(`rt-${i % callers}`))
+        }
+      }
+    }
+    progress('[round trips] command profiles (MONITOR): one raw round trip, 200 raw jobs drained, one runTool call')
+    const rawProfile = await raw.profile()
+    const runToolProfile = await profileCommands(redisUrl, prefix, 50, () => call('profile'))
+    await workers.close()
+
+    // ---- drain pre-enqueued work at each concurrency: raw, batches of 1, batches of 10, alternating ----
+    const reps = quick ? 1 : 2
+    const stats = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+    // Redis-side time of a drain: the only traffic then is the drain's (a private Redis)
+    const serverTimed = async (usec: number[], fn: () => Promise<number>) => {
+      const before = await serverUsec(stats)
+      const ms = await fn()
+      usec.push((await serverUsec(stats)) - before)
+      return ms
+    }
+    const rawDrain: DrainRun[] = []
+    const drain1: DrainRun[] = []
+    const drain10: DrainRun[] = []
+    for (const concurrency of options.concurrencies ?? [1, 10, 50]) {
+      const low = concurrency === 1
+      const size = quick
+        ? { raw: low ? 1000 : 3000, one: low ? 500 : 1500, turns: low ? 50 : 150 }
+        : { raw: low ? 3000 : 10000, one: low ? 1500 : 5000, turns: low ? 150 : 500 }
+      const runs = { raw: [] as number[], one: [] as number[], ten: [] as number[] }
+      const usec = { raw: [] as number[], one: [] as number[], ten: [] as number[] }
+      for (let rep = 0; rep < reps; rep++) {
+        const order = rep % 2 === 0 ? (['raw', 'one', 'ten'] as const) : (['ten', 'one', 'raw'] as const)
+        for (const which of order) {
+          if (which === 'raw') {
+            progress(`[drain] concurrency ${concurrency}: ${size.raw} raw BullMQ no-op jobs`)
+            const name = await raw.prefill(size.raw)
+            runs.raw.push(await serverTimed(usec.raw, () => raw.drain(name, concurrency, size.raw)))
+          } else if (which === 'one') {
+            const tag = `d1-${concurrency}-${rep}`
+            await enqueueRunTool(host, tag, size.one)
+            progress(`[drain] concurrency ${concurrency}: ${size.one} runTool calls (1 step)`)
+            runs.one.push(await serverTimed(usec.one, () => drainRunTool(host, concurrency, size.one)))
+          } else {
+            const tag = `d10-${concurrency}-${rep}`
+            const inputIds = await enqueueTurns(host, tag, size.turns)
+            progress(`[drain] concurrency ${concurrency}: ${size.turns} turns x ${BATCH} calls (1 step)`)
+            runs.ten.push(await serverTimed(usec.ten, () => drainTurns(host, concurrency, size.turns)))
+            await checkTurns(host, tag, inputIds)
+          }
+        }
+      }
+      const server = (u: number[], calls: number) =>
+        options.sharedRedis ? {} : { serverUsecPerCall: Math.round(u.reduce((a, b) => a + b, 0) / calls) }
+      rawDrain.push({ ...drainRun(concurrency, size.raw, runs.raw), ...server(usec.raw, size.raw * reps) })
+      drain1.push({ ...drainRun(concurrency, size.one, runs.one), ...server(usec.one, size.one * reps) })
+      drain10.push({ ...drainRun(concurrency, size.turns * BATCH, runs.ten), ...server(usec.ten, size.turns * BATCH * reps) })
+    }
+    stats.disconnect()
+    progress('[drain] command profiles (MONITOR): 200 runTool calls and 20 turns x 10 calls at concurrency 10')
+    await enqueueRunTool(host, 'p1', 200)
+    const drain1Profile = perJob(await profileCommands(redisUrl, prefix, 1, () => drainRunTool(host, 10, 200)), 200)
+    const inputIds = await enqueueTurns(host, 'p10', 20)
+    const drain10Profile = perJob(await profileCommands(redisUrl, prefix, 1, () => drainTurns(host, 10, 20)), 20 * BATCH)
+    await checkTurns(host, 'p10', inputIds)
+    return {
+      callers,
+      raw: { roundTrip: summarize(rawSamples), roundTripsPerSec: ((rounds * m) / rawMs) * 1000, drain: rawDrain, profile: rawProfile },
+      ours: {
+        runTool: summarize(ourSamples),
+        runToolPerSec: ((rounds * m) / ourMs) * 1000,
+        drain1,
+        drain10,
+        profile: { runTool: runToolProfile, drain1: drain1Profile, drain10: drain10Profile },
+      },
+    }
+  } finally {
+    await raw.close()
+    await host.close()
+    await deletePrefix(redisUrl, prefix)
+  }
+}
+
+/** redis-server process CPU time (user + sys), µs: commands, Lua, networking. */
+async function serverUsec(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu')
+  const get = (k: string) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0)
+  return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
+}
+
+function drainRun(concurrency: number, perRep: number, ms: number[]): DrainRun {
+  const total = ms.reduce((a, b) => a + b, 0)
+  const calls = perRep * ms.length
+  return { concurrency, calls, ms: total, perSec: (calls / total) * 1000, reps: ms.map((x) => (perRep / x) * 1000) }
+}
+
+/** Resolves after `count` 'completed' events of the workers whose queue name starts with `queue`. */
+function completions(workers: WorkersHandle, queue: string, count: number): Promise<void> {
+  return new Promise((resolve) => {
+    let done = 0
+    for (const w of workers.workers.filter((w) => w.name.startsWith(queue))) {
+      w.on('completed', (_job: Job) => {
+        if (++done === count) resolve()
+      })
+    }
+  })
+}
+
+const enqueueOnly = (e: unknown) => {
+  if (!(e instanceof WaitTimeoutError)) throw e
+}
+
+// enqueue only: a zero wait returns at once (WaitTimeoutError); the calls go on durably
+async function enqueueRunTool(host: HarnessHost, tag: string, calls: number): Promise<void> {
+  await pool(calls, 200, (i) =>
+    host.open(toolsHarness, { sessionId: `${tag}-${Math.floor(i / 10)}` })
+      .runTool({ name: 'one', input: {} }, { timeoutMs: 0 })
+      .catch(enqueueOnly),
+  )
+}
+
+async function enqueueTurns(host: HarnessHost, tag: string, turns: number): Promise<string[]> {
+  const inputIds: string[] = []
+  await pool(turns, 200, async (i) => {
+    inputIds[i] = (await host.open(toolsHarness, { sessionId: `${tag}-${i}` }).prompt('go')).inputId
+  })
+  return inputIds
+}
+
+/** Starts workers on pre-enqueued runTool calls; ms from their start to the last tool job done. */
+async function drainRunTool(host: HarnessHost, concurrency: number, calls: number): Promise<number> {
+  const t0 = performance.now()
+  const workers = host.startWorkers({ concurrency, sweepEveryMs: 0 })
+  await completions(workers, 'tools.', calls)
+  const ms = performance.now() - t0
+  await workers.close()
+  return ms
+}
+
+/** Starts workers on pre-enqueued turns; ms from their start to the last turn job done. */
+async function drainTurns(host: HarnessHost, concurrency: number, turns: number): Promise<number> {
+  const t0 = performance.now()
+  const workers = host.startWorkers({ concurrency, sweepEveryMs: 0 })
+  await completions(workers, 'turns.', turns)
+  const ms = performance.now() - t0
+  await workers.close()
+  return ms
+}
+
+async function checkTurns(host: HarnessHost, tag: string, inputIds: string[]): Promise<void> {
+  for (const i of [0, inputIds.length - 1]) {
+    const settled = await host.open(toolsHarness, { sessionId: `${tag}-${i}` }).settled(inputIds[i]!, { timeoutMs: 5_000 })
+    if (settled.outcome !== 'completed' || settled.text !== 'done') throw new Error(`calls bench: turn ${i} settled ${JSON.stringify(settled)}`)
+  }
+}
