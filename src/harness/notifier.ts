@@ -12,30 +12,55 @@ const RECHECK_MS = 1_000
 export class Notifier {
   private subscriber: Redis | null = null
   private subscribed: Promise<void> | null = null
-  private readonly waiters = new Map<string, Set<() => void>>()
+  private readonly waiters = new Map<string, Set<(payload: string) => void>>()
 
   constructor(
     private readonly redis: Redis,
     private readonly channel: string,
   ) {}
 
-  async wait<T>(key: string, check: () => Promise<T | undefined>, what: string, timeoutMs?: number): Promise<T> {
-    await this.subscribe()
+  /** Subscribes once; after it resolves, a wait() registers its key the moment it is called. */
+  ready(): Promise<void> {
+    return this.subscribe()
+  }
+
+  /**
+   * Resolves with the first value `check` finds, or that `fromPayload` reads from a message's payload
+   * (the text after the key: the landed record, one round trip less). `fresh`: the awaited thing
+   * cannot exist yet, so the first check is skipped. The key is registered before the first await.
+   */
+  async wait<T>(
+    key: string,
+    check: () => Promise<T | undefined>,
+    what: string,
+    options: { timeoutMs?: number; fresh?: boolean; fromPayload?: (payload: string) => T | undefined; signal?: AbortSignal } = {},
+  ): Promise<T> {
+    const { timeoutMs } = options
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
     let wake: () => void = () => {}
     let signalled = false
-    const onMessage = () => {
+    let found: T | undefined
+    const onMessage = (payload: string) => {
       signalled = true
+      if (payload && options.fromPayload) found ??= options.fromPayload(payload)
       wake()
     }
     let set = this.waiters.get(key)
     if (!set) this.waiters.set(key, (set = new Set()))
     set.add(onMessage)
+    const onAbort = () => wake()
+    options.signal?.addEventListener('abort', onAbort, { once: true })
     try {
-      for (;;) {
+      await this.subscribe()
+      for (let first = true; ; first = false) {
+        options.signal?.throwIfAborted()
+        if (found !== undefined) return found
         signalled = false
-        const value = await check()
-        if (value !== undefined) return value
+        if (!(first && options.fresh)) {
+          const value = await check()
+          if (value !== undefined) return value
+        }
+        if (found !== undefined) return found
         const left = deadline - Date.now()
         if (left <= 0) throw new WaitTimeoutError(what, timeoutMs!)
         if (signalled) continue
@@ -45,6 +70,7 @@ export class Notifier {
         })
       }
     } finally {
+      options.signal?.removeEventListener('abort', onAbort)
       set.delete(onMessage)
       if (set.size === 0) this.waiters.delete(key)
     }
@@ -55,7 +81,10 @@ export class Notifier {
       this.subscriber = this.redis.duplicate()
       this.subscriber.on('error', () => {}) // the main client reports connection trouble
       this.subscriber.on('message', (_channel: string, message: string) => {
-        for (const wake of this.waiters.get(message) ?? []) wake()
+        const nl = message.indexOf('\n')
+        const key = nl < 0 ? message : message.slice(0, nl)
+        const payload = nl < 0 ? '' : message.slice(nl + 1)
+        for (const wake of this.waiters.get(key) ?? []) wake(payload)
       })
       await this.subscriber.subscribe(this.channel)
     })()

@@ -54,13 +54,21 @@ export class Session {
   /** Resolves when the turn of `inputId` settles (completed, failed or aborted). */
   async settled(inputId: string, options: { timeoutMs?: number } = {}): Promise<Settled> {
     assertInputId(inputId)
-    const key = `input|${this.deps.log.openMember(inputId)}`
-    return this.deps.notifier.wait(key, async () => {
-      const input = await this.deps.log.getInput(inputId)
-      if (input?.status !== 'settled' || !input.settledId) return undefined
-      const r = (await this.deps.log.readEntry(input.settledId))!.record as RecordOf<'harness.input.settled'>
-      return { outcome: r.outcome, ...(r.text !== undefined ? { text: r.text } : {}), ...(r.error ? { error: r.error } : {}) }
-    }, `Turn ${inputId}`, options.timeoutMs)
+    const toSettled = (r: RecordOf<'harness.input.settled'>): Settled => ({
+      outcome: r.outcome,
+      ...(r.text !== undefined ? { text: r.text } : {}),
+      ...(r.error ? { error: r.error } : {}),
+    })
+    return this.deps.notifier.wait(
+      `input|${this.deps.log.openMember(inputId)}`,
+      async () => {
+        const input = await this.deps.log.getInput(inputId)
+        if (input?.status !== 'settled' || !input.settledId) return undefined
+        return toSettled((await this.deps.log.readEntry(input.settledId))!.record as RecordOf<'harness.input.settled'>)
+      },
+      `Turn ${inputId}`,
+      { ...options, fromPayload: (payload) => toSettled(JSON.parse(payload)) },
+    )
   }
 
   /**
@@ -68,31 +76,42 @@ export class Session {
    * with ToolCallError. Pass a toolCallId to make the call idempotent across retries of the caller.
    */
   async runTool(call: { name: string; input: unknown; toolCallId?: string }, options: { timeoutMs?: number } = {}): Promise<unknown> {
-    const { harness } = this.deps
+    const { harness, log, notifier, queues } = this.deps
     if (!harness.toolsByName.has(call.name)) throw new UnknownToolError(call.name, [...harness.toolsByName.keys()])
     const toolCallId = call.toolCallId ?? `run-${randomUUID()}`
     const input = toJsonCopy(call.input, `Input of tool "${call.name}"`)
-    // a generated id is new: no call to look up (one round trip less on every runTool)
-    const existing = call.toolCallId === undefined ? null : await this.deps.log.getCall(toolCallId)
-    if (!existing) {
-      await this.deps.log.append([{ type: 'harness.tool.requested', toolCallId, name: call.name, input: input as never }])
-      await this.deps.queues.tools.add(
-        call.name,
-        { harness: harness.name, sessionId: this.sessionId, toolCallId, name: call.name, input },
-        { ...toolJobOptions, jobId: toolJobId(this.sessionId, toolCallId) },
-      )
-    }
-    const result = await this.deps.notifier.wait(
-      `call|${this.deps.log.openMember(toolCallId)}`,
+    // a generated id is new: no call to look up, and no result to check for before the first message
+    const fresh = call.toolCallId === undefined
+    const enqueue = fresh || !(await log.getCall(toolCallId))
+    await notifier.ready()
+    const cancel = new AbortController()
+    const landed = notifier.wait(
+      `call|${log.openMember(toolCallId)}`,
       async () => {
-        const state = await this.deps.log.getCall(toolCallId)
+        const state = await log.getCall(toolCallId)
         return state?.status === 'done' ? state.result : undefined
       },
       `Tool call ${toolCallId}`,
-      options.timeoutMs,
+      { ...options, fresh, signal: cancel.signal, fromPayload: (payload) => JSON.parse(payload) as RecordOf<'harness.tool.result'> },
     )
-    if (result!.error) throw new ToolCallError(call.name, toolCallId, result!.error)
-    return result!.result
+    landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
+    if (enqueue) {
+      // one connection keeps the order: the request is in the log before the job can run
+      await Promise.all([
+        log.append([{ type: 'harness.tool.requested', toolCallId, name: call.name, input: input as never }]),
+        queues.tools.add(
+          call.name,
+          { harness: harness.name, sessionId: this.sessionId, toolCallId, name: call.name, input },
+          { ...toolJobOptions, jobId: toolJobId(this.sessionId, toolCallId) },
+        ),
+      ]).catch((error) => {
+        cancel.abort()
+        throw error
+      })
+    }
+    const result = await landed
+    if (result.error) throw new ToolCallError(call.name, toolCallId, result.error)
+    return result.result
   }
 
   /** Open step.ask questions of this session. */

@@ -45,7 +45,7 @@ export function indexKeys(prefix: string) {
     openQuestions: `${prefix}:open-questions`,
     openTurns: `${prefix}:open-turns`,
     corrupt: `${prefix}:corrupt-sessions`,
-    /** Pub/sub channel: "call|<sid>|<toolCallId>" when a result lands, "input|<sid>|<inputId>" when a turn settles. */
+    /** Pub/sub channel: "call|<sid>|<toolCallId>\n<result record>" when a result lands, "input|<sid>|<inputId>\n<settled record>" when a turn settles. */
     events: `${prefix}:events`,
   }
 }

@@ -12,6 +12,10 @@ export interface LogEntry<R extends LogRecord = LogRecord> {
 export interface ReadOptions {
   /** Exclusive: entries after this stream id. */
   after?: string
+  /** Inclusive: entries from this stream id on (instead of `after`). */
+  from?: string
+  /** Exclusive: entries before this stream id. */
+  before?: string
   /** Only these record types. */
   types?: readonly string[]
   limit?: number
@@ -108,12 +112,13 @@ export class SessionLog {
   }
 
   async read(options: ReadOptions = {}): Promise<Array<LogEntry>> {
-    const start = options.after ? `(${options.after}` : '-'
+    const start = options.from ?? (options.after ? `(${options.after}` : '-')
+    const end = options.before ? `(${options.before}` : '+'
     const out: LogEntry[] = []
     const page = options.limit && !options.types ? options.limit : 1000
     let from = start
     for (;;) {
-      const raw = (await this.redis.xrange(this.keys.log, from, '+', 'COUNT', page)) as RawEntry[]
+      const raw = (await this.redis.xrange(this.keys.log, from, end, 'COUNT', page)) as RawEntry[]
       for (const entry of raw) {
         const parsed = this.parseEntry(entry)
         if (parsed && (!options.types || options.types.includes(parsed.record.type))) out.push(parsed)
@@ -337,7 +342,7 @@ export class SessionLog {
     let record: LogRecord | 'skip'
     try {
       if (fields[0] !== 'r' || rawJson === undefined) throw new Error('no "r" field')
-      record = parseRecord(JSON.parse(rawJson))
+      record = parseRecord(JSON.parse(rawJson), 'read')
     } catch (error) {
       void this.redis.hset(indexKeys(this.prefix).corrupt, this.sessionId, id).catch(() => {})
       throw new MalformedEntryError(this.sessionId, id, (error as Error).message)

@@ -8,12 +8,12 @@ export interface TurnFold {
   /** Calls of the last response that have no result yet. */
   pending: ToolCallRecord[]
   settled?: RecordOf<'harness.input.settled'>
-  /** The entries the model sees: history before this input, the input, this turn's own entries. */
+  /** This turn's entries the model sees: the input and its own responses and results. */
   conversation: LogEntry[]
 }
 
 /**
- * Folds the session log into the state of one turn. The log is the only source of truth: any worker
+ * Folds the session log (from the turn's input on) into the state of one turn. The log is the only source of truth: any worker
  * can continue any turn from this fold after a crash.
  */
 export function foldTurn(entries: LogEntry[], inputId: string): TurnFold {
@@ -22,8 +22,10 @@ export function foldTurn(entries: LogEntry[], inputId: string): TurnFold {
   for (const entry of entries) {
     const r = entry.record
     if (!fold.input) {
-      if (r.type === 'harness.input' && (r as RecordOf<'harness.input'>).inputId === inputId) fold.input = entry as LogEntry<RecordOf<'harness.input'>>
-      fold.conversation.push(entry)
+      if (r.type === 'harness.input' && (r as RecordOf<'harness.input'>).inputId === inputId) {
+        fold.input = entry as LogEntry<RecordOf<'harness.input'>>
+        fold.conversation.push(entry)
+      }
       continue
     }
     if (r.type === 'harness.model.response' && (r as RecordOf<'harness.model.response'>).inputId === inputId) {

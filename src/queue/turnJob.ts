@@ -53,9 +53,11 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     if (parent && queue) await (await Job.fromId(queue, toolJobId(parent.sessionId, parent.toolCallId)))?.promote().catch(() => {})
   }
   try {
+    const input = await log.getInput(inputId)
+    if (!input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
     for (;;) {
-      const entries = await log.read()
-      const fold = foldTurn(entries, inputId)
+      // the fold needs only this turn's own entries; the history before it is read for model calls
+      const fold = foldTurn(await log.read({ from: input.entryId }), inputId)
       if (!fold.input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
       if (fold.settled) return
       const { timeoutMs } = harness.durability
@@ -77,7 +79,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         return await settle({ outcome: 'failed', error: { code: 'max_model_calls', message: `Turn made ${fold.responses.length} model calls, the limit (durability.maxModelCalls).` } })
       }
       const signal = Number.isFinite(remaining) ? AbortSignal.timeout(remaining) : undefined
-      const response = await callModel(harness, buildMessages(fold.conversation), signal)
+      const history = await log.read({ before: input.entryId })
+      const response = await callModel(harness, buildMessages([...history, ...fold.conversation]), signal)
       const logged = await log.logModelResponse({ type: 'harness.model.response', inputId, ...response }, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again
       logger.info({ toolCalls: response.toolCalls.length }, 'model responded')

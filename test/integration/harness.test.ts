@@ -180,6 +180,26 @@ describe('harness in process', () => {
     }
   })
 
+  it('a later turn sees the conversation before it: earlier inputs, answers and tool results', async () => {
+    const seen: string[][] = []
+    const harness = defineHarness({
+      name: 'chatty',
+      adapter: scriptedModel(Array.from({ length: 4 }, () => ({ messages }: { messages: Array<{ role: string; content: unknown }> }) => {
+        seen.push(messages.map((m) => `${m.role}:${typeof m.content === 'string' ? m.content : ''}`))
+        const last = messages.at(-1)!
+        return last.role === 'user' && last.content === 'first' ? { toolCalls: [{ name: 'echo', input: { text: 'one' } }] } : { text: `answer ${seen.length}` }
+      })),
+      tools: [durableTool(toolDefinition({ name: 'echo', description: 'echo', inputSchema: z.object({ text: z.string() }) }), async ({ text }) => text)],
+    })
+    const { host } = start(harness, 'history')
+    const session = host.open(harness, { sessionId: 'history' })
+    const first = await session.prompt('first')
+    expect(await session.settled(first.inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'answer 2' })
+    const second = await session.prompt('second')
+    expect(await session.settled(second.inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'answer 3' })
+    expect(seen[2]).toEqual(['user:first', 'assistant:', 'tool:one', 'assistant:answer 2', 'user:second'])
+  })
+
   it('R15: a turn whose model keeps failing settles after maxAttempts with attempts_exhausted', async () => {
     let calls = 0
     const harness = defineHarness({

@@ -11,7 +11,7 @@
     ARGV[2] caller's epoch
     ARGV[3] harness.tool.result record JSON
     ARGV[4] open calls member "<sid>|<toolCallId>"
-    ARGV[5] events channel (PUBLISH wakes waiters such as runTool; they re-check state, so a lost message only delays)
+    ARGV[5] events channel: PUBLISH "call|<member>\n<result record>" wakes waiters such as runTool (a lost message only delays: they re-check)
 
   Output:
     {'ok', resultEntryId} | {'fenced', currentEpoch}
@@ -28,5 +28,5 @@ state.id = id
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(state))
 redis.call('HSET', KEYS[1], ARGV[1] .. '\0result', ARGV[3])
 redis.call('ZREM', KEYS[4], ARGV[4])
-redis.call('PUBLISH', ARGV[5], 'call|' .. ARGV[4])
+redis.call('PUBLISH', ARGV[5], 'call|' .. ARGV[4] .. '\n' .. ARGV[3])
 return {'ok', id}

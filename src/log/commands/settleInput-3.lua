@@ -8,7 +8,7 @@
     ARGV[1] inputId
     ARGV[2] harness.input.settled record JSON
     ARGV[3] open turns member "<sid>|<inputId>"
-    ARGV[4] events channel (PUBLISH wakes settled() waiters)
+    ARGV[4] events channel: PUBLISH "input|<member>\n<settled record>" wakes settled() waiters
 
   Output:
     {'settled', entryId} | {'already', settledEntryId} | {'unknown'}
@@ -22,5 +22,5 @@ input.status = 'settled'
 input.settledId = id
 redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(input))
 redis.call('ZREM', KEYS[3], ARGV[3])
-redis.call('PUBLISH', ARGV[4], 'input|' .. ARGV[3])
+redis.call('PUBLISH', ARGV[4], 'input|' .. ARGV[3] .. '\n' .. ARGV[2])
 return {'settled', id}
