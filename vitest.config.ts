@@ -2,6 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    // the default output, then one plain closing line with the counts (test/summaryReporter.ts)
+    reporters: ['default', './test/summaryReporter.ts'],
     include: ['test/**/*.test.ts'],
     // Type-level tests run through tsc alongside the runtime tests.
     typecheck: {
