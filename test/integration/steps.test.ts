@@ -727,11 +727,15 @@ describe('durable steps through the harness (session.runTool)', () => {
     toolDefinition({ name: 'big', description: 'Too big a step', inputSchema: z.object({}) }),
     async (_input, { step }) => step.do('blob', () => 'x'.repeat(256 * 1024)),
   )
+  const askNote = durableTool(
+    toolDefinition({ name: 'askNote', description: 'Asks for a note', inputSchema: z.object({}) }),
+    async (_input, { step }) => step.ask({ name: 'note', message: 'Any note?', schema: z.object({ note: z.string() }) }),
+  )
 
   const harness = defineHarness({
     name: 'steps',
     adapter: scriptedModel([]),
-    tools: [leakResult, leakError, leakStep, remember, big],
+    tools: [leakResult, leakError, leakStep, remember, big, askNote],
     secrets: () => ({ STRIPE_KEY: SECRET }),
   })
 
@@ -771,6 +775,22 @@ describe('durable steps through the harness (session.runTool)', () => {
     expect(dump).toContain('harness-result-marker')
     expect(dump).toContain('card refused for key [redacted]')
     for (const form of STORED_FORMS) expect(dump).not.toContain(form)
+  })
+
+  it('R6: an ask answer holding a session secret is refused and nothing is logged; a clean answer then wins', async () => {
+    const call = session.runTool({ name: 'askNote', input: {}, toolCallId: 'ask-secret' }, { timeoutMs: 20_000 })
+    let questions = await session.questions()
+    for (const end = Date.now() + 20_000; questions.length === 0 && Date.now() < end; questions = await session.questions()) {
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    const [question] = questions
+    const error = await session.answer(question!.questionId, { note: `use ${Buffer.from(SECRET).toString('base64')}` }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(SecretInValueError)
+    expect((await session.log.read({ types: ['harness.tool.answer'] })).length).toBe(0)
+    expect((await session.questions()).map((q) => q.questionId)).toEqual([question!.questionId])
+    await session.answer(question!.questionId, { note: 'all good' })
+    expect(await call).toEqual({ note: 'all good' })
+    await expectNoSecretStored(prefix, 'all good')
   })
 
   it('R9: appended records land immediately before the harness.tool.result, and not before the result lands', async () => {
