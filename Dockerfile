@@ -1,7 +1,10 @@
 FROM node:20-slim
 WORKDIR /app
-# Dependencies first, so source edits do not invalidate the npm ci layer.
+# Dependencies first, so source edits do not invalidate the npm ci layer; tsx (a dependency) runs
+# the TypeScript entry points, so dev dependencies (test tools) stay out of the image.
 COPY package*.json ./
-RUN npm ci
+RUN npm ci --omit=dev
 COPY . .
-CMD ["npx", "tsx", "workers/worker.ts"]
+USER node
+# docker-compose.yml names the harness module: workers/worker.ts <module>, workers/sweeper.ts <module>
+CMD ["npx", "tsx", "workers/worker.ts", "scripts/demo-harness.ts"]
