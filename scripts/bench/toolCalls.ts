@@ -163,12 +163,12 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
             const tag = `d1-${concurrency}-${rep}`
             await enqueueRunTool(host, tag, size.one)
             progress(`[drain] concurrency ${concurrency}: ${size.one} runTool calls (1 step)`)
-            runs.one.push(await serverTimed(usec.one, () => drainRunTool(host, concurrency, size.one)))
+            runs.one.push(await serverTimed(usec.one, () => drain(host, concurrency, 'tools.', size.one)))
           } else {
             const tag = `d10-${concurrency}-${rep}`
             const inputIds = await enqueueTurns(host, tag, size.turns)
             progress(`[drain] concurrency ${concurrency}: ${size.turns} turns x ${BATCH} calls (1 step)`)
-            runs.ten.push(await serverTimed(usec.ten, () => drainTurns(host, concurrency, size.turns)))
+            runs.ten.push(await serverTimed(usec.ten, () => drain(host, concurrency, 'turns.', size.turns)))
             await checkTurns(host, tag, inputIds)
           }
         }
@@ -182,9 +182,9 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
     stats.disconnect()
     progress('[drain] command profiles (MONITOR): 200 runTool calls and 20 turns x 10 calls at concurrency 10')
     await enqueueRunTool(host, 'p1', 200)
-    const drain1Profile = perJob(await profileCommands(redisUrl, prefix, 1, () => drainRunTool(host, 10, 200)), 200)
+    const drain1Profile = perJob(await profileCommands(redisUrl, prefix, 1, () => drain(host, 10, 'tools.', 200)), 200)
     const inputIds = await enqueueTurns(host, 'p10', 20)
-    const drain10Profile = perJob(await profileCommands(redisUrl, prefix, 1, () => drainTurns(host, 10, 20)), 20 * BATCH)
+    const drain10Profile = perJob(await profileCommands(redisUrl, prefix, 1, () => drain(host, 10, 'turns.', 20)), 20 * BATCH)
     await checkTurns(host, 'p10', inputIds)
     return {
       callers,
@@ -250,21 +250,11 @@ async function enqueueTurns(host: HarnessHost, tag: string, turns: number): Prom
   return inputIds
 }
 
-/** Starts workers on pre-enqueued runTool calls; ms from their start to the last tool job done. */
-async function drainRunTool(host: HarnessHost, concurrency: number, calls: number): Promise<number> {
+/** Starts workers on pre-enqueued work; ms from their start to the last job of `queue` ('tools.' for runTool calls, 'turns.' for turns) done. */
+async function drain(host: HarnessHost, concurrency: number, queue: 'tools.' | 'turns.', jobs: number): Promise<number> {
   const t0 = performance.now()
   const workers = host.startWorkers({ concurrency, sweepEveryMs: 0 })
-  await completions(workers, 'tools.', calls)
-  const ms = performance.now() - t0
-  await workers.close()
-  return ms
-}
-
-/** Starts workers on pre-enqueued turns; ms from their start to the last turn job done. */
-async function drainTurns(host: HarnessHost, concurrency: number, turns: number): Promise<number> {
-  const t0 = performance.now()
-  const workers = host.startWorkers({ concurrency, sweepEveryMs: 0 })
-  await completions(workers, 'turns.', turns)
+  await completions(workers, queue, jobs)
   const ms = performance.now() - t0
   await workers.close()
   return ms
