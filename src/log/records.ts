@@ -43,12 +43,15 @@ export const harnessRecordSchemas = {
   }),
   'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json }),
   'harness.tool.suspended': z.object({ toolCallId: z.string(), until: z.number(), kind: z.enum(['sleep', 'ask', 'agent']) }),
-  'harness.tool.result': z.object({
-    toolCallId: z.string(),
-    name: z.string(),
-    result: json.optional(),
-    error: toolError.optional(),
-  }),
+  'harness.tool.result': z
+    .object({
+      toolCallId: z.string(),
+      name: z.string(),
+      // absent both: the tool returned nothing
+      result: json.optional(),
+      error: toolError.optional(),
+    })
+    .refine((r) => r.result === undefined || r.error === undefined, 'a result and an error at once'),
   'harness.input.settled': z.object({
     inputId: z.string(),
     outcome: z.enum(['completed', 'failed', 'aborted']),

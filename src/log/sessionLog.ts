@@ -112,6 +112,7 @@ export class SessionLog {
   }
 
   async read(options: ReadOptions = {}): Promise<Array<LogEntry>> {
+    if (options.limit !== undefined && options.limit <= 0) return []
     const start = options.from ?? (options.after ? `(${options.after}` : '-')
     const end = options.before ? `(${options.before}` : '+'
     const out: LogEntry[] = []

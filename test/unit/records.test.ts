@@ -77,6 +77,12 @@ describe('parseRecord', () => {
     expect(() => parseRecord(record)).toThrow(type)
   })
 
+  it('refuses a tool result that holds a result and an error at once', () => {
+    expect(() => parseRecord({ type: 'harness.tool.result', toolCallId: 'c', name: 't', result: 1, error: { message: 'x' } })).toThrow(/result and an error/)
+    expect(() => encodeRecord({ type: 'harness.tool.result', toolCallId: 'c', name: 't', result: 1, error: { message: 'x' } } as never)).toThrow(InvalidRecordError)
+    expect(parseRecord({ type: 'harness.tool.result', toolCallId: 'c', name: 't' })).toEqual({ type: 'harness.tool.result', toolCallId: 'c', name: 't' })
+  })
+
   it('names the failing field in the message', () => {
     expect(() => parseRecord({ type: 'harness.tool.result', name: 'n' })).toThrow(/toolCallId/)
   })
