@@ -185,6 +185,13 @@ export class InputConflictError extends DurableHarnessError {
   }
 }
 
+/** An inputId this session never received. */
+export class UnknownInputError extends DurableHarnessError {
+  constructor(inputId: string) {
+    super('unknown_input', `No input ${inputId} in this session: prompt it first, or check the session id.`)
+  }
+}
+
 /** Redis could not be reached at start. */
 export class RedisUnavailableError extends DurableHarnessError {
   constructor(url: string, cause?: unknown) {

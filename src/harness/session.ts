@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { Job } from 'bullmq'
 import { z } from 'zod'
-import { InputConflictError, InvalidAnswerError, QuestionClosedError, ToolCallError, UnknownToolError } from '../errors.js'
+import { InputConflictError, UnknownInputError, InvalidAnswerError, QuestionClosedError, ToolCallError, UnknownToolError } from '../errors.js'
 import { assertInputId, type FollowOptions, type LogEntry, type Question, type ReadOptions, type RecordOf, SessionLog } from '../log/index.js'
 import { toolJobId, toolJobOptions, turnJobId, turnJobOptions, type HarnessQueues } from '../queue/index.js'
 import { encodeChecked, SecretStore, toJsonCopy } from '../tool/index.js'
@@ -69,6 +69,18 @@ export class Session {
       `Turn ${inputId}`,
       { ...options, fromPayload: (payload) => toSettled(JSON.parse(payload)) },
     )
+  }
+
+  /**
+   * Ends a turn now: it settles as `aborted` (settled() resolves with it) and makes no more model
+   * calls. Tool calls already running finish and land their results; a parked call stays parked
+   * until it wakes. Returns false when the turn had settled already.
+   */
+  async abort(inputId: string, reason = 'Aborted by the caller.'): Promise<boolean> {
+    assertInputId(inputId)
+    const status = await this.deps.log.settleInput({ type: 'harness.input.settled', inputId, outcome: 'aborted', error: { code: 'aborted', message: reason } })
+    if (status === 'unknown') throw new UnknownInputError(inputId)
+    return status === 'settled'
   }
 
   /**

@@ -211,11 +211,13 @@ export class SessionLog {
     return raw ? JSON.parse(raw) : null
   }
 
-  async settleInput(record: RecordOf<'harness.input.settled'>): Promise<void> {
-    await this.redis.settleInput(
+  /** Settles the input once: 'settled' the first time, 'already' after, 'unknown' for no such input. */
+  async settleInput(record: RecordOf<'harness.input.settled'>): Promise<'settled' | 'already' | 'unknown'> {
+    const [status] = await this.redis.settleInput(
       this.keys.log, this.keys.inputs, indexKeys(this.prefix).openTurns,
       record.inputId, encodeRecord(record), `${this.sessionId}|${record.inputId}`, indexKeys(this.prefix).events,
     )
+    return status as 'settled' | 'already' | 'unknown'
   }
 
   /** Logs a model response if the turn still has `expected` responses; false when another run was first. */

@@ -45,7 +45,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   const log = deps.logFor(sessionId)
   const logger = deps.logger.child({ sessionId, inputId, attempt: job.attemptsMade + 1 })
   const settle = async (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>) => {
-    await log.settleInput({ type: 'harness.input.settled', inputId, ...record })
+    if ((await log.settleInput({ type: 'harness.input.settled', inputId, ...record })) !== 'settled') return // settled by abort or the sweeper
     logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled')
     // the turn of a child session answers an agent tool call: wake that call (it re-checks on its own too)
     const parent = (await log.getInput(inputId))?.parent

@@ -7,7 +7,7 @@ import { createHarnessHost, defineHarness, durableTool, InputConflictError, type
 import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
-import { batch, records } from '../helpers/log.js'
+import { batch, records, until } from '../helpers/log.js'
 import { getRedisUrl, scanKeys, uniquePrefix } from '../rig.js'
 
 const quiet = pino({ level: 'silent' })
@@ -198,6 +198,31 @@ describe('harness in process', () => {
     const second = await session.prompt('second')
     expect(await session.settled(second.inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'answer 3' })
     expect(seen[2]).toEqual(['user:first', 'assistant:', 'tool:one', 'assistant:answer 2', 'user:second'])
+  })
+
+  it('abort settles a turn as aborted at once; the model is not called again', async () => {
+    let modelCalls = 0
+    const napper = durableTool(
+      toolDefinition({ name: 'napper', description: 'sleeps', inputSchema: z.object({}) }),
+      async (_input, { step }) => {
+        await step.sleep('nap', '1h')
+        return 'rested'
+      },
+    )
+    const harness = defineHarness({
+      name: 'abortable',
+      adapter: scriptedModel([() => (modelCalls++, { toolCalls: [{ name: 'napper', input: {} }] }), () => (modelCalls++, { text: 'never' })]),
+      tools: [napper],
+    })
+    const { host } = start(harness, 'abort')
+    const session = host.open(harness, { sessionId: 'abort' })
+    const { inputId } = await session.prompt('go')
+    await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 1, 'the call to park')
+    expect(await session.abort(inputId, 'user left')).toBe(true)
+    expect(await session.settled(inputId)).toEqual({ outcome: 'aborted', error: { code: 'aborted', message: 'user left' } })
+    expect(await session.abort(inputId)).toBe(false)
+    await expect(session.abort('no-such-input')).rejects.toMatchObject({ code: 'unknown_input' })
+    expect(modelCalls).toBe(1)
   })
 
   it('R15: a turn whose model keeps failing settles after maxAttempts with attempts_exhausted', async () => {
