@@ -25,7 +25,21 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   const call: CallInput = job.data
   const log = deps.logFor(call.sessionId)
   const tool = harness.toolsByName.get(call.name)
-  const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never')
+  // resolved before begin: a resolver that fails must not turn into a "cut" on the job's retry
+  let secrets = new SecretStore()
+  let secretsFailed: unknown = null
+  try {
+    if (harness.secrets) secrets = new SecretStore(await harness.secrets({ sessionId: call.sessionId, harness: harness.name }))
+  } catch (error) {
+    secretsFailed = error
+  }
+  const { harness: harnessName, name, input, inputId } = job.data
+  const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', {
+    harness: harnessName,
+    name,
+    input,
+    ...(inputId ? { inputId } : {}),
+  })
   const logger = deps.logger.child({ sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })
   if (begin.kind === 'done') {
     logger.debug('call already has its kept result; not run again')
@@ -33,11 +47,14 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   }
   logger.debug({ kind: begin.kind, epoch: begin.epoch }, 'tool call started')
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
-  const secrets = new SecretStore(harness.secrets ? await harness.secrets({ sessionId: call.sessionId, harness: harness.name }) : {})
   try {
     let outcome
     const interrupted = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
-    if (isAgentTool(tool)) {
+    if (secretsFailed) {
+      // its message may hold the very secrets it failed to return: only the error's name reaches the log
+      logger.error({ errName: (secretsFailed as Error)?.name }, 'the harness secrets resolver failed; the call gets a tool error')
+      outcome = { error: { message: `The session secrets could not be resolved (${(secretsFailed as Error)?.name ?? 'error'}); the tool did not run.`, code: 'secrets_unavailable' } }
+    } else if (isAgentTool(tool)) {
       outcome = await runAgentCall(tool, job.data, begin, deps, interrupted)
       if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => childSettled(deps.logFor, job.data))
     } else if (begin.kind === 'cut') {

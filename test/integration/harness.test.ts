@@ -200,6 +200,33 @@ describe('harness in process', () => {
     expect(seen[2]).toEqual(['user:first', 'assistant:', 'tool:one', 'assistant:answer 2', 'user:second'])
   })
 
+  it('a secrets resolver that fails gives the call a tool error and the tool does not run', async () => {
+    let ran = 0
+    const needsKey = durableTool(
+      toolDefinition({ name: 'needsKey', description: 'uses a key', inputSchema: z.object({}) }),
+      async () => {
+        ran++
+        return 'ok'
+      },
+      { replay: 'never' },
+    )
+    const harness = defineHarness({
+      name: 'vaultdown',
+      adapter: scriptedModel([]),
+      tools: [needsKey],
+      secrets: () => {
+        throw new Error('vault unreachable: token sk_live_should_not_leak')
+      },
+    })
+    const { host, prefix } = start(harness, 'vault')
+    const session = host.open(harness, { sessionId: 'vault' })
+    const error = await session.runTool({ name: 'needsKey', input: {} }).catch((e: unknown) => e)
+    expect(error).toMatchObject({ code: 'secrets_unavailable' })
+    expect(ran).toBe(0)
+    expect(JSON.stringify(await session.log.read())).not.toContain('sk_live_should_not_leak')
+    expect((await scanKeys(url, prefix)).length).toBeGreaterThan(0)
+  })
+
   it('abort settles a turn as aborted at once; the model is not called again', async () => {
     let modelCalls = 0
     const napper = durableTool(

@@ -171,6 +171,28 @@ describe('the recovery sweeper', () => {
     await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 1, 'the re-enqueued turn to run its batch')
   })
 
+  it('enqueues again a call a worker began whose job was then removed; it resumes where it was', async () => {
+    const { harness, host, prefix } = make('sweep-real')
+    startWorkers(host)
+    const session = host.open(harness, { sessionId: 's4' })
+    void session.runTool({ name: 'echo', input: { text: 'parked', sleepMs: 3_600_000 }, toolCallId: 'real' }).catch(() => {})
+    const redis = new Redis(url)
+    closers.push(async () => redis.disconnect())
+    const log = new SessionLog(redis, prefix, 's4')
+    await until(async () => (await log.getCall('real'))?.status === 'parked', 'the call to park')
+    const { Queue } = await import('bullmq')
+    const tools = new Queue(toolQueueName(harness.name), { connection: redis, prefix: bullPrefix(prefix) })
+    closers.push(() => tools.close())
+    await (await Job.fromId(tools, toolJobId('s4', 'real')))!.remove()
+    expect(await host.sweep({ graceMs: 0 })).toEqual([{ kind: 'call', sessionId: 's4', id: 'real', reason: 'call job vanished: enqueued again' }])
+    // the new job resumes the call (not a cut): it parks again on the same logged wake time
+    await until(async () => (await (await Job.fromId(tools, toolJobId('s4', 'real')))?.getState()) === 'delayed', 'the call to park again')
+    const entries = await log.read()
+    expect(records(entries, 'harness.tool.sleep')).toHaveLength(1)
+    expect(records(entries, 'harness.tool.suspended')).toHaveLength(2)
+    expect(records(entries, 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh'])
+  })
+
   it('enqueues again a call whose job vanished, or failed, or completed without a result; two sweepers repair each once', async () => {
     const { harness, host, prefix } = make('sweep-call')
     const second = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
