@@ -46,11 +46,13 @@ describe('crash recovery over worker processes', () => {
       { name: 'lookup', input: { sku: 'slow', pauseMs: 5000 } },
       { name: 'safeLookup', input: { sku: 'safe', pauseMs: 5000 } },
     ]))
-    // kill once the quick call landed and the others are inside their pause
+    // kill once the quick call landed and the others are inside their pause: the durable tools' steps
+    // stored (not only their side effects made), the plain tools' side effects made
     await until(async () => {
       const billing = await redis.hgetall(`${prefix}:billing`)
       const entries = await session.log.read()
-      return records(entries, 'harness.tool.result').length === 1 && !!billing['charge|cut-batch:c0-1:charge:o1'] && !!billing['mail|cut-batch:c0-2:send:ann'] && !!billing['lookup|slow'] && !!billing['safeLookup|safe']
+      const steps = records(entries, 'harness.tool.step').map((r) => `${r.toolCallId} ${r.name}`)
+      return records(entries, 'harness.tool.result').length === 1 && steps.includes('c0-1 charge:o1') && steps.includes('c0-2 send:ann') && !!billing['lookup|slow'] && !!billing['safeLookup|safe']
     }, 'the batch to be in flight')
     await first.kill('SIGKILL')
     workers.push(await spawnWorker({ redisUrl: url, prefix, concurrency: 10 }))
