@@ -1,5 +1,4 @@
 import type { AnyServerTool, AnyTextAdapter, SystemPrompt } from '@tanstack/ai'
-import type { Logger } from 'pino'
 import type { ToolErrorPayload } from '../log/index.js'
 
 /** What a hook sees after a tool call; its `replaceResult` wins, also on an error (R12). */
@@ -44,9 +43,4 @@ export interface RuntimeHarness {
     onAfterToolCall: ReadonlyArray<AfterToolCallHook>
   }
   readonly durability: DurabilityOptions
-}
-
-export interface QueueDeps {
-  prefix: string
-  logger: Logger
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { AnyServerTool, ApprovalSchemaConfig, InferToolInput, SchemaInput, ServerTool, ToolDefinition, ToolExecutionContext } from '@tanstack/ai'
+import type { AnyServerTool, ApprovalSchemaConfig, SchemaInput, ServerTool, ToolDefinition, ToolExecutionContext } from '@tanstack/ai'
 import type { InferSchemaType } from '@tanstack/ai'
 import { ConfigError } from '../errors.js'
 import type { DurableToolContext, Replay } from './context.js'
@@ -81,4 +81,3 @@ export function replayOf(tool: unknown): Replay {
   return (tool as { replay?: unknown }).replay === 'safe' ? 'safe' : 'never'
 }
 
-export type { InferToolInput }
