@@ -42,6 +42,7 @@ export interface CallState {
   attempt: number
   replay: 'safe' | 'never'
   name: string
+  owner?: CallOwner
   result?: RecordOf<'harness.tool.result'>
 }
 
@@ -66,11 +67,9 @@ export interface InputState {
   parent?: ParentCall
 }
 
-/** What enqueues a call: its harness, input and, for a call of a turn, the turn's inputId. */
-export interface CallJob {
+/** Where a call belongs: its harness and, for a call of a turn, the turn's inputId (none for runTool). */
+export interface CallOwner {
   harness: string
-  name: string
-  input: unknown
   inputId?: string
 }
 
@@ -174,21 +173,33 @@ export class SessionLog {
     return stored === null ? { found: false } : { found: true, value: decodeValue(stored) }
   }
 
-  async getCallJob(toolCallId: string): Promise<CallJob | null> {
-    const raw = await this.redis.hget(this.keys.calls, `${toolCallId}\0job`)
-    return raw ? (JSON.parse(raw) as CallJob) : null
+  /**
+   * The input of a call, from the record that asked for it (the turn's model response, or runTool's
+   * request). Reads the log: for the sweeper's rare repairs, not for a hot path.
+   */
+  async findCallInput(toolCallId: string, inputId?: string): Promise<unknown> {
+    const input = inputId ? await this.getInput(inputId) : null
+    for (const { record } of await this.read(input ? { from: input.entryId } : {})) {
+      if (record.type === 'harness.tool.requested' && (record as RecordOf<'harness.tool.requested'>).toolCallId === toolCallId) return (record as RecordOf<'harness.tool.requested'>).input
+      if (record.type === 'harness.model.response') {
+        const call = (record as RecordOf<'harness.model.response'>).toolCalls.find((c) => c.toolCallId === toolCallId)
+        if (call) return call.input
+      }
+    }
+    return undefined
   }
 
   async getCall(toolCallId: string): Promise<CallState | null> {
     const [state, result] = await this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`)
     if (!state) return null
-    const s = JSON.parse(state) as { s: CallState['status']; e: number; a: number; r: CallState['replay']; n: string }
+    const s = JSON.parse(state) as { s: CallState['status']; e: number; a: number; r: CallState['replay']; n: string; h?: string; i?: string }
     return {
       status: s.s,
       epoch: s.e,
       attempt: s.a,
       replay: s.r,
       name: s.n,
+      ...(s.h ? { owner: { harness: s.h, ...(s.i ? { inputId: s.i } : {}) } } : {}),
       ...(result ? { result: JSON.parse(result) as RecordOf<'harness.tool.result'> } : {}),
     }
   }
@@ -228,11 +239,11 @@ export class SessionLog {
 
   // ---- fenced writes of a tool call attempt ----
 
-  /** `job` is kept so the sweeper can enqueue the call again if its job is lost. */
-  async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', job?: CallJob): Promise<BeginResult> {
+  /** `owner` is kept in the call state so the sweeper can enqueue the call again if its job is lost. */
+  async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', owner?: CallOwner): Promise<BeginResult> {
     const [kind, epoch, attempt] = await this.redis.beginCall(
       this.keys.calls, this.keys.log, this.stagedKey(toolCallId), indexKeys(this.prefix).openCalls,
-      toolCallId, name, replay, Date.now(), this.openMember(toolCallId), job ? JSON.stringify(job) : '',
+      toolCallId, name, replay, Date.now(), this.openMember(toolCallId), owner?.harness ?? '', owner?.inputId ?? '',
     )
     return { kind: kind as BeginKind, epoch: Number(epoch), attempt: Number(attempt) }
   }

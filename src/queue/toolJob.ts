@@ -33,11 +33,9 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   } catch (error) {
     secretsFailed = error
   }
-  const { harness: harnessName, name, input, inputId } = job.data
+  const { inputId } = job.data
   const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', {
-    harness: harnessName,
-    name,
-    input,
+    harness: harness.name,
     ...(inputId ? { inputId } : {}),
   })
   const logger = deps.logger.child({ sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })

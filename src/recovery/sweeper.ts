@@ -106,12 +106,12 @@ async function repairTurn(deps: SweepDeps, member: string): Promise<Repair | nul
 async function repairCall(deps: SweepDeps, member: string): Promise<Repair | null> {
   const [sessionId, toolCallId] = split(member)
   const log = deps.logFor(sessionId)
-  const [call, callJob] = await Promise.all([log.getCall(toolCallId), log.getCallJob(toolCallId)])
+  const call = await log.getCall(toolCallId)
   if (!call || call.status === 'done') {
     await deps.redis.zrem(indexKeys(deps.prefix).openCalls, member)
     return null
   }
-  const harness = callJob && deps.harnesses.get(callJob.harness)
+  const harness = call.owner && deps.harnesses.get(call.owner.harness)
   if (!harness) return null
   const queues = deps.queuesOf(harness)
   const job = await Job.fromId(queues.tools, toolJobId(sessionId, toolCallId))
@@ -122,13 +122,15 @@ async function repairCall(deps: SweepDeps, member: string): Promise<Repair | nul
     return repair('call job failed without a result: retried')
   }
   if (state !== 'missing' && state !== 'completed') return null
+  const inputId = call.owner!.inputId
+  const input = await log.findCallInput(toolCallId, inputId)
   if (job) await job.remove()
   // a call of a turn goes back under its turn when the turn still waits for it; else on its own
-  const turn = callJob.inputId ? await Job.fromId(queues.turns, turnJobId(sessionId, callJob.inputId)) : undefined
+  const turn = inputId ? await Job.fromId(queues.turns, turnJobId(sessionId, inputId)) : undefined
   const parent = turn && (await turn.getState()) === 'waiting-children' ? { parent: { id: turn.id!, queue: turn.queueQualifiedName } } : {}
   await queues.tools.add(
-    callJob.name,
-    { harness: harness.name, sessionId, toolCallId, name: callJob.name, input: callJob.input, ...(callJob.inputId ? { inputId: callJob.inputId } : {}) },
+    call.name,
+    { harness: harness.name, sessionId, toolCallId, name: call.name, input, ...(inputId ? { inputId } : {}) },
     { ...toolJobOptions, jobId: toolJobId(sessionId, toolCallId), ...parent },
   )
   return repair(`call job ${state === 'missing' ? 'vanished' : 'completed without a result'}: enqueued again`)

@@ -45,7 +45,7 @@ describe('agentTool over worker processes', () => {
   it('R11: a cut agent tool call gets a tool error', async () => {
     const log = new SessionLog(redis, prefix, 'cut-agent')
     // a worker began the call and died before it parked
-    await log.beginCall('a1', 'helper', 'never', { harness: 'boss', name: 'helper', input: { prompt: 'book' } })
+    await log.beginCall('a1', 'helper', 'never', { harness: 'boss' })
     await tools.add('helper', { harness: 'boss', sessionId: 'cut-agent', toolCallId: 'a1', name: 'helper', input: { prompt: 'book' } }, { jobId: toolJobId('cut-agent', 'a1') })
     await until(async () => (await log.getCall('a1'))?.status === 'done', 'the cut call to land')
     expect((await log.getCall('a1'))!.result).toMatchObject({ error: { code: 'interrupted' } })

@@ -202,9 +202,10 @@ describe('the recovery sweeper', () => {
     const redis = new Redis(url)
     closers.push(async () => redis.disconnect())
     const log = new SessionLog(redis, prefix, 's3')
-    // three calls a worker began and then lost: vanished job, failed job, job completed with no result
+    // three runTool calls a worker began and then lost: vanished job, failed job, job completed with no result
     for (const id of ['gone', 'failed', 'empty']) {
-      await log.beginCall(id, 'echo', 'safe', { harness: harness.name, name: 'echo', input: { text: id } })
+      await log.append([{ type: 'harness.tool.requested', toolCallId: id, name: 'echo', input: { text: id } }])
+      await log.beginCall(id, 'echo', 'safe', { harness: harness.name })
     }
     const raw = new Worker(toolQueueName(harness.name), async (job) => {
       if (job.data.toolCallId === 'failed') throw new Error('redis went away')

@@ -3,7 +3,7 @@
   fencing epoch; later writes of older attempts are refused.
 
   Input:
-    KEYS[1] calls hash (toolCallId -> {s = status, e = epoch, a = attempt, r = replay, n = name})
+    KEYS[1] calls hash (toolCallId -> {s = status, e = epoch, a = attempt, r = replay, n = name, h = harness, i = inputId})
     KEYS[2] session log stream
     KEYS[3] staged records list of this call
     KEYS[4] open calls index (sorted set)
@@ -12,7 +12,8 @@
     ARGV[3] replay: 'safe' | 'never'
     ARGV[4] now ms
     ARGV[5] open calls member "<sid>|<toolCallId>"
-    ARGV[6] job JSON {harness, name, input, inputId?} ('' for none): what the sweeper needs to enqueue the call again
+    ARGV[6] harness name ('' for none) and ARGV[7] the turn's inputId ('' for a runTool call): kept in the
+            state so the sweeper can enqueue the call again (it finds the input in the log)
 
   Output:
     {kind, epoch, attempt} with kind:
@@ -27,9 +28,10 @@ local state
 local kind
 if not stateJson then
   state = {s = 'running', e = 1, a = 1, r = ARGV[3], n = ARGV[2]}
+  if ARGV[6] ~= '' then state.h = ARGV[6] end
+  if ARGV[7] ~= '' then state.i = ARGV[7] end
   kind = 'fresh'
   redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
-  if ARGV[6] ~= '' then redis.call('HSET', KEYS[1], ARGV[1] .. '\0job', ARGV[6]) end
 else
   state = cjson.decode(stateJson)
   if state.s == 'done' then return {'done', state.e, state.a} end
