@@ -69,6 +69,24 @@ describe('harness with worker processes', () => {
     expect(started2.map((r) => [r.attempt, r.reason])).toEqual([[1, 'fresh'], [2, 'rerun']])
   })
 
+  it('a worker stopped with SIGTERM finishes its active call, then exits 0', async () => {
+    // the only worker, so it is the one that takes the call
+    await Promise.all(workers.splice(0).map((w) => w.kill('SIGKILL')))
+    const leaving = await spawnWorker({ redisUrl: url, prefix })
+    workers.push(leaving)
+    const session = host.open(shop, { sessionId: 'sigterm' })
+    const run = session.runTool({ name: 'checkout', input: { orderId: 't1', pauseMs: 1500 }, toolCallId: 'term' })
+    await leaving.waitFor((l) => l.toolCallId === 'term' && l.msg === 'tool call started')
+    const exited = new Promise<number | null>((resolve) => leaving.proc.once('exit', (code) => resolve(code)))
+    leaving.proc.kill('SIGTERM')
+    expect(await exited).toBe(0)
+    // the call landed before the process left: nothing was cut
+    expect(await run).toEqual({ chargeId: 'ch_t1' })
+    expect(records(await session.log.read(), 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh'])
+    expect(leaving.lines.some((l) => l.msg === 'worker stopped')).toBe(true)
+    workers.push(await spawnWorker({ redisUrl: url, prefix }), await spawnWorker({ redisUrl: url, prefix }))
+  })
+
   it('invalid tool input and an unknown tool name become tool errors while the turn completes', async () => {
     const session = host.open(shop, { sessionId: 'bad-input' })
     const { inputId } = await session.prompt(batch([
