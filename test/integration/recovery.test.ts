@@ -173,6 +173,25 @@ describe('the recovery sweeper', () => {
     await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 1, 'the re-enqueued turn to run its batch')
   })
 
+  it('repairs a batch logged with calls that have no job (a crash between the log write and the enqueue, and the turn job lost)', async () => {
+    const { harness, host, prefix } = make('sweep-batch')
+    const redis = new Redis(url)
+    closers.push(async () => redis.disconnect())
+    const log = new SessionLog(redis, prefix, 's5')
+    // what a turn job left behind: its input and its model response with a batch, no job of any kind
+    await log.addInput('in-5', 'go', harness.name)
+    expect(await log.logModelResponse({ type: 'harness.model.response', inputId: 'in-5', toolCalls: [{ toolCallId: 'b1', name: 'echo', input: { text: 'one' } }, { toolCallId: 'b2', name: 'echo', input: { text: 'two' } }] }, 0)).toBe(true)
+    expect(await host.sweep({ graceMs: 0 })).toEqual([{ kind: 'turn', sessionId: 's5', id: 'in-5', reason: 'turn job vanished: enqueued again' }])
+    startWorkers(host)
+    const session = host.open(harness, { sessionId: 's5' })
+    // the scripted model's next answer is the text 'done': the turn ran the logged batch, then settled
+    expect(await session.settled('in-5', { timeoutMs: 20_000 })).toEqual({ outcome: 'completed', text: 'done' })
+    const results = records(await log.read(), 'harness.tool.result').map((r) => [r.toolCallId, r.result])
+    expect(results.sort()).toEqual([['b1', { echo: 'one' }], ['b2', { echo: 'two' }]])
+    // the model was not asked for the batch again
+    expect(records(await log.read(), 'harness.model.response')).toHaveLength(2)
+  })
+
   it('enqueues again a call a worker began whose job was then removed; it resumes where it was', async () => {
     const { harness, host, prefix } = make('sweep-real')
     startWorkers(host)
