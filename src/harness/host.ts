@@ -4,7 +4,7 @@ import type { Logger } from 'pino'
 import { ConfigError, RedisUnavailableError, UnknownHarnessError } from '../errors.js'
 import { createLogger } from '../logger.js'
 import { assertSessionId, indexKeys, SessionLog, type Question } from '../log/index.js'
-import { createQueues, startWorkerSet, type HarnessQueues } from '../queue/index.js'
+import { CallAborts, createQueues, startWorkerSet, type HarnessQueues } from '../queue/index.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/index.js'
 import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
@@ -124,14 +124,21 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier })
     },
     startWorkers({ concurrency = 10, sweepEveryMs = 30_000 } = {}) {
+      // an aborted turn (from any process) fires ctx.abortSignal in its calls running here
+      const aborts = new CallAborts()
+      const unlisten = notifier.listen((key, payload) => {
+        if (!key.startsWith('input|') || !payload.includes('"outcome":"aborted"')) return
+        aborts.abortTurn(key.slice('input|'.length), (JSON.parse(payload) as { error?: { message?: string } }).error?.message ?? 'Turn aborted.')
+      })
       const workers = all.flatMap((harness) =>
-        startWorkerSet({ harness, queues: queuesOf(harness), connection: redis, prefix, concurrency, logFor, queuesOf, queuesByName, logger }),
+        startWorkerSet({ harness, queues: queuesOf(harness), connection: redis, prefix, concurrency, logFor, queuesOf, queuesByName, aborts, logger }),
       )
       const sweeper = sweepEveryMs > 0 ? startSweepTimer(() => sweepOnce(), sweepEveryMs, logger) : null
       const handle: WorkersHandle = {
         workers,
         async close() {
           sweeper?.stop()
+          ;(await unlisten)()
           await Promise.all(workers.map((w) => w.close()))
           running.splice(running.indexOf(handle), 1)
         },

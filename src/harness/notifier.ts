@@ -13,11 +13,19 @@ export class Notifier {
   private subscriber: Redis | null = null
   private subscribed: Promise<void> | null = null
   private readonly waiters = new Map<string, Set<(payload: string) => void>>()
+  private readonly listeners = new Set<(key: string, payload: string) => void>()
 
   constructor(
     private readonly redis: Redis,
     private readonly channel: string,
   ) {}
+
+  /** Hears every message (e.g. workers abort the calls of an aborted turn); returns the unsubscribe. */
+  async listen(listener: (key: string, payload: string) => void): Promise<() => void> {
+    this.listeners.add(listener)
+    await this.subscribe()
+    return () => this.listeners.delete(listener)
+  }
 
   /** Subscribes once; after it resolves, a wait() registers its key the moment it is called. */
   ready(): Promise<void> {
@@ -85,6 +93,7 @@ export class Notifier {
         const key = nl < 0 ? message : message.slice(0, nl)
         const payload = nl < 0 ? '' : message.slice(nl + 1)
         for (const wake of this.waiters.get(key) ?? []) wake(payload)
+        for (const listener of this.listeners) listener(key, payload)
       })
       await this.subscriber.subscribe(this.channel)
     })()

@@ -3,3 +3,4 @@ export { bullPrefix, toolQueueName, turnQueueName, toolJobId, turnJobId, type To
 export { toolJobOptions, turnJobOptions } from './turnJob.js'
 export type { RuntimeHarness, DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './runtime.js'
 export { AGENT, isAgentTool, childSessionId, CHILD_INPUT_ID, type AgentToolMarker } from './agentCall.js'
+export { CallAborts } from './callAborts.js'

@@ -5,6 +5,7 @@ import { SessionLog } from '../log/index.js'
 import { questionIdOf, replayOf, SecretStore, type Park } from '../tool/index.js'
 import type { ToolJobData } from './names.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
+import type { CallAborts } from './callAborts.js'
 import { keptResult, runCall, type CallInput } from './runCall.js'
 import type { RuntimeHarness } from './runtime.js'
 import type { HarnessQueues } from './workers.js'
@@ -13,6 +14,7 @@ export interface ToolJobDeps {
   harness: RuntimeHarness
   logFor(sessionId: string): SessionLog
   queuesOf(harness: RuntimeHarness): HarnessQueues
+  aborts: CallAborts
   logger: Logger
 }
 
@@ -61,8 +63,12 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       outcome = interrupted
     } else {
       if (begin.kind === 'rerun') logger.warn('call was cut by a crash; replay is safe: running it again')
-      const abort = new AbortController()
-      outcome = await runCall(harness, log, call, begin, secrets, abort.signal)
+      const abort = deps.aborts.open(inputId ? `${call.sessionId}|${inputId}` : undefined)
+      try {
+        outcome = await runCall(harness, log, call, begin, secrets, abort.signal)
+      } finally {
+        abort.done()
+      }
       if ('park' in outcome) {
         const p = outcome.park
         const woken = async () => p.kind === 'ask' && !!(await log.getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found

@@ -1,6 +1,7 @@
 import { Queue, Worker, type ConnectionOptions } from 'bullmq'
 import type { Logger } from 'pino'
 import type { SessionLog } from '../log/index.js'
+import type { CallAborts } from './callAborts.js'
 import { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
 import type { RuntimeHarness } from './runtime.js'
 import { processToolJob } from './toolJob.js'
@@ -34,6 +35,7 @@ export interface WorkerSetOptions {
   queuesOf(harness: RuntimeHarness): HarnessQueues
   /** Queues of a harness by name, if this host runs it. */
   queuesByName(name: string): HarnessQueues | undefined
+  aborts: CallAborts
   logger: Logger
 }
 
@@ -43,7 +45,7 @@ export interface WorkerSetOptions {
  * failed by BullMQ (maxStalledCount is unbounded): our begin/fold classifies it instead.
  */
 export function startWorkerSet(options: WorkerSetOptions): Worker[] {
-  const { harness, queues, connection, prefix, concurrency, logFor, queuesOf, queuesByName, logger } = options
+  const { harness, queues, connection, prefix, concurrency, logFor, queuesOf, queuesByName, aborts, logger } = options
   const common = {
     connection,
     prefix: bullPrefix(prefix),
@@ -54,7 +56,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   }
   const tools = new Worker<ToolJobData>(
     toolQueueName(harness.name),
-    (job, token) => processToolJob(job, token, { harness, logFor, queuesOf, logger }),
+    (job, token) => processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger }),
     common,
   )
   const turns = new Worker<TurnJobData>(

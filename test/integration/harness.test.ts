@@ -270,6 +270,34 @@ describe('harness in process', () => {
     expect(modelCalls).toBe(1)
   })
 
+  it('abort fires ctx.abortSignal in the turn\'s running calls, in whatever process runs them', async () => {
+    let sawAbort = ''
+    const waiter = durableTool(
+      toolDefinition({ name: 'waiter', description: 'waits until aborted', inputSchema: z.object({}) }),
+      async (_input, { abortSignal }) => {
+        await new Promise<void>((_resolve, reject) => {
+          abortSignal?.addEventListener('abort', () => {
+            sawAbort = String((abortSignal.reason as Error)?.message)
+            reject(abortSignal.reason)
+          })
+        })
+        return 'never'
+      },
+    )
+    const harness = defineHarness({ name: 'cancellable', adapter: scriptedModel([{ toolCalls: [{ name: 'waiter', input: {} }] }, { text: 'unused' }]), tools: [waiter] })
+    const { host, prefix } = start(harness, 'abort-signal')
+    const session = host.open(harness, { sessionId: 'cancel' })
+    const { inputId } = await session.prompt('go')
+    await until(async () => records(await session.log.read(), 'harness.tool.started').length === 1, 'the call to start')
+    // aborted from another host: another process, as far as the workers can tell
+    const other = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
+    hosts.push(other)
+    expect(await other.open(harness, { sessionId: 'cancel' }).abort(inputId, 'user pressed stop')).toBe(true)
+    await until(async () => records(await session.log.read(), 'harness.tool.result').length === 1, 'the aborted call to land')
+    expect(sawAbort).toBe('user pressed stop')
+    expect(records(await session.log.read(), 'harness.tool.result')[0]).toMatchObject({ error: { message: 'user pressed stop' } })
+  })
+
   it('R15: a turn whose model keeps failing settles after maxAttempts with attempts_exhausted', async () => {
     let calls = 0
     const harness = defineHarness({

@@ -1,0 +1,28 @@
+/**
+ * The abort signals of the tool calls running in this process, by turn. When a turn is aborted
+ * (session.abort, from any process), the host hears the settle message and aborts the signals of that
+ * turn's running calls: `ctx.abortSignal` fires inside the tool.
+ */
+export class CallAborts {
+  private readonly byTurn = new Map<string, Set<AbortController>>()
+
+  /** A controller for one attempt of a call of the turn `<sid>|<inputId>`; `done()` forgets it. */
+  open(turn: string | undefined): { signal: AbortSignal; done(): void } {
+    const controller = new AbortController()
+    if (!turn) return { signal: controller.signal, done: () => {} }
+    let set = this.byTurn.get(turn)
+    if (!set) this.byTurn.set(turn, (set = new Set()))
+    set.add(controller)
+    return {
+      signal: controller.signal,
+      done: () => {
+        set.delete(controller)
+        if (set.size === 0) this.byTurn.delete(turn)
+      },
+    }
+  }
+
+  abortTurn(turn: string, reason: string): void {
+    for (const controller of this.byTurn.get(turn) ?? []) controller.abort(new Error(reason))
+  }
+}
