@@ -3,8 +3,8 @@ import { Job } from 'bullmq'
 import { z } from 'zod'
 import { InputConflictError, UnknownInputError, InvalidAnswerError, QuestionClosedError, ToolCallError, UnknownToolError } from '../errors.js'
 import { assertInputId, type FollowOptions, type LogEntry, type Question, type ReadOptions, type RecordOf, SessionLog } from '../log/index.js'
-import { toolJobId, toolJobOptions, turnJobId, turnJobOptions, type HarnessQueues } from '../queue/index.js'
-import { encodeChecked, SecretStore, toJsonCopy } from '../tool/index.js'
+import { enqueueTurn, resolveSecrets, toolJob, toolJobId, type HarnessQueues } from '../queue/index.js'
+import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import type { Harness } from './defineHarness.js'
 import type { Notifier } from './notifier.js'
 
@@ -43,11 +43,7 @@ export class Session {
     if (added.status === 'conflict') throw new InputConflictError(inputId)
     // enqueued again after 'exists' too: a crash between the log write and the enqueue loses no turn,
     // and BullMQ ignores a job id that exists
-    await this.deps.queues.turns.add(
-      'turn',
-      { harness: this.deps.harness.name, sessionId: this.sessionId, inputId },
-      { ...turnJobOptions(this.deps.harness), jobId: turnJobId(this.sessionId, inputId) },
-    )
+    await enqueueTurn(this.deps.queues.turns, this.deps.harness, this.sessionId, inputId)
     return { inputId }
   }
 
@@ -62,9 +58,8 @@ export class Session {
     return this.deps.notifier.wait(
       `input|${this.deps.log.openMember(inputId)}`,
       async () => {
-        const input = await this.deps.log.getInput(inputId)
-        if (input?.status !== 'settled' || !input.settledId) return undefined
-        return toSettled((await this.deps.log.readEntry(input.settledId))!.record as RecordOf<'harness.input.settled'>)
+        const settled = await this.deps.log.getSettled(inputId)
+        return settled ? toSettled(settled) : undefined
       },
       `Turn ${inputId}`,
       { ...options, fromPayload: (payload) => toSettled(JSON.parse(payload)) },
@@ -109,13 +104,10 @@ export class Session {
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
     if (enqueue) {
       // one connection keeps the order: the request is in the log before the job can run
+      const job = toolJob(harness, this.sessionId, { toolCallId, name: call.name, input })
       await Promise.all([
         log.append([{ type: 'harness.tool.requested', toolCallId, name: call.name, input: input as never }]),
-        queues.tools.add(
-          call.name,
-          { harness: harness.name, sessionId: this.sessionId, toolCallId, name: call.name, input },
-          { ...toolJobOptions, jobId: toolJobId(this.sessionId, toolCallId) },
-        ),
+        queues.tools.add(job.name, job.data, job.opts),
       ]).catch((error) => {
         cancel.abort()
         throw error
@@ -143,7 +135,7 @@ export class Session {
     if (found.answer.found) throw new QuestionClosedError(questionId, 'answered')
     const what = `Answer to question ${questionId}`
     const copy = toJsonCopy(value, what)
-    const secrets = new SecretStore(this.deps.harness.secrets ? await this.deps.harness.secrets({ sessionId: this.sessionId, harness: this.deps.harness.name }) : {})
+    const secrets = await resolveSecrets(this.deps.harness, this.sessionId)
     secrets.assertAbsent(encodeChecked(copy, what, this.deps.harness.durability.maxValueBytes), what)
     const parsed = z.fromJSONSchema(question.schema as never).safeParse(copy)
     if (!parsed.success) throw new InvalidAnswerError(questionId, z.prettifyError(parsed.error).replace(/\n\s*/g, ' '))

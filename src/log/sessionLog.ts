@@ -222,6 +222,13 @@ export class SessionLog {
     return raw ? JSON.parse(raw) : null
   }
 
+  /** The settled record of an input, once it has settled. */
+  async getSettled(inputId: string): Promise<RecordOf<'harness.input.settled'> | null> {
+    const input = await this.getInput(inputId)
+    if (input?.status !== 'settled' || !input.settledId) return null
+    return ((await this.readEntry(input.settledId))?.record as RecordOf<'harness.input.settled'> | undefined) ?? null
+  }
+
   /** Settles the input once: 'settled' the first time, 'already' after, 'unknown' for no such input. */
   async settleInput(record: RecordOf<'harness.input.settled'>): Promise<'settled' | 'already' | 'unknown'> {
     const [status] = await this.redis.settleInput(

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto'
 import type { AnyServerTool } from '@tanstack/ai'
-import type { BeginResult, ParentCall, RecordOf, SessionLog } from '../log/index.js'
+import type { BeginResult, ParentCall, SessionLog } from '../log/index.js'
 import { Park } from '../tool/index.js'
-import { turnJobId, type ToolJobData } from './names.js'
+import type { ToolJobData } from './names.js'
 import type { CallOutcome } from './runCall.js'
 import type { RuntimeHarness } from './runtime.js'
-import { turnJobOptions } from './turnJob.js'
+import { enqueueTurn } from './enqueue.js'
 import type { HarnessQueues } from './workers.js'
 
 /** Marks a tool made by agentTool: its call runs a whole harness as a child session. */
@@ -49,22 +49,18 @@ export async function runAgentCall(
   const child = tool[AGENT].harness
   const childLog = deps.logFor(childSessionId(data.sessionId, data.toolCallId))
   if (begin.kind === 'cut' && (await childLog.openQuestions()).length === 0) return interrupted
-  const input = await childLog.getInput(CHILD_INPUT_ID)
-  if (input?.status === 'settled') {
-    const settled = (await childLog.readEntry(input.settledId!))!.record as RecordOf<'harness.input.settled'>
+  const settled = await childLog.getSettled(CHILD_INPUT_ID)
+  if (settled) {
     return settled.outcome === 'completed' ? { result: settled.text ?? '' } : { error: settled.error ?? { message: `Agent ${child.name} ${settled.outcome}.` } }
   }
+  const input = await childLog.getInput(CHILD_INPUT_ID)
   if (!input) {
     const prompt = (data.input as { prompt?: unknown })?.prompt
     const parent: ParentCall = { harness: data.harness, sessionId: data.sessionId, toolCallId: data.toolCallId }
     await childLog.addInput(CHILD_INPUT_ID, typeof prompt === 'string' ? prompt : JSON.stringify(data.input), child.name, parent)
   }
   // enqueued again on every wake-up too: a no-op while the turn job exists, a repair if it was lost
-  await deps.queuesOf(child).turns.add(
-    'turn',
-    { harness: child.name, sessionId: childLog.sessionId, inputId: CHILD_INPUT_ID },
-    { ...turnJobOptions(child), jobId: turnJobId(childLog.sessionId, CHILD_INPUT_ID) },
-  )
+  await enqueueTurn(deps.queuesOf(child).turns, child, childLog.sessionId, CHILD_INPUT_ID)
   return { park: new Park('agent', Date.now() + AGENT_RECHECK_MS, childLog.sessionId) }
 }
 

@@ -1,6 +1,6 @@
 import { DurableHarnessError, FencedError, InvalidToolInputError, UnknownToolError } from '../errors.js'
 import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
-import { createDurableContext, DURABLE, isDurableTool, Park, toJsonCopy, validateStandard, type SecretStore } from '../tool/index.js'
+import { createDurableContext, DURABLE, isDurableTool, Park, toJsonCopy, validateStandard, SecretStore } from '../tool/index.js'
 import type { AfterToolCallInfo, RuntimeHarness } from './runtime.js'
 
 export type CallOutcome = { result: unknown } | { error: ToolErrorPayload } | { park: Park }
@@ -10,6 +10,11 @@ export interface CallInput {
   toolCallId: string
   name: string
   input: unknown
+}
+
+/** The session's secrets from the harness resolver (user code: it runs in the worker, or the answering process). */
+export async function resolveSecrets(harness: RuntimeHarness, sessionId: string): Promise<SecretStore> {
+  return new SecretStore(harness.secrets ? await harness.secrets({ sessionId, harness: harness.name }) : {})
 }
 
 /** Turns anything a tool threw into the error payload the model reads. */

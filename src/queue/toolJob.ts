@@ -6,7 +6,7 @@ import { questionIdOf, replayOf, SecretStore, type Park } from '../tool/index.js
 import type { ToolJobData } from './names.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
 import type { CallAborts } from './callAborts.js'
-import { keptResult, runCall, type CallInput } from './runCall.js'
+import { keptResult, resolveSecrets, runCall, type CallInput } from './runCall.js'
 import type { RuntimeHarness } from './runtime.js'
 import type { HarnessQueues } from './workers.js'
 
@@ -27,14 +27,6 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   const call: CallInput = job.data
   const log = deps.logFor(call.sessionId)
   const tool = harness.toolsByName.get(call.name)
-  // resolved before begin: a resolver that fails must not turn into a "cut" on the job's retry
-  let secrets = new SecretStore()
-  let secretsFailed: unknown = null
-  try {
-    if (harness.secrets) secrets = new SecretStore(await harness.secrets({ sessionId: call.sessionId, harness: harness.name }))
-  } catch (error) {
-    secretsFailed = error
-  }
   const { inputId } = job.data
   const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', {
     harness: harness.name,
@@ -47,6 +39,14 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   }
   logger.debug({ kind: begin.kind, epoch: begin.epoch }, 'tool call started')
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
+  // caught, not thrown: a failing resolver must become this call's tool error, not a job failure whose retry looks like a cut
+  let secrets = new SecretStore()
+  let secretsFailed: unknown = null
+  try {
+    secrets = await resolveSecrets(harness, call.sessionId)
+  } catch (error) {
+    secretsFailed = error
+  }
   try {
     let outcome
     const interrupted = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }

@@ -1,6 +1,7 @@
 import { Job, WaitingChildrenError, type Queue } from 'bullmq'
 import type { Logger } from 'pino'
-import { SessionLog, type RecordOf } from '../log/index.js'
+import { SessionLog, type InputState, type RecordOf } from '../log/index.js'
+import { toolJob } from './enqueue.js'
 import { buildMessages, callModel } from './model.js'
 import { toolJobId, type ToolJobData, type TurnJobData } from './names.js'
 import { toToolError } from './runCall.js'
@@ -16,23 +17,6 @@ export interface TurnJobDeps {
   logger: Logger
 }
 
-/** A tool job retries only infrastructure failures (a tool's own error is a landed tool error). */
-export const toolJobOptions = {
-  attempts: 5,
-  backoff: { type: 'exponential', delay: 500 },
-  removeOnComplete: { age: 24 * 3600, count: 100_000 },
-  removeOnFail: { age: 7 * 24 * 3600 },
-} as const
-
-/** A turn's attempts are `durability.maxAttempts` (R15); model failures retry with backoff. */
-export function turnJobOptions(harness: RuntimeHarness) {
-  return {
-    attempts: harness.durability.maxAttempts,
-    backoff: { type: 'exponential', delay: 500 },
-    removeOnComplete: { age: 24 * 3600 },
-    removeOnFail: { age: 7 * 24 * 3600 },
-  }
-}
 
 /**
  * The processor of a turn job. It folds the session log to decide its next action (call the model,
@@ -44,33 +28,30 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   const { sessionId, inputId } = job.data
   const log = deps.logFor(sessionId)
   const logger = deps.logger.child({ sessionId, inputId, attempt: job.attemptsMade + 1 })
+  let input: InputState | null = null
   const settle = async (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>) => {
     if ((await log.settleInput({ type: 'harness.input.settled', inputId, ...record })) !== 'settled') return // settled by abort or the sweeper
     logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled')
     // the turn of a child session answers an agent tool call: wake that call (it re-checks on its own too)
-    const parent = (await log.getInput(inputId))?.parent
+    const parent = (input ?? (await log.getInput(inputId)))?.parent
     const queue = parent && deps.toolQueueOf(parent.harness)
     if (parent && queue) await (await Job.fromId(queue, toolJobId(parent.sessionId, parent.toolCallId)))?.promote().catch(() => {})
   }
   try {
-    const input = await log.getInput(inputId)
+    input = await log.getInput(inputId)
     if (!input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
     for (;;) {
       // the fold needs only this turn's own entries; the history before it is read for model calls
-      const fold = foldTurn(await log.read({ from: input.entryId }), inputId)
+      const { entryId } = input
+      const fold = foldTurn(await log.read({ from: entryId }), inputId)
       if (!fold.input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
       if (fold.settled) return
       const { timeoutMs } = harness.durability
       const remaining = timeoutMs === undefined ? Infinity : fold.input.record.at + timeoutMs - Date.now()
       if (remaining <= 0) return await settle({ outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
       if (fold.pending.length > 0) {
-        await deps.toolQueue.addBulk(
-          fold.pending.map((c) => ({
-            name: c.name,
-            data: { harness: harness.name, sessionId, toolCallId: c.toolCallId, name: c.name, input: c.input, inputId },
-            opts: { ...toolJobOptions, jobId: toolJobId(sessionId, c.toolCallId), parent: { id: job.id!, queue: job.queueQualifiedName } },
-          })),
-        )
+        const parent = { id: job.id!, queue: job.queueQualifiedName }
+        await deps.toolQueue.addBulk(fold.pending.map((c) => toolJob(harness, sessionId, c, { inputId, parent })))
         logger.debug({ calls: fold.pending.length }, 'batch enqueued; waiting for its results')
         if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError()
         continue
@@ -79,7 +60,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         return await settle({ outcome: 'failed', error: { code: 'max_model_calls', message: `Turn made ${fold.responses.length} model calls, the limit (durability.maxModelCalls).` } })
       }
       const signal = Number.isFinite(remaining) ? AbortSignal.timeout(remaining) : undefined
-      const history = await log.read({ before: input.entryId })
+      const history = await log.read({ before: entryId })
       const response = await callModel(harness, buildMessages([...history, ...fold.conversation]), signal)
       const logged = await log.logModelResponse({ type: 'harness.model.response', inputId, ...response }, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again

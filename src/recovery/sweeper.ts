@@ -2,7 +2,7 @@ import { Job } from 'bullmq'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { indexKeys, type SessionLog } from '../log/index.js'
-import { toolJobId, toolJobOptions, turnJobId, turnJobOptions, type HarnessQueues, type RuntimeHarness } from '../queue/index.js'
+import { enqueueTurn, toolJob, toolJobId, turnJobId, type HarnessQueues, type RuntimeHarness } from '../queue/index.js'
 
 export interface SweepDeps {
   redis: Redis
@@ -97,7 +97,7 @@ async function repairTurn(deps: SweepDeps, member: string): Promise<Repair | nul
   }
   if (state === 'missing' || state === 'completed') {
     if (job) await job.remove()
-    await queues.turns.add('turn', { harness: harness.name, sessionId, inputId }, { ...turnJobOptions(harness), jobId: turnJobId(sessionId, inputId) })
+    await enqueueTurn(queues.turns, harness, sessionId, inputId)
     return repair(`turn job ${state === 'missing' ? 'vanished' : 'completed without settling'}: enqueued again`)
   }
   return null
@@ -127,11 +127,8 @@ async function repairCall(deps: SweepDeps, member: string): Promise<Repair | nul
   if (job) await job.remove()
   // a call of a turn goes back under its turn when the turn still waits for it; else on its own
   const turn = inputId ? await Job.fromId(queues.turns, turnJobId(sessionId, inputId)) : undefined
-  const parent = turn && (await turn.getState()) === 'waiting-children' ? { parent: { id: turn.id!, queue: turn.queueQualifiedName } } : {}
-  await queues.tools.add(
-    call.name,
-    { harness: harness.name, sessionId, toolCallId, name: call.name, input, ...(inputId ? { inputId } : {}) },
-    { ...toolJobOptions, jobId: toolJobId(sessionId, toolCallId), ...parent },
-  )
+  const parent = turn && (await turn.getState()) === 'waiting-children' ? { id: turn.id!, queue: turn.queueQualifiedName } : undefined
+  const again = toolJob(harness, sessionId, { toolCallId, name: call.name, input }, { ...(inputId ? { inputId } : {}), ...(parent ? { parent } : {}) })
+  await queues.tools.add(again.name, again.data, again.opts)
   return repair(`call job ${state === 'missing' ? 'vanished' : 'completed without a result'}: enqueued again`)
 }
