@@ -63,6 +63,12 @@ export async function measureAppendThroughput(redisUrl: string, options: AppendT
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
   const payload = JSON.stringify(RECORD)
 
+  /** A call begun on fresh keys: the fence that the fenced scripts check. */
+  const begun = async (tag: string) => {
+    const log = new SessionLog(redis, prefix, tag)
+    const { epoch } = await log.beginCall('c1', 'bench', 'safe')
+    return { log, fence: { toolCallId: 'c1', epoch } }
+  }
   const cases: Case[] = [
     {
       name: 'plain XADD',
@@ -96,9 +102,7 @@ export async function measureAppendThroughput(redisUrl: string, options: AppendT
       name: 'saveStep (fenced Lua: step + record)',
       recordsPerCall: 1,
       async make(tag) {
-        const log = new SessionLog(redis, prefix, tag)
-        const { epoch } = await log.beginCall('c1', 'bench', 'safe')
-        const fence = { toolCallId: 'c1', epoch }
+        const { log, fence } = await begun(tag)
         return (i) => log.saveStep(fence, `s${i}`, i, { type: 'harness.tool.step', toolCallId: 'c1', name: `s${i}`, value: i })
       },
     },
@@ -106,21 +110,18 @@ export async function measureAppendThroughput(redisUrl: string, options: AppendT
       name: 'stageRecords (fenced Lua)',
       recordsPerCall: 1,
       async make(tag) {
-        const log = new SessionLog(redis, prefix, tag)
-        const { epoch } = await log.beginCall('c1', 'bench', 'safe')
-        const fence = { toolCallId: 'c1', epoch }
-        return () => log.stageRecords(fence, [RECORD])
+        const { log, fence } = await begun(tag)
+        // call i stages position i: records are staged by position, so a repeated position would be skipped
+        return (i) => log.stageRecords(fence, [RECORD], i)
       },
     },
     {
       name: 'stageRecords x10 (fenced Lua)',
       recordsPerCall: 10,
       async make(tag) {
-        const log = new SessionLog(redis, prefix, tag)
-        const { epoch } = await log.beginCall('c1', 'bench', 'safe')
-        const fence = { toolCallId: 'c1', epoch }
+        const { log, fence } = await begun(tag)
         const ten: LogRecord[] = Array.from({ length: 10 }, () => RECORD)
-        return () => log.stageRecords(fence, ten)
+        return (i) => log.stageRecords(fence, ten, i * 10)
       },
     },
   ]
