@@ -13,13 +13,31 @@ export class DurableHarnessError extends Error {
 
 /** A session id or input id that cannot be used in Redis keys, job ids or idempotency keys. */
 export class InvalidIdError extends DurableHarnessError {
-  constructor(kind: 'session id' | 'input id', value: unknown) {
+  constructor(kind: 'session id' | 'input id' | 'tool call id' | 'question id', value: unknown) {
     super(
       'invalid_id',
-      `Invalid ${kind} ${JSON.stringify(value)}: use 1 to 200 characters from [A-Za-z0-9._-] ` +
-        `(no ':', which separates the parts of an idempotency key).`,
+      `Invalid ${kind} ${describeValue(value)}: use 1 to 200 characters from [A-Za-z0-9._-] ` +
+        `(no ':', which separates the parts of an idempotency key, and no control characters).`,
     )
   }
+}
+
+/** A log cursor (stream id) that is not of the form `<ms>-<seq>` (or `<ms>`). */
+export class InvalidCursorError extends DurableHarnessError {
+  constructor(option: string, value: unknown) {
+    super('invalid_cursor', `Invalid ${option} ${describeValue(value)}: pass a log entry id such as "1700000000000-0" (the \`id\` of a LogEntry).`)
+  }
+}
+
+/** JSON for an error message, cut short: a caller's bad value may be huge. */
+function describeValue(value: unknown): string {
+  let text: string
+  try {
+    text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value))
+  } catch {
+    text = `(a ${typeof value})`
+  }
+  return text.length > 120 ? `${text.slice(0, 120)}…` : text
 }
 
 /** A write carried a fencing epoch that is no longer current: a newer attempt owns the call. */
@@ -232,5 +250,65 @@ export class ToolCallError extends DurableHarnessError {
 export class WaitTimeoutError extends DurableHarnessError {
   constructor(what: string, timeoutMs: number) {
     super('wait_timeout', `${what} did not finish within ${timeoutMs} ms. The work goes on durably; wait again or read the session log.`)
+  }
+}
+
+/**
+ * One of our Redis operations failed (Redis refused it, e.g. OOM, or the connection failed). The
+ * cause is attached. A tool call's own writes are retried first; if they still fail the job fails and
+ * the call is picked up again and classified as a cut, never landed as the tool's error.
+ */
+export class StorageError extends DurableHarnessError {
+  constructor(
+    readonly operation: string,
+    readonly sessionId: string,
+    cause: unknown,
+  ) {
+    super(
+      'storage_error',
+      `Redis failed ${operation} in session ${sessionId}: ${causeText(cause)}. Nothing of it is half-written ` +
+        `(each write is one atomic script); check Redis (memory, connection) and retry.`,
+      { cause },
+    )
+  }
+}
+
+function causeText(cause: unknown): string {
+  try {
+    return cause instanceof Error ? cause.message : String(cause)
+  } catch {
+    return 'an error that cannot be described'
+  }
+}
+
+/** runTool with a toolCallId that names another call (another tool, or another input). */
+export class ToolCallConflictError extends DurableHarnessError {
+  constructor(toolCallId: string) {
+    super(
+      'tool_call_conflict',
+      `Tool call ${toolCallId} was already made with another tool or another input. A toolCallId names one ` +
+        `call; use a new toolCallId (or none: runTool makes one).`,
+    )
+  }
+}
+
+/** A wait on a tool call this session never received. */
+export class UnknownToolCallError extends DurableHarnessError {
+  constructor(toolCallId: string) {
+    super('unknown_tool_call', `No tool call ${toolCallId} in this session: check the session id and the toolCallId.`)
+  }
+}
+
+/** The reason ctx.abortSignal carries when a tool call ran past its time limit. */
+export class ToolTimeoutError extends DurableHarnessError {
+  constructor(
+    readonly toolName: string,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      'timeout',
+      `Tool "${toolName}" did not finish within ${timeoutMs} ms (durability.toolTimeoutMs or the tool's timeoutMs). ` +
+        `The call ended with this error; anything the attempt writes later is refused.`,
+    )
   }
 }

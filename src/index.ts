@@ -1,7 +1,7 @@
 /**
  * durable-harness: AI-agent tool calls as durable jobs on Redis Streams and BullMQ.
  */
-export { durableTool, withReplay, type DurableToolOptions, type DurableServerTool, type DurableExecute } from './tool/index.js'
+export { durableTool, withReplay, withTimeout, type DurableToolOptions, type DurableServerTool, type DurableExecute } from './tool/index.js'
 export type { Step, StepFnOptions, AskOptions, AppendRecord, DurableToolContext, Replay, Secrets, Json, JsonChecked, Duration } from './tool/index.js'
 export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } from './harness/defineHarness.js'
 export { createHarnessHost, type HarnessHost, type HostOptions, type WorkersHandle } from './harness/host.js'

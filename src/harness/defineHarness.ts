@@ -1,7 +1,7 @@
 import type { AnyServerTool, AnyTextAdapter, SystemPrompt } from '@tanstack/ai'
 import { ConfigError } from '../errors.js'
 import type { AfterToolCallHook, DurabilityOptions, RuntimeHarness } from '../queue/index.js'
-import { DEFAULT_MAX_VALUE_BYTES } from '../tool/index.js'
+import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
 
 export const DEFAULT_DURABILITY: DurabilityOptions = {
   maxAttempts: 10,
@@ -12,6 +12,7 @@ export const DEFAULT_DURABILITY: DurabilityOptions = {
   stalledMs: 5_000,
   maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
   maxModelCalls: 25,
+  toolTimeoutMs: 15 * 60_000,
 }
 
 export interface HarnessOptions {
@@ -42,9 +43,10 @@ export function defineHarness(options: HarnessOptions): Harness {
     toolsByName.set(tool.name, tool)
   }
   const durability = { ...DEFAULT_DURABILITY, ...options.durability }
-  for (const key of ['maxAttempts', 'lockMs', 'stalledMs', 'maxValueBytes', 'maxModelCalls'] as const) {
+  for (const key of ['maxAttempts', 'lockMs', 'stalledMs', 'maxValueBytes', 'maxModelCalls', 'toolTimeoutMs'] as const) {
     if (!Number.isInteger(durability[key]) || durability[key] <= 0) throw new ConfigError(`defineHarness "${options.name}": durability.${key} must be a positive integer.`)
   }
+  if (durability.toolTimeoutMs > MAX_TIMER_MS) throw new ConfigError(`defineHarness "${options.name}": durability.toolTimeoutMs must be at most ${MAX_TIMER_MS} ms (about 24 days).`)
   if (durability.timeoutMs !== undefined && !(durability.timeoutMs > 0)) throw new ConfigError(`defineHarness "${options.name}": durability.timeoutMs must be positive.`)
   const hook = options.hooks?.onAfterToolCall
   return {

@@ -67,6 +67,16 @@ export function startSweepTimer(pass: () => Promise<unknown>, everyMs: number, l
 
 const PREFIX = /^[A-Za-z0-9._-]{1,50}$/
 
+/** The settled record a settle message carries; null for a payload that is not one (never throws). */
+function parseSettled(payload: string): { outcome?: string; error?: { message?: string } } | null {
+  try {
+    const record = JSON.parse(payload) as unknown
+    return typeof record === 'object' && record !== null ? (record as { outcome?: string; error?: { message?: string } }) : null
+  } catch {
+    return null
+  }
+}
+
 /** Connects harnesses to Redis: sessions, queues, workers. Cheap to create in every process. */
 export function createHarnessHost(options: HostOptions): HarnessHost {
   const prefix = options.prefix ?? 'dh'
@@ -124,11 +134,13 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier })
     },
     startWorkers({ concurrency = 10, sweepEveryMs = 30_000 } = {}) {
-      // an aborted turn (from any process) fires ctx.abortSignal in its calls running here
+      // a turn that settled (aborted, timed out, from any process) ends its calls still running here:
+      // their ctx.abortSignal fires and each lands an 'aborted' tool error
       const aborts = new CallAborts()
       const unlisten = notifier.listen((key, payload) => {
-        if (!key.startsWith('input|') || !payload.includes('"outcome":"aborted"')) return
-        aborts.abortTurn(key.slice('input|'.length), (JSON.parse(payload) as { error?: { message?: string } }).error?.message ?? 'Turn aborted.')
+        if (!key.startsWith('input|')) return
+        const settled = parseSettled(payload)
+        aborts.abortTurn(key.slice('input|'.length), settled?.error?.message ?? `Turn ${settled?.outcome ?? 'settled'}.`)
       })
       const workers = all.flatMap((harness) =>
         startWorkerSet({ harness, queues: queuesOf(harness), connection: redis, prefix, concurrency, logFor, queuesOf, queuesByName, aborts, logger }),

@@ -1,6 +1,15 @@
 import type { Redis } from 'ioredis'
 import { WaitTimeoutError } from '../errors.js'
 
+/** Runs `fn`; what it throws is dropped (the caller re-checks durable state instead). */
+function guard<T>(fn: () => T): T | undefined {
+  try {
+    return fn()
+  } catch {
+    return undefined
+  }
+}
+
 /** How often a waiter re-checks without a message (a message lost across a reconnect only delays). */
 const RECHECK_MS = 1_000
 
@@ -50,7 +59,7 @@ export class Notifier {
     let found: T | undefined
     const onMessage = (payload: string) => {
       signalled = true
-      if (payload && options.fromPayload) found ??= options.fromPayload(payload)
+      if (payload && options.fromPayload) found ??= guard(() => options.fromPayload!(payload))
       wake()
     }
     let set = this.waiters.get(key)
@@ -92,8 +101,10 @@ export class Notifier {
         const nl = message.indexOf('\n')
         const key = nl < 0 ? message : message.slice(0, nl)
         const payload = nl < 0 ? '' : message.slice(nl + 1)
-        for (const wake of this.waiters.get(key) ?? []) wake(payload)
-        for (const listener of this.listeners) listener(key, payload)
+        // a payload that trips a waiter or listener must not throw out of the subscriber: each is
+        // isolated, and a waiter re-checks the durable state anyway
+        for (const wake of this.waiters.get(key) ?? []) guard(() => wake(payload))
+        for (const listener of this.listeners) guard(() => listener(key, payload))
       })
       await this.subscriber.subscribe(this.channel)
     })()

@@ -1,8 +1,17 @@
 import { randomUUID } from 'node:crypto'
 import { Job } from 'bullmq'
 import { z } from 'zod'
-import { InputConflictError, UnknownInputError, InvalidAnswerError, QuestionClosedError, ToolCallError, UnknownToolError } from '../errors.js'
-import { assertInputId, type FollowOptions, type LogEntry, type Question, type ReadOptions, type RecordOf, SessionLog } from '../log/index.js'
+import {
+  InputConflictError,
+  InvalidAnswerError,
+  QuestionClosedError,
+  ToolCallConflictError,
+  ToolCallError,
+  UnknownInputError,
+  UnknownToolCallError,
+  UnknownToolError,
+} from '../errors.js'
+import { assertInputId, assertToolCallId, type FollowOptions, type LogEntry, type Question, type ReadOptions, type RecordOf, SessionLog } from '../log/index.js'
 import { enqueueTurn, resolveSecrets, toolJob, toolJobId, type HarnessQueues } from '../queue/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import type { Harness } from './defineHarness.js'
@@ -39,6 +48,7 @@ export class Session {
     if (typeof text !== 'string') throw new TypeError('prompt(text): text must be a string.')
     const inputId = options.inputId ?? randomUUID()
     assertInputId(inputId)
+    encodeChecked(text, `Prompt ${inputId}`, this.deps.harness.durability.maxValueBytes)
     const added = await this.deps.log.addInput(inputId, text, this.deps.harness.name)
     if (added.status === 'conflict') throw new InputConflictError(inputId)
     // enqueued again after 'exists' too: a crash between the log write and the enqueue loses no turn,
@@ -47,9 +57,10 @@ export class Session {
     return { inputId }
   }
 
-  /** Resolves when the turn of `inputId` settles (completed, failed or aborted). */
+  /** Resolves when the turn of `inputId` settles (completed, failed or aborted); UnknownInputError at once for an input never given. */
   async settled(inputId: string, options: { timeoutMs?: number } = {}): Promise<Settled> {
     assertInputId(inputId)
+    if (!(await this.deps.log.getInput(inputId))) throw new UnknownInputError(inputId)
     const toSettled = (r: RecordOf<'harness.input.settled'>): Settled => ({
       outcome: r.outcome,
       ...(r.text !== undefined ? { text: r.text } : {}),
@@ -85,34 +96,38 @@ export class Session {
   async runTool(call: { name: string; input: unknown; toolCallId?: string }, options: { timeoutMs?: number } = {}): Promise<unknown> {
     const { harness, log, notifier, queues } = this.deps
     if (!harness.toolsByName.has(call.name)) throw new UnknownToolError(call.name, [...harness.toolsByName.keys()])
+    if (call.toolCallId !== undefined) assertToolCallId(call.toolCallId)
     const toolCallId = call.toolCallId ?? `run-${randomUUID()}`
-    const input = toJsonCopy(call.input, `Input of tool "${call.name}"`)
+    // checked before anything is written or enqueued: a bad input loses nothing and starts nothing
+    const what = `Input of tool "${call.name}"`
+    const input = toJsonCopy(call.input, what)
+    encodeChecked(input, what, harness.durability.maxValueBytes)
     // a generated id is new: no call to look up, and no result to check for before the first message
     const fresh = call.toolCallId === undefined
-    const enqueue = fresh || !(await log.getCall(toolCallId))
+    // the caller's own id: the same call again (a retry) waits for it; another call under it is refused
+    if (!fresh && (await log.requestCall(toolCallId, call.name, input)) === 'conflict') throw new ToolCallConflictError(toolCallId)
     await notifier.ready()
+    let requested = !fresh
     const cancel = new AbortController()
     const landed = notifier.wait(
       `call|${log.openMember(toolCallId)}`,
       async () => {
         const state = await log.getCall(toolCallId)
+        if (!state && requested && !(await log.callExists(toolCallId))) throw new UnknownToolCallError(toolCallId)
         return state?.status === 'done' ? state.result : undefined
       },
       `Tool call ${toolCallId}`,
       { ...options, fresh, signal: cancel.signal, fromPayload: (payload) => JSON.parse(payload) as RecordOf<'harness.tool.result'> },
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
-    if (enqueue) {
-      // one connection keeps the order: the request is in the log before the job can run
-      const job = toolJob(harness, this.sessionId, { toolCallId, name: call.name, input })
-      await Promise.all([
-        log.append([{ type: 'harness.tool.requested', toolCallId, name: call.name, input: input as never }]),
-        queues.tools.add(job.name, job.data, job.opts),
-      ]).catch((error) => {
-        cancel.abort()
-        throw error
-      })
-    }
+    // one connection keeps the order: the request is in the log before the job can run. Added again for
+    // a caller's retry too: a no-op while the job exists, a repair if it was lost
+    const job = toolJob(harness, this.sessionId, { toolCallId, name: call.name, input })
+    await Promise.all([fresh ? log.requestCall(toolCallId, call.name, input) : null, queues.tools.add(job.name, job.data, job.opts)]).catch((error) => {
+      cancel.abort()
+      throw error
+    })
+    requested = true
     const result = await landed
     if (result.error) throw new ToolCallError(call.name, toolCallId, result.error)
     return result.result

@@ -11,6 +11,20 @@ export function assertInputId(inputId: unknown): asserts inputId is string {
   if (typeof inputId !== 'string' || !ID_PATTERN.test(inputId)) throw new InvalidIdError('input id', inputId)
 }
 
+/** A tool call id from a caller (runTool): the same rule, so it is safe in every key, field and message. */
+export function assertToolCallId(toolCallId: unknown): asserts toolCallId is string {
+  if (typeof toolCallId !== 'string' || !ID_PATTERN.test(toolCallId)) throw new InvalidIdError('tool call id', toolCallId)
+}
+
+export function assertQuestionId(questionId: unknown): asserts questionId is string {
+  if (typeof questionId !== 'string' || !ID_PATTERN.test(questionId)) throw new InvalidIdError('question id', questionId)
+}
+
+/** True for an id that may be used as is in keys, fields, job ids and pub/sub messages. */
+export function isSafeId(id: string): boolean {
+  return ID_PATTERN.test(id)
+}
+
 /**
  * Every key of one session shares the hash tag `{sid}` so one Lua script may touch them all on a
  * Redis Cluster. All key names live here and nowhere else.
@@ -50,7 +64,15 @@ export function indexKeys(prefix: string) {
   }
 }
 
-/** Field of the steps hash: NUL cannot occur in a step name given by JSON-safe code paths. */
+/**
+ * Field of the steps hash. A stored tool call id never holds NUL (see callIds.ts), so the first NUL
+ * separates it from the step name whatever the name holds.
+ */
 export function stepField(toolCallId: string, name: string): string {
   return `${toolCallId}\0${name}`
+}
+
+/** Field of the calls hash that marks a call id as used, with the fingerprint of its tool and input. */
+export function requestField(toolCallId: string): string {
+  return `${toolCallId}\0req`
 }

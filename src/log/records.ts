@@ -10,9 +10,14 @@ const toolError = z.object({ message: z.string(), code: z.string().optional() })
 export type ToolErrorPayload = z.infer<typeof toolError>
 
 export const toolCallSchema = z.object({
+  /** The id the call is stored under (safe, unique in the session: see callIds.ts). */
   toolCallId: z.string().min(1),
-  name: z.string().min(1),
+  name: z.string(),
   input: json,
+  /** The id the model gave the call, when it differs from toolCallId; the model is shown this one. */
+  modelToolCallId: z.string().optional(),
+  /** The model's input was this many bytes, over maxValueBytes: it is not kept, and the call gets a tool error. */
+  inputTooLarge: z.number().int().optional(),
 })
 export type ToolCallRecord = z.infer<typeof toolCallSchema>
 

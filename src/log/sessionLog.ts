@@ -1,8 +1,9 @@
 import type { Redis } from 'ioredis'
-import { FencedError, InvalidRecordError, MalformedEntryError } from '../errors.js'
+import { DurableHarnessError, FencedError, InvalidCursorError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors.js'
+import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { withLogCommands, type LogCommands } from './commands/index.js'
-import { assertInputId, indexKeys, sessionKeys, stepField, type SessionKeys } from './keys.js'
-import { parseRecord, type HarnessRecord, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
+import { assertInputId, assertQuestionId, indexKeys, requestField, sessionKeys, stepField, type SessionKeys } from './keys.js'
+import { parseRecord, type HarnessRecord, type LogRecord, type RecordOf, type ToolCallRecord, type ToolErrorPayload } from './records.js'
 
 export interface LogEntry<R extends LogRecord = LogRecord> {
   id: string
@@ -85,6 +86,20 @@ export interface Fence {
 /** Stored form of a step value: '' means the step returned nothing (JSON has no undefined). */
 export const NO_VALUE = ''
 
+/** How long a tool call attempt's own writes are retried when Redis refuses them (OOM) before its job fails. */
+export const DEFAULT_WRITE_RETRY_MS = 10_000
+
+export interface SessionLogOptions {
+  /** See DEFAULT_WRITE_RETRY_MS. */
+  writeRetryMs?: number
+}
+
+/** A stream id as XRANGE takes it: `<ms>` or `<ms>-<seq>`. */
+const STREAM_ID = /^\d{1,20}(-\d{1,20})?$/
+
+/** A tool call as the model gave it, before it gets its stored id. */
+export type ModelToolCall = Omit<ToolCallRecord, 'modelToolCallId'>
+
 /**
  * The session log of one session: a Redis Stream plus the hashes that index it. Speaks only Redis.
  * Every multi-key write is one named Lua script (src/log/commands).
@@ -94,23 +109,50 @@ export class SessionLog {
   readonly redis: Redis & LogCommands
   /** Part of every idempotency key: `${logId}:${toolCallId}:${name}`. */
   readonly logId: string
+  private readonly writeRetryMs: number
 
   constructor(
     redis: Redis,
     readonly prefix: string,
     readonly sessionId: string,
+    options: SessionLogOptions = {},
   ) {
     this.keys = sessionKeys(prefix, sessionId)
     this.redis = withLogCommands(redis)
     this.logId = sessionId
+    this.writeRetryMs = options.writeRetryMs ?? DEFAULT_WRITE_RETRY_MS
   }
 
-  /** Appends records unfenced (inputs, model responses, recovery notes). */
+  /**
+   * Runs one Redis operation; what Redis throws becomes a StorageError with the cause attached.
+   * `retry`: the fenced writes of a tool call attempt, each idempotent when re-sent (a step saved
+   * twice returns the first value, a result landed twice answers 'ok'), are retried with backoff for
+   * `writeRetryMs` first, so an OOM or a blip never turns a side effect that ran into a tool error.
+   */
+  private async command<T>(operation: string, run: () => Promise<T>, retry = false): Promise<T> {
+    const deadline = Date.now() + (retry ? this.writeRetryMs : 0)
+    for (let delay = 20; ; delay = Math.min(delay * 2, 1_000)) {
+      try {
+        return await run()
+      } catch (error) {
+        if (error instanceof DurableHarnessError) throw error
+        if (Date.now() + delay > deadline) throw new StorageError(operation, this.sessionId, error)
+        await new Promise((resolve) => setTimeout(resolve, delay))
+      }
+    }
+  }
+
+  /** Appends records unfenced (recovery notes). */
   async append(records: LogRecord[]): Promise<string[]> {
-    return this.redis.appendRecords(this.keys.log, ...records.map(encodeRecord))
+    const encoded = records.map(encodeRecord)
+    return this.command('append', () => this.redis.appendRecords(this.keys.log, ...encoded))
   }
 
   async read(options: ReadOptions = {}): Promise<Array<LogEntry>> {
+    for (const key of ['after', 'from', 'before'] as const) {
+      const value = options[key]
+      if (value !== undefined && (typeof value !== 'string' || !STREAM_ID.test(value))) throw new InvalidCursorError(`read({ ${key} })`, value)
+    }
     if (options.limit !== undefined && options.limit <= 0) return []
     const start = options.from ?? (options.after ? `(${options.after}` : '-')
     const end = options.before ? `(${options.before}` : '+'
@@ -118,7 +160,7 @@ export class SessionLog {
     const page = options.limit && !options.types ? options.limit : 1000
     let from = start
     for (;;) {
-      const raw = (await this.redis.xrange(this.keys.log, from, end, 'COUNT', page)) as RawEntry[]
+      const raw = (await this.command('read', () => this.redis.xrange(this.keys.log, from, end, 'COUNT', page))) as RawEntry[]
       for (const entry of raw) {
         const parsed = this.parseEntry(entry)
         if (parsed && (!options.types || options.types.includes(parsed.record.type))) out.push(parsed)
@@ -131,7 +173,7 @@ export class SessionLog {
 
   /** One entry by its stream id. */
   async readEntry(id: string): Promise<LogEntry | null> {
-    const [raw] = (await this.redis.xrange(this.keys.log, id, id)) as RawEntry[]
+    const [raw] = (await this.command('read', () => this.redis.xrange(this.keys.log, id, id))) as RawEntry[]
     return raw ? this.parseEntry(raw) : null
   }
 
@@ -140,6 +182,7 @@ export class SessionLog {
    * after a reconnect ioredis would re-send it and skip what was written in the gap.
    */
   async *follow(options: FollowOptions = {}): AsyncGenerator<LogEntry> {
+    if (options.after !== undefined && (typeof options.after !== 'string' || !STREAM_ID.test(options.after))) throw new InvalidCursorError('follow({ after })', options.after)
     let last = options.after ?? '0-0'
     const conn = this.redis.duplicate()
     const onAbort = () => conn.disconnect()
@@ -153,7 +196,7 @@ export class SessionLog {
             | null
         } catch (error) {
           if (options.signal?.aborted) return
-          throw error
+          throw new StorageError('follow', this.sessionId, error)
         }
         for (const entry of reply?.[0]?.[1] ?? []) {
           last = entry[0]
@@ -169,7 +212,7 @@ export class SessionLog {
 
   /** O(1) lookup of a stored step (HGET on the steps hash; the stream is not read). */
   async getStep(toolCallId: string, name: string): Promise<StepLookup> {
-    const stored = await this.redis.hget(this.keys.steps, stepField(toolCallId, name))
+    const stored = await this.command('getStep', () => this.redis.hget(this.keys.steps, stepField(toolCallId, name)))
     return stored === null ? { found: false } : { found: true, value: decodeValue(stored) }
   }
 
@@ -190,7 +233,7 @@ export class SessionLog {
   }
 
   async getCall(toolCallId: string): Promise<CallState | null> {
-    const [state, result] = await this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`)
+    const [state, result] = await this.command('getCall', () => this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`))
     if (!state) return null
     const s = JSON.parse(state) as { s: CallState['status']; e: number; a: number; r: CallState['replay']; n: string; h?: string; i?: string }
     return {
@@ -210,15 +253,18 @@ export class SessionLog {
     assertInputId(inputId)
     const idx = indexKeys(this.prefix)
     const record: HarnessRecord = { type: 'harness.input', inputId, text, at: Date.now() }
-    const [status, entryId] = await this.redis.addInput(
-      this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns,
-      inputId, text, encodeRecord(record), Date.now(), this.sessionId, harness, parent ? JSON.stringify(parent) : '',
+    const encoded = encodeRecord(record)
+    const [status, entryId] = await this.command('addInput', () =>
+      this.redis.addInput(
+        this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns,
+        inputId, text, encoded, Date.now(), this.sessionId, harness, parent ? JSON.stringify(parent) : '',
+      ),
     )
     return { status: status as 'added' | 'exists' | 'conflict', ...(entryId ? { entryId: String(entryId) } : {}) }
   }
 
   async getInput(inputId: string): Promise<InputState | null> {
-    const raw = await this.redis.hget(this.keys.inputs, inputId)
+    const raw = await this.command('getInput', () => this.redis.hget(this.keys.inputs, inputId))
     return raw ? JSON.parse(raw) : null
   }
 
@@ -231,26 +277,71 @@ export class SessionLog {
 
   /** Settles the input once: 'settled' the first time, 'already' after, 'unknown' for no such input. */
   async settleInput(record: RecordOf<'harness.input.settled'>): Promise<'settled' | 'already' | 'unknown'> {
-    const [status] = await this.redis.settleInput(
-      this.keys.log, this.keys.inputs, indexKeys(this.prefix).openTurns,
-      record.inputId, encodeRecord(record), `${this.sessionId}|${record.inputId}`, indexKeys(this.prefix).events,
+    const encoded = encodeRecord(record)
+    const [status] = await this.command('settleInput', () =>
+      this.redis.settleInput(
+        this.keys.log, this.keys.inputs, indexKeys(this.prefix).openTurns,
+        record.inputId, encoded, `${this.sessionId}|${record.inputId}`, indexKeys(this.prefix).events,
+      ),
     )
     return status as 'settled' | 'already' | 'unknown'
   }
 
-  /** Logs a model response if the turn still has `expected` responses; false when another run was first. */
-  async logModelResponse(record: RecordOf<'harness.model.response'>, expected: number): Promise<boolean> {
-    const [status] = await this.redis.logModelResponse(this.keys.log, this.keys.inputs, record.inputId, expected, encodeRecord(record))
-    return status === 'ok'
+  /**
+   * Logs a model response if the turn still has `expected` responses, with a stored id for each tool
+   * call (callIds.ts): the model's id where it is safe and unused in the session, else one scoped by
+   * this response. Returns the logged calls, or null when another run of the turn logged first.
+   */
+  async logModelResponse(inputId: string, response: { text?: string; toolCalls: ModelToolCall[] }, expected: number): Promise<ToolCallRecord[] | null> {
+    // another writer can take an id between our look-up and the write only by a racing runTool: pick again
+    for (let tries = 0; tries < 3; tries++) {
+      const toolCalls = await this.storedCallIds(inputId, response.toolCalls, expected)
+      const record: RecordOf<'harness.model.response'> = { type: 'harness.model.response', inputId, ...(response.text ? { text: response.text } : {}), toolCalls }
+      const encoded = encodeRecord(record)
+      const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input)])
+      const [status] = await this.command('logModelResponse', () =>
+        this.redis.logModelResponse(this.keys.log, this.keys.inputs, this.keys.calls, inputId, expected, encoded, ...used),
+      )
+      if (status === 'ok') return toolCalls
+      if (status !== 'taken') return null
+    }
+    throw new StorageError('logModelResponse', this.sessionId, new Error('tool call ids kept being taken by concurrent runTool calls'))
+  }
+
+  private async storedCallIds(inputId: string, calls: ModelToolCall[], response: number): Promise<ToolCallRecord[]> {
+    if (calls.length === 0) return []
+    const bases = calls.map((c) => baseCallId(c.toolCallId))
+    const used = await this.command('getCall', () => this.redis.hmget(this.keys.calls, ...bases.map(requestField)))
+    const seen = new Set<string>()
+    return calls.map((call, i) => {
+      const base = bases[i]!
+      const id = used[i] !== null || seen.has(base) ? scopedCallId(base, inputId, response, i) : base
+      seen.add(id)
+      return { ...call, toolCallId: id, ...(id !== call.toolCallId ? { modelToolCallId: call.toolCallId } : {}) }
+    })
+  }
+
+  /** Logs a runTool request under its id once: 'exists' for the same tool and input, 'conflict' for another. */
+  async requestCall(toolCallId: string, name: string, input: unknown): Promise<'added' | 'exists' | 'conflict'> {
+    const encoded = encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input: input as never })
+    const [status] = await this.command('requestCall', () => this.redis.requestCall(this.keys.calls, this.keys.log, toolCallId, callFingerprint(name, input), encoded))
+    return status as 'added' | 'exists' | 'conflict'
+  }
+
+  /** True when a call of this id was requested or logged in a model response. */
+  async callExists(toolCallId: string): Promise<boolean> {
+    return (await this.command('getCall', () => this.redis.hexists(this.keys.calls, requestField(toolCallId)))) === 1
   }
 
   // ---- fenced writes of a tool call attempt ----
 
   /** `owner` is kept in the call state so the sweeper can enqueue the call again if its job is lost. */
   async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', owner?: CallOwner): Promise<BeginResult> {
-    const [kind, epoch, attempt] = await this.redis.beginCall(
-      this.keys.calls, this.keys.log, this.stagedKey(toolCallId), indexKeys(this.prefix).openCalls,
-      toolCallId, name, replay, Date.now(), this.openMember(toolCallId), owner?.harness ?? '', owner?.inputId ?? '',
+    const [kind, epoch, attempt] = await this.command('beginCall', () =>
+      this.redis.beginCall(
+        this.keys.calls, this.keys.log, this.stagedKey(toolCallId), indexKeys(this.prefix).openCalls,
+        toolCallId, name, replay, Date.now(), this.openMember(toolCallId), owner?.harness ?? '', owner?.inputId ?? '',
+      ),
     )
     return { kind: kind as BeginKind, epoch: Number(epoch), attempt: Number(attempt) }
   }
@@ -260,9 +351,12 @@ export class SessionLog {
    * racing attempt stored first. `value === undefined` stores "done, no value".
    */
   async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord): Promise<StoredValue> {
-    const reply = await this.redis.saveStep(
-      this.keys.calls, this.keys.steps, this.keys.log,
-      fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encodeValue(value), encodeRecord(record),
+    const encoded = encodeRecord(record)
+    const reply = await this.command('saveStep', () =>
+      this.redis.saveStep(
+        this.keys.calls, this.keys.steps, this.keys.log,
+        fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encodeValue(value), encoded,
+      ), true,
     )
     this.throwIfFenced(fence, reply)
     return reply[0] === 'exists' ? { found: true, value: decodeValue(String(reply[1])) } : { found: true, value }
@@ -273,24 +367,28 @@ export class SessionLog {
     const idx = indexKeys(this.prefix)
     const value = { questionId: question.questionId }
     const record: RecordOf<'harness.tool.ask'> = { type: 'harness.tool.ask', ...question }
-    const reply = await this.redis.askQuestion(
-      this.keys.calls, this.keys.steps, this.keys.log, this.keys.questions, idx.openQuestions,
-      fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encodeValue(value), encodeRecord(record),
-      question.questionId, JSON.stringify(question), Date.now(), this.openMember(question.questionId),
+    const encoded = encodeRecord(record)
+    const reply = await this.command('askQuestion', () =>
+      this.redis.askQuestion(
+        this.keys.calls, this.keys.steps, this.keys.log, this.keys.questions, idx.openQuestions,
+        fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encodeValue(value), encoded,
+        question.questionId, JSON.stringify(question), Date.now(), this.openMember(question.questionId),
+      ), true,
     )
     this.throwIfFenced(fence, reply)
     return reply[0] === 'exists' ? { found: true, value: decodeValue(String(reply[1])) } : { found: true, value }
   }
 
   async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup } | null> {
-    const [question, answer] = await this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`)
+    assertQuestionId(questionId)
+    const [question, answer] = await this.command('getQuestion', () => this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`))
     if (!question) return null
     return { question: JSON.parse(question) as Question, answer: answer === null ? { found: false } : { found: true, value: JSON.parse(answer) } }
   }
 
   /** Open (unanswered, unexpired) questions of this session. */
   async openQuestions(now = Date.now()): Promise<Question[]> {
-    const all = await this.redis.hgetall(this.keys.questions)
+    const all = await this.command('openQuestions', () => this.redis.hgetall(this.keys.questions))
     return Object.entries(all)
       .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all))
       .map(([, raw]) => JSON.parse(raw) as Question)
@@ -304,18 +402,22 @@ export class SessionLog {
     toolCallId: string,
   ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired'; entryId?: string }> {
     const record: RecordOf<'harness.tool.answer'> = { type: 'harness.tool.answer', toolCallId, questionId, value: value as never }
-    const reply = await this.redis.answerQuestion(
-      this.keys.questions, this.keys.log, indexKeys(this.prefix).openQuestions,
-      questionId, JSON.stringify(value), encodeRecord(record), Date.now(), this.openMember(questionId),
+    const encoded = encodeRecord(record)
+    const reply = await this.command('answerQuestion', () =>
+      this.redis.answerQuestion(
+        this.keys.questions, this.keys.log, indexKeys(this.prefix).openQuestions,
+        questionId, JSON.stringify(value), encoded, Date.now(), this.openMember(questionId),
+      ),
     )
     return { status: reply[0] as 'ok', ...(reply[1] ? { entryId: String(reply[1]) } : {}) }
   }
 
   /** Stages records at positions `first..` of the call's appends (positions already staged are skipped). */
   async stageRecords(fence: Fence, records: LogRecord[], first = 0): Promise<void> {
-    const reply = await this.redis.stageRecords(
-      this.keys.calls, this.stagedKey(fence.toolCallId),
-      fence.toolCallId, fence.epoch, first, ...records.map(encodeRecord),
+    const encoded = records.map(encodeRecord)
+    const reply = await this.command('stageRecords', () =>
+      this.redis.stageRecords(this.keys.calls, this.stagedKey(fence.toolCallId), fence.toolCallId, fence.epoch, first, ...encoded),
+      true,
     )
     this.throwIfFenced(fence, reply)
   }
@@ -323,7 +425,8 @@ export class SessionLog {
   /** Marks the attempt parked (sleep/ask): its next begin is a planned resume, not a cut. */
   async parkCall(fence: Fence, kind: 'sleep' | 'ask' | 'agent', until: number): Promise<void> {
     const record: RecordOf<'harness.tool.suspended'> = { type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until }
-    const reply = await this.redis.parkCall(this.keys.calls, this.keys.log, fence.toolCallId, fence.epoch, encodeRecord(record))
+    const encoded = encodeRecord(record)
+    const reply = await this.command('parkCall', () => this.redis.parkCall(this.keys.calls, this.keys.log, fence.toolCallId, fence.epoch, encoded), true)
     this.throwIfFenced(fence, reply)
   }
 
@@ -335,9 +438,12 @@ export class SessionLog {
       name,
       ...(outcome.error ? { error: outcome.error } : { result: outcome.result as never }),
     }
-    const reply = await this.redis.landResult(
-      this.keys.calls, this.keys.log, this.stagedKey(fence.toolCallId), indexKeys(this.prefix).openCalls,
-      fence.toolCallId, fence.epoch, encodeRecord(record), this.openMember(fence.toolCallId), indexKeys(this.prefix).events,
+    const encoded = encodeRecord(record)
+    const reply = await this.command('landResult', () =>
+      this.redis.landResult(
+        this.keys.calls, this.keys.log, this.stagedKey(fence.toolCallId), indexKeys(this.prefix).openCalls,
+        fence.toolCallId, fence.epoch, encoded, this.openMember(fence.toolCallId), indexKeys(this.prefix).events,
+      ), true,
     )
     this.throwIfFenced(fence, reply)
     return String(reply[1])

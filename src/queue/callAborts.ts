@@ -7,14 +7,16 @@ export class CallAborts {
   private readonly byTurn = new Map<string, Set<AbortController>>()
 
   /** A controller for one attempt of a call of the turn `<sid>|<inputId>`; `done()` forgets it. */
-  open(turn: string | undefined): { signal: AbortSignal; done(): void } {
+  open(turn: string | undefined): { signal: AbortSignal; abort(reason: Error): void; done(): void } {
     const controller = new AbortController()
-    if (!turn) return { signal: controller.signal, done: () => {} }
+    const abort = (reason: Error) => controller.abort(reason)
+    if (!turn) return { signal: controller.signal, abort, done: () => {} }
     let set = this.byTurn.get(turn)
     if (!set) this.byTurn.set(turn, (set = new Set()))
     set.add(controller)
     return {
       signal: controller.signal,
+      abort,
       done: () => {
         set.delete(controller)
         if (set.size === 0) this.byTurn.delete(turn)

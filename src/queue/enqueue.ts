@@ -32,12 +32,20 @@ export function enqueueTurn(turns: Queue<TurnJobData>, harness: RuntimeHarness, 
 export function toolJob(
   harness: RuntimeHarness,
   sessionId: string,
-  call: { toolCallId: string; name: string; input: unknown },
+  call: { toolCallId: string; name: string; input: unknown; inputTooLarge?: number },
   turn: { inputId?: string; parent?: { id: string; queue: string } } = {},
 ) {
   return {
     name: call.name,
-    data: { harness: harness.name, sessionId, toolCallId: call.toolCallId, name: call.name, input: call.input, ...(turn.inputId ? { inputId: turn.inputId } : {}) } as ToolJobData,
+    data: {
+      harness: harness.name,
+      sessionId,
+      toolCallId: call.toolCallId,
+      name: call.name,
+      input: call.input,
+      ...(turn.inputId ? { inputId: turn.inputId } : {}),
+      ...(call.inputTooLarge !== undefined ? { inputTooLarge: call.inputTooLarge } : {}),
+    } as ToolJobData,
     opts: { ...toolJobOptions, jobId: toolJobId(sessionId, call.toolCallId), ...(turn.parent ? { parent: turn.parent } : {}) },
   }
 }

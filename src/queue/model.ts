@@ -1,11 +1,11 @@
 import type { ModelMessage } from '@tanstack/ai'
 import { resolveDebugOption } from '@tanstack/ai/adapter-internals'
-import type { LogEntry, ToolCallRecord, RecordOf } from '../log/index.js'
+import type { LogEntry, ModelToolCall, RecordOf } from '../log/index.js'
 import type { RuntimeHarness } from './runtime.js'
 
 export interface ModelResponse {
   text?: string
-  toolCalls: ToolCallRecord[]
+  toolCalls: ModelToolCall[]
 }
 
 /** Builds the conversation for the model from the session log; tool results follow their call, in call order. */
@@ -21,12 +21,13 @@ export function buildMessages(entries: LogEntry[]): ModelMessage[] {
       role: 'assistant',
       content: response.text ?? null,
       ...(response.toolCalls.length
-        ? { toolCalls: response.toolCalls.map((c) => ({ id: c.toolCallId, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input ?? {}) } })) }
+        ? { toolCalls: response.toolCalls.map((c) => ({ id: c.modelToolCallId ?? c.toolCallId, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input ?? {}) } })) }
         : {}),
     })
+    // the model reads its own ids; results are found by the stored ones
     for (const call of response.toolCalls) {
       const result = results.get(call.toolCallId)
-      if (result) messages.push({ role: 'tool', toolCallId: call.toolCallId, content: toolMessageContent(result) })
+      if (result) messages.push({ role: 'tool', toolCallId: call.modelToolCallId ?? call.toolCallId, content: toolMessageContent(result) })
     }
   }
   return messages
@@ -75,8 +76,14 @@ export async function callModel(harness: RuntimeHarness, messages: ModelMessage[
         throw new Error(`Model error: ${chunk.error?.message ?? chunk.message ?? 'unknown'}`)
     }
   }
-  const toolCalls = [...calls].map(([toolCallId, c]) => ({ toolCallId, name: c.name, input: (c.input ?? parseArgs(c.args)) as never }))
+  const toolCalls = [...calls].map(([toolCallId, c]) => boundedCall(toolCallId, c.name, c.input ?? parseArgs(c.args), harness.durability.maxValueBytes))
   return { ...(text ? { text } : {}), toolCalls }
+}
+
+/** A call whose input is over the size limit keeps only its size: the tool then gets a `value_too_large` error. */
+function boundedCall(toolCallId: string, name: string, input: unknown, limit: number): ModelToolCall {
+  const size = Buffer.byteLength(JSON.stringify(input ?? {}))
+  return size > limit ? { toolCallId, name, input: {}, inputTooLarge: size } : { toolCallId, name, input: input as never }
 }
 
 function parseArgs(args: string): unknown {

@@ -31,6 +31,8 @@ export interface ToolJobData {
   input: unknown
   /** The turn whose batch holds this call; absent for runTool. */
   inputId?: string
+  /** The model's input was this many bytes, over the limit: the call gets a tool error. */
+  inputTooLarge?: number
 }
 
 export interface TurnJobData {

@@ -1,6 +1,6 @@
-import { DurableHarnessError, FencedError, InvalidToolInputError, UnknownToolError } from '../errors.js'
+import { FencedError, InvalidToolInputError, UnknownToolError, ValueTooLargeError } from '../errors.js'
 import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
-import { createDurableContext, DURABLE, isDurableTool, Park, toJsonCopy, validateStandard, SecretStore } from '../tool/index.js'
+import { createDurableContext, DURABLE, encodeChecked, isDurableTool, Park, toJsonCopy, toToolError, validateStandard, SecretStore } from '../tool/index.js'
 import type { AfterToolCallInfo, RuntimeHarness } from './runtime.js'
 
 export type CallOutcome = { result: unknown } | { error: ToolErrorPayload } | { park: Park }
@@ -10,6 +10,8 @@ export interface CallInput {
   toolCallId: string
   name: string
   input: unknown
+  /** The model's input was this many bytes, over the limit (it was not kept). */
+  inputTooLarge?: number
 }
 
 /** The session's secrets from the harness resolver (user code: it runs in the worker, or the answering process). */
@@ -17,12 +19,7 @@ export async function resolveSecrets(harness: RuntimeHarness, sessionId: string)
   return new SecretStore(harness.secrets ? await harness.secrets({ sessionId, harness: harness.name }) : {})
 }
 
-/** Turns anything a tool threw into the error payload the model reads. */
-export function toToolError(error: unknown): ToolErrorPayload {
-  if (error instanceof DurableHarnessError) return { message: error.message, code: error.code }
-  if (error instanceof Error) return { message: error.message || error.name }
-  return { message: String(error) }
-}
+export { toToolError }
 
 /**
  * Runs one attempt of a call: validates the input, runs the durable execute (or a plain tool's
@@ -39,6 +36,9 @@ export async function runCall(
 ): Promise<CallOutcome> {
   const tool = harness.toolsByName.get(call.name)
   if (!tool) return { error: toToolError(new UnknownToolError(call.name, [...harness.toolsByName.keys()])) }
+  if (call.inputTooLarge !== undefined) {
+    return { error: toToolError(new ValueTooLargeError(`Input of tool "${call.name}"`, call.inputTooLarge, harness.durability.maxValueBytes)) }
+  }
   let input = call.input
   const schema = tool.inputSchema as { '~standard'?: unknown } | undefined
   if (schema && typeof schema === 'object' && '~standard' in schema) {
@@ -60,15 +60,20 @@ export async function runCall(
     secrets,
     maxValueBytes: harness.durability.maxValueBytes,
     fresh: begin.kind === 'fresh',
+    abortSignal,
   })
   try {
     const result = await tool[DURABLE].execute(input, { ...base, ...handle.fields })
     await handle.flush()
+    if (handle.failure) throw handle.failure
     return handle.parked ? { park: handle.parked } : { result }
   } catch (error) {
+    // a write of ours failed: not the tool's error; the job fails and the call is picked up again as a cut
+    if (handle.failure) throw handle.failure
     if (handle.parked) return { park: handle.parked }
     if (error instanceof FencedError) throw error
-    await handle.flush()
+    await handle.flush().catch(() => {})
+    if (handle.failure) throw handle.failure
     return { error: toToolError(error) }
   }
 }
@@ -94,8 +99,11 @@ export async function keptResult(
     }
   }
   if ('result' in kept) {
+    const what = `Result of tool "${call.name}"`
     try {
-      kept = { result: toJsonCopy(kept.result, `Result of tool "${call.name}"`) }
+      const copy = toJsonCopy(kept.result, what)
+      encodeChecked(copy, what, harness.durability.maxValueBytes)
+      kept = { result: copy }
     } catch (error) {
       kept = { error: toToolError(error) }
     }

@@ -28,6 +28,12 @@ export interface DurabilityOptions {
   maxValueBytes: number
   /** Model calls one turn may make before it settles as `failed` with `max_model_calls`. */
   maxModelCalls: number
+  /**
+   * Time limit of one attempt of a tool call (a park ends an attempt; waiting parked does not count).
+   * Past it the call lands a `timeout` tool error, its abortSignal fires and its worker slot is free;
+   * a tool's own `timeoutMs` (durableTool option, or withTimeout) wins.
+   */
+  toolTimeoutMs: number
 }
 
 /** The harness as the queue layer runs it (built by defineHarness). */

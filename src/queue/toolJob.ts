@@ -1,12 +1,12 @@
 import { DelayedError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
-import { FencedError } from '../errors.js'
+import { FencedError, StorageError, ToolTimeoutError } from '../errors.js'
 import { SessionLog } from '../log/index.js'
-import { questionIdOf, replayOf, SecretStore, type Park } from '../tool/index.js'
+import { questionIdOf, replayOf, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import type { ToolJobData } from './names.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
 import type { CallAborts } from './callAborts.js'
-import { keptResult, resolveSecrets, runCall, type CallInput } from './runCall.js'
+import { keptResult, resolveSecrets, runCall, toToolError, type CallInput, type CallOutcome } from './runCall.js'
 import type { RuntimeHarness } from './runtime.js'
 import type { HarnessQueues } from './workers.js'
 
@@ -63,12 +63,10 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       outcome = interrupted
     } else {
       if (begin.kind === 'rerun') logger.warn('call was cut by a crash; replay is safe: running it again')
-      const abort = deps.aborts.open(inputId ? `${call.sessionId}|${inputId}` : undefined)
-      try {
-        outcome = await runCall(harness, log, call, begin, secrets, abort.signal)
-      } finally {
-        abort.done()
-      }
+      const attempt = deps.aborts.open(inputId ? `${call.sessionId}|${inputId}` : undefined)
+      const timeoutMs = timeoutOf(tool) ?? harness.durability.toolTimeoutMs
+      outcome = await bounded(runCall(harness, log, call, begin, secrets, attempt.signal), attempt, () => new ToolTimeoutError(call.name, timeoutMs), timeoutMs)
+      if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) logger.warn({ code: outcome.error.code }, 'tool call attempt ended before the tool did')
       if ('park' in outcome) {
         const p = outcome.park
         const woken = async () => p.kind === 'ask' && !!(await log.getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found
@@ -83,7 +81,38 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')
       return
     }
+    if (error instanceof StorageError) logger.error({ err: error }, 'a write of this call failed after its retries; the job fails and the call is picked up again as a cut')
     throw error
+  }
+}
+
+/**
+ * Ends an attempt at its time limit or when its turn ends (aborted, timed out, from any process),
+ * whichever comes first, with a tool error the model reads. JavaScript cannot stop the tool's
+ * promise: its abortSignal fires, no later step starts, and once the error has landed (the call is
+ * done) every write it still tries is fenced out. Its worker slot is free at once.
+ */
+async function bounded(
+  run: Promise<CallOutcome>,
+  attempt: { signal: AbortSignal; abort(reason: Error): void; done(): void },
+  timeoutError: () => Error,
+  timeoutMs: number,
+): Promise<CallOutcome> {
+  const timer = setTimeout(() => attempt.abort(timeoutError()), timeoutMs)
+  let onAbort = () => {}
+  const ended = new Promise<CallOutcome>((resolve) => {
+    onAbort = () => {
+      const reason: unknown = attempt.signal.reason
+      resolve({ error: reason instanceof ToolTimeoutError ? toToolError(reason) : { code: 'aborted', message: `The call was stopped: its turn ended (${toToolError(reason).message}).` } })
+    }
+    attempt.signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([run, ended])
+  } finally {
+    clearTimeout(timer)
+    attempt.signal.removeEventListener('abort', onAbort)
+    attempt.done()
   }
 }
 

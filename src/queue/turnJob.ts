@@ -8,6 +8,9 @@ import { toToolError } from './runCall.js'
 import type { RuntimeHarness } from './runtime.js'
 import { foldTurn } from './turnFold.js'
 
+/** Passes in a row that change nothing before a turn attempt gives up (see the loop). */
+const MAX_IDLE_PASSES = 5
+
 export interface TurnJobDeps {
   harness: RuntimeHarness
   toolQueue: Queue<ToolJobData>
@@ -40,12 +43,23 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   try {
     input = await log.getInput(inputId)
     if (!input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
+    // Every pass must move the turn on (a response or a result more); a pass that does not is retried
+    // a few times (a child's landing may still be on its way), then the attempt fails: no loop spins.
+    let lastProgress = -1
+    let idlePasses = 0
     for (;;) {
       // the fold needs only this turn's own entries; the history before it is read for model calls
       const { entryId } = input
       const fold = foldTurn(await log.read({ from: entryId }), inputId)
       if (!fold.input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
       if (fold.settled) return
+      const progress = fold.responses.length + fold.results.size
+      idlePasses = progress === lastProgress ? idlePasses + 1 : 0
+      lastProgress = progress
+      if (idlePasses >= MAX_IDLE_PASSES) {
+        throw new Error(`Turn ${inputId} made no progress in ${idlePasses} passes (calls without a result: ${fold.pending.map((c) => c.toolCallId).join(', ') || 'none'}).`)
+      }
+      if (idlePasses > 0) await new Promise((resolve) => setTimeout(resolve, 50 * idlePasses))
       const { timeoutMs } = harness.durability
       const remaining = timeoutMs === undefined ? Infinity : fold.input.record.at + timeoutMs - Date.now()
       if (remaining <= 0) return await settle({ outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
@@ -62,7 +76,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const signal = Number.isFinite(remaining) ? AbortSignal.timeout(remaining) : undefined
       const history = await log.read({ before: entryId })
       const response = await callModel(harness, buildMessages([...history, ...fold.conversation]), signal)
-      const logged = await log.logModelResponse({ type: 'harness.model.response', inputId, ...response }, fold.responses.length)
+      const logged = await log.logModelResponse(inputId, response, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again
       logger.info({ toolCalls: response.toolCalls.length }, 'model responded')
       if (response.toolCalls.length === 0) return await settle({ outcome: 'completed', ...(response.text ? { text: response.text } : {}) })

@@ -39,13 +39,15 @@ interface AskDeps {
   lookup(name: string): Promise<StepLookup>
   park(p: Park): never
   checkValue(value: unknown, what: string): unknown
+  /** Marks a failed write of ours (see durableContext). */
+  ours<T>(write: Promise<T>): Promise<T>
 }
 
 /**
  * step.ask (R8): logs the question once, then returns the logged answer, throws QuestionExpiredError
  * after expiresAt, or parks the call until an answer promotes it (or the expiry wakes it).
  */
-export function createAsk({ log, fence, lookup, park, checkValue }: AskDeps) {
+export function createAsk({ log, fence, lookup, park, checkValue, ours }: AskDeps) {
   return async function ask<S extends StandardSchemaV1>(options: AskOptions<S>): Promise<StandardSchemaV1.InferOutput<S>> {
     const { name, message, schema } = options
     const questionId = questionIdOf(fence.toolCallId, name)
@@ -54,16 +56,16 @@ export function createAsk({ log, fence, lookup, park, checkValue }: AskDeps) {
     if (!stored.found) {
       const jsonSchema = checkValue(convertSchemaToJsonSchema(schema as never) ?? {}, `Question "${name}" schema`)
       checkValue(message, `Question "${name}" message`)
-      stored = await log.askQuestion(fence, name, {
+      stored = await ours(log.askQuestion(fence, name, {
         toolCallId: fence.toolCallId,
         questionId,
         name,
         message,
         schema: jsonSchema as never,
         ...(expiresAt === undefined ? {} : { expiresAt }),
-      })
+      }))
     }
-    const q = await log.getQuestion(questionId)
+    const q = await ours(log.getQuestion(questionId))
     if (q?.answer.found) {
       const checked = await validateStandard(schema, q.answer.value)
       if (!checked.ok) throw new InvalidAnswerError(questionId, checked.message)

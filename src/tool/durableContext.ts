@@ -1,4 +1,4 @@
-import { DuplicateStepError, ReservedRecordTypeError } from '../errors.js'
+import { DuplicateStepError, ReservedRecordTypeError, StorageError } from '../errors.js'
 import type { SessionLog, Fence } from '../log/index.js'
 import { RESERVED_PREFIX, type LogRecord } from '../log/index.js'
 import type { AppendRecord, DurableContextFields, Step, StepFnOptions } from './context.js'
@@ -15,6 +15,8 @@ export interface DurableContextOptions {
   maxValueBytes: number
   /** True on a fresh first attempt: no step can be stored yet, so lookups are skipped (one round trip less a step). */
   fresh: boolean
+  /** The attempt's signal: once it fired (timeout, turn ended) no step starts. */
+  abortSignal?: AbortSignal
 }
 
 export interface DurableContextHandle {
@@ -23,6 +25,8 @@ export interface DurableContextHandle {
   flush(): Promise<void>
   /** The park this attempt hit, if any, even if the tool caught it. */
   readonly parked: Park | null
+  /** A write of ours that failed (after its retries), even if the tool caught it: the attempt must not land. */
+  readonly failure: StorageError | null
 }
 
 /**
@@ -36,14 +40,23 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
   let staging: Promise<void> = Promise.resolve()
   let appended = 0
   let stagingError: unknown = null
+  let failure: StorageError | null = null
+  /** Remembers a failed write of ours, so a tool that catches it cannot turn it into its own result or error. */
+  const ours = <T>(write: Promise<T>): Promise<T> =>
+    write.catch((error: unknown) => {
+      if (error instanceof StorageError) failure ??= error
+      throw error
+    })
 
   const claim = (name: string) => {
+    if (failure) throw failure
     if (parked) throw parked
+    options.abortSignal?.throwIfAborted()
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('A step needs a non-empty string name.')
     if (used.has(name)) throw new DuplicateStepError(fence.toolCallId, name)
     used.add(name)
   }
-  const lookup = (name: string) => (options.fresh ? Promise.resolve({ found: false as const }) : log.getStep(fence.toolCallId, name))
+  const lookup = (name: string) => (options.fresh ? Promise.resolve({ found: false as const }) : ours(log.getStep(fence.toolCallId, name)))
   const checkValue = (value: unknown, what: string) => {
     const copy = toJsonCopy(value, what)
     secrets.assertAbsent(encodeChecked(copy, what, maxValueBytes), what)
@@ -59,7 +72,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     const stored = await lookup(name)
     if (stored.found) return stored.value
     const { value, record } = make()
-    return (await log.saveStep(fence, name, value, record)).value
+    return (await ours(log.saveStep(fence, name, value, record))).value
   }
 
   const step: Step = {
@@ -75,12 +88,14 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       const value = await fn({ idempotencyKey: `${log.logId}:${fence.toolCallId}:${name}` })
       const copy = checkValue(value, what)
       await staging
-      const saved = await log.saveStep(fence, name, copy, {
-        type: 'harness.tool.step',
-        toolCallId: fence.toolCallId,
-        name,
-        ...(copy === undefined ? {} : { value: copy as never }),
-      })
+      const saved = await ours(
+        log.saveStep(fence, name, copy, {
+          type: 'harness.tool.step',
+          toolCallId: fence.toolCallId,
+          name,
+          ...(copy === undefined ? {} : { value: copy as never }),
+        }),
+      )
       return saved.value
     }) as Step['do'],
     async sleep(name, duration) {
@@ -108,7 +123,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     if (Date.now() < stored.wakeAt) park(new Park('sleep', stored.wakeAt, name))
   }
 
-  const ask = createAsk({ log, fence, lookup, park, checkValue })
+  const ask = createAsk({ log, fence, lookup, park, checkValue, ours })
 
   const append = (records: AppendRecord[]) => {
     if (parked) throw parked
@@ -122,7 +137,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     const first = appended
     appended += checked.length
     // Durable at once (fenced), so a cut 'never' call still lands them with its error (R9, R10).
-    staging = staging.then(() => log.stageRecords(fence, checked, first)).catch((error) => {
+    staging = staging.then(() => ours(log.stageRecords(fence, checked, first))).catch((error) => {
       stagingError ??= error
     })
   }
@@ -135,6 +150,9 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     },
     get parked() {
       return parked
+    },
+    get failure() {
+      return failure
     },
   }
 }

@@ -16,12 +16,15 @@ export type DurableExecute<TInput extends SchemaInput | undefined, TOutput exten
 export interface DurableToolOptions {
   /** 'safe' (default): a call cut by a crash runs again. 'never': it gets a tool error instead. */
   replay?: Replay
+  /** Time limit of one attempt of a call of this tool; default the harness's durability.toolTimeoutMs. */
+  timeoutMs?: number
 }
 
 export interface DurableToolMarker {
   readonly [DURABLE]: {
     execute: (args: unknown, context: DurableToolContext) => unknown
     replay: Replay
+    timeoutMs?: number
   }
 }
 
@@ -53,13 +56,18 @@ export function durableTool<
   if (replay !== 'safe' && replay !== 'never') {
     throw new ConfigError(`durableTool "${definition.name}": replay must be 'safe' or 'never', got ${JSON.stringify(replay)}.`)
   }
+  assertTimeout(options.timeoutMs, `durableTool "${definition.name}"`)
   const plain = definition.server(async (args, context?: ToolExecutionContext) => {
     const toolCallId = context?.toolCallId ?? randomUUID()
     return execute(args, { ...context, toolCallId, ...createPlainContext(toolCallId, context?.abortSignal) })
   })
   const { replay: _ignored, ...rest } = plain as typeof plain & { replay?: unknown }
   return Object.assign(rest, {
-    [DURABLE]: { execute: execute as DurableToolMarker[typeof DURABLE]['execute'], replay },
+    [DURABLE]: {
+      execute: execute as DurableToolMarker[typeof DURABLE]['execute'],
+      replay,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    },
   }) as unknown as DurableServerTool<TInput, TOutput, TName, TNeedsApproval, TApprovalSchema>
 }
 
@@ -73,6 +81,28 @@ export function isDurableTool(tool: unknown): tool is AnyServerTool & DurableToo
  */
 export function withReplay<T extends AnyServerTool>(tool: T, replay: Replay): T & { replay: Replay } {
   return Object.assign(tool, { replay })
+}
+
+/** Sets the time limit of one attempt of a plain (non-durable) tool's call, over the harness default. */
+export function withTimeout<T extends AnyServerTool>(tool: T, timeoutMs: number): T & { timeoutMs: number } {
+  assertTimeout(timeoutMs, `withTimeout("${tool.name}")`)
+  return Object.assign(tool, { timeoutMs })
+}
+
+/** The tool's own time limit, if it has one (durableTool option or withTimeout). */
+export function timeoutOf(tool: unknown): number | undefined {
+  if (isDurableTool(tool)) return tool[DURABLE].timeoutMs
+  const own = (tool as { timeoutMs?: unknown } | undefined)?.timeoutMs
+  return typeof own === 'number' ? own : undefined
+}
+
+/** Node's timers hold at most this; a longer one would fire at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
+function assertTimeout(timeoutMs: unknown, where: string): void {
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) {
+    throw new ConfigError(`${where}: timeoutMs must be a whole number of ms from 1 to ${MAX_TIMER_MS} (about 24 days), got ${JSON.stringify(timeoutMs)}.`)
+  }
 }
 
 /** The replay option the harness obeys: the durableTool option, else a plain tool's own `replay: 'safe'`. */

@@ -17,6 +17,8 @@ export type JsonChecked<T> = T extends string | number | boolean | null | undefi
         ? { [K in keyof T]: K extends symbol ? never : JsonChecked<T[K]> }
         : never
 
+const MAX_ARRAY_ITEMS = 8 * 1024 * 1024
+
 function describe(value: unknown): string {
   if (value === null) return 'null'
   if (typeof value === 'number') return String(value)
@@ -50,14 +52,20 @@ export function toJsonCopy(value: unknown, what: string): unknown {
         try {
           if (Array.isArray(v)) {
             if (proto !== Array.prototype) throw new NotJsonError(what, path, describe(v))
-            return v.map((item, i) => visit(item, `${path}[${i}]`) ?? null)
+            // an index loop, not map: map skips the holes of a sparse array, JSON writes them as null.
+            // Each item is at least 2 bytes of JSON, so a longer array is over any size limit anyway.
+            if (v.length > MAX_ARRAY_ITEMS) throw new NotJsonError(what, path, `an array of ${v.length} items (at most ${MAX_ARRAY_ITEMS} can be stored)`)
+            const items: Json[] = []
+            for (let i = 0; i < v.length; i++) items.push(visit(v[i], `${path}[${i}]`) ?? null)
+            return items
           }
           if (proto !== Object.prototype && proto !== null) throw new NotJsonError(what, path, describe(v))
           if (Object.getOwnPropertySymbols(v).length > 0) throw new NotJsonError(what, path, 'an object with symbol keys')
           const out: Record<string, Json> = {}
           for (const [key, item] of Object.entries(v)) {
             const copied = visit(item, `${path}.${key}`)
-            if (copied !== undefined) out[key] = copied
+            // defined, not assigned: a key named __proto__ stays data, as JSON.parse keeps it on replay
+            if (copied !== undefined) Object.defineProperty(out, key, { value: copied, enumerable: true, writable: true, configurable: true })
           }
           return out
         } finally {

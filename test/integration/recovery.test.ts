@@ -180,7 +180,8 @@ describe('the recovery sweeper', () => {
     const log = new SessionLog(redis, prefix, 's5')
     // what a turn job left behind: its input and its model response with a batch, no job of any kind
     await log.addInput('in-5', 'go', harness.name)
-    expect(await log.logModelResponse({ type: 'harness.model.response', inputId: 'in-5', toolCalls: [{ toolCallId: 'b1', name: 'echo', input: { text: 'one' } }, { toolCallId: 'b2', name: 'echo', input: { text: 'two' } }] }, 0)).toBe(true)
+    const logged = await log.logModelResponse('in-5', { toolCalls: [{ toolCallId: 'b1', name: 'echo', input: { text: 'one' } }, { toolCallId: 'b2', name: 'echo', input: { text: 'two' } }] }, 0)
+    expect(logged?.map((c) => c.toolCallId)).toEqual(['b1', 'b2'])
     expect(await host.sweep({ graceMs: 0 })).toEqual([{ kind: 'turn', sessionId: 's5', id: 'in-5', reason: 'turn job vanished: enqueued again' }])
     startWorkers(host)
     const session = host.open(harness, { sessionId: 's5' })

@@ -34,7 +34,8 @@ export interface LogCommands {
   stageRecords(calls: string, staged: string, ...argv: Array<string | number>): Promise<Reply>
   askQuestion(calls: string, steps: string, log: string, questions: string, openQuestions: string, ...argv: Array<string | number>): Promise<Reply>
   answerQuestion(questions: string, log: string, openQuestions: string, ...argv: Array<string | number>): Promise<Reply>
-  logModelResponse(log: string, inputs: string, ...argv: Array<string | number>): Promise<Reply>
+  logModelResponse(log: string, inputs: string, calls: string, ...argv: Array<string | number>): Promise<Reply>
+  requestCall(calls: string, log: string, ...argv: string[]): Promise<Reply>
   parkCall(calls: string, log: string, ...argv: Array<string | number>): Promise<Reply>
   landResult(calls: string, log: string, staged: string, openCalls: string, ...argv: Array<string | number>): Promise<Reply>
 }

@@ -1,0 +1,31 @@
+import { createHash } from 'node:crypto'
+import { isSafeId } from './keys.js'
+
+/**
+ * Stored tool call ids. A model controls its call ids: some number them `call_0`, `call_1` in every
+ * response, some may send any character. The id a call is stored under (keys, hash fields, job ids,
+ * pub/sub messages, idempotency keys) is therefore ours: the model's id when it is safe and not used
+ * yet in the session, else a form scoped by the response that cannot collide. The model keeps seeing
+ * its own id (`modelToolCallId` on the logged call).
+ */
+
+const sha = (text: string, chars: number) => createHash('sha256').update(text).digest('hex').slice(0, chars)
+
+/** The model's id as is when it is safe in keys and messages, else a hash of it (no control characters, no `|`). */
+export function baseCallId(modelId: string): string {
+  return isSafeId(modelId) && modelId.length <= 100 ? modelId : `h-${sha(modelId, 24)}`
+}
+
+/**
+ * The id of call `index` of the turn's response number `response`, when its base is taken. `~` never
+ * occurs in a base, so a scoped id cannot equal any base, and (inputId, response, index) is unique in
+ * the session: one response per number is ever logged (logModelResponse checks the count).
+ */
+export function scopedCallId(base: string, inputId: string, response: number, index: number): string {
+  return `${base}~${sha(`${inputId}\0${response}\0${index}`, 12)}`
+}
+
+/** What a call id was used for: its tool and input. runTool refuses the same id for another call. */
+export function callFingerprint(name: string, input: unknown): string {
+  return sha(`${name}\0${JSON.stringify(input ?? null)}`, 20)
+}

@@ -1,0 +1,33 @@
+--[[
+  Logs a model response of a turn, only if the turn has exactly the expected number of responses
+  logged: two runs of one turn (a presumed-dead job that was only slow) cannot both log a batch.
+  The response's tool calls are marked used under their stored ids in the same write; an id some
+  other writer took meanwhile refuses the whole write ('taken'), and the caller picks ids again.
+
+  Input:
+    KEYS[1] session log stream
+    KEYS[2] inputs hash
+    KEYS[3] calls hash ("<toolCallId>\0req" -> fingerprint of the call's tool and input)
+    ARGV[1] inputId
+    ARGV[2] number of responses the caller folded from the log
+    ARGV[3] harness.model.response record JSON
+    ARGV[4..] pairs: stored tool call id, fingerprint
+
+  Output:
+    {'ok', entryId} | {'stale'} | {'unknown'} | {'taken', toolCallId}
+]]
+local logKey, inputsKey, callsKey = KEYS[1], KEYS[2], KEYS[3]
+local inputId, expected, record = ARGV[1], ARGV[2], ARGV[3]
+
+local raw = redis.call('HGET', inputsKey, inputId)
+if not raw then return {'unknown'} end
+local input = cjson.decode(raw)
+if input.status == 'settled' or tostring(input.responses or 0) ~= expected then return {'stale'} end
+for i = 4, #ARGV, 2 do
+  if redis.call('HEXISTS', callsKey, ARGV[i] .. '\0req') == 1 then return {'taken', ARGV[i]} end
+end
+for i = 4, #ARGV, 2 do redis.call('HSET', callsKey, ARGV[i] .. '\0req', ARGV[i + 1]) end
+local id = redis.call('XADD', logKey, '*', 'r', record)
+input.responses = (input.responses or 0) + 1
+redis.call('HSET', inputsKey, inputId, cjson.encode(input))
+return {'ok', id}
