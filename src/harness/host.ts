@@ -18,6 +18,11 @@ export interface HostOptions {
   /** Key prefix of every key this host writes. */
   prefix?: string
   logger?: Logger
+  /**
+   * How long a tool call attempt retries a write Redis refused (e.g. OOM) before its job fails and
+   * the call is picked up again as a cut (default 10 s). A write of ours never lands as a tool error.
+   */
+  writeRetryMs?: number
 }
 
 export interface WorkersHandle {
@@ -109,7 +114,8 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     const harness = harnesses.get(name)
     return harness && queuesOf(harness)
   }
-  const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId)
+  const logOptions = options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }
+  const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId, logOptions)
   const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ redis, prefix, harnesses, queuesOf, logFor, logger }, sweepOptions)
 
   return {

@@ -52,23 +52,28 @@ export async function callModel(harness: RuntimeHarness, messages: ModelMessage[
     logger: resolveDebugOption(false),
   })
   let text = ''
-  const calls = new Map<string, { name: string; args: string; input?: unknown }>()
+  // a START with an id seen before starts another call (a model may repeat ids); deltas go to the latest
+  const calls: Array<{ id: string; name: string; args: string; input?: unknown }> = []
+  const latest = new Map<string, (typeof calls)[number]>()
   for await (const chunk of stream) {
     if (signal?.aborted) throw signal.reason
     switch (chunk.type) {
       case 'TEXT_MESSAGE_CONTENT':
         text += chunk.delta ?? ''
         break
-      case 'TOOL_CALL_START':
-        calls.set(chunk.toolCallId, { name: chunk.toolCallName ?? chunk.toolName ?? '', args: '' })
+      case 'TOOL_CALL_START': {
+        const call = { id: chunk.toolCallId, name: chunk.toolCallName ?? chunk.toolName ?? '', args: '' }
+        calls.push(call)
+        latest.set(chunk.toolCallId, call)
         break
+      }
       case 'TOOL_CALL_ARGS': {
-        const call = calls.get(chunk.toolCallId)
+        const call = latest.get(chunk.toolCallId)
         if (call) call.args += chunk.delta ?? ''
         break
       }
       case 'TOOL_CALL_END': {
-        const call = calls.get(chunk.toolCallId)
+        const call = latest.get(chunk.toolCallId)
         if (call && chunk.input !== undefined) call.input = chunk.input
         break
       }
@@ -76,7 +81,7 @@ export async function callModel(harness: RuntimeHarness, messages: ModelMessage[
         throw new Error(`Model error: ${chunk.error?.message ?? chunk.message ?? 'unknown'}`)
     }
   }
-  const toolCalls = [...calls].map(([toolCallId, c]) => boundedCall(toolCallId, c.name, c.input ?? parseArgs(c.args), harness.durability.maxValueBytes))
+  const toolCalls = calls.map((c) => boundedCall(c.id, c.name, c.input ?? parseArgs(c.args), harness.durability.maxValueBytes))
   return { ...(text ? { text } : {}), toolCalls }
 }
 

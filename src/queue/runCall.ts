@@ -71,10 +71,19 @@ export async function runCall(
     // a write of ours failed: not the tool's error; the job fails and the call is picked up again as a cut
     if (handle.failure) throw handle.failure
     if (handle.parked) return { park: handle.parked }
-    if (error instanceof FencedError) throw error
+    if (isFenced(error)) throw error
     await handle.flush().catch(() => {})
     if (handle.failure) throw handle.failure
     return { error: toToolError(error) }
+  }
+}
+
+/** `instanceof` on what a tool threw, which may be a Proxy whose getPrototypeOf trap throws. */
+function isFenced(error: unknown): boolean {
+  try {
+    return error instanceof FencedError
+  } catch {
+    return false
   }
 }
 
