@@ -112,12 +112,8 @@ export class DuplicateStepError extends DurableHarnessError {
 
 /** A session secret found in a value that would be stored. */
 export class SecretInValueError extends DurableHarnessError {
-  constructor(what: string, secretName: string) {
-    super(
-      'secret_in_value',
-      `${what} holds the session secret ${secretName}; the log must not keep it. ` +
-        `Read the secret outside step.do and return an id, not a token.`,
-    )
+  constructor(what: string, secretName: string, hint = 'Read the secret outside step.do and return an id, not a token.') {
+    super('secret_in_value', `${what} holds the session secret ${secretName}; the log must not keep it. ${hint}`)
   }
 }
 

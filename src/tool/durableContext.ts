@@ -53,6 +53,8 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     if (parked) throw parked
     options.abortSignal?.throwIfAborted()
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('A step needs a non-empty string name.')
+    // R6: names are stored as is (hash fields, log records); checked before anything quotes the name
+    secrets.assertAbsent(JSON.stringify(name), 'A step name (step.do, sleep or ask)', 'Name steps by an id, never by a token.')
     if (used.has(name)) throw new DuplicateStepError(fence.toolCallId, name)
     used.add(name)
   }

@@ -2,8 +2,11 @@ import { SecretInValueError } from '../errors.js'
 
 /**
  * Session secrets: held in memory only, read with `get`, and searched for in every value that would be
- * stored (R6). A secret counts as found when a value's JSON holds it as is, JSON-escaped, base64
- * (standard or URL alphabet) or URL-encoded.
+ * stored (R6). A secret counts as found when a value's JSON holds it as is, JSON-escaped up to four
+ * times (strings that hold JSON nested three deep), or in any of these
+ * encodings of the secret (and of its JSON-escaped text, e.g. a base64 JWT payload): base64 (standard
+ * and URL alphabets, with and without padding), base64 of a longer string that contains it (e.g.
+ * `Bearer <secret>`, HTTP Basic `user:<secret>`), hex (lower and upper case), URL-encoded.
  */
 export interface Secrets {
   get(name: string): string | undefined
@@ -11,25 +14,82 @@ export interface Secrets {
 
 const REDACTED = '[redacted]'
 
+/**
+ * A base64 core (see `base64Cores`) shorter than this is not a form: 8 chars are 6 secret bytes
+ * (48 bits), enough not to turn up in unrelated base64 by chance. A secret that short is still found
+ * by its full base64 forms, just not inside base64 of a longer string.
+ */
+export const MIN_BASE64_CORE = 8
+
+/** `text` is what is searched for; `pattern`, when set, is what redaction replaces (text and edges). */
+interface Form {
+  name: string
+  text: string
+  pattern?: RegExp
+}
+
+const jsonEscape = (text: string) => JSON.stringify(text).slice(1, -1)
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')
+const ALPHABETS = [
+  { encoding: 'base64', char: '[A-Za-z0-9+/]' },
+  { encoding: 'base64url', char: '[A-Za-z0-9_-]' },
+] as const
+
+/**
+ * base64 of a string that holds the secret at byte offset o depends on o mod 3. For each o, the
+ * chars of base64(o filler bytes + secret) that depend on secret bytes only form the core: the
+ * first 4-char group is skipped when o > 0 (it mixes filler and secret), and only full groups are
+ * kept at the end. Redaction also takes the mixed groups at both edges (they carry secret bits).
+ */
+function base64Cores(bytes: Buffer): Array<{ text: string; pattern: RegExp }> {
+  const cores: Array<{ text: string; pattern: RegExp }> = []
+  for (const offset of [0, 1, 2]) {
+    const skip = (3 - offset) % 3 // secret bytes in the mixed first group
+    const full = Math.floor((bytes.length - skip) / 3) * 3
+    if (full <= 0) continue
+    const tail = bytes.length - skip - full > 0
+    for (const { encoding, char } of ALPHABETS) {
+      const text = bytes.subarray(skip, skip + full).toString(encoding)
+      if (text.length < MIN_BASE64_CORE) continue
+      const lead = offset > 0 ? `${char}{0,4}` : ''
+      const trail = tail ? `${char}{0,4}={0,2}` : ''
+      cores.push({ text, pattern: new RegExp(`${lead}${escapeRegExp(text)}${trail}`, 'g') })
+    }
+  }
+  return cores
+}
+
+/** Every form of one secret, each once. */
+function formsOf(secret: string): Array<Omit<Form, 'name'>> {
+  // JSON in a string in JSON...: a string holding JSON of an object whose string holds JSON of the
+  // secret has it escaped twice, and the value's JSON three times. Detection reads the value's JSON,
+  // redaction the decoded strings (one level less), so four levels cover that nesting both ways.
+  const escaped = [secret]
+  for (let level = 1; level <= 4; level++) escaped.push(jsonEscape(escaped[level - 1]!))
+  const forms: Array<Omit<Form, 'name'>> = escaped.map((text) => ({ text }))
+  for (const source of new Set(escaped.slice(0, 2))) {
+    const bytes = Buffer.from(source)
+    const b64 = bytes.toString('base64')
+    const b64url = bytes.toString('base64url')
+    const hex = bytes.toString('hex')
+    const texts = [b64, b64.replace(/=+$/, ''), b64url, b64url.padEnd(b64.length, '='), hex, hex.toUpperCase(), encodeURIComponent(source)]
+    forms.push(...texts.map((text) => ({ text })), ...base64Cores(bytes))
+  }
+  const seen = new Set<string>()
+  return forms.filter(({ text }) => !seen.has(text) && seen.add(text))
+}
+
 export class SecretStore implements Secrets {
-  private readonly forms: Array<{ name: string; form: string }> = []
+  private readonly forms: Form[] = []
 
   constructor(private readonly values: Readonly<Record<string, string>> = {}) {
+    // precomputed once: `find` runs on every value that is stored
     for (const [name, secret] of Object.entries(values)) {
       if (typeof secret !== 'string' || secret.length === 0) continue
-      const b64 = Buffer.from(secret).toString('base64')
-      const candidates = new Set([
-        secret,
-        JSON.stringify(secret).slice(1, -1),
-        b64,
-        b64.replace(/=+$/, ''),
-        Buffer.from(secret).toString('base64url'),
-        encodeURIComponent(secret),
-      ])
-      for (const form of candidates) this.forms.push({ name, form })
+      for (const form of formsOf(secret)) this.forms.push({ name, ...form })
     }
     // longest first, so redaction replaces a whole encoded form before any shorter one inside it
-    this.forms.sort((a, b) => b.form.length - a.form.length)
+    this.forms.sort((a, b) => b.text.length - a.text.length)
   }
 
   get empty(): boolean {
@@ -42,14 +102,14 @@ export class SecretStore implements Secrets {
 
   /** The name of the first secret found in `encodedJson`, if any. */
   find(encodedJson: string): string | undefined {
-    return this.forms.find(({ form }) => encodedJson.includes(form))?.name
+    return this.forms.find(({ text }) => encodedJson.includes(text))?.name
   }
 
   /** Throws when a value that is about to be stored holds a secret. */
-  assertAbsent(encodedJson: string | undefined, what: string): void {
+  assertAbsent(encodedJson: string | undefined, what: string, hint?: string): void {
     if (encodedJson === undefined || this.empty) return
     const name = this.find(encodedJson)
-    if (name) throw new SecretInValueError(what, name)
+    if (name) throw new SecretInValueError(what, name, hint)
   }
 
   /** Replaces every occurrence of a secret in a JSON value with `[redacted]` (results and errors). */
@@ -58,7 +118,9 @@ export class SecretStore implements Secrets {
     const walk = (v: unknown): unknown => {
       if (typeof v === 'string') {
         let out = v
-        for (const { form } of this.forms) if (out.includes(form)) out = out.split(form).join(REDACTED)
+        for (const { text, pattern } of this.forms) {
+          if (out.includes(text)) out = pattern ? out.replace(pattern, REDACTED) : out.split(text).join(REDACTED)
+        }
         return out
       }
       if (Array.isArray(v)) return v.map(walk)

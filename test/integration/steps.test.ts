@@ -30,7 +30,8 @@ import {
 import { SessionLog, type LogRecord } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { createDurableContext, DURABLE, replayOf, SecretStore, type DurableContextHandle } from '../../src/tool/index.js'
-import { getRedisUrl, scanKeys, uniquePrefix } from '../rig.js'
+import { dumpPrefix } from '../helpers/dump.js'
+import { getRedisUrl, uniquePrefix } from '../rig.js'
 
 let url: string
 let redis: Redis
@@ -133,42 +134,8 @@ const STORED_FORMS = [
   SECRET_FORMS.base64.replace(/=+$/, ''),
 ]
 
-/** Reads every key of the prefix, whatever its type, into one text (key names included). */
-async function dumpPrefix(prefix: string): Promise<string> {
-  const parts: string[] = []
-  for (const key of await scanKeys(url, prefix)) {
-    parts.push(key)
-    const type = await redis.type(key)
-    switch (type) {
-      case 'string':
-        parts.push((await redis.get(key)) ?? '')
-        break
-      case 'hash':
-        parts.push(...Object.entries(await redis.hgetall(key)).flat())
-        break
-      case 'list':
-        parts.push(...(await redis.lrange(key, 0, -1)))
-        break
-      case 'set':
-        parts.push(...(await redis.smembers(key)))
-        break
-      case 'zset':
-        parts.push(...(await redis.zrange(key, '0', '-1', 'WITHSCORES')))
-        break
-      case 'stream':
-        for (const [id, fields] of (await redis.xrange(key, '-', '+')) as Array<[string, string[]]>) parts.push(id, ...fields)
-        break
-      case 'none':
-        break // deleted between SCAN and TYPE
-      default:
-        throw new Error(`dumpPrefix: key ${key} has type ${type}, which this scan does not read`)
-    }
-  }
-  return parts.join('\n')
-}
-
 async function expectNoSecretStored(prefix: string, marker: string): Promise<void> {
-  const dump = await dumpPrefix(prefix)
+  const dump = await dumpPrefix(redis, url, prefix)
   // the scan did read the test's values: a value stored next to the secret is there
   expect(dump).toContain(marker)
   for (const form of STORED_FORMS) expect(dump).not.toContain(form)
@@ -771,7 +738,7 @@ describe('durable steps through the harness (session.runTool)', () => {
     // the log holds the redacted results, and nothing under the prefix holds the secret
     const results = (await session.log.read({ types: ['harness.tool.result'] })).map((e) => e.record)
     expect(results).toHaveLength(3)
-    const dump = await dumpPrefix(prefix)
+    const dump = await dumpPrefix(redis, url, prefix)
     expect(dump).toContain('harness-result-marker')
     expect(dump).toContain('card refused for key [redacted]')
     for (const form of STORED_FORMS) expect(dump).not.toContain(form)
