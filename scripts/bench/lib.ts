@@ -5,7 +5,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
-import { withLogCommands } from '../../src/log/commands/index.js'
+import { scriptShas } from '../../src/log/commands/index.js'
 
 export type Progress = (line: string) => void
 export const stderrProgress: Progress = (line) => process.stderr.write(`${line}\n`)
@@ -210,9 +210,7 @@ let shaNames: Map<string, string> | undefined
 /** sha1 -> script name of our Lua commands and BullMQ's (as `bullmq:<name>`). */
 function scriptNames(): Map<string, string> {
   if (shaNames) return shaNames
-  shaNames = new Map()
-  const probe = withLogCommands(new Redis({ lazyConnect: true })) as unknown as { scriptsSet: Record<string, { sha: string }> }
-  for (const [name, script] of Object.entries(probe.scriptsSet)) shaNames.set(script.sha, name)
+  shaNames = scriptShas()
   const require = createRequire(import.meta.url)
   type Script = { name: string; content: string }
   const bull = require(join(dirname(require.resolve('bullmq')), 'scripts', 'index.js')) as Record<string, Script>

@@ -11,7 +11,7 @@ import {
   UnknownToolCallError,
   UnknownToolError,
 } from '../errors.js'
-import { assertInputId, assertToolCallId, type FollowOptions, type LogEntry, type Question, type ReadOptions, type RecordOf, SessionLog } from '../log/index.js'
+import { assertInputId, assertToolCallId, messageKey, type FollowOptions, type LogEntry, type Question, type ReadOptions, type RecordOf, SessionLog } from '../log/index.js'
 import { enqueueTurn, resolveSecrets, toolJob, toolJobId, type HarnessQueues } from '../queue/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import type { Harness } from './defineHarness.js'
@@ -67,7 +67,7 @@ export class Session {
       ...(r.error ? { error: r.error } : {}),
     })
     return this.deps.notifier.wait(
-      `input|${this.deps.log.openMember(inputId)}`,
+      messageKey('input', this.sessionId, inputId),
       async () => {
         const settled = await this.deps.log.getSettled(inputId)
         return settled ? toSettled(settled) : undefined
@@ -110,7 +110,7 @@ export class Session {
     let requested = !fresh
     const cancel = new AbortController()
     const landed = notifier.wait(
-      `call|${log.openMember(toolCallId)}`,
+      messageKey('call', this.sessionId, toolCallId),
       async () => {
         const state = await log.getCall(toolCallId)
         if (!state && requested && !(await log.callExists(toolCallId))) throw new UnknownToolCallError(toolCallId)

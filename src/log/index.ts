@@ -1,3 +1,6 @@
-export { SessionLog, encodeRecord, type LogEntry, type ReadOptions, type FollowOptions, type BeginResult, type CallState, type Fence, type StepLookup, type Question, type InputState, type CallOwner, type ParentCall, type ModelToolCall, type SessionLogOptions, DEFAULT_WRITE_RETRY_MS } from './sessionLog.js'
+export { SessionLog, NO_VALUE, type BeginResult, type BeginKind, type CallState, type Fence, type CallOwner } from './callLedger.js'
+export { type Question, type InputState, type ParentCall, type StepLookup, type StoredValue, type ModelToolCall } from './inputs.js'
+export { encodeRecord, isRecord, DEFAULT_WRITE_RETRY_MS, type LogEntry, type ReadOptions, type FollowOptions, type SessionLogOptions } from './stream.js'
 export { sessionKeys, indexKeys, assertSessionId, assertInputId, assertToolCallId, assertQuestionId, stepField, type SessionKeys } from './keys.js'
-export { harnessRecordSchemas, parseRecord, RESERVED_PREFIX, type HarnessRecord, type HarnessRecordType, type AppRecord, type LogRecord, type RecordOf, type ToolErrorPayload, type ToolCallRecord } from './records.js'
+export { openMember, parseMember, messageKey, parseMessage, turnJobId, toolJobId, type Message, type MessageKind } from './formats.js'
+export { harnessRecordSchemas, parseRecord, hasType, RESERVED_PREFIX, type HarnessRecord, type HarnessRecordType, type AppRecord, type LogRecord, type RecordOf, type ToolErrorPayload, type ToolCallRecord } from './records.js'

@@ -4,7 +4,9 @@ import { z } from 'zod'
  * The record types of the session log. Every record is validated by these schemas on write and on
  * read; types flow from here to the rest of the library.
  */
-const json = z.json()
+// Checked as JSON at run time (on write); typed `unknown` so values flow in without casts: they are
+// JSON copies by the time they reach a record (tool/json.ts), and readers treat them as data.
+const json: z.ZodType<unknown> = z.json()
 
 const toolError = z.object({ message: z.string(), code: z.string().optional() })
 export type ToolErrorPayload = z.infer<typeof toolError>
@@ -77,6 +79,11 @@ export type AppRecord = { type: string; [key: string]: unknown }
 export type LogRecord = HarnessRecord | AppRecord
 
 export const RESERVED_PREFIX = 'harness.'
+
+/** Narrows a record on its type (an app record's `type: string` keeps `===` from narrowing the union). */
+export function hasType<K extends HarnessRecordType>(record: LogRecord, type: K): record is RecordOf<K> {
+  return record.type === type
+}
 
 export function isHarnessType(type: string): type is HarnessRecordType {
   return Object.hasOwn(harnessRecordSchemas, type)

@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FencedError, InvalidIdError, InvalidRecordError, MalformedEntryError } from '../../src/errors.js'
-import { indexKeys, SessionLog, type LogEntry, type LogRecord } from '../../src/log/index.js'
+import { indexKeys, openMember, SessionLog, type LogEntry, type LogRecord } from '../../src/log/index.js'
 import type { RedisServerHandle } from '../../src/testing/redisServer.js'
 import { cleanupPrefix, getRedisUrl, startPrivateRedis, uniquePrefix } from '../rig.js'
 
@@ -141,7 +141,7 @@ describe('session log: all-or-nothing writes', () => {
     expect(at).toBeGreaterThan(20)
     expect(await redis.llen(log.stagedKey('c1'))).toBe(0)
     expect(await log.getCall('c1')).toMatchObject({ status: 'done', result: { result: { charged: true } } })
-    expect(await redis.zscore(indexKeys(log.prefix).openCalls, log.openMember('c1'))).toBeNull()
+    expect(await redis.zscore(indexKeys(log.prefix).openCalls, openMember(log.sessionId, 'c1'))).toBeNull()
   })
 
   it('append of several records where one is invalid throws InvalidRecordError and writes none', async () => {
@@ -434,7 +434,7 @@ describe('session log: call lifecycle (beginCall)', () => {
     const log = new SessionLog(redis, prefixFor('begin-done'), 's1')
     const begin = await log.beginCall('c1', 'charge', 'safe')
     expect(begin).toEqual({ kind: 'fresh', epoch: 1, attempt: 1 })
-    expect(await redis.zscore(indexKeys(log.prefix).openCalls, log.openMember('c1'))).not.toBeNull()
+    expect(await redis.zscore(indexKeys(log.prefix).openCalls, openMember(log.sessionId, 'c1'))).not.toBeNull()
     await log.landResult({ toolCallId: 'c1', epoch: 1 }, 'charge', { result: 42 })
     expect(await log.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'done', epoch: 1, attempt: 1 })
     expect(await log.beginCall('c1', 'charge', 'never')).toMatchObject({ kind: 'done' })
@@ -511,7 +511,7 @@ describe('session log: inputs', () => {
     expect(await log.addInput('in-1', 'Charge order 43')).toEqual({ status: 'conflict' })
     expect(await redis.xlen(log.keys.log)).toBe(1)
     expect(await log.getInput('in-1')).toMatchObject({ text: 'Charge order 42', entryId: added.entryId, status: 'open' })
-    expect(await redis.zscore(idx.openTurns, log.openMember('in-1'))).not.toBeNull()
+    expect(await redis.zscore(idx.openTurns, openMember(log.sessionId, 'in-1'))).not.toBeNull()
     expect(await redis.zscore(idx.sessions, 's1')).not.toBeNull()
 
     await log.settleInput({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' })
@@ -519,7 +519,7 @@ describe('session log: inputs', () => {
     const settled = await log.read({ types: ['harness.input.settled'] })
     expect(settled.map((e) => e.record)).toEqual([{ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' }])
     expect(await log.getInput('in-1')).toMatchObject({ status: 'settled', settledId: settled[0]!.id })
-    expect(await redis.zscore(idx.openTurns, log.openMember('in-1'))).toBeNull()
+    expect(await redis.zscore(idx.openTurns, openMember(log.sessionId, 'in-1'))).toBeNull()
     // a settled input is still the same input: no new turn
     expect(await log.addInput('in-1', 'Charge order 42')).toEqual({ status: 'exists', entryId: added.entryId })
   })

@@ -5,28 +5,33 @@
     KEYS[1] session log stream
     KEYS[2] inputs hash (inputId -> {text, entryId, status, harness, at, responses})
     KEYS[3] sessions index (sorted set, score = last activity ms)
-    KEYS[4] open turns index (sorted set, member = "<sid>|<inputId>", score = start ms)
+    KEYS[4] open turns index (sorted set, member = the open turn member, score = start ms)
     ARGV[1] inputId
     ARGV[2] text
     ARGV[3] harness.input record JSON
     ARGV[4] now ms
-    ARGV[5] session id
-    ARGV[6] harness name (the sweeper needs it to find the turn's queue)
-    ARGV[7] parent call JSON ('' for none): the agent tool call this input answers, woken when it settles
+    ARGV[5] session id (member of the sessions index)
+    ARGV[6] open turns member (formats.ts)
+    ARGV[7] harness name (the sweeper needs it to find the turn's queue)
+    ARGV[8] parent call JSON ('' for none): the agent tool call this input answers, woken when it settles
 
   Output:
     {'added', entryId} | {'exists', entryId, status} | {'conflict'}
 ]]
-local existing = redis.call('HGET', KEYS[2], ARGV[1])
+local logKey, inputsKey, sessionsKey, openTurnsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local inputId, text, record, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local sessionId, openMember, harness, parent = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+
+local existing = redis.call('HGET', inputsKey, inputId)
 if existing then
   local input = cjson.decode(existing)
-  if input.text ~= ARGV[2] then return {'conflict'} end
+  if input.text ~= text then return {'conflict'} end
   return {'exists', input.entryId, input.status}
 end
-local id = redis.call('XADD', KEYS[1], '*', 'r', ARGV[3])
-local input = {text = ARGV[2], entryId = id, status = 'open', harness = ARGV[6], at = tonumber(ARGV[4])}
-if ARGV[7] ~= '' then input.parent = cjson.decode(ARGV[7]) end
-redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(input))
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5] .. '|' .. ARGV[1])
+local id = redis.call('XADD', logKey, '*', 'r', record)
+local input = {text = text, entryId = id, status = 'open', harness = harness, at = tonumber(now)}
+if parent ~= '' then input.parent = cjson.decode(parent) end
+redis.call('HSET', inputsKey, inputId, cjson.encode(input))
+redis.call('ZADD', sessionsKey, now, sessionId)
+redis.call('ZADD', openTurnsKey, now, openMember)
 return {'added', id}

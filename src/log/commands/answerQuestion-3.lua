@@ -15,13 +15,17 @@
   Output:
     {'ok', entryId, toolCallId} | {'unknown'} | {'answered'} | {'expired'}
 ]]
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local questionsKey, logKey, openQuestionsKey = KEYS[1], KEYS[2], KEYS[3]
+local questionId, answer, record, now, openMember = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local answerField = questionId .. '\0answer'
+
+local raw = redis.call('HGET', questionsKey, questionId)
 if not raw then return {'unknown'} end
-if redis.call('HEXISTS', KEYS[1], ARGV[1] .. '\0answer') == 1 then return {'answered'} end
+if redis.call('HEXISTS', questionsKey, answerField) == 1 then return {'answered'} end
 local q = cjson.decode(raw)
-if q.expiresAt and tonumber(ARGV[4]) >= tonumber(q.expiresAt) then return {'expired'} end
-local id = redis.call('XADD', KEYS[2], '*', 'r', ARGV[3])
+if q.expiresAt and tonumber(now) >= tonumber(q.expiresAt) then return {'expired'} end
+local id = redis.call('XADD', logKey, '*', 'r', record)
 -- kept verbatim (never re-encoded by cjson) beside the question; its presence means answered
-redis.call('HSET', KEYS[1], ARGV[1] .. '\0answer', ARGV[2])
-redis.call('ZREM', KEYS[3], ARGV[5])
+redis.call('HSET', questionsKey, answerField, answer)
+redis.call('ZREM', openQuestionsKey, openMember)
 return {'ok', id, q.toolCallId}

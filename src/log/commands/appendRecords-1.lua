@@ -1,5 +1,5 @@
 --[[
-  Appends records to a session log, unfenced (inputs, model responses, recovery notes).
+  Appends records to a session log, unfenced (the sweeper's recovery notes).
 
   Input:
     KEYS[1] session log stream
@@ -8,8 +8,10 @@
   Output:
     array of the new stream ids, in order
 ]]
+local logKey = KEYS[1]
+
 local ids = {}
 for i = 1, #ARGV do
-  ids[i] = redis.call('XADD', KEYS[1], '*', 'r', ARGV[i])
+  ids[i] = redis.call('XADD', logKey, '*', 'r', ARGV[i])
 end
 return ids

@@ -7,7 +7,7 @@
     KEYS[2] steps hash
     KEYS[3] session log stream
     KEYS[4] questions hash (questionId -> question JSON)
-    KEYS[5] open questions index (sorted set, member "<sid>|<questionId>")
+    KEYS[5] open questions index (sorted set, member = the open question member)
     ARGV[1] toolCallId
     ARGV[2] caller's epoch
     ARGV[3] steps field
@@ -21,12 +21,17 @@
   Output:
     {'ok'} | {'exists', storedValue} | {'fenced', currentEpoch}
 ]]
+local callsKey, stepsKey, logKey, questionsKey, openQuestionsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local toolCallId, epoch, stepField, stepValue, record = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local questionId, question, now, openMember = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+
 --@include fence
-if fenced then return fencedReply() end
-local stored = redis.call('HGET', KEYS[2], ARGV[3])
+local state, fenced = loadFence(callsKey, toolCallId, epoch)
+if fenced then return fencedReply(state) end
+local stored = redis.call('HGET', stepsKey, stepField)
 if stored then return {'exists', stored} end
-redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-redis.call('XADD', KEYS[3], '*', 'r', ARGV[5])
-redis.call('HSETNX', KEYS[4], ARGV[6], ARGV[7])
-redis.call('ZADD', KEYS[5], ARGV[8], ARGV[9])
+redis.call('HSET', stepsKey, stepField, stepValue)
+redis.call('XADD', logKey, '*', 'r', record)
+redis.call('HSETNX', questionsKey, questionId, question)
+redis.call('ZADD', openQuestionsKey, now, openMember)
 return {'ok'}

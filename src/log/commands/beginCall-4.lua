@@ -11,7 +11,7 @@
     ARGV[2] tool name
     ARGV[3] replay: 'safe' | 'never'
     ARGV[4] now ms
-    ARGV[5] open calls member "<sid>|<toolCallId>"
+    ARGV[5] open calls member
     ARGV[6] harness name ('' for none) and ARGV[7] the turn's inputId ('' for a runTool call): kept in the
             state so the sweeper can enqueue the call again (it finds the input in the log)
 
@@ -23,15 +23,17 @@
       'rerun'  the previous attempt was cut and the call is replay 'safe': run it again
       'cut'    the previous attempt was cut and the call is replay 'never': land a tool error
 ]]
-local stateJson = redis.call('HGET', KEYS[1], ARGV[1])
+local callsKey, logKey, stagedKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local toolCallId, name, replay, now, openMember, harness, inputId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+
+local stateJson = redis.call('HGET', callsKey, toolCallId)
 local state
 local kind
 if not stateJson then
-  state = {s = 'running', e = 1, a = 1, r = ARGV[3], n = ARGV[2]}
-  if ARGV[6] ~= '' then state.h = ARGV[6] end
-  if ARGV[7] ~= '' then state.i = ARGV[7] end
+  state = {s = 'running', e = 1, a = 1, r = replay, n = name}
+  if harness ~= '' then state.h = harness end
+  if inputId ~= '' then state.i = inputId end
   kind = 'fresh'
-  redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
 else
   state = cjson.decode(stateJson)
   if state.s == 'done' then return {'done', state.e, state.a} end
@@ -49,15 +51,15 @@ else
   -- The staged records of a cut 'safe' attempt never happened: it runs again from the top. A resumed
   -- call keeps them (its appends are staged by position, so running from the top adds none twice),
   -- and a cut 'never' call lands them with its error.
-  if kind == 'rerun' then redis.call('DEL', KEYS[3]) end
+  if kind == 'rerun' then redis.call('DEL', stagedKey) end
   state.s = 'running'
   state.e = state.e + 1
-  redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
 end
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(state))
+redis.call('ZADD', openCallsKey, now, openMember)
+redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
 if kind ~= 'resume' then
-  redis.call('XADD', KEYS[2], '*', 'r', cjson.encode({
-    type = 'harness.tool.started', toolCallId = ARGV[1], name = state.n,
+  redis.call('XADD', logKey, '*', 'r', cjson.encode({
+    type = 'harness.tool.started', toolCallId = toolCallId, name = state.n,
     attempt = state.a, replay = state.r, reason = kind}))
 end
 return {kind, state.e, state.a}

@@ -1,52 +1,121 @@
+import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Redis } from 'ioredis'
 
 /**
- * Loads every `<name>-<numberOfKeys>.lua` file of this folder once, resolves `--@include <file>`
- * lines from `includes/`, and defines each as an ioredis command (EVALSHA with EVAL fallback).
+ * The typed contract of our Lua scripts: for each `<name>-<numberOfKeys>.lua` of this folder, its
+ * KEYS and ARGV as named tuples and its reply, in one place. `runScript` is the only way the
+ * TypeScript side runs one (EVALSHA with EVAL fallback, through ioredis defineCommand).
  */
+type Arg = string | number
+type Fenced = ['fenced', number]
+
+export interface ScriptContract {
+  addInput: {
+    keys: [log: string, inputs: string, sessions: string, openTurns: string]
+    args: [inputId: string, text: string, record: string, now: number, sessionId: string, openMember: string, harness: string, parent: string]
+    reply: ['added', string] | ['exists', string, string] | ['conflict']
+  }
+  answerQuestion: {
+    keys: [questions: string, log: string, openQuestions: string]
+    args: [questionId: string, answer: string, record: string, now: number, openMember: string]
+    reply: ['ok', string, string] | ['unknown'] | ['answered'] | ['expired']
+  }
+  appendRecords: {
+    keys: [log: string]
+    args: string[]
+    reply: string[]
+  }
+  askQuestion: {
+    keys: [calls: string, steps: string, log: string, questions: string, openQuestions: string]
+    args: [toolCallId: string, epoch: number, stepField: string, stepValue: string, record: string, questionId: string, question: string, now: number, openMember: string]
+    reply: ['ok'] | ['exists', string] | Fenced
+  }
+  beginCall: {
+    keys: [calls: string, log: string, staged: string, openCalls: string]
+    args: [toolCallId: string, name: string, replay: 'safe' | 'never', now: number, openMember: string, harness: string, inputId: string]
+    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number]
+  }
+  landResult: {
+    keys: [calls: string, log: string, staged: string, openCalls: string]
+    args: [toolCallId: string, epoch: number, record: string, openMember: string, channel: string, messageKey: string]
+    reply: ['ok', string] | Fenced
+  }
+  logModelResponse: {
+    keys: [log: string, inputs: string, calls: string]
+    /** inputId, expected responses, record, then pairs of stored call id and fingerprint */
+    args: [inputId: string, expected: number, record: string, ...idsAndFingerprints: string[]]
+    reply: ['ok', string] | ['stale'] | ['unknown'] | ['taken', string]
+  }
+  parkCall: {
+    keys: [calls: string, log: string]
+    args: [toolCallId: string, epoch: number, record: string]
+    reply: ['ok'] | Fenced
+  }
+  requestCall: {
+    keys: [calls: string, log: string]
+    args: [toolCallId: string, fingerprint: string, record: string]
+    reply: ['added', string] | ['exists'] | ['conflict']
+  }
+  saveStep: {
+    keys: [calls: string, steps: string, log: string]
+    args: [toolCallId: string, epoch: number, stepField: string, value: string, record: string]
+    reply: ['ok'] | ['exists', string] | Fenced
+  }
+  settleInput: {
+    keys: [log: string, inputs: string, openTurns: string]
+    args: [inputId: string, record: string, openMember: string, channel: string, messageKey: string]
+    reply: ['settled', string] | ['already', string] | ['unknown']
+  }
+  stageRecords: {
+    keys: [calls: string, staged: string]
+    args: [toolCallId: string, epoch: number, first: number, ...records: string[]]
+    reply: ['ok'] | Fenced
+  }
+}
+export type ScriptName = keyof ScriptContract
+
 const here = dirname(fileURLToPath(import.meta.url))
 
-function loadScripts(): Array<{ name: string; numberOfKeys: number; lua: string }> {
-  return readdirSync(here)
-    .filter((f) => f.endsWith('.lua'))
-    .map((file) => {
-      const match = /^(\w+)-(\d+)\.lua$/.exec(file)
-      if (!match) throw new Error(`Lua script file name must be <name>-<keys>.lua: ${file}`)
-      const lua = readFileSync(join(here, file), 'utf8').replace(/^--@include (\w+)$/gm, (_, inc: string) =>
-        readFileSync(join(here, 'includes', `${inc}.lua`), 'utf8'),
-      )
-      return { name: match[1]!, numberOfKeys: Number(match[2]), lua }
-    })
+function loadScripts(): Map<string, { numberOfKeys: number; lua: string }> {
+  const scripts = new Map<string, { numberOfKeys: number; lua: string }>()
+  for (const file of readdirSync(here).filter((f) => f.endsWith('.lua'))) {
+    const match = /^(\w+)-(\d+)\.lua$/.exec(file)
+    if (!match) throw new Error(`Lua script file name must be <name>-<keys>.lua: ${file}`)
+    const lua = readFileSync(join(here, file), 'utf8').replace(/^--@include (\w+)$/gm, (_, inc: string) =>
+      readFileSync(join(here, 'includes', `${inc}.lua`), 'utf8'),
+    )
+    scripts.set(match[1]!, { numberOfKeys: Number(match[2]), lua })
+  }
+  return scripts
 }
 
 const scripts = loadScripts()
 
-type Reply = Array<string | number>
-export interface LogCommands {
-  appendRecords(log: string, ...records: string[]): Promise<string[]>
-  addInput(log: string, inputs: string, sessions: string, openTurns: string, ...argv: Array<string | number>): Promise<Reply>
-  settleInput(log: string, inputs: string, openTurns: string, ...argv: string[]): Promise<Reply>
-  beginCall(calls: string, log: string, staged: string, openCalls: string, ...argv: Array<string | number>): Promise<Reply>
-  saveStep(calls: string, steps: string, log: string, ...argv: Array<string | number>): Promise<Reply>
-  stageRecords(calls: string, staged: string, ...argv: Array<string | number>): Promise<Reply>
-  askQuestion(calls: string, steps: string, log: string, questions: string, openQuestions: string, ...argv: Array<string | number>): Promise<Reply>
-  answerQuestion(questions: string, log: string, openQuestions: string, ...argv: Array<string | number>): Promise<Reply>
-  logModelResponse(log: string, inputs: string, calls: string, ...argv: Array<string | number>): Promise<Reply>
-  requestCall(calls: string, log: string, ...argv: string[]): Promise<Reply>
-  parkCall(calls: string, log: string, ...argv: Array<string | number>): Promise<Reply>
-  landResult(calls: string, log: string, staged: string, openCalls: string, ...argv: Array<string | number>): Promise<Reply>
+/** sha1 -> script name of every script, as EVALSHA names it (for the bench's command profile). */
+export function scriptShas(): Map<string, string> {
+  return new Map([...scripts].map(([name, { lua }]) => [createHash('sha1').update(lua).digest('hex'), name]))
 }
-
 const defined = new WeakSet<Redis>()
 
-/** Returns the client with our commands defined on it (idempotent per client). */
-export function withLogCommands(redis: Redis): Redis & LogCommands {
+type Command = (...keysAndArgs: Arg[]) => Promise<unknown>
+
+/** Runs one script with its named KEYS and ARGV; the reply is typed by the contract. */
+export async function runScript<N extends ScriptName>(
+  redis: Redis,
+  name: N,
+  keys: ScriptContract[N]['keys'],
+  args: ScriptContract[N]['args'],
+): Promise<ScriptContract[N]['reply']> {
   if (!defined.has(redis)) {
-    for (const { name, numberOfKeys, lua } of scripts) redis.defineCommand(name, { numberOfKeys, lua })
+    for (const [scriptName, { numberOfKeys, lua }] of scripts) redis.defineCommand(scriptName, { numberOfKeys, lua })
     defined.add(redis)
   }
-  return redis as Redis & LogCommands
+  const script = scripts.get(name)
+  // the file name's key count and the contract must agree, or KEYS and ARGV would shift
+  if (script?.numberOfKeys !== keys.length) throw new Error(`Script ${name}: the contract names ${keys.length} keys, the .lua file ${script?.numberOfKeys}.`)
+  const command = (redis as unknown as Record<string, Command>)[name]!
+  return (await command.call(redis, ...keys, ...(args as Arg[]))) as ScriptContract[N]['reply']
 }

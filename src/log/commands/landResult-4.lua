@@ -10,23 +10,29 @@
     ARGV[1] toolCallId
     ARGV[2] caller's epoch
     ARGV[3] harness.tool.result record JSON
-    ARGV[4] open calls member "<sid>|<toolCallId>"
-    ARGV[5] events channel: PUBLISH "call|<member>\n<result record>" wakes waiters such as runTool (a lost message only delays: they re-check)
+    ARGV[4] open calls member
+    ARGV[5] events channel
+    ARGV[6] message key (formats.ts): PUBLISH "<key>\n<result record>" wakes waiters such as runTool
+            (a lost message only delays them: they re-check)
 
   Output:
     {'ok', resultEntryId} | {'fenced', currentEpoch}
 ]]
+local callsKey, logKey, stagedKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local toolCallId, epoch, record, openMember, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+
 --@include fence
+local state, fenced, ownEpoch = loadFence(callsKey, toolCallId, epoch)
 if ownEpoch and state.s == 'done' then return {'ok', state.id} end
-if fenced then return fencedReply() end
-local staged = redis.call('LRANGE', KEYS[3], 0, -1)
-for i = 1, #staged do redis.call('XADD', KEYS[2], '*', 'r', staged[i]) end
-local id = redis.call('XADD', KEYS[2], '*', 'r', ARGV[3])
-redis.call('DEL', KEYS[3])
+if fenced then return fencedReply(state) end
+local staged = redis.call('LRANGE', stagedKey, 0, -1)
+for i = 1, #staged do redis.call('XADD', logKey, '*', 'r', staged[i]) end
+local id = redis.call('XADD', logKey, '*', 'r', record)
+redis.call('DEL', stagedKey)
 state.s = 'done'
 state.id = id
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(state))
-redis.call('HSET', KEYS[1], ARGV[1] .. '\0result', ARGV[3])
-redis.call('ZREM', KEYS[4], ARGV[4])
-redis.call('PUBLISH', ARGV[5], 'call|' .. ARGV[4] .. '\n' .. ARGV[3])
+redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
+redis.call('HSET', callsKey, toolCallId .. '\0result', record)
+redis.call('ZREM', openCallsKey, openMember)
+redis.call('PUBLISH', channel, messageKey .. '\n' .. record)
 return {'ok', id}

@@ -12,10 +12,14 @@
   Output:
     {'ok'} | {'fenced', currentEpoch}
 ]]
+local callsKey, logKey = KEYS[1], KEYS[2]
+local toolCallId, epoch, record = ARGV[1], ARGV[2], ARGV[3]
+
 --@include fence
+local state, fenced, ownEpoch = loadFence(callsKey, toolCallId, epoch)
 if ownEpoch and state.s == 'parked' then return {'ok'} end
-if fenced then return fencedReply() end
+if fenced then return fencedReply(state) end
 state.s = 'parked'
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(state))
-redis.call('XADD', KEYS[2], '*', 'r', ARGV[3])
+redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
+redis.call('XADD', logKey, '*', 'r', record)
 return {'ok'}

@@ -10,15 +10,19 @@
     ARGV[2] caller's epoch
     ARGV[3] steps field
     ARGV[4] value JSON ('' for no value)
-    ARGV[5] log record JSON
+    ARGV[5] log record JSON ('' for none)
 
   Output:
     {'ok'} | {'exists', storedValue} | {'fenced', currentEpoch}
 ]]
+local callsKey, stepsKey, logKey = KEYS[1], KEYS[2], KEYS[3]
+local toolCallId, epoch, stepField, value, record = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+
 --@include fence
-if fenced then return fencedReply() end
-local stored = redis.call('HGET', KEYS[2], ARGV[3])
+local state, fenced = loadFence(callsKey, toolCallId, epoch)
+if fenced then return fencedReply(state) end
+local stored = redis.call('HGET', stepsKey, stepField)
 if stored then return {'exists', stored} end
-redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-if ARGV[5] ~= '' then redis.call('XADD', KEYS[3], '*', 'r', ARGV[5]) end
+redis.call('HSET', stepsKey, stepField, value)
+if record ~= '' then redis.call('XADD', logKey, '*', 'r', record) end
 return {'ok'}

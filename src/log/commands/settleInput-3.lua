@@ -7,20 +7,25 @@
     KEYS[3] open turns index
     ARGV[1] inputId
     ARGV[2] harness.input.settled record JSON
-    ARGV[3] open turns member "<sid>|<inputId>"
-    ARGV[4] events channel: PUBLISH "input|<member>\n<settled record>" wakes settled() waiters
+    ARGV[3] open turns member
+    ARGV[4] events channel
+    ARGV[5] message key (formats.ts): PUBLISH "<key>\n<settled record>" wakes settled() waiters and
+            tells workers to end the turn's running calls (the record's outcome is a field of it)
 
   Output:
     {'settled', entryId} | {'already', settledEntryId} | {'unknown'}
 ]]
-local existing = redis.call('HGET', KEYS[2], ARGV[1])
+local logKey, inputsKey, openTurnsKey = KEYS[1], KEYS[2], KEYS[3]
+local inputId, record, openMember, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+
+local existing = redis.call('HGET', inputsKey, inputId)
 if not existing then return {'unknown'} end
 local input = cjson.decode(existing)
 if input.status == 'settled' then return {'already', input.settledId} end
-local id = redis.call('XADD', KEYS[1], '*', 'r', ARGV[2])
+local id = redis.call('XADD', logKey, '*', 'r', record)
 input.status = 'settled'
 input.settledId = id
-redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(input))
-redis.call('ZREM', KEYS[3], ARGV[3])
-redis.call('PUBLISH', ARGV[4], 'input|' .. ARGV[3] .. '\n' .. ARGV[2])
+redis.call('HSET', inputsKey, inputId, cjson.encode(input))
+redis.call('ZREM', openTurnsKey, openMember)
+redis.call('PUBLISH', channel, messageKey .. '\n' .. record)
 return {'settled', id}

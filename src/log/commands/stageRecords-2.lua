@@ -15,10 +15,14 @@
   Output:
     {'ok'} | {'fenced', currentEpoch}
 ]]
+local callsKey, stagedKey = KEYS[1], KEYS[2]
+local toolCallId, epoch, first = ARGV[1], ARGV[2], tonumber(ARGV[3])
+
 --@include fence
-if fenced then return fencedReply() end
-local staged = redis.call('LLEN', KEYS[2])
+local state, fenced = loadFence(callsKey, toolCallId, epoch)
+if fenced then return fencedReply(state) end
+local staged = redis.call('LLEN', stagedKey)
 for i = 4, #ARGV do
-  if tonumber(ARGV[3]) + (i - 4) >= staged then redis.call('RPUSH', KEYS[2], ARGV[i]) end
+  if first + (i - 4) >= staged then redis.call('RPUSH', stagedKey, ARGV[i]) end
 end
 return {'ok'}

@@ -1,0 +1,179 @@
+import { FencedError } from '../errors.js'
+import { callFingerprint } from './callIds.js'
+import { messageKey, openMember } from './formats.js'
+import { indexKeys, requestField, stepField } from './keys.js'
+import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
+import { SessionInputs, type Question, type StepLookup, type StoredValue } from './inputs.js'
+import { encodeRecord } from './stream.js'
+
+export type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
+export interface BeginResult {
+  kind: BeginKind
+  epoch: number
+  attempt: number
+}
+
+export interface CallState {
+  status: 'running' | 'parked' | 'done'
+  epoch: number
+  attempt: number
+  replay: 'safe' | 'never'
+  name: string
+  owner?: CallOwner
+  result?: RecordOf<'harness.tool.result'>
+}
+
+/** Where a call belongs: its harness and, for a call of a turn, the turn's inputId (none for runTool). */
+export interface CallOwner {
+  harness: string
+  inputId?: string
+}
+
+/** What a fenced write names: the call and the attempt's epoch. */
+export interface Fence {
+  toolCallId: string
+  epoch: number
+}
+
+/** Stored form of a step value: '' means the step returned nothing (JSON has no undefined). */
+export const NO_VALUE = ''
+
+/**
+ * The session log of one session: its stream (stream.ts), inputs and questions (inputs.ts), and here
+ * the call ledger: the state of every tool call, its stored steps, and the fenced writes of an
+ * attempt (begin, step, question, staged records, park, land). Every multi-key write is one named Lua
+ * script (src/log/commands) whose first act is the fence check.
+ */
+export class SessionLog extends SessionInputs {
+  /** Logs a runTool request under its id once: 'exists' for the same tool and input, 'conflict' for another. */
+  async requestCall(toolCallId: string, name: string, input: unknown): Promise<'added' | 'exists' | 'conflict'> {
+    const record = encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input })
+    const [status] = await this.script('requestCall', [this.keys.calls, this.keys.log], [toolCallId, callFingerprint(name, input), record])
+    return status
+  }
+
+  /** True when a call of this id was requested or logged in a model response. */
+  async callExists(toolCallId: string): Promise<boolean> {
+    return (await this.command('getCall', () => this.redis.hexists(this.keys.calls, requestField(toolCallId)))) === 1
+  }
+
+  /** O(1) lookup of a stored step (HGET on the steps hash; the stream is not read). */
+  async getStep(toolCallId: string, name: string): Promise<StepLookup> {
+    const stored = await this.command('getStep', () => this.redis.hget(this.keys.steps, stepField(toolCallId, name)))
+    return stored === null ? { found: false } : { found: true, value: decodeValue(stored) }
+  }
+
+  /**
+   * The input of a call, from the record that asked for it (the turn's model response, or runTool's
+   * request). Reads the log: for the sweeper's rare repairs, not for a hot path.
+   */
+  async findCallInput(toolCallId: string, inputId?: string): Promise<unknown> {
+    const input = inputId ? await this.getInput(inputId) : null
+    for (const { record } of await this.read(input ? { from: input.entryId } : {})) {
+      if (hasType(record, 'harness.tool.requested') && record.toolCallId === toolCallId) return record.input
+      const call = hasType(record, 'harness.model.response') ? record.toolCalls.find((c) => c.toolCallId === toolCallId) : undefined
+      if (call) return call.input
+    }
+    return undefined
+  }
+
+  async getCall(toolCallId: string): Promise<CallState | null> {
+    const [state, result] = await this.command('getCall', () => this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`))
+    if (!state) return null
+    const s = JSON.parse(state) as { s: CallState['status']; e: number; a: number; r: CallState['replay']; n: string; h?: string; i?: string }
+    return {
+      status: s.s,
+      epoch: s.e,
+      attempt: s.a,
+      replay: s.r,
+      name: s.n,
+      ...(s.h ? { owner: { harness: s.h, ...(s.i ? { inputId: s.i } : {}) } } : {}),
+      ...(result ? { result: JSON.parse(result) as RecordOf<'harness.tool.result'> } : {}),
+    }
+  }
+
+  /** `owner` is kept in the call state so the sweeper can enqueue the call again if its job is lost. */
+  async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', owner?: CallOwner): Promise<BeginResult> {
+    const [kind, epoch, attempt] = await this.script(
+      'beginCall',
+      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), indexKeys(this.prefix).openCalls],
+      [toolCallId, name, replay, Date.now(), openMember(this.sessionId, toolCallId), owner?.harness ?? '', owner?.inputId ?? ''],
+    )
+    return { kind, epoch: Number(epoch), attempt: Number(attempt) }
+  }
+
+  /**
+   * Stores a step value with its log record (fenced). Returns the stored value: ours, or the one a
+   * racing attempt stored first. `value === undefined` stores "done, no value".
+   */
+  async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord): Promise<StoredValue> {
+    const reply = await this.script(
+      'saveStep',
+      [this.keys.calls, this.keys.steps, this.keys.log],
+      [fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encodeValue(value), encodeRecord(record)],
+      true,
+    )
+    if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
+    return reply[0] === 'exists' ? { found: true, value: decodeValue(reply[1]) } : { found: true, value }
+  }
+
+  /** Logs a question once (fenced) as the step `name`; returns the stored step value. */
+  async askQuestion(fence: Fence, name: string, question: Question): Promise<StoredValue> {
+    const value = { questionId: question.questionId }
+    const reply = await this.script(
+      'askQuestion',
+      [this.keys.calls, this.keys.steps, this.keys.log, this.keys.questions, indexKeys(this.prefix).openQuestions],
+      [
+        fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encodeValue(value), encodeRecord({ type: 'harness.tool.ask', ...question }),
+        question.questionId, JSON.stringify(question), Date.now(), openMember(this.sessionId, question.questionId),
+      ],
+      true,
+    )
+    if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
+    return reply[0] === 'exists' ? { found: true, value: decodeValue(reply[1]) } : { found: true, value }
+  }
+
+  /** Stages records at positions `first..` of the call's appends (positions already staged are skipped). */
+  async stageRecords(fence: Fence, records: LogRecord[], first = 0): Promise<void> {
+    const reply = await this.script('stageRecords', [this.keys.calls, this.stagedKey(fence.toolCallId)], [fence.toolCallId, fence.epoch, first, ...records.map(encodeRecord)], true)
+    if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
+  }
+
+  /** Marks the attempt parked (sleep/ask): its next begin is a planned resume, not a cut. */
+  async parkCall(fence: Fence, kind: 'sleep' | 'ask' | 'agent', until: number): Promise<void> {
+    const record = encodeRecord({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
+    const reply = await this.script('parkCall', [this.keys.calls, this.keys.log], [fence.toolCallId, fence.epoch, record], true)
+    if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
+  }
+
+  /** Lands the kept result with the staged records, atomically and fenced. */
+  async landResult(fence: Fence, name: string, outcome: { result?: unknown; error?: ToolErrorPayload }): Promise<string> {
+    const { toolCallId } = fence
+    const record = encodeRecord({ type: 'harness.tool.result', toolCallId, name, ...(outcome.error ? { error: outcome.error } : { result: outcome.result }) })
+    const idx = indexKeys(this.prefix)
+    const reply = await this.script(
+      'landResult',
+      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls],
+      [toolCallId, fence.epoch, record, openMember(this.sessionId, toolCallId), idx.events, messageKey('call', this.sessionId, toolCallId)],
+      true,
+    )
+    if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
+    return reply[1]
+  }
+
+  stagedKey(toolCallId: string): string {
+    return `${this.keys.staged}:${toolCallId}`
+  }
+}
+
+function fencedError(fence: Fence, current: number): FencedError {
+  return new FencedError(fence.toolCallId, fence.epoch, current < 0 ? null : current)
+}
+
+function encodeValue(value: unknown): string {
+  return value === undefined ? NO_VALUE : JSON.stringify(value)
+}
+
+function decodeValue(stored: string): unknown {
+  return stored === NO_VALUE ? undefined : JSON.parse(stored)
+}

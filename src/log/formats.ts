@@ -1,0 +1,55 @@
+/**
+ * Every string format that carries ids between processes, built and parsed here only: members of
+ * the open-work indexes, keys of pub/sub messages, and BullMQ job ids. Ids are safe by the time they
+ * get here (validated, or stored call ids: see callIds.ts), so `|` and `\n` cannot occur in them.
+ */
+
+/** Member of the open turns / calls / questions indexes: `<sessionId>|<id>`. */
+export function openMember(sessionId: string, id: string): string {
+  return `${sessionId}|${id}`
+}
+
+export function parseMember(member: string): { sessionId: string; id: string } {
+  const bar = member.indexOf('|')
+  return { sessionId: member.slice(0, bar), id: member.slice(bar + 1) }
+}
+
+/**
+ * A pub/sub message on the events channel is `<key>\n<record JSON>`: `call|<sid>|<toolCallId>` with
+ * the landed harness.tool.result, `input|<sid>|<inputId>` with the harness.input.settled record.
+ */
+export type MessageKind = 'call' | 'input'
+
+export function messageKey(kind: MessageKind, sessionId: string, id: string): string {
+  return `${kind}|${openMember(sessionId, id)}`
+}
+
+export interface Message {
+  key: string
+  kind: MessageKind | null
+  sessionId: string
+  id: string
+  /** The record the message carries, as JSON text ('' for none). */
+  payload: string
+}
+
+/** Never throws: a message of another shape parses with `kind: null`. */
+export function parseMessage(message: string): Message {
+  const nl = message.indexOf('\n')
+  const key = nl < 0 ? message : message.slice(0, nl)
+  const payload = nl < 0 ? '' : message.slice(nl + 1)
+  const bar = key.indexOf('|')
+  const kind = key.slice(0, bar)
+  const { sessionId, id } = parseMember(key.slice(bar + 1))
+  return { key, kind: kind === 'call' || kind === 'input' ? kind : null, sessionId, id, payload }
+}
+
+/** BullMQ job id of a turn (BullMQ refuses ':' in ids). */
+export function turnJobId(sessionId: string, inputId: string): string {
+  return `turn|${sessionId}|${inputId}`
+}
+
+/** BullMQ job id of a tool call; base64url keeps any id a job id can hold. */
+export function toolJobId(sessionId: string, toolCallId: string): string {
+  return `call|${sessionId}|${Buffer.from(toolCallId).toString('base64url')}`
+}

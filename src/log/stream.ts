@@ -1,0 +1,186 @@
+import type { Redis } from 'ioredis'
+import { DurableHarnessError, InvalidCursorError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors.js'
+import { runScript, type ScriptContract, type ScriptName } from './commands/index.js'
+import { indexKeys, sessionKeys, type SessionKeys } from './keys.js'
+import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
+
+export interface LogEntry<R extends LogRecord = LogRecord> {
+  id: string
+  record: R
+}
+
+/** Narrows a log entry on its record's type: `if (isRecord(entry, 'harness.tool.result')) entry.record.toolCallId`. */
+export function isRecord<K extends HarnessRecordType>(entry: LogEntry, type: K): entry is LogEntry<RecordOf<K>> {
+  return entry.record.type === type
+}
+
+export interface ReadOptions {
+  /** Exclusive: entries after this stream id. */
+  after?: string
+  /** Inclusive: entries from this stream id on (instead of `after`). */
+  from?: string
+  /** Exclusive: entries before this stream id. */
+  before?: string
+  /** Only these record types. */
+  types?: readonly string[]
+  limit?: number
+}
+
+export interface FollowOptions {
+  after?: string
+  types?: readonly string[]
+  signal?: AbortSignal
+  /** How long one XREAD BLOCK waits before it checks the signal again. */
+  blockMs?: number
+}
+
+/** How long a tool call attempt's own writes are retried when Redis refuses them (OOM) before its job fails. */
+export const DEFAULT_WRITE_RETRY_MS = 10_000
+
+export interface SessionLogOptions {
+  /** See DEFAULT_WRITE_RETRY_MS. */
+  writeRetryMs?: number
+}
+
+/** A stream id as XRANGE takes it: `<ms>` or `<ms>-<seq>`. */
+const STREAM_ID = /^\d{1,20}(-\d{1,20})?$/
+
+function assertCursor(option: string, value: unknown): void {
+  if (value !== undefined && (typeof value !== 'string' || !STREAM_ID.test(value))) throw new InvalidCursorError(option, value)
+}
+
+type RawEntry = [string, string[]]
+
+/**
+ * The stream of one session's log: reading, following and unfenced appends, and the one way every
+ * part of the log runs a Redis operation (`command`). The inputs and the call ledger build on it
+ * (inputs.ts, callLedger.ts). Speaks only Redis.
+ */
+export class LogStream {
+  readonly keys: SessionKeys
+  /** Part of every idempotency key: `${logId}:${toolCallId}:${name}`. */
+  readonly logId: string
+  private readonly writeRetryMs: number
+
+  constructor(
+    readonly redis: Redis,
+    readonly prefix: string,
+    readonly sessionId: string,
+    options: SessionLogOptions = {},
+  ) {
+    this.keys = sessionKeys(prefix, sessionId)
+    this.logId = sessionId
+    this.writeRetryMs = options.writeRetryMs ?? DEFAULT_WRITE_RETRY_MS
+  }
+
+  /**
+   * Runs one Redis operation; what Redis throws becomes a StorageError with the cause attached.
+   * `retry`: the fenced writes of a tool call attempt, each idempotent when re-sent (a step saved
+   * twice returns the first value, a result landed twice answers 'ok'), are retried with backoff for
+   * `writeRetryMs` first, so an OOM or a blip never turns a side effect that ran into a tool error.
+   */
+  protected async command<T>(operation: string, run: () => Promise<T>, retry = false): Promise<T> {
+    const deadline = Date.now() + (retry ? this.writeRetryMs : 0)
+    for (let delay = 20; ; delay = Math.min(delay * 2, 1_000)) {
+      try {
+        return await run()
+      } catch (error) {
+        if (error instanceof DurableHarnessError) throw error
+        if (Date.now() + delay > deadline) throw new StorageError(operation, this.sessionId, error)
+        await new Promise((resolve) => setTimeout(resolve, delay))
+      }
+    }
+  }
+
+  /** One named Lua script through `command`. */
+  protected script<N extends ScriptName>(name: N, keys: ScriptContract[N]['keys'], args: ScriptContract[N]['args'], retry = false) {
+    return this.command(name, () => runScript(this.redis, name, keys, args), retry)
+  }
+
+  /** Appends records unfenced (recovery notes). */
+  async append(records: LogRecord[]): Promise<string[]> {
+    return this.script('appendRecords', [this.keys.log], records.map(encodeRecord))
+  }
+
+  async read(options: ReadOptions = {}): Promise<Array<LogEntry>> {
+    for (const key of ['after', 'from', 'before'] as const) assertCursor(`read({ ${key} })`, options[key])
+    if (options.limit !== undefined && options.limit <= 0) return []
+    const start = options.from ?? (options.after ? `(${options.after}` : '-')
+    const end = options.before ? `(${options.before}` : '+'
+    const out: LogEntry[] = []
+    const page = options.limit && !options.types ? options.limit : 1000
+    let from = start
+    for (;;) {
+      const raw = (await this.command('read', () => this.redis.xrange(this.keys.log, from, end, 'COUNT', page))) as RawEntry[]
+      for (const entry of raw) {
+        const parsed = this.parseEntry(entry)
+        if (parsed && (!options.types || options.types.includes(parsed.record.type))) out.push(parsed)
+        if (options.limit && out.length >= options.limit) return out
+      }
+      if (raw.length < page) return out
+      from = `(${raw[raw.length - 1]![0]}`
+    }
+  }
+
+  /** One entry by its stream id. */
+  async readEntry(id: string): Promise<LogEntry | null> {
+    const [raw] = (await this.command('read', () => this.redis.xrange(this.keys.log, id, id))) as RawEntry[]
+    return raw ? this.parseEntry(raw) : null
+  }
+
+  /**
+   * Follows the log from a known id with XREAD BLOCK on its own connection. Never reads from `$`:
+   * after a reconnect ioredis would re-send it and skip what was written in the gap.
+   */
+  async *follow(options: FollowOptions = {}): AsyncGenerator<LogEntry> {
+    assertCursor('follow({ after })', options.after)
+    let last = options.after ?? '0-0'
+    const conn = this.redis.duplicate()
+    const onAbort = () => conn.disconnect()
+    options.signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      while (!options.signal?.aborted) {
+        let reply: Array<[string, RawEntry[]]> | null
+        try {
+          reply = (await conn.xread('COUNT', 500, 'BLOCK', options.blockMs ?? 5000, 'STREAMS', this.keys.log, last)) as Array<[string, RawEntry[]]> | null
+        } catch (error) {
+          if (options.signal?.aborted) return
+          throw new StorageError('follow', this.sessionId, error)
+        }
+        for (const entry of reply?.[0]?.[1] ?? []) {
+          last = entry[0]
+          const parsed = this.parseEntry(entry)
+          if (parsed && (!options.types || options.types.includes(parsed.record.type))) yield parsed
+        }
+      }
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort)
+      conn.disconnect()
+    }
+  }
+
+  private parseEntry([id, fields]: RawEntry): LogEntry | null {
+    const rawJson = fields[1]
+    let record: LogRecord | 'skip'
+    try {
+      if (fields[0] !== 'r' || rawJson === undefined) throw new Error('no "r" field')
+      record = parseRecord(JSON.parse(rawJson), 'read')
+    } catch (error) {
+      void this.redis.hset(indexKeys(this.prefix).corrupt, this.sessionId, id).catch(() => {})
+      throw new MalformedEntryError(this.sessionId, id, (error as Error).message)
+    }
+    return record === 'skip' ? null : { id, record }
+  }
+}
+
+/** Validates a record against its schema and encodes it for the stream (harness records as parsed: no unknown fields). */
+export function encodeRecord(record: LogRecord): string {
+  let parsed: LogRecord | 'skip'
+  try {
+    parsed = parseRecord(record)
+    if (parsed === 'skip') throw new Error(`unknown reserved type ${record.type}`)
+  } catch (error) {
+    throw new InvalidRecordError(`Record refused on write: ${(error as Error).message}`)
+  }
+  return JSON.stringify(parsed)
+}
