@@ -55,7 +55,8 @@ export class Notifier {
     const { timeoutMs } = options
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
     let wake: () => void = () => {}
-    let signalled = false
+    // set by a message (any time), cleared before each check
+    let signalled: boolean
     let found: T | undefined
     const onMessage = (payload: string) => {
       signalled = true

@@ -54,10 +54,10 @@ export function createAsk({ log, fence, lookup, park, checkValue, ours }: AskDep
     const expiresAt = options.expiresAt === undefined ? undefined : toEpochMs(options.expiresAt)
     // R6 before any read or write, and on a run again too (the name was checked when it was claimed)
     checkValue(message, `Question "${name}" message`)
-    let stored = await lookup(name)
+    const stored = await lookup(name)
     if (!stored.found) {
       const jsonSchema = checkValue(convertSchemaToJsonSchema(schema as never) ?? {}, `Question "${name}" schema`)
-      stored = await ours(log.askQuestion(fence, name, {
+      await ours(log.askQuestion(fence, name, {
         toolCallId: fence.toolCallId,
         questionId,
         name,

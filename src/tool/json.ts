@@ -9,7 +9,7 @@ export type Json = string | number | boolean | null | Json[] | { [key: string]: 
  */
 export type JsonChecked<T> = T extends string | number | boolean | null | undefined | void
   ? T
-  : T extends Function | symbol | bigint | Date | RegExp | Map<unknown, unknown> | Set<unknown> | WeakMap<object, unknown> | WeakSet<object> | Promise<unknown> | Error | ArrayBufferView | ArrayBuffer
+  : T extends ((...args: never[]) => unknown) | symbol | bigint | Date | RegExp | Map<unknown, unknown> | Set<unknown> | WeakMap<object, unknown> | WeakSet<object> | Promise<unknown> | Error | ArrayBufferView | ArrayBuffer
     ? never
     : T extends readonly unknown[]
       ? { [K in keyof T]: JsonChecked<T[K]> }

@@ -19,7 +19,6 @@ import {
   ValueTooLargeError,
   withTimeout,
   type Harness,
-  type HarnessHost,
 } from '../../src/index.js'
 import { SessionLog } from '../../src/log/index.js'
 import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
