@@ -7,7 +7,7 @@ export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } 
 export { createHarnessHost, type HarnessHost, type HostOptions, type WorkersHandle } from './harness/host.js'
 export { Session, type Settled } from './harness/session.js'
 export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
-export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './queue/index.js'
+export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './harnessTypes.js'
 export { SessionLog, harnessRecordSchemas, type LogEntry, type LogRecord, type HarnessRecord, type HarnessRecordType, type AppRecord, type Question } from './log/index.js'
 export type { Repair, SweepOptions } from './recovery/index.js'
 export { createLogger } from './logger.js'

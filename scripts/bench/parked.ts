@@ -11,7 +11,8 @@ import { pino } from 'pino'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError, type HarnessHost } from '../../src/index.js'
 import type { RecordOf } from '../../src/log/index.js'
-import { bullPrefix, toolJobId, toolQueueName } from '../../src/queue/index.js'
+import { toolJobId } from '../../src/log/index.js'
+import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
 
 // The shape of the fixture's nap: one step.do, then step.sleep; the result says when it went on.

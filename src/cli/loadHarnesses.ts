@@ -1,10 +1,10 @@
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { ConfigError } from '../errors.js'
-import type { Harness } from '../harness/defineHarness.js'
+import { TOOLS_BY_NAME, type Harness } from '../harnessTypes.js'
 
 function isHarness(value: unknown): value is Harness {
-  return typeof value === 'object' && value !== null && 'toolsByName' in value && 'durability' in value && 'adapter' in value
+  return typeof value === 'object' && value !== null && TOOLS_BY_NAME in value && 'durability' in value && 'adapter' in value
 }
 
 /**

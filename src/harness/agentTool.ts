@@ -1,7 +1,7 @@
 import { chat, streamToText, toolDefinition, type AnyServerTool } from '@tanstack/ai'
 import { z } from 'zod'
-import { AGENT, isAgentTool, type AgentToolMarker } from '../queue/index.js'
-import type { Harness } from './defineHarness.js'
+import { AGENT, isAgentTool, type AgentToolMarker } from '../call/index.js'
+import type { Harness } from '../harnessTypes.js'
 
 export interface AgentToolOptions {
   /** Default: the harness name with `/` as `_`. */

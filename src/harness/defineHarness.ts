@@ -1,6 +1,6 @@
 import type { AnyServerTool, AnyTextAdapter, SystemPrompt } from '@tanstack/ai'
 import { ConfigError } from '../errors.js'
-import type { AfterToolCallHook, DurabilityOptions, RuntimeHarness } from '../queue/index.js'
+import { TOOLS_BY_NAME, type AfterToolCallHook, type DurabilityOptions, type Harness } from '../harnessTypes.js'
 import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
 
 export const DEFAULT_DURABILITY: DurabilityOptions = {
@@ -22,12 +22,12 @@ export interface HarnessOptions {
   tools?: ReadonlyArray<AnyServerTool>
   systemPrompts?: ReadonlyArray<SystemPrompt>
   /** Session secrets, resolved in the worker for each call; never stored in Redis. */
-  secrets?: RuntimeHarness['secrets']
+  secrets?: Harness['secrets']
   hooks?: { onAfterToolCall?: AfterToolCallHook | ReadonlyArray<AfterToolCallHook> }
   durability?: Partial<DurabilityOptions>
 }
 
-export type Harness = RuntimeHarness
+export type { Harness }
 
 const NAME = /^[A-Za-z0-9._/-]{1,100}$/
 
@@ -53,7 +53,7 @@ export function defineHarness(options: HarnessOptions): Harness {
     name: options.name,
     adapter: options.adapter,
     tools,
-    toolsByName,
+    [TOOLS_BY_NAME]: toolsByName,
     ...(options.systemPrompts ? { systemPrompts: options.systemPrompts } : {}),
     ...(options.secrets ? { secrets: options.secrets } : {}),
     hooks: { onAfterToolCall: hook === undefined ? [] : typeof hook === 'function' ? [hook] : [...hook] },

@@ -3,8 +3,10 @@ import type { Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { ConfigError, RedisUnavailableError, UnknownHarnessError } from '../errors.js'
 import { createLogger } from '../logger.js'
-import { assertSessionId, indexKeys, SessionLog, type Question } from '../log/index.js'
-import { CallAborts, createQueues, startWorkerSet, type HarnessQueues } from '../queue/index.js'
+import { assertSessionId, indexKeys, OpenWork, SessionLog, type OpenItem, type Question } from '../log/index.js'
+import { CallAborts } from '../call/index.js'
+import { createQueues, type HarnessQueues } from '../queue/index.js'
+import { startWorkerSet } from './workers.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/index.js'
 import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
@@ -116,7 +118,8 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   }
   const logOptions = options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }
   const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId, logOptions)
-  const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ redis, prefix, harnesses, queuesOf, logFor, logger }, sweepOptions)
+  const openWork = new OpenWork(redis, prefix)
+  const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ openWork, harnesses, queuesOf, logFor, logger }, sweepOptions)
 
   return {
     prefix,
@@ -166,23 +169,21 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     },
     sweep: sweepOnce,
     async questions({ limit = 100 } = {}) {
-      const key = indexKeys(prefix).openQuestions
       const out: Array<Question & { sessionId: string }> = []
       // an expired (or vanished) question is never answerable again: drop it from the index as we pass, so
       // closed questions at the head cannot crowd open ones out of the page
       for (let start = 0; out.length < limit; ) {
-        const members = await redis.zrange(key, String(start), String(start + limit - 1))
-        if (members.length === 0) break
-        const stale: string[] = []
-        for (const member of members) {
-          const [sessionId, questionId] = member.split('|') as [string, string]
-          const found = await logFor(sessionId).getQuestion(questionId)
+        const items = await openWork.page('openQuestions', start, limit)
+        if (items.length === 0) break
+        const stale: OpenItem[] = []
+        for (const item of items) {
+          const found = await logFor(item.sessionId).getQuestion(item.id)
           if (found && !found.answer.found && (found.question.expiresAt ?? Infinity) > Date.now()) {
-            if (out.length < limit) out.push({ sessionId, ...found.question })
-          } else stale.push(member)
+            if (out.length < limit) out.push({ sessionId: item.sessionId, ...found.question })
+          } else stale.push(item)
         }
-        if (stale.length > 0) await redis.zrem(key, ...stale)
-        start += members.length - stale.length
+        await openWork.drop('openQuestions', stale)
+        start += items.length - stale.length
       }
       return out
     },

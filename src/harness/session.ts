@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import { Job } from 'bullmq'
 import { z } from 'zod'
 import {
   InputConflictError,
@@ -12,9 +11,10 @@ import {
   UnknownToolError,
 } from '../errors.js'
 import { assertInputId, assertToolCallId, messageKey, type FollowOptions, type LogEntry, type Question, type ReadOptions, type RecordOf, SessionLog } from '../log/index.js'
-import { enqueueTurn, resolveSecrets, toolJob, toolJobId, type HarnessQueues } from '../queue/index.js'
+import { resolveSecrets } from '../call/index.js'
+import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
+import { enqueueCall, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
-import type { Harness } from './defineHarness.js'
 import type { Notifier } from './notifier.js'
 
 export interface Settled {
@@ -53,7 +53,7 @@ export class Session {
     if (added.status === 'conflict') throw new InputConflictError(inputId)
     // enqueued again after 'exists' too: a crash between the log write and the enqueue loses no turn,
     // and BullMQ ignores a job id that exists
-    await enqueueTurn(this.deps.queues.turns, this.deps.harness, this.sessionId, inputId)
+    await enqueueTurn(this.deps.queues, this.deps.harness, this.sessionId, inputId)
     return { inputId }
   }
 
@@ -95,7 +95,7 @@ export class Session {
    */
   async runTool(call: { name: string; input: unknown; toolCallId?: string }, options: { timeoutMs?: number } = {}): Promise<unknown> {
     const { harness, log, notifier, queues } = this.deps
-    if (!harness.toolsByName.has(call.name)) throw new UnknownToolError(call.name, [...harness.toolsByName.keys()])
+    if (!toolOf(harness, call.name)) throw new UnknownToolError(call.name, toolNames(harness))
     if (call.toolCallId !== undefined) assertToolCallId(call.toolCallId)
     const toolCallId = call.toolCallId ?? `run-${randomUUID()}`
     // checked before anything is written or enqueued: a bad input loses nothing and starts nothing
@@ -122,8 +122,8 @@ export class Session {
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
     // one connection keeps the order: the request is in the log before the job can run. Added again for
     // a caller's retry too: a no-op while the job exists, a repair if it was lost
-    const job = toolJob(harness, this.sessionId, { toolCallId, name: call.name, input })
-    await Promise.all([fresh ? log.requestCall(toolCallId, call.name, input) : null, queues.tools.add(job.name, job.data, job.opts)]).catch((error) => {
+    const requesting = fresh ? log.requestCall(toolCallId, call.name, input) : null
+    await Promise.all([requesting, enqueueCall(queues, harness, this.sessionId, { toolCallId, name: call.name, input })]).catch((error) => {
       cancel.abort()
       throw error
     })
@@ -156,9 +156,8 @@ export class Session {
     if (!parsed.success) throw new InvalidAnswerError(questionId, z.prettifyError(parsed.error).replace(/\n\s*/g, ' '))
     const answered = await this.deps.log.answerQuestion(questionId, copy, question.toolCallId)
     if (answered.status !== 'ok') throw new QuestionClosedError(questionId, answered.status)
-    const job = await Job.fromId(this.deps.queues.tools, toolJobId(this.sessionId, question.toolCallId))
     // not delayed yet (the tool is still parking): it re-checks the answer after its moveToDelayed
-    await job?.promote().catch(() => {})
+    await wakeCall(this.deps.queues, this.sessionId, question.toolCallId)
   }
 }
 

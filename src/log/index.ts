@@ -4,3 +4,4 @@ export { encodeRecord, isRecord, DEFAULT_WRITE_RETRY_MS, type LogEntry, type Rea
 export { sessionKeys, indexKeys, assertSessionId, assertInputId, assertToolCallId, assertQuestionId, stepField, type SessionKeys } from './keys.js'
 export { openMember, parseMember, messageKey, parseMessage, turnJobId, toolJobId, type Message, type MessageKind } from './formats.js'
 export { harnessRecordSchemas, parseRecord, hasType, RESERVED_PREFIX, type HarnessRecord, type HarnessRecordType, type AppRecord, type LogRecord, type RecordOf, type ToolErrorPayload, type ToolCallRecord } from './records.js'
+export { OpenWork, type OpenItem } from './openWork.js'

@@ -1,6 +1,30 @@
-import type { Queue } from 'bullmq'
-import { toolJobId, turnJobId, type ToolJobData, type TurnJobData } from './names.js'
-import type { RuntimeHarness } from './runtime.js'
+import { Job, Queue, type ConnectionOptions } from 'bullmq'
+import type { Harness } from '../harnessTypes.js'
+import { toolJobId, turnJobId } from '../log/index.js'
+import { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
+
+/**
+ * The one place that adds, wakes and inspects jobs. Every id is deterministic, so adding a job again
+ * is a no-op while it exists: each caller (prompt, runTool, the turn, an agent call, the sweeper) may
+ * add again after a crash.
+ */
+export interface HarnessQueues {
+  turns: Queue<TurnJobData>
+  tools: Queue<ToolJobData>
+}
+
+export function createQueues(harness: Harness, connection: ConnectionOptions, prefix: string): HarnessQueues {
+  const opts = { connection, prefix: bullPrefix(prefix) }
+  const queues = {
+    turns: new Queue<TurnJobData>(turnQueueName(harness.name), opts),
+    tools: new Queue<ToolJobData>(toolQueueName(harness.name), opts),
+  }
+  // with no 'error' listener BullMQ console.errors a stack per reconnect attempt while Redis is down;
+  // the connection's owner (the host's client) already reports it
+  queues.turns.on('error', () => {})
+  queues.tools.on('error', () => {})
+  return queues
+}
 
 /** A tool job retries only infrastructure failures (a tool's own error is a landed tool error). */
 export const toolJobOptions = {
@@ -11,7 +35,7 @@ export const toolJobOptions = {
 } as const
 
 /** A turn's attempts are `durability.maxAttempts` (R15); model failures retry with backoff. */
-export function turnJobOptions(harness: RuntimeHarness) {
+function turnJobOptions(harness: Harness) {
   return {
     attempts: harness.durability.maxAttempts,
     backoff: { type: 'exponential', delay: 500 },
@@ -20,32 +44,79 @@ export function turnJobOptions(harness: RuntimeHarness) {
   }
 }
 
-/**
- * Enqueues the turn of an input under its deterministic job id: adding it again is a no-op while the
- * job exists, so every caller (prompt, agent call, sweeper) may add it again after a crash.
- */
-export function enqueueTurn(turns: Queue<TurnJobData>, harness: RuntimeHarness, sessionId: string, inputId: string) {
-  return turns.add('turn', { harness: harness.name, sessionId, inputId }, { ...turnJobOptions(harness), jobId: turnJobId(sessionId, inputId) })
+export function enqueueTurn(queues: HarnessQueues, harness: Harness, sessionId: string, inputId: string) {
+  return queues.turns.add('turn', { harness: harness.name, sessionId, inputId }, { ...turnJobOptions(harness), jobId: turnJobId(sessionId, inputId) })
 }
 
-/** The job of one tool call (for `add` or `addBulk`): deterministic id; a call of a turn names the turn, and its job may be the turn's child. */
-export function toolJob(
-  harness: RuntimeHarness,
-  sessionId: string,
-  call: { toolCallId: string; name: string; input: unknown; inputTooLarge?: number },
-  turn: { inputId?: string; parent?: { id: string; queue: string } } = {},
-) {
-  return {
+export interface CallToEnqueue {
+  toolCallId: string
+  name: string
+  input: unknown
+  inputTooLarge?: number
+}
+
+/** Where a call belongs: a call of a turn names the turn, and its job may be the turn's child. */
+export interface CallOwnerJob {
+  inputId?: string
+  parent?: { id: string; queue: string }
+}
+
+function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob) {
+  const data: ToolJobData = {
+    harness: harness.name,
+    sessionId,
+    toolCallId: call.toolCallId,
     name: call.name,
-    data: {
-      harness: harness.name,
-      sessionId,
-      toolCallId: call.toolCallId,
-      name: call.name,
-      input: call.input,
-      ...(turn.inputId ? { inputId: turn.inputId } : {}),
-      ...(call.inputTooLarge !== undefined ? { inputTooLarge: call.inputTooLarge } : {}),
-    } as ToolJobData,
-    opts: { ...toolJobOptions, jobId: toolJobId(sessionId, call.toolCallId), ...(turn.parent ? { parent: turn.parent } : {}) },
+    input: call.input,
+    ...(owner.inputId ? { inputId: owner.inputId } : {}),
+    ...(call.inputTooLarge !== undefined ? { inputTooLarge: call.inputTooLarge } : {}),
   }
+  return { name: call.name, data, opts: { ...toolJobOptions, jobId: toolJobId(sessionId, call.toolCallId), ...(owner.parent ? { parent: owner.parent } : {}) } }
+}
+
+/** Enqueues the calls of a batch (or one runTool call) under their deterministic ids. */
+export function enqueueCalls(queues: HarnessQueues, harness: Harness, sessionId: string, calls: CallToEnqueue[], owner: CallOwnerJob = {}) {
+  return queues.tools.addBulk(calls.map((call) => toolJob(harness, sessionId, call, owner)))
+}
+
+export function enqueueCall(queues: HarnessQueues, harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob = {}) {
+  const job = toolJob(harness, sessionId, call, owner)
+  return queues.tools.add(job.name, job.data, job.opts)
+}
+
+/**
+ * Wakes a parked call now (an answer, a child agent's settle). A no-op when the job is not delayed
+ * (still running or parking: it re-checks after it parks) or gone.
+ */
+export async function wakeCall(queues: HarnessQueues, sessionId: string, toolCallId: string): Promise<void> {
+  await (await Job.fromId(queues.tools, toolJobId(sessionId, toolCallId)))?.promote().catch(() => {})
+}
+
+export type JobState = Awaited<ReturnType<Job['getState']>> | 'missing'
+
+/** What the sweeper needs of a job: its state, and to retry, remove it, or name it as a parent. */
+export interface JobHandle {
+  state: JobState
+  retryFailed(): Promise<void>
+  remove(): Promise<void>
+  /** The job as the parent of children added to it. */
+  asParent(): { id: string; queue: string }
+}
+
+async function inspect(queue: Queue, id: string): Promise<JobHandle> {
+  const job = await Job.fromId(queue, id)
+  return {
+    state: job ? await job.getState() : 'missing',
+    retryFailed: async () => void (await job?.retry('failed')),
+    remove: async () => void (await job?.remove()),
+    asParent: () => ({ id, queue: job?.queueQualifiedName ?? '' }),
+  }
+}
+
+export function inspectTurnJob(queues: HarnessQueues, sessionId: string, inputId: string): Promise<JobHandle> {
+  return inspect(queues.turns, turnJobId(sessionId, inputId))
+}
+
+export function inspectCallJob(queues: HarnessQueues, sessionId: string, toolCallId: string): Promise<JobHandle> {
+  return inspect(queues.tools, toolJobId(sessionId, toolCallId))
 }

@@ -1,7 +1,14 @@
-export { createQueues, startWorkerSet, type HarnessQueues } from './workers.js'
-export { bullPrefix, toolQueueName, turnQueueName, toolJobId, turnJobId, type ToolJobData, type TurnJobData } from './names.js'
-export { enqueueTurn, toolJob, toolJobOptions, turnJobOptions } from './enqueue.js'
-export type { RuntimeHarness, DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './runtime.js'
-export { AGENT, isAgentTool, childSessionId, CHILD_INPUT_ID, type AgentToolMarker } from './agentCall.js'
-export { CallAborts } from './callAborts.js'
-export { resolveSecrets } from './runCall.js'
+export { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
+export {
+  createQueues,
+  toolJobOptions,
+  enqueueTurn,
+  enqueueCall,
+  enqueueCalls,
+  wakeCall,
+  inspectTurnJob,
+  inspectCallJob,
+  type HarnessQueues,
+  type CallToEnqueue,
+  type JobHandle,
+} from './enqueue.js'

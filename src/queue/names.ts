@@ -1,6 +1,7 @@
 /**
  * BullMQ names. All queues share one hash tag (`{jobs}`) so a turn (parent) and its tool jobs
- * (children) live in one Redis Cluster slot. Job ids never contain ':' and never look like integers.
+ * (children) live in one Redis Cluster slot. Job ids are built in log/formats.ts: they never contain
+ * ':' and never look like integers.
  */
 export function bullPrefix(prefix: string): string {
   return `${prefix}:{jobs}`
@@ -12,15 +13,6 @@ export function turnQueueName(harness: string): string {
 
 export function toolQueueName(harness: string): string {
   return `tools.${harness}`
-}
-
-export function turnJobId(sessionId: string, inputId: string): string {
-  return `turn|${sessionId}|${inputId}`
-}
-
-/** Tool call ids come from a model: base64url keeps any character out of the job id. */
-export function toolJobId(sessionId: string, toolCallId: string): string {
-  return `call|${sessionId}|${Buffer.from(toolCallId).toString('base64url')}`
 }
 
 export interface ToolJobData {

@@ -1,14 +1,12 @@
-import { Job } from 'bullmq'
-import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
-import { indexKeys, type SessionLog } from '../log/index.js'
-import { enqueueTurn, toolJob, toolJobId, turnJobId, type HarnessQueues, type RuntimeHarness } from '../queue/index.js'
+import type { Harness } from '../harnessTypes.js'
+import type { OpenItem, OpenWork, SessionLog } from '../log/index.js'
+import { enqueueCall, enqueueTurn, inspectCallJob, inspectTurnJob, type HarnessQueues } from '../queue/index.js'
 
 export interface SweepDeps {
-  redis: Redis
-  prefix: string
-  harnesses: ReadonlyMap<string, RuntimeHarness>
-  queuesOf(harness: RuntimeHarness): HarnessQueues
+  openWork: OpenWork
+  harnesses: ReadonlyMap<string, Harness>
+  queuesOf(harness: Harness): HarnessQueues
   logFor(sessionId: string): SessionLog
   logger: Logger
 }
@@ -28,27 +26,32 @@ export interface Repair {
 }
 
 export const DEFAULT_GRACE_MS = 10_000
+const CLAIM_MS = 30_000
 
 /**
  * One recovery pass. It scans only the indexes of open work (open turns, open calls), never all
  * sessions, and repairs what a queue cannot: a turn past timeoutMs, a turn whose job vanished or
  * failed, a call whose job vanished, failed, or completed without a result. Each repair is claimed
- * with a lock (two sweepers at once repair each item once) and logged with its reason.
+ * (two sweepers at once repair each item once) and logged with its reason.
  */
 export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promise<Repair[]> {
   const limit = options.limit ?? 1000
   const before = Date.now() - (options.graceMs ?? DEFAULT_GRACE_MS)
-  const idx = indexKeys(deps.prefix)
   const repairs: Repair[] = []
-  const turns = await deps.redis.zrangebyscore(idx.openTurns, '-inf', before, 'LIMIT', 0, limit)
-  for (const member of turns) {
-    const repair = await claimed(deps, member, () => repairTurn(deps, member))
-    if (repair) repairs.push(repair)
-  }
-  const calls = await deps.redis.zrangebyscore(idx.openCalls, '-inf', before, 'LIMIT', 0, limit)
-  for (const member of calls) {
-    const repair = await claimed(deps, member, () => repairCall(deps, member))
-    if (repair) repairs.push(repair)
+  for (const [index, repair] of [
+    ['openTurns', repairTurn],
+    ['openCalls', repairCall],
+  ] as const) {
+    for (const item of await deps.openWork.olderThan(index, before, limit)) {
+      const release = await deps.openWork.claim(item, CLAIM_MS)
+      if (!release) continue
+      try {
+        const done = await repair(deps, item)
+        if (done) repairs.push(done)
+      } finally {
+        await release()
+      }
+    }
   }
   for (const r of repairs) {
     await deps.logFor(r.sessionId).append([{ type: 'harness.recovery', reason: r.reason, ...(r.kind === 'turn' ? { inputId: r.id } : { toolCallId: r.id }) }])
@@ -57,28 +60,13 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
   return repairs
 }
 
-async function claimed(deps: SweepDeps, member: string, repair: () => Promise<Repair | null>): Promise<Repair | null> {
-  const lock = `${deps.prefix}:sweep-lock:${member}`
-  if ((await deps.redis.set(lock, '1', 'PX', 30_000, 'NX')) !== 'OK') return null
-  try {
-    return await repair()
-  } finally {
-    await deps.redis.del(lock)
-  }
-}
-
-function split(member: string): [string, string] {
-  const bar = member.indexOf('|')
-  return [member.slice(0, bar), member.slice(bar + 1)]
-}
-
-async function repairTurn(deps: SweepDeps, member: string): Promise<Repair | null> {
-  const [sessionId, inputId] = split(member)
+async function repairTurn(deps: SweepDeps, item: OpenItem): Promise<Repair | null> {
+  const { sessionId, id: inputId } = item
   const log = deps.logFor(sessionId)
   const input = await log.getInput(inputId)
   const harness = input && deps.harnesses.get(input.harness)
   if (!input || input.status === 'settled') {
-    await deps.redis.zrem(indexKeys(deps.prefix).openTurns, member)
+    await deps.openWork.drop('openTurns', [item])
     return null
   }
   if (!harness) return null // another host's harness: its own sweepers repair it
@@ -89,46 +77,41 @@ async function repairTurn(deps: SweepDeps, member: string): Promise<Repair | nul
     return repair('turn past timeoutMs: settled as failed')
   }
   const queues = deps.queuesOf(harness)
-  const job = await Job.fromId(queues.turns, turnJobId(sessionId, inputId))
-  const state = job ? await job.getState() : 'missing'
-  if (state === 'failed') {
-    await job!.retry('failed')
+  const job = await inspectTurnJob(queues, sessionId, inputId)
+  if (job.state === 'failed') {
+    await job.retryFailed()
     return repair('turn job failed without settling: retried')
   }
-  if (state === 'missing' || state === 'completed') {
-    if (job) await job.remove()
-    await enqueueTurn(queues.turns, harness, sessionId, inputId)
-    return repair(`turn job ${state === 'missing' ? 'vanished' : 'completed without settling'}: enqueued again`)
-  }
-  return null
+  if (job.state !== 'missing' && job.state !== 'completed') return null
+  await job.remove()
+  await enqueueTurn(queues, harness, sessionId, inputId)
+  return repair(`turn job ${job.state === 'missing' ? 'vanished' : 'completed without settling'}: enqueued again`)
 }
 
-async function repairCall(deps: SweepDeps, member: string): Promise<Repair | null> {
-  const [sessionId, toolCallId] = split(member)
+async function repairCall(deps: SweepDeps, item: OpenItem): Promise<Repair | null> {
+  const { sessionId, id: toolCallId } = item
   const log = deps.logFor(sessionId)
   const call = await log.getCall(toolCallId)
   if (!call || call.status === 'done') {
-    await deps.redis.zrem(indexKeys(deps.prefix).openCalls, member)
+    await deps.openWork.drop('openCalls', [item])
     return null
   }
   const harness = call.owner && deps.harnesses.get(call.owner.harness)
   if (!harness) return null
   const queues = deps.queuesOf(harness)
-  const job = await Job.fromId(queues.tools, toolJobId(sessionId, toolCallId))
-  const state = job ? await job.getState() : 'missing'
+  const job = await inspectCallJob(queues, sessionId, toolCallId)
   const repair = (reason: string): Repair => ({ kind: 'call', sessionId, id: toolCallId, reason })
-  if (state === 'failed') {
-    await job!.retry('failed')
+  if (job.state === 'failed') {
+    await job.retryFailed()
     return repair('call job failed without a result: retried')
   }
-  if (state !== 'missing' && state !== 'completed') return null
+  if (job.state !== 'missing' && job.state !== 'completed') return null
   const inputId = call.owner!.inputId
   const input = await log.findCallInput(toolCallId, inputId)
-  if (job) await job.remove()
+  await job.remove()
   // a call of a turn goes back under its turn when the turn still waits for it; else on its own
-  const turn = inputId ? await Job.fromId(queues.turns, turnJobId(sessionId, inputId)) : undefined
-  const parent = turn && (await turn.getState()) === 'waiting-children' ? { id: turn.id!, queue: turn.queueQualifiedName } : undefined
-  const again = toolJob(harness, sessionId, { toolCallId, name: call.name, input }, { ...(inputId ? { inputId } : {}), ...(parent ? { parent } : {}) })
-  await queues.tools.add(again.name, again.data, again.opts)
-  return repair(`call job ${state === 'missing' ? 'vanished' : 'completed without a result'}: enqueued again`)
+  const turn = inputId ? await inspectTurnJob(queues, sessionId, inputId) : undefined
+  const parent = turn?.state === 'waiting-children' ? turn.asParent() : undefined
+  await enqueueCall(queues, harness, sessionId, { toolCallId, name: call.name, input }, { ...(inputId ? { inputId } : {}), ...(parent ? { parent } : {}) })
+  return repair(`call job ${job.state === 'missing' ? 'vanished' : 'completed without a result'}: enqueued again`)
 }

@@ -1,7 +1,7 @@
 import type { ModelMessage } from '@tanstack/ai'
 import { resolveDebugOption } from '@tanstack/ai/adapter-internals'
-import type { LogEntry, ModelToolCall, RecordOf } from '../log/index.js'
-import type { RuntimeHarness } from './runtime.js'
+import type { Harness } from '../harnessTypes.js'
+import { isRecord, type LogEntry, type ModelToolCall, type RecordOf } from '../log/index.js'
 
 export interface ModelResponse {
   text?: string
@@ -11,12 +11,12 @@ export interface ModelResponse {
 /** Builds the conversation for the model from the session log; tool results follow their call, in call order. */
 export function buildMessages(entries: LogEntry[]): ModelMessage[] {
   const results = new Map<string, RecordOf<'harness.tool.result'>>()
-  for (const { record } of entries) if (record.type === 'harness.tool.result') results.set((record as RecordOf<'harness.tool.result'>).toolCallId, record as RecordOf<'harness.tool.result'>)
+  for (const entry of entries) if (isRecord(entry, 'harness.tool.result')) results.set(entry.record.toolCallId, entry.record)
   const messages: ModelMessage[] = []
-  for (const { record } of entries) {
-    if (record.type === 'harness.input') messages.push({ role: 'user', content: (record as RecordOf<'harness.input'>).text })
-    if (record.type !== 'harness.model.response') continue
-    const response = record as RecordOf<'harness.model.response'>
+  for (const entry of entries) {
+    if (isRecord(entry, 'harness.input')) messages.push({ role: 'user', content: entry.record.text })
+    if (!isRecord(entry, 'harness.model.response')) continue
+    const response = entry.record
     messages.push({
       role: 'assistant',
       content: response.text ?? null,
@@ -40,7 +40,7 @@ export function toolMessageContent(result: RecordOf<'harness.tool.result'>): str
 }
 
 /** One model call through the harness's `@tanstack/ai` text adapter, collected into text and tool calls. */
-export async function callModel(harness: RuntimeHarness, messages: ModelMessage[], signal?: AbortSignal): Promise<ModelResponse> {
+export async function callModel(harness: Harness, messages: ModelMessage[], signal?: AbortSignal): Promise<ModelResponse> {
   const abortController = new AbortController()
   signal?.addEventListener('abort', () => abortController.abort(signal.reason), { once: true })
   const stream = harness.adapter.chatStream({
@@ -88,7 +88,7 @@ export async function callModel(harness: RuntimeHarness, messages: ModelMessage[
 /** A call whose input is over the size limit keeps only its size: the tool then gets a `value_too_large` error. */
 function boundedCall(toolCallId: string, name: string, input: unknown, limit: number): ModelToolCall {
   const size = Buffer.byteLength(JSON.stringify(input ?? {}))
-  return size > limit ? { toolCallId, name, input: {}, inputTooLarge: size } : { toolCallId, name, input: input as never }
+  return size > limit ? { toolCallId, name, input: {}, inputTooLarge: size } : { toolCallId, name, input }
 }
 
 function parseArgs(args: string): unknown {

@@ -1,25 +1,23 @@
-import { Job, WaitingChildrenError, type Queue } from 'bullmq'
+import { WaitingChildrenError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
-import { SessionLog, type InputState, type RecordOf } from '../log/index.js'
-import { toolJob } from './enqueue.js'
+import type { Harness } from '../harnessTypes.js'
+import type { InputState, RecordOf, SessionLog } from '../log/index.js'
+import { enqueueCalls, wakeCall, type HarnessQueues, type TurnJobData } from '../queue/index.js'
+import { toToolError } from '../tool/index.js'
+import { foldTurn } from './fold.js'
 import { buildMessages, callModel } from './model.js'
-import { toolJobId, type ToolJobData, type TurnJobData } from './names.js'
-import { toToolError } from './runCall.js'
-import type { RuntimeHarness } from './runtime.js'
-import { foldTurn } from './turnFold.js'
 
 /** Passes in a row that change nothing before a turn attempt gives up (see the loop). */
 const MAX_IDLE_PASSES = 5
 
 export interface TurnJobDeps {
-  harness: RuntimeHarness
-  toolQueue: Queue<ToolJobData>
+  harness: Harness
+  queues: HarnessQueues
   logFor(sessionId: string): SessionLog
-  /** The tool queue of a harness by name (an agent tool's parent call may belong to another harness). */
-  toolQueueOf(harnessName: string): Queue<ToolJobData> | undefined
+  /** The queues of a harness by name (an agent tool's parent call may belong to another harness). */
+  queuesByName(harnessName: string): HarnessQueues | undefined
   logger: Logger
 }
-
 
 /**
  * The processor of a turn job. It folds the session log to decide its next action (call the model,
@@ -37,8 +35,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled')
     // the turn of a child session answers an agent tool call: wake that call (it re-checks on its own too)
     const parent = (input ?? (await log.getInput(inputId)))?.parent
-    const queue = parent && deps.toolQueueOf(parent.harness)
-    if (parent && queue) await (await Job.fromId(queue, toolJobId(parent.sessionId, parent.toolCallId)))?.promote().catch(() => {})
+    const queues = parent && deps.queuesByName(parent.harness)
+    if (parent && queues) await wakeCall(queues, parent.sessionId, parent.toolCallId)
   }
   try {
     input = await log.getInput(inputId)
@@ -64,8 +62,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const remaining = timeoutMs === undefined ? Infinity : fold.input.record.at + timeoutMs - Date.now()
       if (remaining <= 0) return await settle({ outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
       if (fold.pending.length > 0) {
-        const parent = { id: job.id!, queue: job.queueQualifiedName }
-        await deps.toolQueue.addBulk(fold.pending.map((c) => toolJob(harness, sessionId, c, { inputId, parent })))
+        await enqueueCalls(deps.queues, harness, sessionId, fold.pending, { inputId, parent: { id: job.id!, queue: job.queueQualifiedName } })
         logger.debug({ calls: fold.pending.length }, 'batch enqueued; waiting for its results')
         if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError()
         continue

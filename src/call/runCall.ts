@@ -1,7 +1,7 @@
 import { FencedError, InvalidToolInputError, UnknownToolError, ValueTooLargeError } from '../errors.js'
+import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
-import { createDurableContext, DURABLE, encodeChecked, isDurableTool, Park, toJsonCopy, toToolError, validateStandard, SecretStore } from '../tool/index.js'
-import type { AfterToolCallInfo, RuntimeHarness } from './runtime.js'
+import { createDurableContext, DURABLE, isDurableTool, toToolError, validateStandard, type Park, type SecretStore } from '../tool/index.js'
 
 export type CallOutcome = { result: unknown } | { error: ToolErrorPayload } | { park: Park }
 
@@ -14,28 +14,21 @@ export interface CallInput {
   inputTooLarge?: number
 }
 
-/** The session's secrets from the harness resolver (user code: it runs in the worker, or the answering process). */
-export async function resolveSecrets(harness: RuntimeHarness, sessionId: string): Promise<SecretStore> {
-  return new SecretStore(harness.secrets ? await harness.secrets({ sessionId, harness: harness.name }) : {})
-}
-
-export { toToolError }
-
 /**
  * Runs one attempt of a call: validates the input, runs the durable execute (or a plain tool's
  * execute) and returns its outcome. Parks and fencing pass through; every other error becomes a tool
  * error, so a tool job never fails.
  */
 export async function runCall(
-  harness: RuntimeHarness,
+  harness: Harness,
   log: SessionLog,
   call: CallInput,
   begin: BeginResult,
   secrets: SecretStore,
   abortSignal: AbortSignal,
 ): Promise<CallOutcome> {
-  const tool = harness.toolsByName.get(call.name)
-  if (!tool) return { error: toToolError(new UnknownToolError(call.name, [...harness.toolsByName.keys()])) }
+  const tool = toolOf(harness, call.name)
+  if (!tool) return { error: toToolError(new UnknownToolError(call.name, toolNames(harness))) }
   if (call.inputTooLarge !== undefined) {
     return { error: toToolError(new ValueTooLargeError(`Input of tool "${call.name}"`, call.inputTooLarge, harness.durability.maxValueBytes)) }
   }
@@ -85,37 +78,4 @@ function isFenced(error: unknown): boolean {
   } catch {
     return false
   }
-}
-
-/**
- * The kept result (R12): the outcome after every onAfterToolCall hook, made JSON and without session
- * secrets. A hook's replacement wins, also on an error; a hook that throws makes the result a tool error.
- */
-export async function keptResult(
-  harness: RuntimeHarness,
-  call: CallInput,
-  outcome: { result: unknown } | { error: ToolErrorPayload },
-  secrets: SecretStore,
-): Promise<{ result: unknown } | { error: ToolErrorPayload }> {
-  let kept = outcome
-  for (const hook of harness.hooks.onAfterToolCall) {
-    const info: AfterToolCallInfo = { sessionId: call.sessionId, toolCallId: call.toolCallId, name: call.name, input: call.input, ...kept }
-    try {
-      const decision = await hook(info)
-      if (decision && decision.type === 'replaceResult') kept = { result: decision.result }
-    } catch (error) {
-      kept = { error: { message: `onAfterToolCall hook failed: ${toToolError(error).message}` } }
-    }
-  }
-  if ('result' in kept) {
-    const what = `Result of tool "${call.name}"`
-    try {
-      const copy = toJsonCopy(kept.result, what)
-      encodeChecked(copy, what, harness.durability.maxValueBytes)
-      kept = { result: copy }
-    } catch (error) {
-      kept = { error: toToolError(error) }
-    }
-  }
-  return secrets.redact(kept)
 }

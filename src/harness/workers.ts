@@ -1,38 +1,19 @@
-import { Queue, Worker, type ConnectionOptions } from 'bullmq'
+import { Worker, type ConnectionOptions } from 'bullmq'
 import type { Logger } from 'pino'
+import { processToolJob, type CallAborts } from '../call/index.js'
+import type { Harness } from '../harnessTypes.js'
 import type { SessionLog } from '../log/index.js'
-import type { CallAborts } from './callAborts.js'
-import { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
-import type { RuntimeHarness } from './runtime.js'
-import { processToolJob } from './toolJob.js'
-import { processTurnJob } from './turnJob.js'
-
-export interface HarnessQueues {
-  turns: Queue<TurnJobData>
-  tools: Queue<ToolJobData>
-}
-
-export function createQueues(harness: RuntimeHarness, connection: ConnectionOptions, prefix: string): HarnessQueues {
-  const opts = { connection, prefix: bullPrefix(prefix) }
-  const queues = {
-    turns: new Queue<TurnJobData>(turnQueueName(harness.name), opts),
-    tools: new Queue<ToolJobData>(toolQueueName(harness.name), opts),
-  }
-  // with no 'error' listener BullMQ console.errors a stack per reconnect attempt while Redis is down;
-  // the connection's owner (the host's client) already reports it
-  queues.turns.on('error', () => {})
-  queues.tools.on('error', () => {})
-  return queues
-}
+import { bullPrefix, toolQueueName, turnQueueName, type HarnessQueues, type ToolJobData, type TurnJobData } from '../queue/index.js'
+import { processTurnJob } from '../turn/index.js'
 
 export interface WorkerSetOptions {
-  harness: RuntimeHarness
+  harness: Harness
   queues: HarnessQueues
   connection: ConnectionOptions
   prefix: string
   concurrency: number
   logFor(sessionId: string): SessionLog
-  queuesOf(harness: RuntimeHarness): HarnessQueues
+  queuesOf(harness: Harness): HarnessQueues
   /** Queues of a harness by name, if this host runs it. */
   queuesByName(name: string): HarnessQueues | undefined
   aborts: CallAborts
@@ -61,7 +42,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   )
   const turns = new Worker<TurnJobData>(
     turnQueueName(harness.name),
-    (job, token) => processTurnJob(job, token, { harness, toolQueue: queues.tools, toolQueueOf: (name) => queuesByName(name)?.tools, logFor, logger }),
+    (job, token) => processTurnJob(job, token, { harness, queues, queuesByName, logFor, logger }),
     common,
   )
   for (const worker of [tools, turns]) {

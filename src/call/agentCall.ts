@@ -1,17 +1,15 @@
 import { createHash } from 'node:crypto'
 import type { AnyServerTool } from '@tanstack/ai'
+import type { Harness } from '../harnessTypes.js'
 import type { BeginResult, ParentCall, SessionLog } from '../log/index.js'
+import { enqueueTurn, type HarnessQueues, type ToolJobData } from '../queue/index.js'
 import { Park } from '../tool/index.js'
-import type { ToolJobData } from './names.js'
 import type { CallOutcome } from './runCall.js'
-import type { RuntimeHarness } from './runtime.js'
-import { enqueueTurn } from './enqueue.js'
-import type { HarnessQueues } from './workers.js'
 
 /** Marks a tool made by agentTool: its call runs a whole harness as a child session. */
 export const AGENT = Symbol.for('durable-harness.agentTool')
 export interface AgentToolMarker {
-  readonly [AGENT]: { harness: RuntimeHarness }
+  readonly [AGENT]: { harness: Harness }
 }
 
 export function isAgentTool(tool: unknown): tool is AnyServerTool & AgentToolMarker {
@@ -31,7 +29,7 @@ export function childSessionId(sessionId: string, toolCallId: string): string {
 
 export interface AgentCallDeps {
   logFor(sessionId: string): SessionLog
-  queuesOf(harness: RuntimeHarness): HarnessQueues
+  queuesOf(harness: Harness): HarnessQueues
 }
 
 /**
@@ -60,7 +58,7 @@ export async function runAgentCall(
     await childLog.addInput(CHILD_INPUT_ID, typeof prompt === 'string' ? prompt : JSON.stringify(data.input), child.name, parent)
   }
   // enqueued again on every wake-up too: a no-op while the turn job exists, a repair if it was lost
-  await enqueueTurn(deps.queuesOf(child).turns, child, childLog.sessionId, CHILD_INPUT_ID)
+  await enqueueTurn(deps.queuesOf(child), child, childLog.sessionId, CHILD_INPUT_ID)
   return { park: new Park('agent', Date.now() + AGENT_RECHECK_MS, childLog.sessionId) }
 }
 

@@ -1,5 +1,5 @@
 import type { AnyServerTool, AnyTextAdapter, SystemPrompt } from '@tanstack/ai'
-import type { ToolErrorPayload } from '../log/index.js'
+import type { ToolErrorPayload } from './log/index.js'
 
 /** What a hook sees after a tool call; its `replaceResult` wins, also on an error (R12). */
 export interface AfterToolCallInfo {
@@ -24,7 +24,7 @@ export interface DurabilityOptions {
   /** BullMQ job lock; a dead worker's job is picked up again after about lockMs + stalledMs. */
   lockMs: number
   stalledMs: number
-  /** Size limit of a step value, append record or ask answer as JSON (R4). */
+  /** Size limit of a step value, append record, ask answer, prompt, tool input or result as JSON (R4). */
   maxValueBytes: number
   /** Model calls one turn may make before it settles as `failed` with `max_model_calls`. */
   maxModelCalls: number
@@ -36,17 +36,30 @@ export interface DurabilityOptions {
   toolTimeoutMs: number
 }
 
-/** The harness as the queue layer runs it (built by defineHarness). */
-export interface RuntimeHarness {
+/** Where a harness keeps its tools by name; not part of the public API (a symbol users are not given). */
+export const TOOLS_BY_NAME: unique symbol = Symbol('durable-harness.toolsByName')
+
+/** A harness as `defineHarness` makes it and every layer runs it. */
+export interface Harness {
   readonly name: string
   readonly adapter: AnyTextAdapter
   readonly tools: ReadonlyArray<AnyServerTool>
-  readonly toolsByName: ReadonlyMap<string, AnyServerTool>
   readonly systemPrompts?: ReadonlyArray<SystemPrompt>
+  /** Session secrets, resolved in the worker for each call; never stored in Redis. */
   readonly secrets?: (session: { sessionId: string; harness: string }) => Record<string, string> | Promise<Record<string, string>>
   readonly hooks: {
     /** Run in order; each sees the result as the previous hooks left it. */
     onAfterToolCall: ReadonlyArray<AfterToolCallHook>
   }
   readonly durability: DurabilityOptions
+  readonly [TOOLS_BY_NAME]: ReadonlyMap<string, AnyServerTool>
+}
+
+/** The harness's tool of this name, if it has one. */
+export function toolOf(harness: Harness, name: string): AnyServerTool | undefined {
+  return harness[TOOLS_BY_NAME].get(name)
+}
+
+export function toolNames(harness: Harness): string[] {
+  return [...harness[TOOLS_BY_NAME].keys()]
 }

@@ -1,0 +1,38 @@
+import { ToolTimeoutError } from '../errors.js'
+import { toToolError } from '../tool/index.js'
+import type { CallOutcome } from './runCall.js'
+
+/**
+ * Ends an attempt at its time limit or when its turn ends (aborted, timed out, from any process),
+ * whichever comes first, with a tool error the model reads. JavaScript cannot stop the tool's
+ * promise: its abortSignal fires, no later step starts, and once the error has landed (the call is
+ * done) every write it still tries is fenced out. Its worker slot is free at once.
+ */
+export async function bounded(
+  run: Promise<CallOutcome>,
+  attempt: { signal: AbortSignal; abort(reason: Error): void; done(): void },
+  toolName: string,
+  timeoutMs: number,
+): Promise<CallOutcome> {
+  const timer = setTimeout(() => attempt.abort(new ToolTimeoutError(toolName, timeoutMs)), timeoutMs)
+  let onAbort = () => {}
+  const ended = new Promise<CallOutcome>((resolve) => {
+    onAbort = () => {
+      const reason: unknown = attempt.signal.reason
+      resolve({
+        error:
+          reason instanceof ToolTimeoutError
+            ? toToolError(reason)
+            : { code: 'aborted', message: `The call was stopped: its turn ended (${toToolError(reason).message}).` },
+      })
+    }
+    attempt.signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([run, ended])
+  } finally {
+    clearTimeout(timer)
+    attempt.signal.removeEventListener('abort', onAbort)
+    attempt.done()
+  }
+}

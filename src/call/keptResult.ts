@@ -1,0 +1,42 @@
+import type { AfterToolCallInfo, Harness } from '../harnessTypes.js'
+import type { ToolErrorPayload } from '../log/index.js'
+import { encodeChecked, SecretStore, toJsonCopy, toToolError } from '../tool/index.js'
+import type { CallInput } from './runCall.js'
+
+/** The session's secrets from the harness resolver (user code: it runs in the worker, or the answering process). */
+export async function resolveSecrets(harness: Harness, sessionId: string): Promise<SecretStore> {
+  return new SecretStore(harness.secrets ? await harness.secrets({ sessionId, harness: harness.name }) : {})
+}
+
+/**
+ * The kept result (R12): the outcome after every onAfterToolCall hook, made JSON and without session
+ * secrets. A hook's replacement wins, also on an error; a hook that throws makes the result a tool error.
+ */
+export async function keptResult(
+  harness: Harness,
+  call: CallInput,
+  outcome: { result: unknown } | { error: ToolErrorPayload },
+  secrets: SecretStore,
+): Promise<{ result: unknown } | { error: ToolErrorPayload }> {
+  let kept = outcome
+  for (const hook of harness.hooks.onAfterToolCall) {
+    const info: AfterToolCallInfo = { sessionId: call.sessionId, toolCallId: call.toolCallId, name: call.name, input: call.input, ...kept }
+    try {
+      const decision = await hook(info)
+      if (decision && decision.type === 'replaceResult') kept = { result: decision.result }
+    } catch (error) {
+      kept = { error: { message: `onAfterToolCall hook failed: ${toToolError(error).message}` } }
+    }
+  }
+  if ('result' in kept) {
+    const what = `Result of tool "${call.name}"`
+    try {
+      const copy = toJsonCopy(kept.result, what)
+      encodeChecked(copy, what, harness.durability.maxValueBytes)
+      kept = { result: copy }
+    } catch (error) {
+      kept = { error: toToolError(error) }
+    }
+  }
+  return secrets.redact(kept)
+}

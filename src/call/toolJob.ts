@@ -1,0 +1,105 @@
+import { DelayedError, type Job } from 'bullmq'
+import type { Logger } from 'pino'
+import { FencedError, StorageError } from '../errors.js'
+import { toolOf, type Harness } from '../harnessTypes.js'
+import { openMember, type BeginResult, type Fence, type SessionLog } from '../log/index.js'
+import type { HarnessQueues, ToolJobData } from '../queue/index.js'
+import { questionIdOf, replayOf, SecretStore, timeoutOf, type Park } from '../tool/index.js'
+import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
+import { bounded } from './bounded.js'
+import type { CallAborts } from './callAborts.js'
+import { keptResult, resolveSecrets } from './keptResult.js'
+import { runCall, type CallOutcome } from './runCall.js'
+
+export interface ToolJobDeps {
+  harness: Harness
+  logFor(sessionId: string): SessionLog
+  queuesOf(harness: Harness): HarnessQueues
+  aborts: CallAborts
+  logger: Logger
+}
+
+/**
+ * The processor of a tool job, top-down: begin (load state, classify, new epoch) → the attempt's
+ * outcome (run, or the cut path) → park, or keep (hooks, redaction) and land in one fenced write.
+ */
+export async function processToolJob(job: Job<ToolJobData>, token: string | undefined, deps: ToolJobDeps): Promise<void> {
+  const call = job.data
+  const log = deps.logFor(call.sessionId)
+  const tool = toolOf(deps.harness, call.name)
+  const owner = { harness: deps.harness.name, ...(call.inputId ? { inputId: call.inputId } : {}) }
+  const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner)
+  const logger = deps.logger.child({ sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })
+  if (begin.kind === 'done') return logger.debug('call already has its kept result; not run again')
+  logger.debug({ kind: begin.kind, epoch: begin.epoch }, 'tool call started')
+  const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
+  try {
+    const { outcome, secrets } = await attemptOutcome(job.data, begin, log, deps, logger)
+    if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, job.data, fence, deps))
+    const kept = await keptResult(deps.harness, call, outcome, secrets)
+    await log.landResult(fence, call.name, kept)
+    logger.info({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
+  } catch (error) {
+    if (error instanceof FencedError) return logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')
+    if (error instanceof StorageError) logger.error({ err: error }, 'a write of this call failed after its retries; the job fails and the call is picked up again as a cut')
+    throw error
+  }
+}
+
+/** What this attempt comes to: the tool's outcome, the interrupted error of a cut call, or a park. */
+async function attemptOutcome(
+  call: ToolJobData,
+  begin: BeginResult,
+  log: SessionLog,
+  deps: ToolJobDeps,
+  logger: Logger,
+): Promise<{ outcome: CallOutcome; secrets: SecretStore }> {
+  const { harness } = deps
+  const tool = toolOf(harness, call.name)
+  const interrupted = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
+  let secrets: SecretStore
+  try {
+    secrets = await resolveSecrets(harness, call.sessionId)
+  } catch (error) {
+    // a tool error, not a job failure whose retry would look like a cut; the resolver's message may
+    // hold the very secrets it failed to return, so only the error's name reaches the log
+    const name = (error as Error)?.name ?? 'error'
+    logger.error({ errName: name }, 'the harness secrets resolver failed; the call gets a tool error')
+    return { outcome: { error: { message: `The session secrets could not be resolved (${name}); the tool did not run.`, code: 'secrets_unavailable' } }, secrets: new SecretStore() }
+  }
+  if (isAgentTool(tool)) return { outcome: await runAgentCall(tool, call, begin, deps, interrupted), secrets }
+  if (begin.kind === 'cut') {
+    // R10: nobody knows if a cut 'never' call finished; the model gets a tool error instead of a second run
+    logger.warn('call was cut by a crash; replay is never: landing the interrupted tool error')
+    return { outcome: interrupted, secrets }
+  }
+  if (begin.kind === 'rerun') logger.warn('call was cut by a crash; replay is safe: running it again')
+  const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
+  const timeoutMs = timeoutOf(tool) ?? harness.durability.toolTimeoutMs
+  const outcome = await bounded(runCall(harness, log, call, begin, secrets, attempt.signal), attempt, call.name, timeoutMs)
+  if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {
+    logger.warn({ code: outcome.error.code }, 'tool call attempt ended before the tool did')
+  }
+  return { outcome, secrets }
+}
+
+/** True when a parked call's wake-up already happened (its answer, or its child agent's settle). */
+async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {
+  if (p.kind === 'agent') return childSettled(deps.logFor, call)
+  if (p.kind !== 'ask') return false
+  return !!(await deps.logFor(call.sessionId).getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found
+}
+
+/**
+ * Parks the call as a BullMQ delayed job: the slot is freed at once and the job runs again from the
+ * top at `until`, or earlier when an answer (or a child agent's answer) wakes it. A wake-up that
+ * landed before our moveToDelayed would have promoted nothing, so `isWoken` is re-checked after it
+ * (R8: no answer is lost).
+ */
+async function park(job: Job<ToolJobData>, token: string | undefined, log: SessionLog, fence: Fence, p: Park, logger: Logger, isWoken: () => Promise<boolean>): Promise<never> {
+  await log.parkCall(fence, p.kind, p.until)
+  await job.moveToDelayed(p.until, token)
+  logger.info({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
+  if (await isWoken()) await job.promote().catch(() => {})
+  throw new DelayedError()
+}

@@ -1,0 +1,1 @@
+export { processTurnJob, type TurnJobDeps } from './turnJob.js'
