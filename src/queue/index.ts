@@ -1,4 +1,4 @@
-export { createQueues, startWorkerSet, type HarnessQueues } from './workers.js'
+export { createQueues, startWorkerSet, closeWorkers, settleWithin, type HarnessQueues, type CloseOptions, type CloseResult } from './workers.js'
 export { bullPrefix, toolQueueName, turnQueueName, toolJobId, turnJobId, type ToolJobData, type TurnJobData } from './names.js'
 export { enqueueTurn, toolJob, toolJobOptions, turnJobOptions } from './enqueue.js'
 export type { RuntimeHarness, DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './runtime.js'
