@@ -1,3 +1,5 @@
+import { redactCredentials } from './credentials.js'
+
 /**
  * Every error the library throws on purpose. Each one says what was wrong and what to do,
  * and carries a stable `code` so callers can branch without parsing messages.
@@ -211,8 +213,20 @@ export class RedisUnavailableError extends DurableHarnessError {
   constructor(url: string, cause?: unknown) {
     super(
       'redis_unavailable',
-      `Cannot reach Redis at ${url}. Start one (docker compose up -d redis) or set REDIS_URL.`,
+      `Cannot reach Redis at ${redactCredentials(url)}. Start one (docker compose up -d redis) or set REDIS_URL.`,
       { cause },
+    )
+  }
+}
+
+/** Redis refused the credentials at start (WRONGPASS, NOAUTH). */
+export class RedisAuthError extends DurableHarnessError {
+  constructor(url: string, reply: string) {
+    // no `cause`: ioredis errors carry the AUTH arguments, so printing one would print the password
+    super(
+      'redis_auth_failed',
+      `Redis at ${redactCredentials(url)}: authentication failed (${redactCredentials(reply)}). ` +
+        `Check the user and password in REDIS_URL.`,
     )
   }
 }

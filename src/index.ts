@@ -4,7 +4,7 @@
 export { durableTool, withReplay, withTimeout, type DurableToolOptions, type DurableServerTool, type DurableExecute } from './tool/index.js'
 export type { Step, StepFnOptions, AskOptions, AppendRecord, DurableToolContext, Replay, Secrets, Json, JsonChecked, Duration } from './tool/index.js'
 export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } from './harness/defineHarness.js'
-export { createHarnessHost, type HarnessHost, type HostOptions, type WorkersHandle } from './harness/host.js'
+export { createHarnessHost, type HarnessHost, type HostOptions, type WorkersHandle, type CloseOptions, type CloseResult } from './harness/host.js'
 export { Session, type Settled } from './harness/session.js'
 export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
 export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './harnessTypes.js'

@@ -1,35 +1,59 @@
 import type { Logger } from 'pino'
-import { DurableHarnessError } from '../errors.js'
-import { createHarnessHost, type HarnessHost } from '../harness/host.js'
+import { redactCredentials } from '../credentials.js'
+import { ConfigError, DurableHarnessError } from '../errors.js'
+import { createHarnessHost, type CloseOptions, type CloseResult, type HarnessHost } from '../harness/host.js'
 import { createLogger } from '../logger.js'
 import { loadHarnesses } from './loadHarnesses.js'
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
+/** Time SIGTERM gives active jobs; below docker compose's stop_grace_period (30 s), so we leave before SIGKILL. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 25_000
+
+function shutdownGraceMs(): number {
+  const raw = process.env.SHUTDOWN_GRACE_MS
+  if (raw === undefined || raw === '') return DEFAULT_SHUTDOWN_GRACE_MS
+  const ms = Number(raw)
+  if (!Number.isInteger(ms) || ms < 0) throw new ConfigError(`SHUTDOWN_GRACE_MS must be a whole number of milliseconds (0 or more), not ${JSON.stringify(raw)}.`)
+  return ms
+}
 
 /**
- * Shared start-up of the worker and sweeper processes: load the harness module, connect, and stop
- * gracefully on SIGTERM/SIGINT. A bad start prints one clear line and exits 1, with no stack trace.
+ * Shared start-up of the worker and sweeper processes: load the harness module, connect, and stop on
+ * SIGTERM/SIGINT: active jobs get SHUTDOWN_GRACE_MS to finish, then the process leaves anyway (exit 1).
+ * A bad start prints one clear line and exits 1, with no stack trace.
  */
 export async function startProcess(
   role: string,
   argv: string[],
-  run: (host: HarnessHost, logger: Logger) => { close(): Promise<void> },
+  run: (host: HarnessHost, logger: Logger) => { close(options?: CloseOptions): Promise<CloseResult | void> },
 ): Promise<void> {
   const logger = createLogger().child({ role })
   let host: HarnessHost | undefined
   try {
+    const graceMs = shutdownGraceMs()
     const harnesses = await loadHarnesses(argv[0] ?? process.env.HARNESS_MODULE)
-    host = createHarnessHost({ redis: process.env.REDIS_URL ?? DEFAULT_REDIS_URL, harnesses, prefix: process.env.DH_PREFIX ?? 'dh', logger })
+    const redisUrl = process.env.REDIS_URL ?? DEFAULT_REDIS_URL
+    host = createHarnessHost({ redis: redisUrl, harnesses, prefix: process.env.DH_PREFIX ?? 'dh', logger })
     await host.ready()
     const running = run(host, logger)
-    logger.info({ harnesses: harnesses.map((h) => h.name), prefix: host.prefix }, `${role} started`)
+    logger.info({ harnesses: harnesses.map((h) => h.name), prefix: host.prefix, redis: redactCredentials(redisUrl), graceMs }, `${role} started`)
     let stopping = false
     const stop = async (signal: string) => {
       if (stopping) return
       stopping = true
-      logger.info({ signal }, `${role} stopping: finishing active jobs`)
-      await running.close()
-      await host!.close()
+      logger.info({ signal, graceMs }, `${role} stopping: finishing active jobs`)
+      const deadline = Date.now() + graceMs
+      const left = () => Math.max(0, deadline - Date.now())
+      // the closes below are bounded; this is the backstop if anything else hangs
+      setTimeout(() => {
+        logger.error({ graceMs }, `${role} did not stop within the grace period; exiting`)
+        process.exit(1)
+      }, graceMs + 2_000).unref()
+      const forced = [...((await running.close({ timeoutMs: left() }))?.forced ?? []), ...(await host!.close({ timeoutMs: left() })).forced]
+      if (forced.length > 0) {
+        logger.warn({ graceMs, forced }, `${role} stopped by force: workers still closing after the grace period were abandoned (their jobs run again once their locks expire)`)
+        process.exit(1)
+      }
       logger.info(`${role} stopped`)
       process.exit(0)
     }
@@ -37,8 +61,8 @@ export async function startProcess(
     process.on('SIGINT', () => void stop('SIGINT'))
   } catch (error) {
     const message = error instanceof DurableHarnessError ? error.message : `${role} failed to start: ${(error as Error).message}`
-    process.stderr.write(`${message}\n`)
-    await host?.close().catch(() => {})
+    process.stderr.write(`${redactCredentials(message)}\n`)
+    await host?.close({ timeoutMs: 1_000 }).catch(() => {})
     process.exit(1)
   }
 }

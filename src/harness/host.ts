@@ -1,12 +1,13 @@
 import { Redis, type RedisOptions } from 'ioredis'
 import type { Worker } from 'bullmq'
 import type { Logger } from 'pino'
-import { ConfigError, RedisUnavailableError, UnknownHarnessError } from '../errors.js'
+import { isAuthFailure, redactCredentials, serializeError } from '../credentials.js'
+import { ConfigError, RedisAuthError, RedisUnavailableError, UnknownHarnessError } from '../errors.js'
 import { createLogger } from '../logger.js'
 import { assertSessionId, indexKeys, OpenWork, SessionLog, type OpenItem, type Question } from '../log/index.js'
 import { CallAborts } from '../call/index.js'
 import { createQueues, type HarnessQueues } from '../queue/index.js'
-import { startWorkerSet } from './workers.js'
+import { closeWorkers, settleWithin, startWorkerSet, type CloseOptions, type CloseResult } from './workers.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/index.js'
 import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
@@ -27,9 +28,14 @@ export interface HostOptions {
   writeRetryMs?: number
 }
 
+export type { CloseOptions, CloseResult }
+
 export interface WorkersHandle {
-  /** Stops taking jobs and waits for active ones to finish (BullMQ hands unfinished ones back). */
-  close(): Promise<void>
+  /**
+   * Stops taking jobs and waits for active ones to finish (BullMQ hands unfinished ones back), at most
+   * `timeoutMs`; `forced` names the queues whose workers it stopped waiting for.
+   */
+  close(options?: CloseOptions): Promise<CloseResult>
   readonly workers: ReadonlyArray<Worker>
 }
 
@@ -48,7 +54,8 @@ export interface HarnessHost {
   sweep(options?: SweepOptions): Promise<Repair[]>
   /** Open step.ask questions across the host's sessions (oldest first). */
   questions(options?: { limit?: number }): Promise<Array<Question & { sessionId: string }>>
-  close(): Promise<void>
+  /** Closes running workers (see WorkersHandle.close), then the connections; bounded by `timeoutMs` if given. */
+  close(options?: CloseOptions): Promise<CloseResult>
 }
 
 /** Runs `pass` every `everyMs` (with jitter, so many workers don't sweep in lockstep), never overlapping. */
@@ -88,16 +95,20 @@ function parseSettled(payload: string): { outcome?: string; error?: { message?: 
 export function createHarnessHost(options: HostOptions): HarnessHost {
   const prefix = options.prefix ?? 'dh'
   if (!PREFIX.test(prefix)) throw new ConfigError(`createHarnessHost: prefix ${JSON.stringify(prefix)} must match ${PREFIX}.`)
-  const logger = options.logger ?? createLogger()
+  // errors logged through the host are redacted, whoever made the logger
+  const logger = (options.logger ?? createLogger()).child({}, { serializers: { err: serializeError } })
   // lazy: nothing connects (or logs) until first use, so ready() can report an unreachable Redis in one line
   const redisOptions: RedisOptions = { maxRetriesPerRequest: null, lazyConnect: true }
   // commands wait across a Redis restart instead of failing (workers reconnect, no job lost)
   const redis = typeof options.redis === 'string' ? new Redis(options.redis, redisOptions) : new Redis({ ...options.redis, ...redisOptions })
-  const where = typeof options.redis === 'string' ? options.redis : `${options.redis.host ?? '127.0.0.1'}:${options.redis.port ?? 6379}`
+  const where = typeof options.redis === 'string' ? redactCredentials(options.redis) : `${options.redis.host ?? '127.0.0.1'}:${options.redis.port ?? 6379}`
   let lastError = 0
   redis.on('error', (err) => {
     // one line per 10 s, not a stack per retry
-    if (Date.now() - lastError > 10_000) logger.warn({ err: err.message, redis: where }, 'Redis connection error; retrying')
+    if (Date.now() - lastError > 10_000) {
+      if (isAuthFailure(err)) logger.warn({ err: err.message, redis: where }, 'Redis authentication failed; retrying (check the user and password in REDIS_URL)')
+      else logger.warn({ err: err.message, redis: where }, 'Redis connection error; retrying')
+    }
     lastError = Date.now()
   })
   const notifier = new Notifier(redis, indexKeys(prefix).events)
@@ -126,13 +137,18 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     logger,
     async ready(timeoutMs = 3_000) {
       const probe = redis.duplicate({ maxRetriesPerRequest: 0, retryStrategy: () => null })
-      probe.on('error', () => {})
+      let refused: Error | undefined
+      probe.on('error', (err) => {
+        if (isAuthFailure(err)) refused = err
+      })
       try {
         await Promise.race([
           probe.connect().then(() => probe.ping()),
           new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs)),
         ])
       } catch (error) {
+        const authError = refused ?? (isAuthFailure(error) ? (error as Error) : undefined)
+        if (authError) throw new RedisAuthError(where, authError.message)
         throw new RedisUnavailableError(where, error)
       } finally {
         probe.disconnect()
@@ -157,11 +173,13 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       const sweeper = sweepEveryMs > 0 ? startSweepTimer(() => sweepOnce(), sweepEveryMs, logger) : null
       const handle: WorkersHandle = {
         workers,
-        async close() {
+        async close(closeOptions) {
           sweeper?.stop()
-          ;(await unlisten)()
-          await Promise.all(workers.map((w) => w.close()))
-          running.splice(running.indexOf(handle), 1)
+          // not awaited: the subscription itself may be waiting for a reconnect
+          void unlisten.then((off) => off(), () => {})
+          const result = await closeWorkers(workers, closeOptions)
+          if (running.includes(handle)) running.splice(running.indexOf(handle), 1)
+          return result
         },
       }
       running.push(handle)
@@ -187,11 +205,15 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       }
       return out
     },
-    async close() {
-      await Promise.all([...running].map((w) => w.close()))
-      await Promise.all([...queues.values()].flatMap((q) => [q.turns.close(), q.tools.close()]))
+    async close({ timeoutMs } = {}) {
+      const deadline = Date.now() + (timeoutMs ?? Infinity)
+      const left = () => (timeoutMs === undefined ? undefined : Math.max(0, deadline - Date.now()))
+      const closed = await Promise.all([...running].map((w) => w.close({ timeoutMs: left() })))
+      // the queues share `redis`, whose commands wait for a reconnect, so this wait is bounded too
+      await settleWithin(Promise.all([...queues.values()].flatMap((q) => [q.turns.close(), q.tools.close()])), left())
       await notifier.close()
       redis.disconnect()
+      return { forced: closed.flatMap((c) => c.forced) }
     },
   }
 }

@@ -54,3 +54,40 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   }
   return [tools, turns]
 }
+
+export interface CloseOptions {
+  /**
+   * Wait at most this long for a graceful close (active jobs finish first), then stop waiting; 0 force-closes
+   * at once (`worker.close(true)`: active jobs are not awaited). Default: wait as long as it takes.
+   */
+  timeoutMs?: number
+}
+
+export interface CloseResult {
+  /** Queues whose workers did not close gracefully in time; their active jobs return to the queue when their locks expire. */
+  forced: string[]
+}
+
+/** Resolves when `work` settles or after `timeoutMs` (never, if undefined), whichever is first. */
+export async function settleWithin(work: Promise<unknown>, timeoutMs: number | undefined): Promise<void> {
+  if (timeoutMs === undefined) return void (await work)
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([work.catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))])
+  clearTimeout(timer)
+}
+
+/**
+ * Closes workers, gracefully unless `timeoutMs` is 0. A graceful BullMQ close can hang: after a Redis outage
+ * or a refused password the blocking connection waits out a reconnect backoff, and close() waits for an 'end'
+ * that disconnecting it then never emits. BullMQ memoizes close(), so close(true) cannot rescue that one:
+ * past the deadline we stop waiting for it and report its queue.
+ */
+export async function closeWorkers(workers: readonly Worker[], { timeoutMs }: CloseOptions = {}): Promise<CloseResult> {
+  if (timeoutMs === 0) {
+    await Promise.all(workers.map((w) => w.close(true)))
+    return { forced: workers.map((w) => w.name) }
+  }
+  const open = new Set(workers)
+  await settleWithin(Promise.allSettled(workers.map((w) => w.close().then(() => open.delete(w)))), timeoutMs)
+  return { forced: [...open].map((w) => w.name) }
+}

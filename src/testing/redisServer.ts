@@ -14,6 +14,8 @@ export interface RedisServerOptions {
   appendonly?: boolean;
   dir?: string;
   hz?: number;
+  /** Sets `requirepass`; `url` then carries it (`redis://:<password>@…`). */
+  password?: string;
 }
 
 export interface RedisServerHandle {
@@ -150,13 +152,16 @@ export async function isRedisReachable(url: string, timeoutMs = 1_000): Promise<
   return reply?.split('\r\n')[commands.length - 1] === '+PONG';
 }
 
-// The pid answering on our own (password-less) port: tells our child apart
-// from another server that already holds the port.
-async function serverPid(port: number, timeoutMs: number): Promise<number | undefined> {
-  const target: RedisTarget = { host: '127.0.0.1', port, secure: false, auth: [] };
-  const reply = await exchange(target, [['INFO', 'server']], timeoutMs, (received) => {
-    const header = /^\$(\d+)\r\n/.exec(received);
-    return header === null ? received.includes('\r\n') : received.length >= header[0].length + Number(header[1]) + 2;
+// The pid answering on our own port: tells our child apart from another
+// server that already holds the port.
+async function serverPid(url: string, timeoutMs: number): Promise<number | undefined> {
+  const target = parseRedisUrl(url);
+  if (target === undefined) return undefined;
+  const reply = await exchange(target, [...target.auth, ['INFO', 'server']], timeoutMs, (received) => {
+    // skip the +OK of AUTH (a single line) to reach INFO's bulk reply
+    const rest = received.split('\r\n').slice(target.auth.length).join('\r\n');
+    const header = /^\$(\d+)\r\n/.exec(rest);
+    return header === null ? rest.includes('\r\n') : rest.length >= header[0].length + Number(header[1]) + 2;
   });
   const pid = reply === undefined ? undefined : /\r\nprocess_id:(\d+)\r\n/.exec(reply)?.[1];
   return pid === undefined ? undefined : Number(pid);
@@ -233,7 +238,7 @@ async function waitReady(state: ServerState, url: string, port: number): Promise
       const reason = state.spawnError ? `failed to spawn (${state.spawnError.message})` : 'exited during startup';
       throw new Error(`${REDIS_SERVER} on port ${port} ${reason}. Last output:\n${outputTail(state.dir)}`);
     }
-    if ((await isRedisReachable(url, 500)) && (await serverPid(port, 500)) === state.child?.pid) return;
+    if ((await isRedisReachable(url, 500)) && (await serverPid(url, 500)) === state.child?.pid) return;
     await new Promise((r) => setTimeout(r, 50));
   }
   await terminate(state, 'SIGKILL');
@@ -287,6 +292,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     '--dir', dir,
     '--hz', String(hz),
     '--daemonize', 'no',
+    ...(opts.password === undefined ? [] : ['--requirepass', opts.password]),
   ];
 
   let stopped = false;
@@ -299,13 +305,16 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     if (ownsDir) await rm(dir, { recursive: true, force: true, maxRetries: 3 });
   };
 
+  const urlFor = (port: number): string =>
+    opts.password === undefined ? `redis://127.0.0.1:${port}` : `redis://:${encodeURIComponent(opts.password)}@127.0.0.1:${port}`;
+
   // The free-port probe can race with another process, so an unpinned port is retried.
   let port = 0;
   for (let attempt = 1; ; attempt++) {
     port = opts.port ?? (await freePort());
     spawnServer(state, argsFor(port));
     try {
-      await waitReady(state, `redis://127.0.0.1:${port}`, port);
+      await waitReady(state, urlFor(port), port);
       break;
     } catch (err) {
       const portTaken = /address already in use/i.test(String(err));
@@ -315,7 +324,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     }
   }
 
-  const url = `redis://127.0.0.1:${port}`;
+  const url = urlFor(port);
   return {
     url,
     port,

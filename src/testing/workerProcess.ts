@@ -8,6 +8,8 @@ export interface WorkerProcess {
   proc: ChildProcess
   /** Every JSON log line so far. */
   lines: Array<Record<string, unknown>>
+  /** Everything written to stderr so far. */
+  readonly stderr: string
   /** Resolves with the first log line (past or future) that matches. */
   waitFor(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>
   kill(signal?: NodeJS.Signals): Promise<void>
@@ -70,6 +72,9 @@ export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerPr
   const worker: WorkerProcess = {
     proc,
     lines,
+    get stderr() {
+      return stderr
+    },
     waitFor,
     async kill(signal = 'SIGKILL') {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)

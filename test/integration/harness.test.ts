@@ -125,7 +125,7 @@ describe('harness with worker processes', () => {
 describe('harness in process', () => {
   let url: string
   const hosts: HarnessHost[] = []
-  const stops: Array<() => Promise<void>> = []
+  const stops: Array<() => Promise<unknown>> = []
   beforeAll(async () => {
     url = await getRedisUrl()
   })

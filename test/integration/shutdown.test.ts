@@ -1,0 +1,87 @@
+// Bounded shutdown and credentials: a worker process leaves within SHUTDOWN_GRACE_MS on SIGTERM even when
+// BullMQ's graceful close hangs (after a refused password), and the Redis password is never printed.
+import { spawn } from 'node:child_process'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { RedisServerHandle } from '../../src/testing/redisServer.js'
+import { spawnWorker } from '../helpers/workerProcess.js'
+import { startPrivateRedis, uniquePrefix } from '../rig.js'
+
+const PASSWORD = 'pw-5f3a9c1e-original'
+const OTHER = 'pw-0b7d2e44-changed'
+const GRACE_MS = 3_000
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+describe('worker shutdown and Redis credentials', () => {
+  let server: RedisServerHandle
+  beforeAll(async () => {
+    server = await startPrivateRedis({ appendonly: false, password: PASSWORD })
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  it('SIGTERM after WRONGPASS: the worker exits within the grace period', async () => {
+    expect(server.url).toContain(PASSWORD)
+    const worker = await spawnWorker({ redisUrl: server.url, prefix: uniquePrefix('shutdown'), env: { SHUTDOWN_GRACE_MS: String(GRACE_MS) } })
+    const admin = new Redis(server.url, { retryStrategy: () => null })
+    try {
+      // idle and connected: both workers (turns, tools) wait for jobs in BZPOPMIN
+      while (((await admin.client('LIST')) as string).split('\n').filter((c) => c.includes('cmd=bzpopmin')).length < 2) await sleep(50)
+      // the blip: its connections are cut and every reconnect is refused, long enough for ioredis's
+      // reconnect backoff to grow to seconds
+      await admin.config('SET', 'requirepass', OTHER)
+      expect(await admin.call('CLIENT', 'KILL', 'TYPE', 'normal')).toBeGreaterThan(0)
+      // the server is refusing its reconnects
+      while (((await admin.call('ACL', 'LOG')) as unknown[]).length === 0) await sleep(50)
+      await sleep(8_000)
+      await admin.config('SET', 'requirepass', PASSWORD)
+    } finally {
+      admin.disconnect()
+    }
+    // at once, while its blocking connections still wait out that backoff: BullMQ's graceful close of
+    // such a worker never ends, so only the grace period gets the process out
+    // 'close', not 'exit': its last lines are read by then
+    const exited = new Promise<number | null>((resolve) => worker.proc.once('close', (code) => resolve(code)))
+    worker.proc.kill('SIGTERM')
+    let guard: NodeJS.Timeout | undefined
+    const code = await Promise.race([exited, new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), GRACE_MS + 15_000)))])
+    clearTimeout(guard)
+    await worker.kill('SIGKILL')
+    expect(code).not.toBe('still running')
+    // exit 0 after a graceful stop, 1 after a forced one, and the last line says which
+    const last = worker.lines.at(-1)!
+    if (code === 0) expect(last.msg).toBe('worker stopped')
+    else {
+      expect(code).toBe(1)
+      expect(last.msg).toMatch(/^worker stopped by force/)
+      expect((last.forced as string[]).length).toBeGreaterThan(0)
+    }
+    // the URL is printed (start-up line, reconnect warnings), its password never is
+    const output = JSON.stringify(worker.lines) + worker.stderr
+    expect(worker.lines.find((l) => l.msg === 'worker started')?.redis).toBe(server.url.replace(PASSWORD, '***'))
+    expect(output).not.toContain(PASSWORD)
+  })
+
+  it('a wrong password in REDIS_URL: one "authentication failed" line, exit 1, the password not printed', async () => {
+    const wrongUrl = server.url.replace(PASSWORD, OTHER)
+    const proc = spawn(process.execPath, ['--import', 'tsx', 'workers/worker.ts', 'test/fixtures/shop.ts'], {
+      env: { ...process.env, REDIS_URL: wrongUrl, DH_PREFIX: uniquePrefix('wrongpass'), LOG_JSON: '1', LOG_LEVEL: 'debug' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    proc.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    proc.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const code = await new Promise<number | null>((resolve) => proc.once('close', (c) => resolve(c)))
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    const lines = stderr.trimEnd().split('\n')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain('authentication failed')
+    expect(lines[0]).toContain('Check the user and password in REDIS_URL')
+    expect(lines[0]).toContain(wrongUrl.replace(OTHER, '***'))
+    expect(lines[0]).not.toContain('Cannot reach Redis')
+    expect(stderr).not.toContain(OTHER)
+  })
+})
