@@ -1,5 +1,6 @@
 import { Worker, type ConnectionOptions } from 'bullmq'
 import type { Logger } from 'pino'
+import { isAuthFailure } from '../credentials.js'
 import { processToolJob, type CallAborts } from '../call/index.js'
 import type { Harness } from '../harnessTypes.js'
 import type { SessionLog } from '../log/index.js'
@@ -46,13 +47,43 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
     common,
   )
   for (const worker of [tools, turns]) {
-    worker.on('error', (err) => logger.error({ err, queue: worker.name }, 'worker error'))
+    worker.on('error', backOffOnErrors(worker, logger))
     worker.on('failed', (job, err) => {
       const data = job?.data as Partial<ToolJobData & TurnJobData> | undefined
       logger.warn({ err, queue: worker.name, jobId: job?.id, sessionId: data?.sessionId, toolCallId: data?.toolCallId, inputId: data?.inputId, attempt: job?.attemptsMade }, 'job failed')
     })
   }
   return [tools, turns]
+}
+
+/** How long a worker stops fetching after an error BullMQ would retry at once, and how often such an error is logged. */
+const ERROR_BACKOFF_MS = 1_000
+const ERROR_LOG_EVERY_MS = 10_000
+
+/**
+ * BullMQ retries a failed fetch at once unless the error looks like a lost connection: a refused
+ * password (WRONGPASS, NOAUTH) fails every fetch at once, and the worker spins, starving the event
+ * loop so that not even SIGTERM is handled. On such an error the worker pauses for a moment (no
+ * fetches, active jobs go on), then resumes; the error is logged once per ERROR_LOG_EVERY_MS.
+ */
+function backOffOnErrors(worker: Worker, logger: Logger): (err: Error) => void {
+  let lastLogged = 0
+  let suppressed = 0
+  let pausedUntil = 0
+  return (err) => {
+    const now = Date.now()
+    if (now - lastLogged >= ERROR_LOG_EVERY_MS) {
+      logger.error({ err, queue: worker.name, ...(suppressed ? { suppressed } : {}) }, isAuthFailure(err) ? 'worker error: Redis refused the credentials' : 'worker error')
+      lastLogged = now
+      suppressed = 0
+    } else suppressed++
+    if (now < pausedUntil || worker.closing) return
+    pausedUntil = now + ERROR_BACKOFF_MS
+    void worker.pause(true).catch(() => {})
+    setTimeout(() => {
+      if (!worker.closing) void worker.resume()
+    }, ERROR_BACKOFF_MS).unref()
+  }
 }
 
 export interface CloseOptions {

@@ -63,6 +63,31 @@ describe('worker shutdown and Redis credentials', () => {
     expect(output).not.toContain(PASSWORD)
   })
 
+  it('credentials refused right after start: the workers back off instead of spinning, and SIGTERM still ends the process', async () => {
+    const worker = await spawnWorker({ redisUrl: server.url, prefix: uniquePrefix('spin'), env: { SHUTDOWN_GRACE_MS: String(GRACE_MS) } })
+    const admin = new Redis(server.url, { retryStrategy: () => null })
+    try {
+      // at once, before the workers are idle in BZPOPMIN: BullMQ would retry each refused fetch at once
+      await admin.config('SET', 'requirepass', OTHER)
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'normal')
+      await sleep(3_000)
+      // SIGTERM while every reconnect is still refused: a spinning event loop would never run its handler
+      const exited = new Promise<number | null>((resolve) => worker.proc.once('close', (code) => resolve(code)))
+      worker.proc.kill('SIGTERM')
+      let guard: NodeJS.Timeout | undefined
+      const code = await Promise.race([exited, new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), GRACE_MS + 15_000)))])
+      clearTimeout(guard)
+      await worker.kill('SIGKILL')
+      expect(code).not.toBe('still running')
+      expect(JSON.stringify(worker.lines) + worker.stderr).not.toContain(PASSWORD)
+    } finally {
+      const restore = new Redis(server.url.replace(PASSWORD, OTHER))
+      await restore.config('SET', 'requirepass', PASSWORD).catch(() => {})
+      restore.disconnect()
+      admin.disconnect()
+    }
+  })
+
   it('a wrong password in REDIS_URL: one "authentication failed" line, exit 1, the password not printed', async () => {
     const wrongUrl = server.url.replace(PASSWORD, OTHER)
     const proc = spawn(process.execPath, ['--import', 'tsx', 'workers/worker.ts', 'test/fixtures/shop.ts'], {
