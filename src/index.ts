@@ -1,14 +1,29 @@
 /**
  * durable-harness: AI-agent tool calls as durable jobs on Redis Streams and BullMQ.
  */
+
+/** Durable tools: a `@tanstack/ai` server tool whose side effects are stored steps. */
 export { durableTool, withReplay, withTimeout, type DurableToolOptions, type DurableServerTool, type DurableExecute } from './tool/index.js'
+/** What a durable tool's execute gets (`step`, `append`, `secrets`) and the JSON rules of step values. */
 export type { Step, StepFnOptions, AskOptions, AppendRecord, DurableToolContext, Replay, Secrets, Json, JsonChecked, Duration } from './tool/index.js'
+
+/** Harnesses: an agent's model adapter, tools, hooks and durability options. */
 export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } from './harness/defineHarness.js'
-export { createHarnessHost, type HarnessHost, type HostOptions, type WorkersHandle, type CloseOptions, type CloseResult } from './harness/host.js'
-export { Session, type Settled } from './harness/session.js'
-export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
 export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './harnessTypes.js'
-export { SessionLog, harnessRecordSchemas, type LogEntry, type LogRecord, type HarnessRecord, type HarnessRecordType, type AppRecord, type Question } from './log/index.js'
+/** A whole harness as one tool of another. */
+export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
+
+/** The host: connects harnesses to Redis, runs workers and the sweeper, opens sessions. */
+export { createHarnessHost, type HarnessHost, type HostOptions, type WorkersHandle, type CloseOptions, type CloseResult } from './harness/host.js'
 export type { Repair, SweepOptions } from './recovery/index.js'
+
+/** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
+export type { Session, Settled, LogReader } from './harness/session.js'
+export type { LogEntry, ReadOptions, FollowOptions, Question } from './log/index.js'
+/** The records of the session log, and their schemas (validated on write and on read). */
+export { harnessRecordSchemas, type LogRecord, type HarnessRecord, type HarnessRecordType, type AppRecord } from './log/index.js'
+
+/** Structured logs (pino), with credentials redacted. */
 export { createLogger } from './logger.js'
+/** Every error the library throws on purpose: a `DurableHarnessError` with a stable `code`. */
 export * from './errors.js'

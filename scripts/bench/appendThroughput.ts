@@ -13,7 +13,7 @@ import { Redis } from 'ioredis'
 import { SessionLog, type LogRecord } from '../../src/log/index.js'
 import { startRedisServer } from '../../src/testing/redisServer.js'
 
-export interface AppendThroughputRow {
+interface AppendThroughputRow {
   /** What one call does. */
   name: string
   /** 'sequential': await each call; 'inflight': `inflight` calls outstanding on one connection. */
@@ -182,7 +182,7 @@ async function removePrefix(redis: Redis, prefix: string): Promise<void> {
   } while (cursor !== '0')
 }
 
-export function formatAppendThroughput(result: AppendThroughputResult): string {
+function formatAppendThroughput(result: AppendThroughputResult): string {
   const header = ['mode', 'call', 'rec/call', 'calls', 'calls/s', 'records/s', 'vs XADD']
   const body = result.rows.map((r) => [
     r.mode === 'sequential' ? 'one at a time' : `${result.inflight} in flight`,

@@ -8,7 +8,7 @@ import { DEFAULT_DURABILITY } from '../../src/harness/defineHarness.js'
 import { bullPrefix, toolJobOptions } from '../../src/queue/index.js'
 import { benchPrefix, deletePrefix, profileCommands, type CommandProfile, type Progress } from './lib.js'
 
-export const rawWorkerOptions = (concurrency: number) => ({
+const rawWorkerOptions = (concurrency: number) => ({
   concurrency,
   lockDuration: DEFAULT_DURABILITY.lockMs,
   stalledInterval: DEFAULT_DURABILITY.stalledMs,

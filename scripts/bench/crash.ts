@@ -14,7 +14,7 @@ import { crashHarness } from './crashHarness.js'
 import { benchPrefix, deletePrefix, pause, silentLogger, stderrProgress, summarize, type Progress, type Summary } from './lib.js'
 
 /** One crash, in ms from the SIGKILL. */
-export interface CrashSample {
+interface CrashSample {
   /** The rerun's harness.tool.started (the figure). */
   rerunMs: number
   /** What was left of the dead worker's job lock (PTTL just before the kill). */
@@ -23,7 +23,7 @@ export interface CrashSample {
   stalledMs: number | null
 }
 
-export interface CrashSetting {
+interface CrashSetting {
   name: string
   lockMs: number
   stalledMs: number

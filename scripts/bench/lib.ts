@@ -24,7 +24,7 @@ export interface Summary {
   mean: number
 }
 
-export function percentile(sorted: number[], p: number): number {
+function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
 }
 
@@ -40,13 +40,6 @@ export function summarize(samples: number[]): Summary {
     max: round(s.at(-1)!),
     mean: round(s.reduce((a, b) => a + b, 0) / s.length),
   }
-}
-
-/** Elapsed ms of `fn`. */
-export async function time(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now()
-  await fn()
-  return performance.now() - t0
 }
 
 /** Runs `fn` over 0..n-1 with at most `width` in flight; returns elapsed ms. */

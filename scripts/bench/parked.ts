@@ -37,7 +37,7 @@ export interface ParkedOptions {
   progress?: (line: string) => void
 }
 
-export interface MemoryFigure {
+interface MemoryFigure {
   parked: number
   callsPerSession: number
   usedMemoryBefore: number

@@ -14,7 +14,7 @@ import { scriptedModel } from '../../src/testing/index.js'
 import { createDurableContext, DEFAULT_MAX_VALUE_BYTES, SecretStore } from '../../src/tool/index.js'
 import { benchPrefix, deletePrefix, silentLogger, stderrProgress, summarize, type Progress, type Summary } from './lib.js'
 
-export interface ReplaySize {
+interface ReplaySize {
   entries: number
   replay: Summary
   /** A 1-call turn on a session of this length (undefined when not measured). */

@@ -36,13 +36,13 @@ const one = durableTool(
 )
 
 /** Model call 0 of a session asks for BATCH calls of `one` at once; call 1 answers. */
-export const toolsHarness = defineHarness({
+const toolsHarness = defineHarness({
   name: 'bench-tools',
   adapter: scriptedModel([{ toolCalls: Array.from({ length: BATCH }, () => ({ name: 'one', input: {} })) }, { text: 'done' }]),
   tools: [three, one],
 })
 
-export interface DrainRun {
+interface DrainRun {
   concurrency: number
   /** Tool calls (raw: no-op jobs) over all repetitions. */
   calls: number

@@ -17,9 +17,9 @@ export function isAgentTool(tool: unknown): tool is AnyServerTool & AgentToolMar
 }
 
 /** The only input of a child session. */
-export const CHILD_INPUT_ID = 'agent-call'
+const CHILD_INPUT_ID = 'agent-call'
 /** A parked agent call re-checks its child this often, in case the child's wake-up was lost. */
-export const AGENT_RECHECK_MS = 60_000
+const AGENT_RECHECK_MS = 60_000
 
 /** Deterministic, so a run again finds the same child session. */
 export function childSessionId(sessionId: string, toolCallId: string): string {

@@ -7,7 +7,7 @@ import { loadHarnesses } from './loadHarnesses.js'
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 /** Time SIGTERM gives active jobs; below docker compose's stop_grace_period (30 s), so we leave before SIGKILL. */
-export const DEFAULT_SHUTDOWN_GRACE_MS = 25_000
+const DEFAULT_SHUTDOWN_GRACE_MS = 25_000
 
 function shutdownGraceMs(): number {
   const raw = process.env.SHUTDOWN_GRACE_MS

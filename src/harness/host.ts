@@ -4,7 +4,7 @@ import type { Logger } from 'pino'
 import { isAuthFailure, redactCredentials, serializeError } from '../credentials.js'
 import { ConfigError, RedisAuthError, RedisUnavailableError, UnknownHarnessError } from '../errors.js'
 import { createLogger } from '../logger.js'
-import { assertSessionId, indexKeys, OpenWork, SessionLog, type OpenItem, type Question } from '../log/index.js'
+import { assertSessionId, indexKeys, OpenWork, openMember, SessionLog, type OpenItem, type Question } from '../log/index.js'
 import { CallAborts } from '../call/index.js'
 import { createQueues, type HarnessQueues } from '../queue/index.js'
 import { closeWorkers, settleWithin, startWorkerSet, type CloseOptions, type CloseResult } from './workers.js'
@@ -162,10 +162,10 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       // a turn that settled (aborted, timed out, from any process) ends its calls still running here:
       // their ctx.abortSignal fires and each lands an 'aborted' tool error
       const aborts = new CallAborts()
-      const unlisten = notifier.listen((key, payload) => {
-        if (!key.startsWith('input|')) return
-        const settled = parseSettled(payload)
-        aborts.abortTurn(key.slice('input|'.length), settled?.error?.message ?? `Turn ${settled?.outcome ?? 'settled'}.`)
+      const unlisten = notifier.listen((message) => {
+        if (message.kind !== 'input') return
+        const settled = parseSettled(message.payload)
+        aborts.abortTurn(openMember(message.sessionId, message.id), settled?.error?.message ?? `Turn ${settled?.outcome ?? 'settled'}.`)
       })
       const workers = all.flatMap((harness) =>
         startWorkerSet({ harness, queues: queuesOf(harness), connection: redis, prefix, concurrency, logFor, queuesOf, queuesByName, aborts, logger }),

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
 import { WaitTimeoutError } from '../errors.js'
+import { parseMessage, type Message } from '../log/index.js'
 
 /** Runs `fn`; what it throws is dropped (the caller re-checks durable state instead). */
 function guard<T>(fn: () => T): T | undefined {
@@ -22,7 +23,7 @@ export class Notifier {
   private subscriber: Redis | null = null
   private subscribed: Promise<void> | null = null
   private readonly waiters = new Map<string, Set<(payload: string) => void>>()
-  private readonly listeners = new Set<(key: string, payload: string) => void>()
+  private readonly listeners = new Set<(message: Message) => void>()
 
   constructor(
     private readonly redis: Redis,
@@ -30,7 +31,7 @@ export class Notifier {
   ) {}
 
   /** Hears every message (e.g. workers abort the calls of an aborted turn); returns the unsubscribe. */
-  async listen(listener: (key: string, payload: string) => void): Promise<() => void> {
+  async listen(listener: (message: Message) => void): Promise<() => void> {
     this.listeners.add(listener)
     await this.subscribe()
     return () => this.listeners.delete(listener)
@@ -99,13 +100,11 @@ export class Notifier {
       this.subscriber = this.redis.duplicate()
       this.subscriber.on('error', () => {}) // the main client reports connection trouble
       this.subscriber.on('message', (_channel: string, message: string) => {
-        const nl = message.indexOf('\n')
-        const key = nl < 0 ? message : message.slice(0, nl)
-        const payload = nl < 0 ? '' : message.slice(nl + 1)
+        const parsed = parseMessage(message)
         // a payload that trips a waiter or listener must not throw out of the subscriber: each is
         // isolated, and a waiter re-checks the durable state anyway
-        for (const wake of this.waiters.get(key) ?? []) guard(() => wake(payload))
-        for (const listener of this.listeners) guard(() => listener(key, payload))
+        for (const wake of this.waiters.get(parsed.key) ?? []) guard(() => wake(parsed.payload))
+        for (const listener of this.listeners) guard(() => listener(parsed))
       })
       await this.subscriber.subscribe(this.channel)
     })()

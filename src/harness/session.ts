@@ -23,6 +23,12 @@ export interface Settled {
   error?: { message: string; code?: string }
 }
 
+/** A read-only view of a session's log: what callers may do with it (writes go through the session). */
+export interface LogReader {
+  read(options?: ReadOptions): Promise<LogEntry[]>
+  follow(options?: FollowOptions): AsyncGenerator<LogEntry>
+}
+
 export interface SessionDeps {
   harness: Harness
   log: SessionLog
@@ -33,10 +39,7 @@ export interface SessionDeps {
 /** A cheap handle on one session: any process, any machine. */
 export class Session {
   readonly sessionId: string
-  readonly log: {
-    read(options?: ReadOptions): Promise<LogEntry[]>
-    follow(options?: FollowOptions): AsyncGenerator<LogEntry>
-  }
+  readonly log: LogReader
 
   constructor(private readonly deps: SessionDeps) {
     this.sessionId = deps.log.sessionId

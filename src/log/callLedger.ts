@@ -6,7 +6,7 @@ import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from '.
 import { SessionInputs, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { encodeRecord } from './stream.js'
 
-export type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
+type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
 export interface BeginResult {
   kind: BeginKind
   epoch: number
@@ -36,7 +36,7 @@ export interface Fence {
 }
 
 /** Stored form of a step value: '' means the step returned nothing (JSON has no undefined). */
-export const NO_VALUE = ''
+const NO_VALUE = ''
 
 /**
  * The session log of one session: its stream (stream.ts), inputs and questions (inputs.ts), and here

@@ -11,7 +11,7 @@ const json: z.ZodType<unknown> = z.json()
 const toolError = z.object({ message: z.string(), code: z.string().optional() })
 export type ToolErrorPayload = z.infer<typeof toolError>
 
-export const toolCallSchema = z.object({
+const toolCallSchema = z.object({
   /** The id the call is stored under (safe, unique in the session: see callIds.ts). */
   toolCallId: z.string().min(1),
   name: z.string(),
@@ -85,7 +85,7 @@ export function hasType<K extends HarnessRecordType>(record: LogRecord, type: K)
   return record.type === type
 }
 
-export function isHarnessType(type: string): type is HarnessRecordType {
+function isHarnessType(type: string): type is HarnessRecordType {
   return Object.hasOwn(harnessRecordSchemas, type)
 }
 

@@ -35,7 +35,7 @@ export interface FollowOptions {
 }
 
 /** How long a tool call attempt's own writes are retried when Redis refuses them (OOM) before its job fails. */
-export const DEFAULT_WRITE_RETRY_MS = 10_000
+const DEFAULT_WRITE_RETRY_MS = 10_000
 
 export interface SessionLogOptions {
   /** See DEFAULT_WRITE_RETRY_MS. */

@@ -92,7 +92,7 @@ export async function wakeCall(queues: HarnessQueues, sessionId: string, toolCal
   await (await Job.fromId(queues.tools, toolJobId(sessionId, toolCallId)))?.promote().catch(() => {})
 }
 
-export type JobState = Awaited<ReturnType<Job['getState']>> | 'missing'
+type JobState = Awaited<ReturnType<Job['getState']>> | 'missing'
 
 /** What the sweeper needs of a job: its state, and to retry, remove it, or name it as a parent. */
 export interface JobHandle {

@@ -9,6 +9,4 @@ export {
   inspectTurnJob,
   inspectCallJob,
   type HarnessQueues,
-  type CallToEnqueue,
-  type JobHandle,
 } from './enqueue.js'

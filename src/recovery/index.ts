@@ -1,1 +1,1 @@
-export { sweep, DEFAULT_GRACE_MS, type SweepDeps, type SweepOptions, type Repair } from './sweeper.js'
+export { sweep, type SweepOptions, type Repair } from './sweeper.js'

@@ -25,7 +25,7 @@ export interface Repair {
   reason: string
 }
 
-export const DEFAULT_GRACE_MS = 10_000
+const DEFAULT_GRACE_MS = 10_000
 const CLAIM_MS = 30_000
 
 /**

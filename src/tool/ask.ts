@@ -7,7 +7,7 @@ import type { AskOptions } from './context.js'
 import { Park } from './park.js'
 
 /** How long an ask without expiresAt parks before the job re-checks (answers promote it at once). */
-export const ASK_HORIZON_MS = 24 * 3_600_000
+const ASK_HORIZON_MS = 24 * 3_600_000
 
 /** Deterministic per (call, step name), so a run again after a crash asks the same question. */
 export function questionIdOf(toolCallId: string, name: string): string {

@@ -14,7 +14,7 @@ type JsonPrimitive = string | number | boolean | null | undefined | void
  * `& object` keeps bigint and symbol out (a mapped type over a primitive is the primitive); a function
  * has no keys, so it would pass as `{}`: every function has `Symbol.hasInstance`, no JSON object has it.
  */
-export type JsonStepValue<T> = JsonPrimitive | ({ [K in keyof T]: JsonChecked<T[K]> } & object & { [Symbol.hasInstance]?: never })
+type JsonStepValue<T> = JsonPrimitive | ({ [K in keyof T]: JsonChecked<T[K]> } & object & { [Symbol.hasInstance]?: never })
 
 export interface StepFnOptions {
   /** `${logId}:${toolCallId}:${name}`: the same on every run of the step. Pass it to the side effect. */

@@ -1,1 +1,1 @@
-export { processTurnJob, type TurnJobDeps } from './turnJob.js'
+export { processTurnJob } from './turnJob.js'

@@ -34,7 +34,7 @@ export function buildMessages(entries: LogEntry[]): ModelMessage[] {
 }
 
 /** What the model reads for a result: strings as they are, other JSON encoded, errors as `{"error": ...}`. */
-export function toolMessageContent(result: RecordOf<'harness.tool.result'>): string {
+function toolMessageContent(result: RecordOf<'harness.tool.result'>): string {
   if (result.error) return JSON.stringify({ error: result.error.message })
   return typeof result.result === 'string' ? result.result : JSON.stringify(result.result ?? null)
 }

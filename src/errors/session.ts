@@ -1,0 +1,116 @@
+// Errors of sessions, turns and tool calls as callers and tools see them.
+import { DurableHarnessError } from './base.js'
+
+/** An answer that fails the question's schema; nothing was logged. */
+export class InvalidAnswerError extends DurableHarnessError {
+  constructor(questionId: string, detail: string) {
+    super('invalid_answer', `Answer to question ${questionId} was refused: ${detail}. Nothing was logged; send a valid answer.`)
+  }
+}
+
+/** An answer to a question that does not exist, was answered already, or expired. */
+export class QuestionClosedError extends DurableHarnessError {
+  constructor(questionId: string, reason: 'unknown' | 'answered' | 'expired') {
+    const why = {
+      unknown: 'no such open question in this session',
+      answered: 'it was answered already (the first valid answer wins)',
+      expired: 'it expired',
+    }[reason]
+    super(`question_${reason}`, `Cannot answer question ${questionId}: ${why}.`)
+  }
+}
+
+/** Thrown inside the tool when a step.ask question expires unanswered. */
+export class QuestionExpiredError extends DurableHarnessError {
+  constructor(readonly questionId: string, readonly expiresAt: string) {
+    super('question_expired', `Question ${questionId} expired at ${expiresAt} without an answer.`)
+  }
+}
+
+/** A tool name the harness does not know. */
+export class UnknownToolError extends DurableHarnessError {
+  constructor(name: string, known: string[]) {
+    super('unknown_tool', `Unknown tool "${name}". This harness has: ${known.join(', ') || '(none)'}.`)
+  }
+}
+
+/** Tool input that fails the tool's input schema. */
+export class InvalidToolInputError extends DurableHarnessError {
+  constructor(name: string, detail: string) {
+    super('invalid_tool_input', `Invalid input for tool "${name}": ${detail}`)
+  }
+}
+
+/** The same inputId used with a different text. */
+export class InputConflictError extends DurableHarnessError {
+  constructor(inputId: string) {
+    super(
+      'input_conflict',
+      `Input ${inputId} was already sent with a different text. An inputId names one input; use a new inputId.`,
+    )
+  }
+}
+
+/** An inputId this session never received. */
+export class UnknownInputError extends DurableHarnessError {
+  constructor(inputId: string) {
+    super('unknown_input', `No input ${inputId} in this session: prompt it first, or check the session id.`)
+  }
+}
+
+/** runTool's rejection: the call's kept result is a tool error. */
+export class ToolCallError extends DurableHarnessError {
+  constructor(
+    readonly toolName: string,
+    readonly toolCallId: string,
+    readonly toolError: { message: string; code?: string },
+  ) {
+    super(toolError.code ?? 'tool_error', `Tool "${toolName}" (call ${toolCallId}) failed: ${toolError.message}`)
+  }
+}
+
+/** runTool with a toolCallId that names another call (another tool, or another input). */
+export class ToolCallConflictError extends DurableHarnessError {
+  constructor(toolCallId: string) {
+    super(
+      'tool_call_conflict',
+      `Tool call ${toolCallId} was already made with another tool or another input. A toolCallId names one ` +
+        `call; use a new toolCallId (or none: runTool makes one).`,
+    )
+  }
+}
+
+/** A wait on a tool call this session never received. */
+export class UnknownToolCallError extends DurableHarnessError {
+  constructor(toolCallId: string) {
+    super('unknown_tool_call', `No tool call ${toolCallId} in this session: check the session id and the toolCallId.`)
+  }
+}
+
+/** The reason ctx.abortSignal carries when a tool call ran past its time limit. */
+export class ToolTimeoutError extends DurableHarnessError {
+  constructor(
+    readonly toolName: string,
+    readonly timeoutMs: number,
+  ) {
+    super(
+      'timeout',
+      `Tool "${toolName}" did not finish within ${timeoutMs} ms (durability.toolTimeoutMs or the tool's timeoutMs). ` +
+        `The call ended with this error; anything the attempt writes later is refused.`,
+    )
+  }
+}
+
+/** A wait (settled, runTool) that did not finish within the caller's timeout; the work goes on. */
+export class WaitTimeoutError extends DurableHarnessError {
+  constructor(what: string, timeoutMs: number) {
+    super('wait_timeout', `${what} did not finish within ${timeoutMs} ms. The work goes on durably; wait again or read the session log.`)
+  }
+}
+
+/** A harness used with a host that was not given it. */
+export class UnknownHarnessError extends DurableHarnessError {
+  constructor(name: string) {
+    super('unknown_harness', `Harness "${name}" is not registered with this host: pass it in createHarnessHost({ harnesses }).`)
+  }
+}
