@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
@@ -21,4 +21,4 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
   },
-});
+})

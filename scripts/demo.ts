@@ -28,7 +28,12 @@ try {
   }
   await workerA.kill('SIGKILL')
   say(`[3/5] The card is charged and the invoice not sent: worker A (pid ${workerA.proc.pid}) killed with SIGKILL.`)
-  const workerB = await spawnWorker({ redisUrl: redis.url, prefix, module: 'scripts/demo-harness.ts', env: { ...workerEnv, DEMO_PAUSE_MS: '0' } })
+  const workerB = await spawnWorker({
+    redisUrl: redis.url,
+    prefix,
+    module: 'scripts/demo-harness.ts',
+    env: { ...workerEnv, DEMO_PAUSE_MS: '0' },
+  })
   say(`[4/5] Worker B (pid ${workerB.proc.pid}) started; it picks the cut call up after the lock expires (~3 s)...`)
   const settled = await session.settled(inputId, { timeoutMs: 60_000 })
   await workerB.kill('SIGTERM')
@@ -38,8 +43,14 @@ try {
   const counts = await billing.counts()
   const charges = Number(counts['charge:42'] ?? 0)
   const invoices = Number(counts['invoice:ch_42'] ?? 0)
-  say(`\nBilling ledger: order 42 charged ${charges} time(s) (idempotency key ${counts['charge-key:42']}), invoice sent ${invoices} time(s).`)
-  say(charges === 1 && invoices === 1 ? 'The card was charged once: the crash did not charge it twice.' : 'FAILED: the card was not charged exactly once.')
+  say(
+    `\nBilling ledger: order 42 charged ${charges} time(s) (idempotency key ${counts['charge-key:42']}), invoice sent ${invoices} time(s).`,
+  )
+  say(
+    charges === 1 && invoices === 1
+      ? 'The card was charged once: the crash did not charge it twice.'
+      : 'FAILED: the card was not charged exactly once.',
+  )
   process.exitCode = charges === 1 && invoices === 1 && settled.outcome === 'completed' ? 0 : 1
 } finally {
   await host.close()

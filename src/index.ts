@@ -5,7 +5,18 @@
 /** Durable tools: a `@tanstack/ai` server tool whose side effects are stored steps. */
 export { durableTool, withReplay, withTimeout, type DurableToolOptions, type DurableServerTool, type DurableExecute } from './tool/index.js'
 /** What a durable tool's execute gets (`step`, `append`, `secrets`) and the JSON rules of step values. */
-export type { Step, StepFnOptions, AskOptions, AppendRecord, DurableToolContext, Replay, Secrets, Json, JsonChecked, Duration } from './tool/index.js'
+export type {
+  Step,
+  StepFnOptions,
+  AskOptions,
+  AppendRecord,
+  DurableToolContext,
+  Replay,
+  Secrets,
+  Json,
+  JsonChecked,
+  Duration,
+} from './tool/index.js'
 
 /** Harnesses: an agent's model adapter, tools, hooks and durability options. */
 export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } from './harness/defineHarness.js'
@@ -14,7 +25,14 @@ export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, After
 export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
 
 /** The host: connects harnesses to Redis, runs workers and the sweeper, opens sessions. */
-export { createHarnessHost, type HarnessHost, type HostOptions, type WorkersHandle, type CloseOptions, type CloseResult } from './harness/host.js'
+export {
+  createHarnessHost,
+  type HarnessHost,
+  type HostOptions,
+  type WorkersHandle,
+  type CloseOptions,
+  type CloseResult,
+} from './harness/host.js'
 export type { Repair, SweepOptions } from './recovery/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */

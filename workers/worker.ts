@@ -2,6 +2,4 @@
 // Env: REDIS_URL, DH_PREFIX, CONCURRENCY, SHUTDOWN_GRACE_MS (default 25000), LOG_LEVEL.
 import { startProcess } from '../src/cli/processEnv.js'
 
-await startProcess('worker', process.argv.slice(2), (host) =>
-  host.startWorkers({ concurrency: Number(process.env.CONCURRENCY ?? 10) }),
-)
+await startProcess('worker', process.argv.slice(2), (host) => host.startWorkers({ concurrency: Number(process.env.CONCURRENCY ?? 10) }))

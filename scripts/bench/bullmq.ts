@@ -50,7 +50,10 @@ export async function startRawBullmq(redisUrl: string, callers: number, progress
   progress('[raw bullmq] warm-up (QueueEvents, scripts, JIT)')
   for (let ok = 0, tries = 0; ok < 200; tries++) {
     if (tries > 400) throw new Error('raw bullmq: QueueEvents never reported completions')
-    await roundTrip().then(() => ok++, () => progress('[raw bullmq] a warm-up round trip timed out (a fresh QueueEvents missed it)'))
+    await roundTrip().then(
+      () => ok++,
+      () => progress('[raw bullmq] a warm-up round trip timed out (a fresh QueueEvents missed it)'),
+    )
   }
   let drains = 0
   return {

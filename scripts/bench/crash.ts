@@ -51,7 +51,9 @@ export async function measureCrash(redisUrl: string, options: { quick?: boolean;
     for (let i = 0; i < s.n; i++) {
       progress(`[crash] ${s.name} (lockMs ${s.lockMs}, stalledMs ${s.stalledMs}): sample ${i + 1}/${s.n}`)
       const d = await sample(redisUrl, s.env, s.lockMs + s.stalledMs)
-      progress(`[crash]   SIGKILL -> rerun: ${d.rerunMs} ms (lock had ${d.lockLeftMs} ms left; the stalled check moved it at ${d.stalledMs} ms)`)
+      progress(
+        `[crash]   SIGKILL -> rerun: ${d.rerunMs} ms (lock had ${d.lockLeftMs} ms left; the stalled check moved it at ${d.stalledMs} ms)`,
+      )
       details.push(d)
     }
     const samples = details.map((d) => d.rerunMs)
@@ -80,10 +82,15 @@ async function sample(redisUrl: string, env: Record<string, string>, boundMs: nu
     const lockLeftMs = await redis.pttl(`${queueKey}:${toolJobId('crash', toolCallId)}:lock`)
     const killedAt = Date.now()
     await runner.kill('SIGKILL')
-    const rerun = await poll(async () => {
-      const started = await session.log.read({ after: step.id, types: ['harness.tool.started'] })
-      return started.find((e: LogEntry) => (e.record as RecordOf<'harness.tool.started'>).reason === 'rerun')
-    }, boundMs * 3 + 20_000, 'the rerun', 20)
+    const rerun = await poll(
+      async () => {
+        const started = await session.log.read({ after: step.id, types: ['harness.tool.started'] })
+        return started.find((e: LogEntry) => (e.record as RecordOf<'harness.tool.started'>).reason === 'rerun')
+      },
+      boundMs * 3 + 20_000,
+      'the rerun',
+      20,
+    )
     const events = (await redis.xrange(`${queueKey}:events`, String(killedAt), '+')) as Array<[string, string[]]>
     const stalled = events.find(([, f]) => f[1] === 'stalled')
     return {

@@ -43,7 +43,7 @@ function parseArgs(argv: string[]) {
   const i = argv.findIndex((a) => a === '--only' || a.startsWith('--only='))
   let only: Name[] = [...MEASUREMENTS]
   if (i >= 0) {
-    const list = argv[i]!.includes('=') ? argv[i]!.split('=')[1]! : argv[i + 1] ?? ''
+    const list = argv[i]!.includes('=') ? argv[i]!.split('=')[1]! : (argv[i + 1] ?? '')
     only = list.split(',').filter(Boolean) as Name[]
     const bad = only.filter((n) => !MEASUREMENTS.includes(n))
     if (bad.length > 0 || only.length === 0) {
@@ -168,7 +168,13 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
     const why = needs.filter((n) => !only.includes(n))
     const failed = needs.filter((n) => errors[n])
     rows.push({
-      id, figure, ours: '—', baseline: '—', ratio: null, target, met: null,
+      id,
+      figure,
+      ours: '—',
+      baseline: '—',
+      ratio: null,
+      target,
+      met: null,
       note: failed.length ? `failed: ${failed.join(', ')}` : why.length ? `not run: ${why.join(', ')}` : 'not measured',
     })
   }
@@ -195,14 +201,25 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
   if (r.calls) {
     const { ours, raw, callers } = r.calls
     atMost(
-      '2a', 'runTool, 3 steps: p50 (p99)', `${ms(ours.runTool.p50)} (${ms(ours.runTool.p99)})`,
-      `BullMQ round trip p50 ${ms(raw.roundTrip.p50)} (p99 ${ms(raw.roundTrip.p99)})`, ours.runTool.p50 / raw.roundTrip.p50, 1.3,
+      '2a',
+      'runTool, 3 steps: p50 (p99)',
+      `${ms(ours.runTool.p50)} (${ms(ours.runTool.p99)})`,
+      `BullMQ round trip p50 ${ms(raw.roundTrip.p50)} (p99 ${ms(raw.roundTrip.p99)})`,
+      ours.runTool.p50 / raw.roundTrip.p50,
+      1.3,
     )
     atLeast(
-      '2b', `runTool calls/s, ${callers} callers`, perSec(ours.runToolPerSec),
-      `BullMQ round trips/s ${perSec(raw.roundTripsPerSec)}`, ours.runToolPerSec / raw.roundTripsPerSec, 0.8,
+      '2b',
+      `runTool calls/s, ${callers} callers`,
+      perSec(ours.runToolPerSec),
+      `BullMQ round trips/s ${perSec(raw.roundTripsPerSec)}`,
+      ours.runToolPerSec / raw.roundTripsPerSec,
+      0.8,
     )
-    for (const [id, runs, what] of [['2c', ours.drain1, 'runTool'], ['2d', ours.drain10, 'batches of 10']] as const) {
+    for (const [id, runs, what] of [
+      ['2c', ours.drain1, 'runTool'],
+      ['2d', ours.drain10, 'batches of 10'],
+    ] as const) {
       for (const run of runs) {
         const base = raw.drain.find((d) => d.concurrency === run.concurrency)!
         const figure = `durable calls/s (1 step), ${what}, concurrency ${run.concurrency}`
@@ -214,7 +231,10 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
     const one = p.runTool.commandsPerOp
     info('2e', 'Redis commands: one runTool call (3 steps)', `${one}`, `BullMQ round trip ${rt}`, one / rt)
     const job = raw.profile.drain.commandsPerOp
-    for (const [what, profile] of [['runTool', p.drain1], ['batches of 10', p.drain10]] as const) {
+    for (const [what, profile] of [
+      ['runTool', p.drain1],
+      ['batches of 10', p.drain10],
+    ] as const) {
       const per = profile.commandsPerOp
       info('2f', `Redis commands per drained call (1 step), ${what}`, `${per}`, `BullMQ no-op job ${job}`, per / job)
     }
@@ -301,7 +321,11 @@ function formatTable(rows: Row[]): string {
   const met = (r: Row) => (r.met === null ? (r.note ?? '') : r.met ? 'yes' : 'NO')
   const body = rows.map((r) => [r.id, r.figure, r.ours, r.baseline, x(r.ratio, r.limit), r.target, met(r)])
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)))
-  const line = (cells: string[]) => cells.map((c, i) => (i === 4 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 4 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd()
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n')
 }
 

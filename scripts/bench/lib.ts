@@ -46,9 +46,11 @@ export function summarize(samples: number[]): Summary {
 export async function pool(n: number, width: number, fn: (i: number) => Promise<unknown>): Promise<number> {
   let next = 0
   const t0 = performance.now()
-  await Promise.all(Array.from({ length: Math.min(width, n) }, async () => {
-    while (next < n) await fn(next++)
-  }))
+  await Promise.all(
+    Array.from({ length: Math.min(width, n) }, async () => {
+      while (next < n) await fn(next++)
+    }),
+  )
   return performance.now() - t0
 }
 

@@ -59,9 +59,11 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
 /** Runs `fn` over 0..n-1 with at most `width` in flight. */
 async function pool(n: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0
-  await Promise.all(Array.from({ length: Math.min(width, n) }, async () => {
-    while (next < n) await fn(next++)
-  }))
+  await Promise.all(
+    Array.from({ length: Math.min(width, n) }, async () => {
+      while (next < n) await fn(next++)
+    }),
+  )
 }
 
 async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
@@ -77,7 +79,12 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
 }
 
-async function withHost<T>(redisUrl: string, label: string, concurrency: number, fn: (host: HarnessHost, prefix: string) => Promise<T>): Promise<T> {
+async function withHost<T>(
+  redisUrl: string,
+  label: string,
+  concurrency: number,
+  fn: (host: HarnessHost, prefix: string) => Promise<T>,
+): Promise<T> {
   const prefix = `bench-${label}-${randomBytes(3).toString('hex')}`
   const host = createHarnessHost({ redis: redisUrl, harnesses: [bench], prefix, logger: silent })
   const workers = host.startWorkers({ concurrency })
@@ -100,53 +107,58 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
     // ---- memory: `parked` calls parked for an hour, `per` calls a session ----
     const memory: MemoryFigure[] = []
     for (const per of options.callsPerSession ?? [1, 100]) {
-      memory.push(await withHost(redisUrl, 'mem', concurrency, async (host, prefix) => {
-        const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix) })
-        // warm-up: queue metadata, loaded scripts and one finished call are in the baseline
-        await host.open(bench, { sessionId: 'warm' }).runTool({ name: 'nap', input: { ms: 0 } })
-        await pause(500)
-        const usedMemoryBefore = await usedMemory(admin)
-        progress(`memory: used_memory ${usedMemoryBefore} B before; parking ${parked} nap calls (1 h each), ${per} a session`)
-        await pool(parked, 200, async (i) => {
-          const s = host.open(bench, { sessionId: `p-${Math.floor(i / per)}` })
-          // enqueue only: a zero wait returns at once (WaitTimeoutError) and the call goes on durably
-          await s.runTool({ name: 'nap', input: { ms: 3_600_000 }, toolCallId: `nap-${i}` }, { timeoutMs: 0 })
-            .catch((e: unknown) => { if (!(e instanceof WaitTimeoutError)) throw e })
-          if ((i + 1) % 2000 === 0) progress(`  enqueued ${i + 1}/${parked}`)
-        })
-        for (let last = -1; ;) {
-          const n = await delayed.getDelayedCount()
-          if (n >= parked) break
-          if (n !== last) progress(`  parked ${n}/${parked}`)
-          last = n
-          await pause(250)
-        }
-        await pause(500) // let the last replies and client buffers drain
-        const usedMemoryAfter = await usedMemory(admin)
-        const sampleKeys: Record<string, number> = {}
-        const jobKey = `${bullPrefix(prefix)}:${toolQueueName(bench.name)}:${toolJobId('p-0', 'nap-0')}`
-        for (const key of [`${prefix}:{p-0}:log`, `${prefix}:{p-0}:steps`, `${prefix}:{p-0}:calls`, jobKey]) {
-          sampleKeys[key.slice(prefix.length + 1)] = Number(await admin.memory('USAGE', key, 'SAMPLES', '0'))
-        }
-        await delayed.close()
-        const bytesPerParkedCall = Math.round((usedMemoryAfter - usedMemoryBefore) / parked)
-        progress(`memory: ${bytesPerParkedCall} B per parked call (${per} a session)`)
-        return { parked, callsPerSession: per, usedMemoryBefore, usedMemoryAfter, bytesPerParkedCall, sampleKeys }
-      }))
+      memory.push(
+        await withHost(redisUrl, 'mem', concurrency, async (host, prefix) => {
+          const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix) })
+          // warm-up: queue metadata, loaded scripts and one finished call are in the baseline
+          await host.open(bench, { sessionId: 'warm' }).runTool({ name: 'nap', input: { ms: 0 } })
+          await pause(500)
+          const usedMemoryBefore = await usedMemory(admin)
+          progress(`memory: used_memory ${usedMemoryBefore} B before; parking ${parked} nap calls (1 h each), ${per} a session`)
+          await pool(parked, 200, async (i) => {
+            const s = host.open(bench, { sessionId: `p-${Math.floor(i / per)}` })
+            // enqueue only: a zero wait returns at once (WaitTimeoutError) and the call goes on durably
+            await s.runTool({ name: 'nap', input: { ms: 3_600_000 }, toolCallId: `nap-${i}` }, { timeoutMs: 0 }).catch((e: unknown) => {
+              if (!(e instanceof WaitTimeoutError)) throw e
+            })
+            if ((i + 1) % 2000 === 0) progress(`  enqueued ${i + 1}/${parked}`)
+          })
+          for (let last = -1; ;) {
+            const n = await delayed.getDelayedCount()
+            if (n >= parked) break
+            if (n !== last) progress(`  parked ${n}/${parked}`)
+            last = n
+            await pause(250)
+          }
+          await pause(500) // let the last replies and client buffers drain
+          const usedMemoryAfter = await usedMemory(admin)
+          const sampleKeys: Record<string, number> = {}
+          const jobKey = `${bullPrefix(prefix)}:${toolQueueName(bench.name)}:${toolJobId('p-0', 'nap-0')}`
+          for (const key of [`${prefix}:{p-0}:log`, `${prefix}:{p-0}:steps`, `${prefix}:{p-0}:calls`, jobKey]) {
+            sampleKeys[key.slice(prefix.length + 1)] = Number(await admin.memory('USAGE', key, 'SAMPLES', '0'))
+          }
+          await delayed.close()
+          const bytesPerParkedCall = Math.round((usedMemoryAfter - usedMemoryBefore) / parked)
+          progress(`memory: ${bytesPerParkedCall} B per parked call (${per} a session)`)
+          return { parked, callsPerSession: per, usedMemoryBefore, usedMemoryAfter, bytesPerParkedCall, sampleKeys }
+        }),
+      )
     }
 
     // ---- lateness: `sleeps` calls of 1–2 s, all started at once ----
     const lateness = await withHost(redisUrl, 'late', concurrency, async (host) => {
       progress(`lateness: ${sleeps} sleeps of 1–2 s at worker concurrency ${concurrency}`)
       const late: number[] = []
-      await Promise.all(Array.from({ length: sleeps }, async (_, i) => {
-        const s = host.open(bench, { sessionId: `l-${i}` })
-        const ms = 1000 + Math.floor(Math.random() * 1000)
-        const { continuedAt } = (await s.runTool({ name: 'nap', input: { ms } }, { timeoutMs: 120_000 })) as { continuedAt: number }
-        const [sleep] = await s.log.read({ types: ['harness.tool.sleep'] })
-        late.push(continuedAt - (sleep!.record as RecordOf<'harness.tool.sleep'>).wakeAt)
-        if (late.length % 250 === 0) progress(`  woke ${late.length}/${sleeps}`)
-      }))
+      await Promise.all(
+        Array.from({ length: sleeps }, async (_, i) => {
+          const s = host.open(bench, { sessionId: `l-${i}` })
+          const ms = 1000 + Math.floor(Math.random() * 1000)
+          const { continuedAt } = (await s.runTool({ name: 'nap', input: { ms } }, { timeoutMs: 120_000 })) as { continuedAt: number }
+          const [sleep] = await s.log.read({ types: ['harness.tool.sleep'] })
+          late.push(continuedAt - (sleep!.record as RecordOf<'harness.tool.sleep'>).wakeAt)
+          if (late.length % 250 === 0) progress(`  woke ${late.length}/${sleeps}`)
+        }),
+      )
       late.sort((a, b) => a - b)
       return { sleeps, p50: percentile(late, 50), p90: percentile(late, 90), p99: percentile(late, 99), max: late.at(-1)!, min: late[0]! }
     })
@@ -180,7 +192,9 @@ if (isMain) {
       )
       console.log(`  first session's keys and first job (MEMORY USAGE, B): ${JSON.stringify(m.sampleKeys)}`)
     }
-    console.log(`Wake-up lateness over ${l.sleeps} sleeps of 1-2 s: p50 ${l.p50} ms, p90 ${l.p90} ms, p99 ${l.p99} ms, max ${l.max} ms (min ${l.min})`)
+    console.log(
+      `Wake-up lateness over ${l.sleeps} sleeps of 1-2 s: p50 ${l.p50} ms, p90 ${l.p90} ms, p99 ${l.p99} ms, max ${l.max} ms (min ${l.min})`,
+    )
     console.log(JSON.stringify(result))
   } finally {
     await stop()

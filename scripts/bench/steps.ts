@@ -84,7 +84,12 @@ export async function measureSteps(redisUrl: string, options: StepsOptions = {})
       const name = `p${s}`
       const encoded = encodeRecord({ type: 'harness.tool.step', toolCallId, name, value: { ok: true, s } })
       await timed(record ? parts.saveStepScript : null, () =>
-        runScript(log.redis, 'saveStep', [log.keys.calls, log.keys.steps, log.keys.log], [toolCallId, fence.epoch, stepField(toolCallId, name), JSON.stringify({ ok: true, s }), encoded]),
+        runScript(
+          log.redis,
+          'saveStep',
+          [log.keys.calls, log.keys.steps, log.keys.log],
+          [toolCallId, fence.epoch, stepField(toolCallId, name), JSON.stringify({ ok: true, s }), encoded],
+        ),
       )
       await timed(record ? parts.saveStep : null, () =>
         log.saveStep(fence, `q${s}`, { ok: true, s }, { type: 'harness.tool.step', toolCallId, name: `q${s}`, value: { ok: true, s } }),

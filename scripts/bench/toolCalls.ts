@@ -236,7 +236,8 @@ const enqueueOnly = (e: unknown) => {
 // enqueue only: a zero wait returns at once (WaitTimeoutError); the calls go on durably
 async function enqueueRunTool(host: HarnessHost, tag: string, calls: number): Promise<void> {
   await pool(calls, 200, (i) =>
-    host.open(toolsHarness, { sessionId: `${tag}-${Math.floor(i / 10)}` })
+    host
+      .open(toolsHarness, { sessionId: `${tag}-${Math.floor(i / 10)}` })
       .runTool({ name: 'one', input: {} }, { timeoutMs: 0 })
       .catch(enqueueOnly),
   )
@@ -263,6 +264,7 @@ async function drain(host: HarnessHost, concurrency: number, queue: 'tools.' | '
 async function checkTurns(host: HarnessHost, tag: string, inputIds: string[]): Promise<void> {
   for (const i of [0, inputIds.length - 1]) {
     const settled = await host.open(toolsHarness, { sessionId: `${tag}-${i}` }).settled(inputIds[i]!, { timeoutMs: 5_000 })
-    if (settled.outcome !== 'completed' || settled.text !== 'done') throw new Error(`calls bench: turn ${i} settled ${JSON.stringify(settled)}`)
+    if (settled.outcome !== 'completed' || settled.text !== 'done')
+      throw new Error(`calls bench: turn ${i} settled ${JSON.stringify(settled)}`)
   }
 }

@@ -37,7 +37,11 @@ async function provider(kind: 'charge' | 'invoice' | 'mail' | 'lookup', key: str
 }
 
 export const checkout = durableTool(
-  toolDefinition({ name: 'checkout', description: 'Charge an order, then send its invoice', inputSchema: z.object({ orderId: z.string() }) }),
+  toolDefinition({
+    name: 'checkout',
+    description: 'Charge an order, then send its invoice',
+    inputSchema: z.object({ orderId: z.string() }),
+  }),
   async ({ orderId }, { step }) => {
     await jitter()
     const chargeId = await step.do('charge', async ({ idempotencyKey }) => {

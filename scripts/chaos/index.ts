@@ -59,7 +59,11 @@ function parseArgs(argv: string[]) {
   const quick = argv.includes('--quick')
   if (quick) Object.assign(opts, { calls: 200, kills: 8, deadlineS: 180 })
   const flags: Record<string, keyof typeof opts> = {
-    '--calls': 'calls', '--kills': 'kills', '--workers': 'workers', '--concurrency': 'concurrency', '--deadline': 'deadlineS',
+    '--calls': 'calls',
+    '--kills': 'kills',
+    '--workers': 'workers',
+    '--concurrency': 'concurrency',
+    '--deadline': 'deadlineS',
   }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
@@ -114,10 +118,14 @@ for (let t = 0; t < turnsTotal; t++) {
   const calls = Array.from({ length: CALLS_PER_TURN }, (_, j): ChaosCall => {
     const tag = `${s}-${turn}-${j}`
     switch (pick(['checkout', 'notify', 'lookup', 'nap'] as const)) {
-      case 'checkout': return { name: 'checkout', input: { orderId: `order-${runId}-${tag}` } }
-      case 'notify': return { name: 'notify', input: { to: `c${tag}-${runId}@example.com` } }
-      case 'lookup': return { name: 'lookup', input: { sku: `sku-${runId}-${tag}` } }
-      case 'nap': return { name: 'nap', input: { ms: rand(300, 1_500) } }
+      case 'checkout':
+        return { name: 'checkout', input: { orderId: `order-${runId}-${tag}` } }
+      case 'notify':
+        return { name: 'notify', input: { to: `c${tag}-${runId}@example.com` } }
+      case 'lookup':
+        return { name: 'lookup', input: { sku: `sku-${runId}-${tag}` } }
+      case 'nap':
+        return { name: 'nap', input: { ms: rand(300, 1_500) } }
     }
   })
   sessions[s]!.push({ sessionId, inputId: `in-${turn}`, at: Math.random() * spreadMs, calls })
@@ -133,7 +141,10 @@ process.on('exit', () => {
 })
 
 async function startBilling(): Promise<{ url: string; proc: ChildProcess; stats(): Promise<BillingStats> }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'scripts/chaos/billingServer.ts'], { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] })
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'scripts/chaos/billingServer.ts'], {
+    cwd: root,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
   children.add(proc)
   const line = await new Promise<string>((resolve, reject) => {
     const rl = createInterface({ input: proc.stdout! })
@@ -164,7 +175,16 @@ interface Worker {
 }
 
 const counters = {
-  kills: 0, pauses: 0, redisRestarts: 0, landed: 0, fencedLines: 0, zombieFenced: 0, crashedWorkers: 0, spawnFailures: 0, sweeps: 0, sweepErrors: 0,
+  kills: 0,
+  pauses: 0,
+  redisRestarts: 0,
+  landed: 0,
+  fencedLines: 0,
+  zombieFenced: 0,
+  crashedWorkers: 0,
+  spawnFailures: 0,
+  sweeps: 0,
+  sweepErrors: 0,
 }
 let sweepAvailable = false
 const sweepRepairs: string[] = []
@@ -337,10 +357,13 @@ async function sweepLoop(): Promise<void> {
   }
 }
 
-const ticker = setInterval(() => {
-  for (const w of workers) if (!w.paused) scan(w)
-  progress()
-}, tty ? 200 : 1_000)
+const ticker = setInterval(
+  () => {
+    for (const w of workers) if (!w.paused) scan(w)
+    progress()
+  },
+  tty ? 200 : 1_000,
+)
 
 const loops = Promise.all([chaosLoop(), sweepLoop()])
 await Promise.race([drivers, sleep(Math.max(0, deadline - Date.now()))])
@@ -354,7 +377,8 @@ progress(true)
 
 const stats = await billing.stats()
 const entriesBySession = new Map<string, LogEntry[]>()
-for (const turns of sessions) entriesBySession.set(turns[0]!.sessionId, await host.open(chaos, { sessionId: turns[0]!.sessionId }).log.read())
+for (const turns of sessions)
+  entriesBySession.set(turns[0]!.sessionId, await host.open(chaos, { sessionId: turns[0]!.sessionId }).log.read())
 
 interface CallFacts {
   sessionId: string
@@ -383,7 +407,15 @@ for (const [sessionId, entries] of entriesBySession) {
         for (const c of rec.toolCalls as Array<{ toolCallId: string; name: string; input: Record<string, unknown> }>) {
           const prior = extra.get(c.toolCallId)
           const facts: CallFacts = {
-            sessionId, toolCallId: c.toolCallId, name: c.name, input: c.input, results: [], steps: new Map(), sleeps: 0, reasons: [], ...prior,
+            sessionId,
+            toolCallId: c.toolCallId,
+            name: c.name,
+            input: c.input,
+            results: [],
+            steps: new Map(),
+            sleeps: 0,
+            reasons: [],
+            ...prior,
           }
           byId.set(c.toolCallId, facts)
           calls.push(facts)
@@ -481,7 +513,10 @@ const replayed = `${stats.replayedKeys} (charge ${stats.replayedByKind.charge}, 
 const cutSummary = `${cutNever.length} (bad ${cutNeverBad.length}; mail step kept ${mailStored.size}, mail sent but not stored ${mailSentNotStored.length})`
 const rows: Row[] = [
   ['tool calls (model responses)', `${calls.length} (planned ${plannedCalls})`, calls.length === plannedCalls],
-  ['  checkout / notify / lookup / nap', ['checkout', 'notify', 'lookup', 'nap'].map((n) => calls.filter((c) => c.name === n).length).join(' / ')],
+  [
+    '  checkout / notify / lookup / nap',
+    ['checkout', 'notify', 'lookup', 'nap'].map((n) => calls.filter((c) => c.name === n).length).join(' / '),
+  ],
   ['workers SIGKILLed (replaced)', `${counters.kills} (asked ${opts.kills})`, counters.kills >= opts.kills],
   ['workers paused past the lock (zombies)', `${counters.pauses}`],
   ['  zombie writes refused by fencing', `${counters.zombieFenced} (all workers: ${counters.fencedLines})`],
@@ -506,21 +541,27 @@ const rows: Row[] = [
   ['nap timers restarted', `${napRestarted.length}`, napRestarted.length === 0],
   ['turns settled (exactly once)', `${turnsSettled}/${allTurns.length}`, turnsSettled === allTurns.length],
   ['turns settled twice', `${turnsSettledTwice}`, turnsSettledTwice === 0],
-  ['turns completed', `${allTurns.length - turnsNotCompleted.length}/${allTurns.length} ${JSON.stringify(outcomes)}`,
-    turnsNotCompleted.length === 0],
+  [
+    'turns completed',
+    `${allTurns.length - turnsNotCompleted.length}/${allTurns.length} ${JSON.stringify(outcomes)}`,
+    turnsNotCompleted.length === 0,
+  ],
   ['elapsed', elapsed()],
 ]
 const w1 = Math.max(...rows.map((r) => r[0].length))
 const w2 = Math.max(...rows.map((r) => r[1].length))
 const out: string[] = [`| ${'check'.padEnd(w1)} | ${'value'.padEnd(w2)} | ok |`, `|${'-'.repeat(w1 + 2)}|${'-'.repeat(w2 + 2)}|----|`]
-for (const [label, value, ok] of rows) out.push(`| ${label.padEnd(w1)} | ${value.padEnd(w2)} | ${ok === undefined ? '  ' : ok ? 'ok' : 'NO'} |`)
+for (const [label, value, ok] of rows)
+  out.push(`| ${label.padEnd(w1)} | ${value.padEnd(w2)} | ${ok === undefined ? '  ' : ok ? 'ok' : 'NO'} |`)
 process.stdout.write(`${out.join('\n')}\n`)
 
 const failed = rows.filter((r) => r[2] === false)
 const details: string[] = []
 const show = (what: string, list: CallFacts[]) => {
   for (const c of list.slice(0, 5)) {
-    details.push(`${what}: session ${c.sessionId} call ${c.toolCallId} (${c.name}) results ${JSON.stringify(c.results)} starts ${c.reasons.join(',')}`)
+    details.push(
+      `${what}: session ${c.sessionId} call ${c.toolCallId} (${c.name}) results ${JSON.stringify(c.results)} starts ${c.reasons.join(',')}`,
+    )
   }
 }
 show('lost result', lostResults)
@@ -533,7 +574,7 @@ show('never call run again', neverRerun)
 show('nap timer restarted', napRestarted)
 for (const k of phantomSteps.slice(0, 5)) details.push(`phantom step: ${k}`)
 for (const t of turnsNotCompleted.slice(0, 5)) {
-  details.push(`turn ${t.sessionId} ${t.inputId}: ${t.settled ? JSON.stringify(t.settled) : t.failure ?? 'not settled by the deadline'}`)
+  details.push(`turn ${t.sessionId} ${t.inputId}: ${t.settled ? JSON.stringify(t.settled) : (t.failure ?? 'not settled by the deadline')}`)
 }
 if (details.length) process.stdout.write(`\n${details.join('\n')}\n`)
 process.stdout.write(failed.length === 0 ? '\nAll invariants hold.\n' : `\nFAILED: ${failed.map((r) => r[0].trim()).join('; ')}\n`)

@@ -49,7 +49,9 @@ export async function runAgentCall(
   if (begin.kind === 'cut' && (await childLog.openQuestions()).length === 0) return interrupted
   const settled = await childLog.getSettled(CHILD_INPUT_ID)
   if (settled) {
-    return settled.outcome === 'completed' ? { result: settled.text ?? '' } : { error: settled.error ?? { message: `Agent ${child.name} ${settled.outcome}.` } }
+    return settled.outcome === 'completed'
+      ? { result: settled.text ?? '' }
+      : { error: settled.error ?? { message: `Agent ${child.name} ${settled.outcome}.` } }
   }
   const input = await childLog.getInput(CHILD_INPUT_ID)
   if (!input) {

@@ -30,7 +30,9 @@ export async function runCall(
   const tool = toolOf(harness, call.name)
   if (!tool) return { error: toToolError(new UnknownToolError(call.name, toolNames(harness))) }
   if (call.inputTooLarge !== undefined) {
-    return { error: toToolError(new ValueTooLargeError(`Input of tool "${call.name}"`, call.inputTooLarge, harness.durability.maxValueBytes)) }
+    return {
+      error: toToolError(new ValueTooLargeError(`Input of tool "${call.name}"`, call.inputTooLarge, harness.durability.maxValueBytes)),
+    }
   }
   let input = call.input
   const schema = tool.inputSchema as { '~standard'?: unknown } | undefined

@@ -41,7 +41,8 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     logger.info({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
   } catch (error) {
     if (error instanceof FencedError) return logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')
-    if (error instanceof StorageError) logger.error({ err: error }, 'a write of this call failed after its retries; the job fails and the call is picked up again as a cut')
+    if (error instanceof StorageError)
+      logger.error({ err: error }, 'a write of this call failed after its retries; the job fails and the call is picked up again as a cut')
     throw error
   }
 }
@@ -65,7 +66,12 @@ async function attemptOutcome(
     // hold the very secrets it failed to return, so only the error's name reaches the log
     const name = (error as Error)?.name ?? 'error'
     logger.error({ errName: name }, 'the harness secrets resolver failed; the call gets a tool error')
-    return { outcome: { error: { message: `The session secrets could not be resolved (${name}); the tool did not run.`, code: 'secrets_unavailable' } }, secrets: new SecretStore() }
+    return {
+      outcome: {
+        error: { message: `The session secrets could not be resolved (${name}); the tool did not run.`, code: 'secrets_unavailable' },
+      },
+      secrets: new SecretStore(),
+    }
   }
   if (isAgentTool(tool)) return { outcome: await runAgentCall(tool, call, begin, deps, interrupted), secrets }
   if (begin.kind === 'cut') {
@@ -96,7 +102,15 @@ async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps
  * landed before our moveToDelayed would have promoted nothing, so `isWoken` is re-checked after it
  * (R8: no answer is lost).
  */
-async function park(job: Job<ToolJobData>, token: string | undefined, log: SessionLog, fence: Fence, p: Park, logger: Logger, isWoken: () => Promise<boolean>): Promise<never> {
+async function park(
+  job: Job<ToolJobData>,
+  token: string | undefined,
+  log: SessionLog,
+  fence: Fence,
+  p: Park,
+  logger: Logger,
+  isWoken: () => Promise<boolean>,
+): Promise<never> {
   await log.parkCall(fence, p.kind, p.until)
   await job.moveToDelayed(p.until, token)
   logger.info({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')

@@ -13,10 +13,16 @@ function isHarness(value: unknown): value is Harness {
  */
 export async function loadHarnesses(specifier: string | undefined): Promise<Harness[]> {
   if (!specifier) throw new ConfigError('Name a harness module: worker <path-or-package> (or set HARNESS_MODULE).')
-  const url = specifier.startsWith('.') || specifier.startsWith('/') || /\.[cm]?[jt]s$/.test(specifier) ? pathToFileURL(resolve(specifier)).href : specifier
+  const url =
+    specifier.startsWith('.') || specifier.startsWith('/') || /\.[cm]?[jt]s$/.test(specifier)
+      ? pathToFileURL(resolve(specifier)).href
+      : specifier
   const mod = (await import(url)) as Record<string, unknown>
   const candidates = [mod.default, mod.harnesses].flatMap((v) => (Array.isArray(v) ? v : [v])).filter(isHarness)
   const found = candidates.length > 0 ? candidates : Object.values(mod).filter(isHarness)
-  if (found.length === 0) throw new ConfigError(`Module ${specifier} exports no harness: export one made by defineHarness (default, named, or in a "harnesses" array).`)
+  if (found.length === 0)
+    throw new ConfigError(
+      `Module ${specifier} exports no harness: export one made by defineHarness (default, named, or in a "harnesses" array).`,
+    )
   return [...new Set(found)]
 }

@@ -13,7 +13,8 @@ function shutdownGraceMs(): number {
   const raw = process.env.SHUTDOWN_GRACE_MS
   if (raw === undefined || raw === '') return DEFAULT_SHUTDOWN_GRACE_MS
   const ms = Number(raw)
-  if (!Number.isInteger(ms) || ms < 0) throw new ConfigError(`SHUTDOWN_GRACE_MS must be a whole number of milliseconds (0 or more), not ${JSON.stringify(raw)}.`)
+  if (!Number.isInteger(ms) || ms < 0)
+    throw new ConfigError(`SHUTDOWN_GRACE_MS must be a whole number of milliseconds (0 or more), not ${JSON.stringify(raw)}.`)
   return ms
 }
 
@@ -28,6 +29,14 @@ export async function startProcess(
   run: (host: HarnessHost, logger: Logger) => { close(options?: CloseOptions): Promise<CloseResult | void> },
 ): Promise<void> {
   const logger = createLogger().child({ role })
+  // whatever escapes is logged through the redacting serializer (an ioredis error carries the AUTH
+  // arguments, password included), never printed raw by Node, and ends the process
+  for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
+    process.on(event, (err) => {
+      logger.fatal({ err }, `${role}: ${event}; exiting`)
+      process.exit(1)
+    })
+  }
   let host: HarnessHost | undefined
   try {
     const graceMs = shutdownGraceMs()
@@ -36,7 +45,10 @@ export async function startProcess(
     host = createHarnessHost({ redis: redisUrl, harnesses, prefix: process.env.DH_PREFIX ?? 'dh', logger })
     await host.ready()
     const running = run(host, logger)
-    logger.info({ harnesses: harnesses.map((h) => h.name), prefix: host.prefix, redis: redactCredentials(redisUrl), graceMs }, `${role} started`)
+    logger.info(
+      { harnesses: harnesses.map((h) => h.name), prefix: host.prefix, redis: redactCredentials(redisUrl), graceMs },
+      `${role} started`,
+    )
     let stopping = false
     const stop = async (signal: string) => {
       if (stopping) return
@@ -51,7 +63,10 @@ export async function startProcess(
       }, graceMs + 2_000).unref()
       const forced = [...((await running.close({ timeoutMs: left() }))?.forced ?? []), ...(await host!.close({ timeoutMs: left() })).forced]
       if (forced.length > 0) {
-        logger.warn({ graceMs, forced }, `${role} stopped by force: workers still closing after the grace period were abandoned (their jobs run again once their locks expire)`)
+        logger.warn(
+          { graceMs, forced },
+          `${role} stopped by force: workers still closing after the grace period were abandoned (their jobs run again once their locks expire)`,
+        )
         process.exit(1)
       }
       logger.info(`${role} stopped`)

@@ -15,7 +15,10 @@ export class InvalidIdError extends DurableHarnessError {
 /** A log cursor (stream id) that is not of the form `<ms>-<seq>` (or `<ms>`). */
 export class InvalidCursorError extends DurableHarnessError {
   constructor(option: string, value: unknown) {
-    super('invalid_cursor', `Invalid ${option} ${describeValue(value)}: pass a log entry id such as "1700000000000-0" (the \`id\` of a LogEntry).`)
+    super(
+      'invalid_cursor',
+      `Invalid ${option} ${describeValue(value)}: pass a log entry id such as "1700000000000-0" (the \`id\` of a LogEntry).`,
+    )
   }
 }
 
@@ -35,8 +38,7 @@ export class ValueTooLargeError extends DurableHarnessError {
   constructor(what: string, size: number, limit: number) {
     super(
       'value_too_large',
-      `${what} is ${size} bytes as JSON, over the limit of ${limit} bytes. ` +
-        `Store big data elsewhere and return its id.`,
+      `${what} is ${size} bytes as JSON, over the limit of ${limit} bytes. ` + `Store big data elsewhere and return its id.`,
     )
   }
 }

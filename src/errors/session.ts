@@ -22,7 +22,10 @@ export class QuestionClosedError extends DurableHarnessError {
 
 /** Thrown inside the tool when a step.ask question expires unanswered. */
 export class QuestionExpiredError extends DurableHarnessError {
-  constructor(readonly questionId: string, readonly expiresAt: string) {
+  constructor(
+    readonly questionId: string,
+    readonly expiresAt: string,
+  ) {
     super('question_expired', `Question ${questionId} expired at ${expiresAt} without an answer.`)
   }
 }
@@ -44,10 +47,7 @@ export class InvalidToolInputError extends DurableHarnessError {
 /** The same inputId used with a different text. */
 export class InputConflictError extends DurableHarnessError {
   constructor(inputId: string) {
-    super(
-      'input_conflict',
-      `Input ${inputId} was already sent with a different text. An inputId names one input; use a new inputId.`,
-    )
+    super('input_conflict', `Input ${inputId} was already sent with a different text. An inputId names one input; use a new inputId.`)
   }
 }
 

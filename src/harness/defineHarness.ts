@@ -5,8 +5,7 @@ import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
 
 export const DEFAULT_DURABILITY: DurabilityOptions = {
   maxAttempts: 10,
-  interruptedToolResult:
-    'The tool call was interrupted by a crash: it may or may not have run. Check before you retry it.',
+  interruptedToolResult: 'The tool call was interrupted by a crash: it may or may not have run. Check before you retry it.',
   // a dead worker's job runs again after about lockMs + stalledMs (≤ 15 s); a live one renews every lockMs / 2
   lockMs: 8_000,
   stalledMs: 5_000,
@@ -34,20 +33,27 @@ const NAME = /^[A-Za-z0-9._/-]{1,100}$/
 /** Names an agent: its model adapter, its tools, hooks and durability options. */
 export function defineHarness(options: HarnessOptions): Harness {
   if (!NAME.test(options.name ?? '')) throw new ConfigError(`defineHarness: name ${JSON.stringify(options.name)} must match ${NAME}.`)
-  if (options.adapter?.kind !== 'text') throw new ConfigError(`defineHarness "${options.name}": adapter must be a @tanstack/ai text adapter (kind 'text').`)
+  if (options.adapter?.kind !== 'text')
+    throw new ConfigError(`defineHarness "${options.name}": adapter must be a @tanstack/ai text adapter (kind 'text').`)
   const tools = options.tools ?? []
   const toolsByName = new Map<string, AnyServerTool>()
   for (const tool of tools) {
-    if (typeof tool.execute !== 'function') throw new ConfigError(`defineHarness "${options.name}": tool "${tool.name}" has no server execute; use toolDefinition(...).server(fn) or durableTool(...).`)
+    if (typeof tool.execute !== 'function')
+      throw new ConfigError(
+        `defineHarness "${options.name}": tool "${tool.name}" has no server execute; use toolDefinition(...).server(fn) or durableTool(...).`,
+      )
     if (toolsByName.has(tool.name)) throw new ConfigError(`defineHarness "${options.name}": two tools are named "${tool.name}".`)
     toolsByName.set(tool.name, tool)
   }
   const durability = { ...DEFAULT_DURABILITY, ...options.durability }
   for (const key of ['maxAttempts', 'lockMs', 'stalledMs', 'maxValueBytes', 'maxModelCalls', 'toolTimeoutMs'] as const) {
-    if (!Number.isInteger(durability[key]) || durability[key] <= 0) throw new ConfigError(`defineHarness "${options.name}": durability.${key} must be a positive integer.`)
+    if (!Number.isInteger(durability[key]) || durability[key] <= 0)
+      throw new ConfigError(`defineHarness "${options.name}": durability.${key} must be a positive integer.`)
   }
-  if (durability.toolTimeoutMs > MAX_TIMER_MS) throw new ConfigError(`defineHarness "${options.name}": durability.toolTimeoutMs must be at most ${MAX_TIMER_MS} ms (about 24 days).`)
-  if (durability.timeoutMs !== undefined && !(durability.timeoutMs > 0)) throw new ConfigError(`defineHarness "${options.name}": durability.timeoutMs must be positive.`)
+  if (durability.toolTimeoutMs > MAX_TIMER_MS)
+    throw new ConfigError(`defineHarness "${options.name}": durability.toolTimeoutMs must be at most ${MAX_TIMER_MS} ms (about 24 days).`)
+  if (durability.timeoutMs !== undefined && !(durability.timeoutMs > 0))
+    throw new ConfigError(`defineHarness "${options.name}": durability.timeoutMs must be positive.`)
   const hook = options.hooks?.onAfterToolCall
   return {
     name: options.name,

@@ -64,10 +64,13 @@ export function startSweepTimer(pass: () => Promise<unknown>, everyMs: number, l
   let stopped = false
   const next = () => {
     if (stopped) return
-    timer = setTimeout(async () => {
-      await pass().catch((err) => logger.warn({ err }, 'sweep failed; next pass retries'))
-      next()
-    }, everyMs * (0.75 + Math.random() / 2))
+    timer = setTimeout(
+      async () => {
+        await pass().catch((err) => logger.warn({ err }, 'sweep failed; next pass retries'))
+        next()
+      },
+      everyMs * (0.75 + Math.random() / 2),
+    )
     timer.unref()
   }
   next()
@@ -100,13 +103,18 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   // lazy: nothing connects (or logs) until first use, so ready() can report an unreachable Redis in one line
   const redisOptions: RedisOptions = { maxRetriesPerRequest: null, lazyConnect: true }
   // commands wait across a Redis restart instead of failing (workers reconnect, no job lost)
-  const redis = typeof options.redis === 'string' ? new Redis(options.redis, redisOptions) : new Redis({ ...options.redis, ...redisOptions })
-  const where = typeof options.redis === 'string' ? redactCredentials(options.redis) : `${options.redis.host ?? '127.0.0.1'}:${options.redis.port ?? 6379}`
+  const redis =
+    typeof options.redis === 'string' ? new Redis(options.redis, redisOptions) : new Redis({ ...options.redis, ...redisOptions })
+  const where =
+    typeof options.redis === 'string'
+      ? redactCredentials(options.redis)
+      : `${options.redis.host ?? '127.0.0.1'}:${options.redis.port ?? 6379}`
   let lastError = 0
   redis.on('error', (err) => {
     // one line per 10 s, not a stack per retry
     if (Date.now() - lastError > 10_000) {
-      if (isAuthFailure(err)) logger.warn({ err: err.message, redis: where }, 'Redis authentication failed; retrying (check the user and password in REDIS_URL)')
+      if (isAuthFailure(err))
+        logger.warn({ err: err.message, redis: where }, 'Redis authentication failed; retrying (check the user and password in REDIS_URL)')
       else logger.warn({ err: err.message, redis: where }, 'Redis connection error; retrying')
     }
     lastError = Date.now()
@@ -168,15 +176,25 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
         aborts.abortTurn(openMember(message.sessionId, message.id), settled?.error?.message ?? `Turn ${settled?.outcome ?? 'settled'}.`)
       })
       const workers = all.flatMap((harness) =>
-        startWorkerSet({ harness, queues: queuesOf(harness), connection: redis, prefix, concurrency, logFor, queuesOf, queuesByName, aborts, logger }),
+        startWorkerSet({
+          harness,
+          queues: queuesOf(harness),
+          connection: redis,
+          prefix,
+          concurrency,
+          logFor,
+          queuesOf,
+          queuesByName,
+          aborts,
+          logger,
+        }),
       )
       const sweeper = sweepEveryMs > 0 ? startSweepTimer(() => sweepOnce(), sweepEveryMs, logger) : null
       const handle: WorkersHandle = {
         workers,
         async close(closeOptions) {
           sweeper?.stop()
-          // not awaited: the subscription itself may be waiting for a reconnect
-          void unlisten.then((off) => off(), () => {})
+          unlisten()
           const result = await closeWorkers(workers, closeOptions)
           if (running.includes(handle)) running.splice(running.indexOf(handle), 1)
           return result
@@ -190,7 +208,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       const out: Array<Question & { sessionId: string }> = []
       // an expired (or vanished) question is never answerable again: drop it from the index as we pass, so
       // closed questions at the head cannot crowd open ones out of the page
-      for (let start = 0; out.length < limit; ) {
+      for (let start = 0; out.length < limit;) {
         const items = await openWork.page('openQuestions', start, limit)
         if (items.length === 0) break
         const stale: OpenItem[] = []

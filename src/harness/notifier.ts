@@ -22,6 +22,7 @@ const RECHECK_MS = 1_000
 export class Notifier {
   private subscriber: Redis | null = null
   private subscribed: Promise<void> | null = null
+  private closed = false
   private readonly waiters = new Map<string, Set<(payload: string) => void>>()
   private readonly listeners = new Set<(message: Message) => void>()
 
@@ -30,10 +31,18 @@ export class Notifier {
     private readonly channel: string,
   ) {}
 
-  /** Hears every message (e.g. workers abort the calls of an aborted turn); returns the unsubscribe. */
-  async listen(listener: (message: Message) => void): Promise<() => void> {
+  /**
+   * Hears every message (e.g. workers abort the calls of an aborted turn); returns the unsubscribe.
+   * Never fails: while Redis refuses the subscription (down, or refusing the credentials) it is tried
+   * again every second until it holds or the notifier is closed.
+   */
+  listen(listener: (message: Message) => void): () => void {
     this.listeners.add(listener)
-    await this.subscribe()
+    const keepTrying = () => {
+      if (this.closed || !this.listeners.has(listener)) return
+      this.subscribe().catch(() => setTimeout(keepTrying, RECHECK_MS).unref())
+    }
+    keepTrying()
     return () => this.listeners.delete(listener)
   }
 
@@ -96,6 +105,7 @@ export class Notifier {
   }
 
   private subscribe(): Promise<void> {
+    this.closed = false
     this.subscribed ??= (async () => {
       this.subscriber = this.redis.duplicate()
       this.subscriber.on('error', () => {}) // the main client reports connection trouble
@@ -107,11 +117,18 @@ export class Notifier {
         for (const listener of this.listeners) guard(() => listener(parsed))
       })
       await this.subscriber.subscribe(this.channel)
-    })()
+    })().catch((error: unknown) => {
+      // forget the failed attempt so the next subscribe() tries again on a new connection
+      this.subscriber?.disconnect()
+      this.subscriber = null
+      this.subscribed = null
+      throw error
+    })
     return this.subscribed
   }
 
   async close(): Promise<void> {
+    this.closed = true
     this.subscriber?.disconnect()
     this.subscriber = null
     this.subscribed = null

@@ -10,7 +10,17 @@ import {
   UnknownToolCallError,
   UnknownToolError,
 } from '../errors.js'
-import { assertInputId, assertToolCallId, messageKey, type FollowOptions, type LogEntry, type Question, type ReadOptions, type RecordOf, SessionLog } from '../log/index.js'
+import {
+  assertInputId,
+  assertToolCallId,
+  messageKey,
+  type FollowOptions,
+  type LogEntry,
+  type Question,
+  type ReadOptions,
+  type RecordOf,
+  SessionLog,
+} from '../log/index.js'
 import { resolveSecrets } from '../call/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { enqueueCall, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
@@ -87,7 +97,12 @@ export class Session {
    */
   async abort(inputId: string, reason = 'Aborted by the caller.'): Promise<boolean> {
     assertInputId(inputId)
-    const status = await this.deps.log.settleInput({ type: 'harness.input.settled', inputId, outcome: 'aborted', error: { code: 'aborted', message: reason } })
+    const status = await this.deps.log.settleInput({
+      type: 'harness.input.settled',
+      inputId,
+      outcome: 'aborted',
+      error: { code: 'aborted', message: reason },
+    })
     if (status === 'unknown') throw new UnknownInputError(inputId)
     return status === 'settled'
   }
@@ -163,4 +178,3 @@ export class Session {
     await wakeCall(this.deps.queues, this.sessionId, question.toolCallId)
   }
 }
-

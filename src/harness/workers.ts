@@ -50,7 +50,18 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
     worker.on('error', backOffOnErrors(worker, logger))
     worker.on('failed', (job, err) => {
       const data = job?.data as Partial<ToolJobData & TurnJobData> | undefined
-      logger.warn({ err, queue: worker.name, jobId: job?.id, sessionId: data?.sessionId, toolCallId: data?.toolCallId, inputId: data?.inputId, attempt: job?.attemptsMade }, 'job failed')
+      logger.warn(
+        {
+          err,
+          queue: worker.name,
+          jobId: job?.id,
+          sessionId: data?.sessionId,
+          toolCallId: data?.toolCallId,
+          inputId: data?.inputId,
+          attempt: job?.attemptsMade,
+        },
+        'job failed',
+      )
     })
   }
   return [tools, turns]
@@ -73,7 +84,10 @@ function backOffOnErrors(worker: Worker, logger: Logger): (err: Error) => void {
   return (err) => {
     const now = Date.now()
     if (now - lastLogged >= ERROR_LOG_EVERY_MS) {
-      logger.error({ err, queue: worker.name, ...(suppressed ? { suppressed } : {}) }, isAuthFailure(err) ? 'worker error: Redis refused the credentials' : 'worker error')
+      logger.error(
+        { err, queue: worker.name, ...(suppressed ? { suppressed } : {}) },
+        isAuthFailure(err) ? 'worker error: Redis refused the credentials' : 'worker error',
+      )
       lastLogged = now
       suppressed = 0
     } else suppressed++

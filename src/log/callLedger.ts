@@ -80,7 +80,15 @@ export class SessionLog extends SessionInputs {
   async getCall(toolCallId: string): Promise<CallState | null> {
     const [state, result] = await this.command('getCall', () => this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`))
     if (!state) return null
-    const s = JSON.parse(state) as { s: CallState['status']; e: number; a: number; r: CallState['replay']; n: string; h?: string; i?: string }
+    const s = JSON.parse(state) as {
+      s: CallState['status']
+      e: number
+      a: number
+      r: CallState['replay']
+      n: string
+      h?: string
+      i?: string
+    }
     return {
       status: s.s,
       epoch: s.e,
@@ -124,8 +132,15 @@ export class SessionLog extends SessionInputs {
       'askQuestion',
       [this.keys.calls, this.keys.steps, this.keys.log, this.keys.questions, indexKeys(this.prefix).openQuestions],
       [
-        fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encodeValue(value), encodeRecord({ type: 'harness.tool.ask', ...question }),
-        question.questionId, JSON.stringify(question), Date.now(), openMember(this.sessionId, question.questionId),
+        fence.toolCallId,
+        fence.epoch,
+        stepField(fence.toolCallId, name),
+        encodeValue(value),
+        encodeRecord({ type: 'harness.tool.ask', ...question }),
+        question.questionId,
+        JSON.stringify(question),
+        Date.now(),
+        openMember(this.sessionId, question.questionId),
       ],
       true,
     )
@@ -135,7 +150,12 @@ export class SessionLog extends SessionInputs {
 
   /** Stages records at positions `first..` of the call's appends (positions already staged are skipped). */
   async stageRecords(fence: Fence, records: LogRecord[], first = 0): Promise<void> {
-    const reply = await this.script('stageRecords', [this.keys.calls, this.stagedKey(fence.toolCallId)], [fence.toolCallId, fence.epoch, first, ...records.map(encodeRecord)], true)
+    const reply = await this.script(
+      'stageRecords',
+      [this.keys.calls, this.stagedKey(fence.toolCallId)],
+      [fence.toolCallId, fence.epoch, first, ...records.map(encodeRecord)],
+      true,
+    )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
@@ -149,7 +169,12 @@ export class SessionLog extends SessionInputs {
   /** Lands the kept result with the staged records, atomically and fenced. */
   async landResult(fence: Fence, name: string, outcome: { result?: unknown; error?: ToolErrorPayload }): Promise<string> {
     const { toolCallId } = fence
-    const record = encodeRecord({ type: 'harness.tool.result', toolCallId, name, ...(outcome.error ? { error: outcome.error } : { result: outcome.result }) })
+    const record = encodeRecord({
+      type: 'harness.tool.result',
+      toolCallId,
+      name,
+      ...(outcome.error ? { error: outcome.error } : { result: outcome.result }),
+    })
     const idx = indexKeys(this.prefix)
     const reply = await this.script(
       'landResult',

@@ -4,4 +4,15 @@ export { encodeRecord, isRecord, type LogEntry, type ReadOptions, type FollowOpt
 export { indexKeys, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
 export { openMember, messageKey, parseMessage, turnJobId, toolJobId, type Message } from './formats.js'
 export { OpenWork, type OpenItem } from './openWork.js'
-export { harnessRecordSchemas, parseRecord, RESERVED_PREFIX, type HarnessRecord, type HarnessRecordType, type AppRecord, type LogRecord, type RecordOf, type ToolErrorPayload, type ToolCallRecord } from './records.js'
+export {
+  harnessRecordSchemas,
+  parseRecord,
+  RESERVED_PREFIX,
+  type HarnessRecord,
+  type HarnessRecordType,
+  type AppRecord,
+  type LogRecord,
+  type RecordOf,
+  type ToolErrorPayload,
+  type ToolCallRecord,
+} from './records.js'

@@ -37,14 +37,28 @@ export type ModelToolCall = Omit<ToolCallRecord, 'modelToolCallId'>
  * responses, its settle; questions of step.ask and their first valid answer.
  */
 export class SessionInputs extends LogStream {
-  async addInput(inputId: string, text: string, harness = '', parent?: ParentCall): Promise<{ status: 'added' | 'exists' | 'conflict'; entryId?: string }> {
+  async addInput(
+    inputId: string,
+    text: string,
+    harness = '',
+    parent?: ParentCall,
+  ): Promise<{ status: 'added' | 'exists' | 'conflict'; entryId?: string }> {
     assertInputId(inputId)
     const idx = indexKeys(this.prefix)
     const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now() })
     const reply = await this.script(
       'addInput',
       [this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns],
-      [inputId, text, record, Date.now(), this.sessionId, openMember(this.sessionId, inputId), harness, parent ? JSON.stringify(parent) : ''],
+      [
+        inputId,
+        text,
+        record,
+        Date.now(),
+        this.sessionId,
+        openMember(this.sessionId, inputId),
+        harness,
+        parent ? JSON.stringify(parent) : '',
+      ],
     )
     return reply[0] === 'conflict' ? { status: 'conflict' } : { status: reply[0], entryId: reply[1] }
   }
@@ -68,7 +82,13 @@ export class SessionInputs extends LogStream {
     const [status] = await this.script(
       'settleInput',
       [this.keys.log, this.keys.inputs, idx.openTurns],
-      [record.inputId, encodeRecord(record), openMember(this.sessionId, record.inputId), idx.events, messageKey('input', this.sessionId, record.inputId)],
+      [
+        record.inputId,
+        encodeRecord(record),
+        openMember(this.sessionId, record.inputId),
+        idx.events,
+        messageKey('input', this.sessionId, record.inputId),
+      ],
     )
     return status
   }
@@ -78,13 +98,21 @@ export class SessionInputs extends LogStream {
    * call (callIds.ts): the model's id where it is safe and unused in the session, else one scoped by
    * this response. Returns the logged calls, or null when another run of the turn logged first.
    */
-  async logModelResponse(inputId: string, response: { text?: string; toolCalls: ModelToolCall[] }, expected: number): Promise<ToolCallRecord[] | null> {
+  async logModelResponse(
+    inputId: string,
+    response: { text?: string; toolCalls: ModelToolCall[] },
+    expected: number,
+  ): Promise<ToolCallRecord[] | null> {
     // another writer can take an id between our look-up and the write only by a racing runTool: pick again
     for (let tries = 0; tries < 3; tries++) {
       const toolCalls = await this.storedCallIds(inputId, response.toolCalls, expected)
       const record = encodeRecord({ type: 'harness.model.response', inputId, ...(response.text ? { text: response.text } : {}), toolCalls })
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input)])
-      const [status] = await this.script('logModelResponse', [this.keys.log, this.keys.inputs, this.keys.calls], [inputId, expected, record, ...used])
+      const [status] = await this.script(
+        'logModelResponse',
+        [this.keys.log, this.keys.inputs, this.keys.calls],
+        [inputId, expected, record, ...used],
+      )
       if (status === 'ok') return toolCalls
       if (status !== 'taken') return null
     }
@@ -106,9 +134,14 @@ export class SessionInputs extends LogStream {
 
   async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup } | null> {
     assertQuestionId(questionId)
-    const [question, answer] = await this.command('getQuestion', () => this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`))
+    const [question, answer] = await this.command('getQuestion', () =>
+      this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`),
+    )
     if (!question) return null
-    return { question: JSON.parse(question) as Question, answer: answer === null ? { found: false } : { found: true, value: JSON.parse(answer) } }
+    return {
+      question: JSON.parse(question) as Question,
+      answer: answer === null ? { found: false } : { found: true, value: JSON.parse(answer) },
+    }
   }
 
   /** Open (unanswered, unexpired) questions of this session. */
@@ -121,7 +154,11 @@ export class SessionInputs extends LogStream {
   }
 
   /** Records the first answer (the caller validated it). */
-  async answerQuestion(questionId: string, value: unknown, toolCallId: string): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired'; entryId?: string }> {
+  async answerQuestion(
+    questionId: string,
+    value: unknown,
+    toolCallId: string,
+  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired'; entryId?: string }> {
     const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value })
     const reply = await this.script(
       'answerQuestion',

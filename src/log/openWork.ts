@@ -30,12 +30,16 @@ export class OpenWork {
 
   /** Items opened before `before` (ms), oldest first. */
   olderThan(index: Index, before: number, limit: number): Promise<OpenItem[]> {
-    return this.run(`list ${index}`, async () => toItems(await this.redis.zrangebyscore(this.keys[index], '-inf', before, 'LIMIT', 0, limit)))
+    return this.run(`list ${index}`, async () =>
+      toItems(await this.redis.zrangebyscore(this.keys[index], '-inf', before, 'LIMIT', 0, limit)),
+    )
   }
 
   /** A page of items by rank, oldest first. */
   page(index: Index, start: number, count: number): Promise<OpenItem[]> {
-    return this.run(`list ${index}`, async () => toItems(await this.redis.zrange(this.keys[index], String(start), String(start + count - 1))))
+    return this.run(`list ${index}`, async () =>
+      toItems(await this.redis.zrange(this.keys[index], String(start), String(start + count - 1))),
+    )
   }
 
   /** Drops items found closed (settled, landed, answered, expired or gone). */

@@ -142,7 +142,9 @@ export class LogStream {
       while (!options.signal?.aborted) {
         let reply: Array<[string, RawEntry[]]> | null
         try {
-          reply = (await conn.xread('COUNT', 500, 'BLOCK', options.blockMs ?? 5000, 'STREAMS', this.keys.log, last)) as Array<[string, RawEntry[]]> | null
+          reply = (await conn.xread('COUNT', 500, 'BLOCK', options.blockMs ?? 5000, 'STREAMS', this.keys.log, last)) as Array<
+            [string, RawEntry[]]
+          > | null
         } catch (error) {
           if (options.signal?.aborted) return
           throw new StorageError('follow', this.sessionId, error)

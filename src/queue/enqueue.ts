@@ -45,7 +45,11 @@ function turnJobOptions(harness: Harness) {
 }
 
 export function enqueueTurn(queues: HarnessQueues, harness: Harness, sessionId: string, inputId: string) {
-  return queues.turns.add('turn', { harness: harness.name, sessionId, inputId }, { ...turnJobOptions(harness), jobId: turnJobId(sessionId, inputId) })
+  return queues.turns.add(
+    'turn',
+    { harness: harness.name, sessionId, inputId },
+    { ...turnJobOptions(harness), jobId: turnJobId(sessionId, inputId) },
+  )
 }
 
 export interface CallToEnqueue {
@@ -71,7 +75,11 @@ function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner
     ...(owner.inputId ? { inputId: owner.inputId } : {}),
     ...(call.inputTooLarge !== undefined ? { inputTooLarge: call.inputTooLarge } : {}),
   }
-  return { name: call.name, data, opts: { ...toolJobOptions, jobId: toolJobId(sessionId, call.toolCallId), ...(owner.parent ? { parent: owner.parent } : {}) } }
+  return {
+    name: call.name,
+    data,
+    opts: { ...toolJobOptions, jobId: toolJobId(sessionId, call.toolCallId), ...(owner.parent ? { parent: owner.parent } : {}) },
+  }
 }
 
 /** Enqueues the calls of a batch (or one runTool call) under their deterministic ids. */

@@ -54,7 +54,9 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
     }
   }
   for (const r of repairs) {
-    await deps.logFor(r.sessionId).append([{ type: 'harness.recovery', reason: r.reason, ...(r.kind === 'turn' ? { inputId: r.id } : { toolCallId: r.id }) }])
+    await deps
+      .logFor(r.sessionId)
+      .append([{ type: 'harness.recovery', reason: r.reason, ...(r.kind === 'turn' ? { inputId: r.id } : { toolCallId: r.id }) }])
     deps.logger.warn({ sessionId: r.sessionId, [r.kind === 'turn' ? 'inputId' : 'toolCallId']: r.id, reason: r.reason }, 'sweeper repaired')
   }
   return repairs
@@ -73,7 +75,12 @@ async function repairTurn(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
   const repair = (reason: string): Repair => ({ kind: 'turn', sessionId, id: inputId, reason })
   const { timeoutMs } = harness.durability
   if (timeoutMs !== undefined && input.at + timeoutMs < Date.now()) {
-    await log.settleInput({ type: 'harness.input.settled', inputId, outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
+    await log.settleInput({
+      type: 'harness.input.settled',
+      inputId,
+      outcome: 'failed',
+      error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` },
+    })
     return repair('turn past timeoutMs: settled as failed')
   }
   const queues = deps.queuesOf(harness)
@@ -112,6 +119,12 @@ async function repairCall(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
   // a call of a turn goes back under its turn when the turn still waits for it; else on its own
   const turn = inputId ? await inspectTurnJob(queues, sessionId, inputId) : undefined
   const parent = turn?.state === 'waiting-children' ? turn.asParent() : undefined
-  await enqueueCall(queues, harness, sessionId, { toolCallId, name: call.name, input }, { ...(inputId ? { inputId } : {}), ...(parent ? { parent } : {}) })
+  await enqueueCall(
+    queues,
+    harness,
+    sessionId,
+    { toolCallId, name: call.name, input },
+    { ...(inputId ? { inputId } : {}), ...(parent ? { parent } : {}) },
+  )
   return repair(`call job ${job.state === 'missing' ? 'vanished' : 'completed without a result'}: enqueued again`)
 }

@@ -29,7 +29,15 @@ export interface SpawnWorkerOptions {
 export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerProcess> {
   const proc = spawn(process.execPath, ['--import', 'tsx', options.entry ?? 'workers/worker.ts', options.module], {
     cwd: root,
-    env: { ...process.env, REDIS_URL: options.redisUrl, DH_PREFIX: options.prefix, CONCURRENCY: String(options.concurrency ?? 10), LOG_JSON: '1', LOG_LEVEL: 'debug', ...options.env },
+    env: {
+      ...process.env,
+      REDIS_URL: options.redisUrl,
+      DH_PREFIX: options.prefix,
+      CONCURRENCY: String(options.concurrency ?? 10),
+      LOG_JSON: '1',
+      LOG_LEVEL: 'debug',
+      ...options.env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const lines: Array<Record<string, unknown>> = []

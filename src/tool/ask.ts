@@ -57,14 +57,16 @@ export function createAsk({ log, fence, lookup, park, checkValue, ours }: AskDep
     const stored = await lookup(name)
     if (!stored.found) {
       const jsonSchema = checkValue(convertSchemaToJsonSchema(schema as never) ?? {}, `Question "${name}" schema`)
-      await ours(log.askQuestion(fence, name, {
-        toolCallId: fence.toolCallId,
-        questionId,
-        name,
-        message,
-        schema: jsonSchema as never,
-        ...(expiresAt === undefined ? {} : { expiresAt }),
-      }))
+      await ours(
+        log.askQuestion(fence, name, {
+          toolCallId: fence.toolCallId,
+          questionId,
+          name,
+          message,
+          schema: jsonSchema as never,
+          ...(expiresAt === undefined ? {} : { expiresAt }),
+        }),
+      )
     }
     const q = await ours(log.getQuestion(questionId))
     if (q?.answer.found) {

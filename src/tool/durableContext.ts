@@ -139,9 +139,11 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     const first = appended
     appended += checked.length
     // Durable at once (fenced), so a cut 'never' call still lands them with its error (R9, R10).
-    staging = staging.then(() => ours(log.stageRecords(fence, checked, first))).catch((error) => {
-      stagingError ??= error
-    })
+    staging = staging
+      .then(() => ours(log.stageRecords(fence, checked, first)))
+      .catch((error) => {
+        stagingError ??= error
+      })
   }
 
   return {

@@ -100,8 +100,13 @@ export function timeoutOf(tool: unknown): number | undefined {
 export const MAX_TIMER_MS = 2 ** 31 - 1
 
 function assertTimeout(timeoutMs: unknown, where: string): void {
-  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) {
-    throw new ConfigError(`${where}: timeoutMs must be a whole number of ms from 1 to ${MAX_TIMER_MS} (about 24 days), got ${JSON.stringify(timeoutMs)}.`)
+  if (
+    timeoutMs !== undefined &&
+    !(typeof timeoutMs === 'number' && Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)
+  ) {
+    throw new ConfigError(
+      `${where}: timeoutMs must be a whole number of ms from 1 to ${MAX_TIMER_MS} (about 24 days), got ${JSON.stringify(timeoutMs)}.`,
+    )
   }
 }
 
@@ -110,4 +115,3 @@ export function replayOf(tool: unknown): Replay {
   if (isDurableTool(tool)) return tool[DURABLE].replay
   return (tool as { replay?: unknown }).replay === 'safe' ? 'safe' : 'never'
 }
-

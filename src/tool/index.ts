@@ -1,4 +1,16 @@
-export { durableTool, withReplay, withTimeout, timeoutOf, MAX_TIMER_MS, replayOf, isDurableTool, DURABLE, type DurableExecute, type DurableToolOptions, type DurableServerTool } from './durableTool.js'
+export {
+  durableTool,
+  withReplay,
+  withTimeout,
+  timeoutOf,
+  MAX_TIMER_MS,
+  replayOf,
+  isDurableTool,
+  DURABLE,
+  type DurableExecute,
+  type DurableToolOptions,
+  type DurableServerTool,
+} from './durableTool.js'
 export type { Step, StepFnOptions, AskOptions, AppendRecord, DurableToolContext, Replay } from './context.js'
 export { createDurableContext, type DurableContextHandle } from './durableContext.js'
 export { Park } from './park.js'

@@ -9,7 +9,20 @@ export type Json = string | number | boolean | null | Json[] | { [key: string]: 
  */
 export type JsonChecked<T> = T extends string | number | boolean | null | undefined | void
   ? T
-  : T extends ((...args: never[]) => unknown) | symbol | bigint | Date | RegExp | Map<unknown, unknown> | Set<unknown> | WeakMap<object, unknown> | WeakSet<object> | Promise<unknown> | Error | ArrayBufferView | ArrayBuffer
+  : T extends
+        | ((...args: never[]) => unknown)
+        | symbol
+        | bigint
+        | Date
+        | RegExp
+        | Map<unknown, unknown>
+        | Set<unknown>
+        | WeakMap<object, unknown>
+        | WeakSet<object>
+        | Promise<unknown>
+        | Error
+        | ArrayBufferView
+        | ArrayBuffer
     ? never
     : T extends readonly unknown[]
       ? { [K in keyof T]: JsonChecked<T[K]> }
@@ -54,7 +67,8 @@ export function toJsonCopy(value: unknown, what: string): unknown {
             if (proto !== Array.prototype) throw new NotJsonError(what, path, describe(v))
             // an index loop, not map: map skips the holes of a sparse array, JSON writes them as null.
             // Each item is at least 2 bytes of JSON, so a longer array is over any size limit anyway.
-            if (v.length > MAX_ARRAY_ITEMS) throw new NotJsonError(what, path, `an array of ${v.length} items (at most ${MAX_ARRAY_ITEMS} can be stored)`)
+            if (v.length > MAX_ARRAY_ITEMS)
+              throw new NotJsonError(what, path, `an array of ${v.length} items (at most ${MAX_ARRAY_ITEMS} can be stored)`)
             const items: Json[] = []
             for (let i = 0; i < v.length; i++) items.push(visit(v[i], `${path}[${i}]`) ?? null)
             return items
@@ -65,7 +79,8 @@ export function toJsonCopy(value: unknown, what: string): unknown {
           for (const [key, item] of Object.entries(v)) {
             const copied = visit(item, `${path}.${key}`)
             // defined, not assigned: a key named __proto__ stays data, as JSON.parse keeps it on replay
-            if (copied !== undefined) Object.defineProperty(out, key, { value: copied, enumerable: true, writable: true, configurable: true })
+            if (copied !== undefined)
+              Object.defineProperty(out, key, { value: copied, enumerable: true, writable: true, configurable: true })
           }
           return out
         } finally {

@@ -21,7 +21,13 @@ export function buildMessages(entries: LogEntry[]): ModelMessage[] {
       role: 'assistant',
       content: response.text ?? null,
       ...(response.toolCalls.length
-        ? { toolCalls: response.toolCalls.map((c) => ({ id: c.modelToolCallId ?? c.toolCallId, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.input ?? {}) } })) }
+        ? {
+            toolCalls: response.toolCalls.map((c) => ({
+              id: c.modelToolCallId ?? c.toolCallId,
+              type: 'function' as const,
+              function: { name: c.name, arguments: JSON.stringify(c.input ?? {}) },
+            })),
+          }
         : {}),
     })
     // the model reads its own ids; results are found by the stored ones

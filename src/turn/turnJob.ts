@@ -55,20 +55,32 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       idlePasses = progress === lastProgress ? idlePasses + 1 : 0
       lastProgress = progress
       if (idlePasses >= MAX_IDLE_PASSES) {
-        throw new Error(`Turn ${inputId} made no progress in ${idlePasses} passes (calls without a result: ${fold.pending.map((c) => c.toolCallId).join(', ') || 'none'}).`)
+        throw new Error(
+          `Turn ${inputId} made no progress in ${idlePasses} passes (calls without a result: ${fold.pending.map((c) => c.toolCallId).join(', ') || 'none'}).`,
+        )
       }
       if (idlePasses > 0) await new Promise((resolve) => setTimeout(resolve, 50 * idlePasses))
       const { timeoutMs } = harness.durability
       const remaining = timeoutMs === undefined ? Infinity : fold.input.record.at + timeoutMs - Date.now()
-      if (remaining <= 0) return await settle({ outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
+      if (remaining <= 0)
+        return await settle({ outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
       if (fold.pending.length > 0) {
-        await enqueueCalls(deps.queues, harness, sessionId, fold.pending, { inputId, parent: { id: job.id!, queue: job.queueQualifiedName } })
+        await enqueueCalls(deps.queues, harness, sessionId, fold.pending, {
+          inputId,
+          parent: { id: job.id!, queue: job.queueQualifiedName },
+        })
         logger.debug({ calls: fold.pending.length }, 'batch enqueued; waiting for its results')
         if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError()
         continue
       }
       if (fold.responses.length >= harness.durability.maxModelCalls) {
-        return await settle({ outcome: 'failed', error: { code: 'max_model_calls', message: `Turn made ${fold.responses.length} model calls, the limit (durability.maxModelCalls).` } })
+        return await settle({
+          outcome: 'failed',
+          error: {
+            code: 'max_model_calls',
+            message: `Turn made ${fold.responses.length} model calls, the limit (durability.maxModelCalls).`,
+          },
+        })
       }
       const signal = Number.isFinite(remaining) ? AbortSignal.timeout(remaining) : undefined
       const history = await log.read({ before: entryId })
@@ -88,7 +100,10 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       outcome: 'failed',
       error: timedOut
         ? { code: 'timeout', message: `Turn exceeded timeoutMs (${harness.durability.timeoutMs} ms).` }
-        : { code: 'attempts_exhausted', message: `Turn failed after ${harness.durability.maxAttempts} attempts: ${toToolError(error).message}` },
+        : {
+            code: 'attempts_exhausted',
+            message: `Turn failed after ${harness.durability.maxAttempts} attempts: ${toToolError(error).message}`,
+          },
     })
   }
 }

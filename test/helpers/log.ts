@@ -5,7 +5,8 @@ import type { LogEntry } from '../../src/index.js'
 export const batch = (calls: Array<{ name: string; input: unknown }>) => `batch:${JSON.stringify(calls)}`
 
 /** The records of one type, in log order. */
-export const records = (entries: LogEntry[], type: string) => entries.map((e) => e.record as Record<string, any>).filter((r) => r.type === type)
+export const records = (entries: LogEntry[], type: string) =>
+  entries.map((e) => e.record as Record<string, any>).filter((r) => r.type === type)
 
 /** Polls `check` until it holds; fails with `what` after `timeoutMs` (a liveness guard, not a speed bound). */
 export async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {

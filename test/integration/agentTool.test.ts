@@ -12,7 +12,6 @@ import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
 import { until } from '../helpers/log.js'
 import { getRedisUrl, uniquePrefix } from '../rig.js'
 
-
 describe('agentTool over worker processes', () => {
   let url: string
   let prefix: string
@@ -38,7 +37,10 @@ describe('agentTool over worker processes', () => {
   it("runs a harness as a tool: the child session's final answer is the call's result", async () => {
     const session = host.open(boss, { sessionId: 'plain-agent' })
     const { inputId } = await session.prompt('book a table')
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'boss heard: helper did: book a table' })
+    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({
+      outcome: 'completed',
+      text: 'boss heard: helper did: book a table',
+    })
     const child = host.open(helper, { sessionId: childSessionId('plain-agent', 'call-0-0') })
     expect((await child.log.read({ types: ['harness.input'] }))[0]!.record).toMatchObject({ text: 'book a table' })
   })
@@ -47,7 +49,11 @@ describe('agentTool over worker processes', () => {
     const log = new SessionLog(redis, prefix, 'cut-agent')
     // a worker began the call and died before it parked
     await log.beginCall('a1', 'helper', 'never', { harness: 'boss' })
-    await tools.add('helper', { harness: 'boss', sessionId: 'cut-agent', toolCallId: 'a1', name: 'helper', input: { prompt: 'book' } }, { jobId: toolJobId('cut-agent', 'a1') })
+    await tools.add(
+      'helper',
+      { harness: 'boss', sessionId: 'cut-agent', toolCallId: 'a1', name: 'helper', input: { prompt: 'book' } },
+      { jobId: toolJobId('cut-agent', 'a1') },
+    )
     await until(async () => (await log.getCall('a1'))?.status === 'done', 'the cut call to land')
     expect((await log.getCall('a1'))!.result).toMatchObject({ error: { code: 'interrupted' } })
     // no child was started for it
@@ -64,18 +70,26 @@ describe('agentTool over worker processes', () => {
     // a worker woke the parked call and died mid-attempt: the next attempt sees a cut
     expect((await log.beginCall('call-0-0', 'helper', 'never')).kind).toBe('resume')
     await (await Job.fromId(tools, toolJobId('asking-agent', 'call-0-0')))!.promote()
-    await until(async () => (await log.read({ types: ['harness.tool.started'] })).some((e) => (e.record as { reason?: string }).reason === 'cut'), 'the cut attempt')
+    await until(
+      async () => (await log.read({ types: ['harness.tool.started'] })).some((e) => (e.record as { reason?: string }).reason === 'cut'),
+      'the cut attempt',
+    )
     await until(async () => (await log.getCall('call-0-0'))?.status === 'parked', 'the call to keep its place (parked again)')
     expect((await log.getCall('call-0-0'))!.result).toBeUndefined()
     const [question] = await child.questions()
     await child.answer(question!.questionId, { ok: true })
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'boss heard: helper after asking: confirmed' })
+    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({
+      outcome: 'completed',
+      text: 'boss heard: helper after asking: confirmed',
+    })
   })
 })
 
 describe('agentTool in plain chat()', () => {
   it('runs the child harness inline', async () => {
-    const text = await streamToText(chat({ adapter: boss.adapter, messages: [{ role: 'user', content: 'wave' }], tools: [...boss.tools] } as never) as never)
+    const text = await streamToText(
+      chat({ adapter: boss.adapter, messages: [{ role: 'user', content: 'wave' }], tools: [...boss.tools] } as never) as never,
+    )
     expect(text).toBe('boss heard: helper did: wave')
   })
 })

@@ -38,31 +38,54 @@ afterEach(async () => {
 
 function start(harness: Harness, label: string, options: { redis?: string; writeRetryMs?: number; concurrency?: number } = {}) {
   const prefix = uniquePrefix(label)
-  const host = createHarnessHost({ redis: options.redis ?? url, harnesses: [harness], prefix, logger: quiet, ...(options.writeRetryMs ? { writeRetryMs: options.writeRetryMs } : {}) })
+  const host = createHarnessHost({
+    redis: options.redis ?? url,
+    harnesses: [harness],
+    prefix,
+    logger: quiet,
+    ...(options.writeRetryMs ? { writeRetryMs: options.writeRetryMs } : {}),
+  })
   const workers = host.startWorkers({ concurrency: options.concurrency ?? 4, sweepEveryMs: 0 })
-  closers.push(() => host.close(), () => workers.close())
+  closers.push(
+    () => host.close(),
+    () => workers.close(),
+  )
   return { host, prefix }
 }
 
-const echo = durableTool(toolDefinition({ name: 'echo', description: 'echo', inputSchema: z.object({ text: z.string() }) }), async ({ text }, { step }) =>
-  step.do('echo', () => ({ echo: text })),
+const echo = durableTool(
+  toolDefinition({ name: 'echo', description: 'echo', inputSchema: z.object({ text: z.string() }) }),
+  async ({ text }, { step }) => step.do('echo', () => ({ echo: text })),
 )
 
 /** A model that answers every user message with one batch of `calls` (ids as given), then with a text of the results it read. */
-function batchModel(calls: (turn: number) => Array<{ id: string; name: string; input: unknown }>, seen: ModelMessage[][] = []): ScriptEntry[] {
+function batchModel(
+  calls: (turn: number) => Array<{ id: string; name: string; input: unknown }>,
+  seen: ModelMessage[][] = [],
+): ScriptEntry[] {
   return Array.from({ length: 40 }, () => ({ messages }) => {
     seen.push(messages)
     const turn = messages.filter((m) => m.role === 'user').length
     const lastUser = messages.map((m) => m.role).lastIndexOf('user')
     if (!messages.slice(lastUser).some((m) => m.role === 'assistant')) return { toolCalls: calls(turn) }
-    return { text: messages.slice(lastUser).filter((m) => m.role === 'tool').map((m) => m.content).join(' | ') }
+    return {
+      text: messages
+        .slice(lastUser)
+        .filter((m) => m.role === 'tool')
+        .map((m) => m.content)
+        .join(' | '),
+    }
   })
 }
 
 describe('ids the model controls', () => {
   it('a call id the model reuses in every response (call_0) runs a new call each turn; the model still reads its own id', async () => {
     const seen: ModelMessage[][] = []
-    const harness = defineHarness({ name: 'reuse', adapter: scriptedModel(batchModel((turn) => [{ id: 'call_0', name: 'echo', input: { text: `turn ${turn}` } }], seen)), tools: [echo] })
+    const harness = defineHarness({
+      name: 'reuse',
+      adapter: scriptedModel(batchModel((turn) => [{ id: 'call_0', name: 'echo', input: { text: `turn ${turn}` } }], seen)),
+      tools: [echo],
+    })
     const { host } = start(harness, 'reuse')
     const session = host.open(harness, { sessionId: 'reuse' })
     for (const turn of [1, 2, 3]) {
@@ -76,14 +99,26 @@ describe('ids the model controls', () => {
     expect(calls.slice(1).every((c) => c.modelToolCallId === 'call_0' && c.toolCallId.startsWith('call_0~'))).toBe(true)
     // the model's last request shows all three calls and their results under its own id
     const last = seen.at(-1)!
-    expect(last.filter((m) => m.role === 'tool').map((m) => [m.toolCallId, m.content])).toEqual([1, 2, 3].map((t) => ['call_0', `{"echo":"turn ${t}"}`]))
-    expect(last.filter((m) => m.role === 'assistant').flatMap((m) => m.toolCalls ?? []).map((c) => c.id)).toEqual(['call_0', 'call_0', 'call_0'])
+    expect(last.filter((m) => m.role === 'tool').map((m) => [m.toolCallId, m.content])).toEqual(
+      [1, 2, 3].map((t) => ['call_0', `{"echo":"turn ${t}"}`]),
+    )
+    expect(
+      last
+        .filter((m) => m.role === 'assistant')
+        .flatMap((m) => m.toolCalls ?? [])
+        .map((c) => c.id),
+    ).toEqual(['call_0', 'call_0', 'call_0'])
   })
 
   it('the same call id twice in one response runs two calls', async () => {
     const harness = defineHarness({
       name: 'dup',
-      adapter: scriptedModel(batchModel(() => [{ id: 'same', name: 'echo', input: { text: 'a' } }, { id: 'same', name: 'echo', input: { text: 'b' } }])),
+      adapter: scriptedModel(
+        batchModel(() => [
+          { id: 'same', name: 'echo', input: { text: 'a' } },
+          { id: 'same', name: 'echo', input: { text: 'b' } },
+        ]),
+      ),
       tools: [echo],
     })
     const { host } = start(harness, 'dup')
@@ -102,7 +137,10 @@ describe('ids the model controls', () => {
     const { host } = start(harness, 'ctrl')
     const session = host.open(harness, { sessionId: 'ctrl' })
     const { inputId } = await session.prompt('go')
-    expect(await session.settled(inputId, { timeoutMs: 20_000 })).toEqual({ outcome: 'completed', text: ids.map((_, i) => `{"echo":"t${i}"}`).join(' | ') })
+    expect(await session.settled(inputId, { timeoutMs: 20_000 })).toEqual({
+      outcome: 'completed',
+      text: ids.map((_, i) => `{"echo":"t${i}"}`).join(' | '),
+    })
     const calls = records(await session.log.read(), 'harness.model.response')[0]!.toolCalls
     expect(calls.map((c: { modelToolCallId?: string; toolCallId: string }) => c.modelToolCallId ?? c.toolCallId)).toEqual(ids)
     for (const c of calls) expect(c.toolCallId).toMatch(/^[A-Za-z0-9._~-]+$/)
@@ -138,7 +176,10 @@ describe('ids the model controls', () => {
     const session = host.open(harness, { sessionId: 'stuck' })
     const { inputId } = await session.prompt('go')
     const settled = await session.settled(inputId, { timeoutMs: 30_000 })
-    expect(settled).toMatchObject({ outcome: 'failed', error: { code: 'attempts_exhausted', message: expect.stringContaining('made no progress') } })
+    expect(settled).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'attempts_exhausted', message: expect.stringContaining('made no progress') },
+    })
     expect(records(await session.log.read(), 'harness.model.response')).toHaveLength(1)
   })
 })
@@ -150,17 +191,20 @@ describe('errors inside steps and odd throws', () => {
     const admin = new Redis(server.url)
     closers.push(async () => admin.disconnect())
     let charges = 0
-    const charge = durableTool(toolDefinition({ name: 'charge', description: 'charge', inputSchema: z.object({}) }), async (_input, { step }) => {
-      const payment = await step.do('charge', async () => {
-        charges++
-        // Redis runs out of memory right after the side effect; memory returns a moment later
-        await admin.config('SET', 'maxmemory-policy', 'noeviction')
-        await admin.config('SET', 'maxmemory', '1')
-        setTimeout(() => void admin.config('SET', 'maxmemory', '0'), 1_500)
-        return { id: 'ch_1' }
-      })
-      return payment
-    })
+    const charge = durableTool(
+      toolDefinition({ name: 'charge', description: 'charge', inputSchema: z.object({}) }),
+      async (_input, { step }) => {
+        const payment = await step.do('charge', async () => {
+          charges++
+          // Redis runs out of memory right after the side effect; memory returns a moment later
+          await admin.config('SET', 'maxmemory-policy', 'noeviction')
+          await admin.config('SET', 'maxmemory', '1')
+          setTimeout(() => void admin.config('SET', 'maxmemory', '0'), 1_500)
+          return { id: 'ch_1' }
+        })
+        return payment
+      },
+    )
     const harness = defineHarness({ name: 'oom', adapter: scriptedModel([]), tools: [charge] })
     const { host } = start(harness, 'oom', { redis: server.url, writeRetryMs: 30_000 })
     const session = host.open(harness, { sessionId: 'oom' })
@@ -175,23 +219,31 @@ describe('errors inside steps and odd throws', () => {
     const admin = new Redis(server.url)
     closers.push(async () => admin.disconnect())
     const keys: string[] = []
-    const charge = durableTool(toolDefinition({ name: 'charge', description: 'charge', inputSchema: z.object({}) }), async (_input, { step }) => {
-      try {
-        return await step.do('charge', async ({ idempotencyKey }) => {
-          keys.push(idempotencyKey)
-          if (keys.length === 1) {
-            await admin.config('SET', 'maxmemory-policy', 'noeviction')
-            await admin.config('SET', 'maxmemory', '1')
-            setTimeout(() => void admin.config('SET', 'maxmemory', '0'), 2_000)
-          }
-          return { id: 'ch_1' }
-        })
-      } catch (error) {
-        // a tool that swallows every error still cannot turn our failed write into its own result
-        return { swallowed: String(error) }
-      }
+    const charge = durableTool(
+      toolDefinition({ name: 'charge', description: 'charge', inputSchema: z.object({}) }),
+      async (_input, { step }) => {
+        try {
+          return await step.do('charge', async ({ idempotencyKey }) => {
+            keys.push(idempotencyKey)
+            if (keys.length === 1) {
+              await admin.config('SET', 'maxmemory-policy', 'noeviction')
+              await admin.config('SET', 'maxmemory', '1')
+              setTimeout(() => void admin.config('SET', 'maxmemory', '0'), 2_000)
+            }
+            return { id: 'ch_1' }
+          })
+        } catch (error) {
+          // a tool that swallows every error still cannot turn our failed write into its own result
+          return { swallowed: String(error) }
+        }
+      },
+    )
+    const harness = defineHarness({
+      name: 'oom2',
+      adapter: scriptedModel([]),
+      tools: [charge],
+      durability: { lockMs: 1_000, stalledMs: 500 },
     })
-    const harness = defineHarness({ name: 'oom2', adapter: scriptedModel([]), tools: [charge], durability: { lockMs: 1_000, stalledMs: 500 } })
     const { host } = start(harness, 'oom2', { redis: server.url, writeRetryMs: 200 })
     const session = host.open(harness, { sessionId: 'oom2' })
     expect(await session.runTool({ name: 'charge', input: {} }, { timeoutMs: 45_000 })).toEqual({ id: 'ch_1' })
@@ -232,14 +284,19 @@ describe('errors inside steps and odd throws', () => {
         return error
       },
     }
-    const odd = durableTool(toolDefinition({ name: 'odd', description: 'throws oddly', inputSchema: z.object({ kind: z.string() }) }), async ({ kind }) => {
-      throw throwers[kind]!()
-    })
+    const odd = durableTool(
+      toolDefinition({ name: 'odd', description: 'throws oddly', inputSchema: z.object({ kind: z.string() }) }),
+      async ({ kind }) => {
+        throw throwers[kind]!()
+      },
+    )
     const harness = defineHarness({ name: 'odd', adapter: scriptedModel([]), tools: [odd] })
     const { host } = start(harness, 'odd')
     const session = host.open(harness, { sessionId: 'odd' })
     for (const kind of Object.keys(throwers)) {
-      await expect(session.runTool({ name: 'odd', input: { kind }, toolCallId: `odd-${kind}` })).rejects.toMatchObject({ name: 'ToolCallError' })
+      await expect(session.runTool({ name: 'odd', input: { kind }, toolCallId: `odd-${kind}` })).rejects.toMatchObject({
+        name: 'ToolCallError',
+      })
     }
     const log = await session.log.read()
     expect(records(log, 'harness.tool.started').map((r) => r.reason)).toEqual(Object.keys(throwers).map(() => 'fresh'))
@@ -267,12 +324,18 @@ describe('calls that must end', () => {
       },
       { timeoutMs: 300 },
     )
-    const quick = withTimeout(toolDefinition({ name: 'quick', description: 'quick', inputSchema: z.object({}) }).server(async () => 'quick'), 5_000)
+    const quick = withTimeout(
+      toolDefinition({ name: 'quick', description: 'quick', inputSchema: z.object({}) }).server(async () => 'quick'),
+      5_000,
+    )
     const harness = defineHarness({ name: 'timeouts', adapter: scriptedModel([]), tools: [hang, quick] })
     // one slot: the quick call can run only once the hanging one has let go of it
     const { host } = start(harness, 'timeouts', { concurrency: 1 })
     const session = host.open(harness, { sessionId: 'timeouts' })
-    await expect(session.runTool({ name: 'hang', input: {} })).rejects.toMatchObject({ code: 'timeout', message: expect.stringContaining('300 ms') })
+    await expect(session.runTool({ name: 'hang', input: {} })).rejects.toMatchObject({
+      code: 'timeout',
+      message: expect.stringContaining('300 ms'),
+    })
     expect(signalled).toBe(true)
     expect(await session.runTool({ name: 'quick', input: {} })).toBe('quick')
     await new Promise((resolve) => setTimeout(resolve, 1_800))
@@ -292,10 +355,13 @@ describe('calls that must end', () => {
 describe('silent acceptance', () => {
   it('runTool with a toolCallId already used for another tool or another input is refused; the same call again returns its result once', async () => {
     let runs = 0
-    const counted = durableTool(toolDefinition({ name: 'counted', description: 'c', inputSchema: z.object({ n: z.number() }) }), async ({ n }) => {
-      runs++
-      return n
-    })
+    const counted = durableTool(
+      toolDefinition({ name: 'counted', description: 'c', inputSchema: z.object({ n: z.number() }) }),
+      async ({ n }) => {
+        runs++
+        return n
+      },
+    )
     const harness = defineHarness({ name: 'conflict', adapter: scriptedModel([]), tools: [echo, counted] })
     const { host } = start(harness, 'conflict')
     const session = host.open(harness, { sessionId: 'c' })
@@ -308,7 +374,16 @@ describe('silent acceptance', () => {
   })
 
   it('a sparse array in a runTool input is stored as JSON does (holes are null) and the caller gets the result', async () => {
-    const harness = defineHarness({ name: 'sparse', adapter: scriptedModel([]), tools: [durableTool(toolDefinition({ name: 'items', description: 'i', inputSchema: z.object({ items: z.array(z.number().nullable()) }) }), async ({ items }) => items)] })
+    const harness = defineHarness({
+      name: 'sparse',
+      adapter: scriptedModel([]),
+      tools: [
+        durableTool(
+          toolDefinition({ name: 'items', description: 'i', inputSchema: z.object({ items: z.array(z.number().nullable()) }) }),
+          async ({ items }) => items,
+        ),
+      ],
+    })
     const { host } = start(harness, 'sparse')
     const session = host.open(harness, { sessionId: 'sparse' })
     // eslint-disable-next-line no-sparse-arrays
@@ -375,7 +450,9 @@ describe('sizes', () => {
     expect(await session.log.read()).toEqual([])
     const blow = limited([durableTool(toolDefinition({ name: 'blow', description: 'b', inputSchema: z.object({}) }), async () => big)])
     const other = start(blow, 'bigresult2')
-    await expect(other.host.open(blow, { sessionId: 'b' }).runTool({ name: 'blow', input: {} })).rejects.toMatchObject({ code: 'value_too_large' })
+    await expect(other.host.open(blow, { sessionId: 'b' }).runTool({ name: 'blow', input: {} })).rejects.toMatchObject({
+      code: 'value_too_large',
+    })
   })
 
   it('an oversize tool input from the model is not kept: the call gets a value_too_large tool error and the turn completes', async () => {
@@ -383,7 +460,10 @@ describe('sizes', () => {
     const { host } = start(harness, 'bigmodelinput')
     const session = host.open(harness, { sessionId: 'b' })
     const { inputId } = await session.prompt('go')
-    expect(await session.settled(inputId, { timeoutMs: 20_000 })).toMatchObject({ outcome: 'completed', text: expect.stringContaining('over the limit') })
+    expect(await session.settled(inputId, { timeoutMs: 20_000 })).toMatchObject({
+      outcome: 'completed',
+      text: expect.stringContaining('over the limit'),
+    })
     const log = await session.log.read()
     expect(JSON.stringify(log)).not.toContain(big)
     expect(records(log, 'harness.tool.result')[0]).toMatchObject({ error: { code: 'value_too_large' } })

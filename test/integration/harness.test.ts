@@ -37,17 +37,26 @@ describe('harness with worker processes', () => {
   it('runs the calls of a batch in parallel and gives the model their results in call order', async () => {
     const session = host.open(shop, { sessionId: 'parallel' })
     // call 0 is slow, call 1 fast: results land 1 then 0, but the model must read 0 then 1
-    const { inputId } = await session.prompt(batch([
-      { name: 'safeLookup', input: { sku: 'slow', pauseMs: 1000 } },
-      { name: 'lookup', input: { sku: 'fast' } },
-    ]))
+    const { inputId } = await session.prompt(
+      batch([
+        { name: 'safeLookup', input: { sku: 'slow', pauseMs: 1000 } },
+        { name: 'lookup', input: { sku: 'fast' } },
+      ]),
+    )
     const settled = await session.settled(inputId, { timeoutMs: 30_000 })
     expect(settled).toEqual({ outcome: 'completed', text: 'done: {"sku":"slow","stock":5} | {"sku":"fast","stock":3}' })
     const entries = await session.log.read()
-    const order = entries.map((e) => e.record as Record<string, unknown>).filter((r) => r.type === 'harness.tool.started' || r.type === 'harness.tool.result')
+    const order = entries
+      .map((e) => e.record as Record<string, unknown>)
+      .filter((r) => r.type === 'harness.tool.started' || r.type === 'harness.tool.result')
     const firstResult = order.findIndex((r) => r.type === 'harness.tool.result')
     // both calls started before either finished: they ran at the same time
-    expect(order.slice(0, firstResult).map((r) => r.toolCallId).sort()).toEqual(['c0-0', 'c0-1'])
+    expect(
+      order
+        .slice(0, firstResult)
+        .map((r) => r.toolCallId)
+        .sort(),
+    ).toEqual(['c0-0', 'c0-1'])
     expect(records(entries, 'harness.tool.result').map((r) => r.toolCallId)).toEqual(['c0-1', 'c0-0'])
   })
 
@@ -56,7 +65,9 @@ describe('harness with worker processes', () => {
     const session = host.open(shop, { sessionId: 'killed' })
     const { inputId } = await session.prompt(batch([{ name: 'checkout', input: { orderId: 'k1', pauseMs: 4000 } }]))
     // any worker may take the call: kill the one that started it, once the charge step is stored
-    const runner = await Promise.race(workers.map((w) => w.waitFor((l) => l.sessionId === 'killed' && l.msg === 'tool call started').then(() => w)))
+    const runner = await Promise.race(
+      workers.map((w) => w.waitFor((l) => l.sessionId === 'killed' && l.msg === 'tool call started').then(() => w)),
+    )
     for await (const { record } of session.log.follow({ types: ['harness.tool.step'] })) if (record.type === 'harness.tool.step') break
     await runner.kill('SIGKILL')
     const settled = await session.settled(inputId, { timeoutMs: 30_000 })
@@ -66,7 +77,10 @@ describe('harness with worker processes', () => {
     expect(billing['charge|killed:c0-0:charge:k1']).toBe('1')
     expect(billing['invoice|killed:c0-0:invoice:ch_k1']).toBe('1')
     const started2 = records(await session.log.read(), 'harness.tool.started')
-    expect(started2.map((r) => [r.attempt, r.reason])).toEqual([[1, 'fresh'], [2, 'rerun']])
+    expect(started2.map((r) => [r.attempt, r.reason])).toEqual([
+      [1, 'fresh'],
+      [2, 'rerun'],
+    ])
   })
 
   it('a worker stopped with SIGTERM finishes its active call, then exits 0', async () => {
@@ -89,15 +103,19 @@ describe('harness with worker processes', () => {
 
   it('invalid tool input and an unknown tool name become tool errors while the turn completes', async () => {
     const session = host.open(shop, { sessionId: 'bad-input' })
-    const { inputId } = await session.prompt(batch([
-      { name: 'checkout', input: { orderId: 42 } },
-      { name: 'teleport', input: {} },
-    ]))
+    const { inputId } = await session.prompt(
+      batch([
+        { name: 'checkout', input: { orderId: 42 } },
+        { name: 'teleport', input: {} },
+      ]),
+    )
     const settled = await session.settled(inputId, { timeoutMs: 30_000 })
     expect(settled.outcome).toBe('completed')
     const results = records(await session.log.read(), 'harness.tool.result')
     expect(results).toHaveLength(2)
-    const [invalid, unknown] = results.sort((a, b) => String(a.toolCallId).localeCompare(String(b.toolCallId))) as Array<{ error: { code: string; message: string } }>
+    const [invalid, unknown] = results.sort((a, b) => String(a.toolCallId).localeCompare(String(b.toolCallId))) as Array<{
+      error: { code: string; message: string }
+    }>
     expect(invalid!.error.code).toBe('invalid_tool_input')
     expect(invalid!.error.message).toMatch(/checkout.*orderId/s)
     expect(unknown!.error.code).toBe('unknown_tool')
@@ -155,7 +173,13 @@ describe('harness in process', () => {
     const harness = defineHarness({
       name: 'hooks',
       adapter: scriptedModel([
-        { toolCalls: [{ name: 'leaky', input: { fail: false } }, { name: 'leaky', input: { fail: true } }, { name: 'leaky', input: { fail: true } }] },
+        {
+          toolCalls: [
+            { name: 'leaky', input: { fail: false } },
+            { name: 'leaky', input: { fail: true } },
+            { name: 'leaky', input: { fail: true } },
+          ],
+        },
         { text: 'ok' },
       ]),
       tools: [leaky],
@@ -190,7 +214,18 @@ describe('harness in process', () => {
     try {
       for (const key of await scanKeys(url, prefix)) {
         const type = await client.type(key)
-        const dump = type === 'stream' ? JSON.stringify(await client.xrange(key, '-', '+')) : type === 'hash' ? JSON.stringify(await client.hgetall(key)) : type === 'string' ? await client.get(key) : type === 'list' ? JSON.stringify(await client.lrange(key, 0, -1)) : type === 'zset' ? JSON.stringify(await client.zrange(key, '0', '-1')) : ''
+        const dump =
+          type === 'stream'
+            ? JSON.stringify(await client.xrange(key, '-', '+'))
+            : type === 'hash'
+              ? JSON.stringify(await client.hgetall(key))
+              : type === 'string'
+                ? await client.get(key)
+                : type === 'list'
+                  ? JSON.stringify(await client.lrange(key, 0, -1))
+                  : type === 'zset'
+                    ? JSON.stringify(await client.zrange(key, '0', '-1'))
+                    : ''
         expect(dump ?? '', key).not.toContain(SECRET)
       }
     } finally {
@@ -202,12 +237,21 @@ describe('harness in process', () => {
     const seen: string[][] = []
     const harness = defineHarness({
       name: 'chatty',
-      adapter: scriptedModel(Array.from({ length: 4 }, () => ({ messages }: { messages: Array<{ role: string; content: unknown }> }) => {
-        seen.push(messages.map((m) => `${m.role}:${typeof m.content === 'string' ? m.content : ''}`))
-        const last = messages.at(-1)!
-        return last.role === 'user' && last.content === 'first' ? { toolCalls: [{ name: 'echo', input: { text: 'one' } }] } : { text: `answer ${seen.length}` }
-      })),
-      tools: [durableTool(toolDefinition({ name: 'echo', description: 'echo', inputSchema: z.object({ text: z.string() }) }), async ({ text }) => text)],
+      adapter: scriptedModel(
+        Array.from({ length: 4 }, () => ({ messages }: { messages: Array<{ role: string; content: unknown }> }) => {
+          seen.push(messages.map((m) => `${m.role}:${typeof m.content === 'string' ? m.content : ''}`))
+          const last = messages.at(-1)!
+          return last.role === 'user' && last.content === 'first'
+            ? { toolCalls: [{ name: 'echo', input: { text: 'one' } }] }
+            : { text: `answer ${seen.length}` }
+        }),
+      ),
+      tools: [
+        durableTool(
+          toolDefinition({ name: 'echo', description: 'echo', inputSchema: z.object({ text: z.string() }) }),
+          async ({ text }) => text,
+        ),
+      ],
     })
     const { host } = start(harness, 'history')
     const session = host.open(harness, { sessionId: 'history' })
@@ -256,7 +300,10 @@ describe('harness in process', () => {
     )
     const harness = defineHarness({
       name: 'abortable',
-      adapter: scriptedModel([() => (modelCalls++, { toolCalls: [{ name: 'napper', input: {} }] }), () => (modelCalls++, { text: 'never' })]),
+      adapter: scriptedModel([
+        () => (modelCalls++, { toolCalls: [{ name: 'napper', input: {} }] }),
+        () => (modelCalls++, { text: 'never' }),
+      ]),
       tools: [napper],
     })
     const { host } = start(harness, 'abort')
@@ -270,7 +317,7 @@ describe('harness in process', () => {
     expect(modelCalls).toBe(1)
   })
 
-  it('abort fires ctx.abortSignal in the turn\'s running calls, in whatever process runs them', async () => {
+  it("abort fires ctx.abortSignal in the turn's running calls, in whatever process runs them", async () => {
     let sawAbort = ''
     const waiter = durableTool(
       toolDefinition({ name: 'waiter', description: 'waits until aborted', inputSchema: z.object({}) }),
@@ -284,7 +331,11 @@ describe('harness in process', () => {
         return 'never'
       },
     )
-    const harness = defineHarness({ name: 'cancellable', adapter: scriptedModel([{ toolCalls: [{ name: 'waiter', input: {} }] }, { text: 'unused' }]), tools: [waiter] })
+    const harness = defineHarness({
+      name: 'cancellable',
+      adapter: scriptedModel([{ toolCalls: [{ name: 'waiter', input: {} }] }, { text: 'unused' }]),
+      tools: [waiter],
+    })
     const { host, prefix } = start(harness, 'abort-signal')
     const session = host.open(harness, { sessionId: 'cancel' })
     const { inputId } = await session.prompt('go')
@@ -296,17 +347,21 @@ describe('harness in process', () => {
     await until(async () => records(await session.log.read(), 'harness.tool.result').length === 1, 'the aborted call to land')
     expect(sawAbort).toBe('user pressed stop')
     // the call ends with the turn, whether or not the tool heeds its signal
-    expect(records(await session.log.read(), 'harness.tool.result')[0]).toMatchObject({ error: { code: 'aborted', message: expect.stringContaining('user pressed stop') } })
+    expect(records(await session.log.read(), 'harness.tool.result')[0]).toMatchObject({
+      error: { code: 'aborted', message: expect.stringContaining('user pressed stop') },
+    })
   })
 
   it('R15: a turn whose model keeps failing settles after maxAttempts with attempts_exhausted', async () => {
     let calls = 0
     const harness = defineHarness({
       name: 'flaky',
-      adapter: scriptedModel([() => {
-        calls++
-        throw new Error('model unavailable')
-      }]),
+      adapter: scriptedModel([
+        () => {
+          calls++
+          throw new Error('model unavailable')
+        },
+      ]),
       durability: { maxAttempts: 3 },
     })
     const { host } = start(harness, 'r15-attempts')
@@ -320,13 +375,10 @@ describe('harness in process', () => {
   })
 
   it('R15: a turn past timeoutMs settles as failed with timeout', async () => {
-    const slow = durableTool(
-      toolDefinition({ name: 'slow', description: 'takes a while', inputSchema: z.object({}) }),
-      async () => {
-        await new Promise((r) => setTimeout(r, 1500))
-        return 'late'
-      },
-    )
+    const slow = durableTool(toolDefinition({ name: 'slow', description: 'takes a while', inputSchema: z.object({}) }), async () => {
+      await new Promise((r) => setTimeout(r, 1500))
+      return 'late'
+    })
     const harness = defineHarness({
       name: 'slowpoke',
       adapter: scriptedModel([{ toolCalls: [{ name: 'slow', input: {} }] }, { text: 'never reached' }]),

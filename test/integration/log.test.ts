@@ -86,7 +86,10 @@ describe('session log: fencing', () => {
       ['parkCall', () => log.parkCall(stale, 'sleep', Date.now() + 60_000)],
     ]
     for (const [what, attempt] of attempts) {
-      const error = await attempt().then(() => null, (e: unknown) => e)
+      const error = await attempt().then(
+        () => null,
+        (e: unknown) => e,
+      )
       expect(error, what).toBeInstanceOf(FencedError)
       expect(error).toMatchObject({ code: 'fenced', toolCallId: 'c1', epoch: 1, currentEpoch: 2 })
     }
@@ -114,7 +117,10 @@ describe('session log: all-or-nothing writes', () => {
     const writer = new SessionLog(other, log.prefix, 's1')
     const begin = await log.beginCall('c1', 'charge', 'safe')
     const fence = { toolCallId: 'c1', epoch: begin.epoch }
-    await log.stageRecords(fence, [{ type: 'app.a', i: 1 }, { type: 'app.a', i: 2 }])
+    await log.stageRecords(fence, [
+      { type: 'app.a', i: 1 },
+      { type: 'app.a', i: 2 },
+    ])
     await log.stageRecords(fence, [{ type: 'app.a', i: 3 }], 2)
 
     // other writers append on another connection all the while the result lands: nothing may come
@@ -146,13 +152,19 @@ describe('session log: all-or-nothing writes', () => {
 
   it('append of several records where one is invalid throws InvalidRecordError and writes none', async () => {
     const log = new SessionLog(redis, prefixFor('append'), 's1')
-    const ids = await log.append([{ type: 'app.one', n: 1 }, { type: 'app.two', n: 2 }])
+    const ids = await log.append([
+      { type: 'app.one', n: 1 },
+      { type: 'app.two', n: 2 },
+    ])
     expect(ids).toHaveLength(2)
     expect((await log.read()).map((e) => e.id)).toEqual(ids)
 
     const bad: Array<[string, LogRecord]> = [
       ['harness.tool.result missing its fields', { type: 'harness.tool.result' } as never],
-      ['harness.tool.started with attempt 0', { type: 'harness.tool.started', toolCallId: 'c', name: 'n', attempt: 0, replay: 'safe', reason: 'fresh' }],
+      [
+        'harness.tool.started with attempt 0',
+        { type: 'harness.tool.started', toolCallId: 'c', name: 'n', attempt: 0, replay: 'safe', reason: 'fresh' },
+      ],
       ['unknown harness.* type', { type: 'harness.future.x' }],
       ['app record that is not JSON', { type: 'app.bad', at: new Date() }],
       ['record with no type', { n: 1 } as never],
@@ -211,7 +223,10 @@ describe('session log: read and follow', () => {
     const writer = new SessionLog(redis, prefix, 's1')
     const followerClient = client(url)
     const follower = new SessionLog(followerClient, prefix, 's1')
-    const [first] = await writer.append([{ type: 'app.n', n: 0 }, { type: 'app.n', n: 1 }])
+    const [first] = await writer.append([
+      { type: 'app.n', n: 0 },
+      { type: 'app.n', n: 1 },
+    ])
 
     const controller = new AbortController()
     const seen: LogEntry[] = []
@@ -303,7 +318,12 @@ describe('session log: steps', () => {
     const log = new SessionLog(redis, prefixFor('falsy'), 's1')
     const begin = await log.beginCall('c1', 't', 'safe')
     const fence = { toolCallId: 'c1', epoch: begin.epoch }
-    for (const [name, value] of [['null', null], ['zero', 0], ['false', false], ['empty', '']] as const) {
+    for (const [name, value] of [
+      ['null', null],
+      ['zero', 0],
+      ['false', false],
+      ['empty', ''],
+    ] as const) {
       await log.saveStep(fence, name, value, stepRecord('c1', name, value))
       expect(await log.getStep('c1', name), name).toStrictEqual({ found: true, value })
     }
@@ -455,7 +475,10 @@ describe('session log: call lifecycle (beginCall)', () => {
     await log.landResult({ toolCallId: 'c1', epoch: 2 }, 'checkout', { result: 'ok' })
     const types = (await log.read()).map((e) => e.record.type)
     expect(types).toEqual(['harness.tool.started', 'harness.tool.started', 'app.second-attempt', 'harness.tool.result'])
-    expect((await started(log)).map((r) => [r.reason, r.attempt])).toEqual([['fresh', 1], ['rerun', 2]])
+    expect((await started(log)).map((r) => [r.reason, r.attempt])).toEqual([
+      ['fresh', 1],
+      ['rerun', 2],
+    ])
   })
 
   it("R10: a cut 'never' call is classified cut; its staged records are kept and land with its error", async () => {

@@ -173,7 +173,12 @@ describe('durable tools in plain chat() (R13)', () => {
   })
 
   it('R13: step.do returns the JSON copy in plain chat() too', async () => {
-    const results = toolResults(await runChat([{ id: 'j1', name: 'copy', input: {} }, { id: 'j2', name: 'badStep', input: {} }]))
+    const results = toolResults(
+      await runChat([
+        { id: 'j1', name: 'copy', input: {} },
+        { id: 'j2', name: 'badStep', input: {} },
+      ]),
+    )
     expect(results.j1).toEqual({ keys: ['b', 'kept'], b: [null, 'x'], same: false })
     expect((results.j2 as { error: string }).error).toContain('Step "when" value must be JSON, but value is a Date')
   })

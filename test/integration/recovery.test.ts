@@ -35,24 +35,32 @@ describe('crash recovery over worker processes', () => {
     redis.disconnect()
   })
 
-  it('R10 R11: a cut batch keeps finished results, runs safe and durable calls again, gives other calls a tool error, keeps a never-tool\'s steps and records', async () => {
+  it("R10 R11: a cut batch keeps finished results, runs safe and durable calls again, gives other calls a tool error, keeps a never-tool's steps and records", async () => {
     const first = await spawnWorker({ redisUrl: url, prefix, concurrency: 10 })
     workers.push(first)
     const session = host.open(shop, { sessionId: 'cut-batch' })
-    const { inputId } = await session.prompt(batch([
-      { name: 'lookup', input: { sku: 'quick' } },
-      { name: 'checkout', input: { orderId: 'o1', pauseMs: 5000 } },
-      { name: 'notify', input: { to: 'ann', pauseMs: 5000 } },
-      { name: 'lookup', input: { sku: 'slow', pauseMs: 5000 } },
-      { name: 'safeLookup', input: { sku: 'safe', pauseMs: 5000 } },
-    ]))
+    const { inputId } = await session.prompt(
+      batch([
+        { name: 'lookup', input: { sku: 'quick' } },
+        { name: 'checkout', input: { orderId: 'o1', pauseMs: 5000 } },
+        { name: 'notify', input: { to: 'ann', pauseMs: 5000 } },
+        { name: 'lookup', input: { sku: 'slow', pauseMs: 5000 } },
+        { name: 'safeLookup', input: { sku: 'safe', pauseMs: 5000 } },
+      ]),
+    )
     // kill once the quick call landed and the others are inside their pause: the durable tools' steps
     // stored (not only their side effects made), the plain tools' side effects made
     await until(async () => {
       const billing = await redis.hgetall(`${prefix}:billing`)
       const entries = await session.log.read()
       const steps = records(entries, 'harness.tool.step').map((r) => `${r.toolCallId} ${r.name}`)
-      return records(entries, 'harness.tool.result').length === 1 && steps.includes('c0-1 charge:o1') && steps.includes('c0-2 send:ann') && !!billing['lookup|slow'] && !!billing['safeLookup|safe']
+      return (
+        records(entries, 'harness.tool.result').length === 1 &&
+        steps.includes('c0-1 charge:o1') &&
+        steps.includes('c0-2 send:ann') &&
+        !!billing['lookup|slow'] &&
+        !!billing['safeLookup|safe']
+      )
     }, 'the batch to be in flight')
     await first.kill('SIGKILL')
     workers.push(await spawnWorker({ redisUrl: url, prefix, concurrency: 10 }))
@@ -72,7 +80,11 @@ describe('crash recovery over worker processes', () => {
     expect(results['c0-2']).toMatchObject({ error: { code: 'interrupted' } })
     expect(results['c0-2'].error.message).toMatch(/may or may not have run/)
     expect(billing['mail|cut-batch:c0-2:send:ann']).toBe('1')
-    expect(records(entries, 'harness.tool.step').filter((r) => r.toolCallId === 'c0-2').map((r) => r.name)).toEqual(['send:ann'])
+    expect(
+      records(entries, 'harness.tool.step')
+        .filter((r) => r.toolCallId === 'c0-2')
+        .map((r) => r.name),
+    ).toEqual(['send:ann'])
     const mailIndex = entries.findIndex((e) => e.record.type === 'app.mail')
     expect(entries[mailIndex + 1]!.record).toMatchObject({ type: 'harness.tool.result', toolCallId: 'c0-2' })
     // plain tool without replay: tool error, not run again
@@ -154,7 +166,9 @@ describe('the recovery sweeper', () => {
     const repairs = await host.sweep({ graceMs: 0 })
     expect(repairs).toEqual([{ kind: 'turn', sessionId: 's1', id: inputId, reason: 'turn past timeoutMs: settled as failed' }])
     expect(await session.settled(inputId)).toMatchObject({ outcome: 'failed', error: { code: 'timeout' } })
-    expect(records(await session.log.read(), 'harness.recovery')).toEqual([{ type: 'harness.recovery', reason: 'turn past timeoutMs: settled as failed', inputId }])
+    expect(records(await session.log.read(), 'harness.recovery')).toEqual([
+      { type: 'harness.recovery', reason: 'turn past timeoutMs: settled as failed', inputId },
+    ])
   })
 
   it('enqueues again a turn whose job vanished', async () => {
@@ -167,10 +181,15 @@ describe('the recovery sweeper', () => {
     const turns = new q(`turns.${harness.name}`, { connection: redis, prefix: bullPrefix(prefix) })
     closers.push(() => turns.close())
     await (await Job.fromId(turns, turnJobId('s2', inputId)))!.remove()
-    expect(await host.sweep({ graceMs: 0 })).toEqual([{ kind: 'turn', sessionId: 's2', id: inputId, reason: 'turn job vanished: enqueued again' }])
+    expect(await host.sweep({ graceMs: 0 })).toEqual([
+      { kind: 'turn', sessionId: 's2', id: inputId, reason: 'turn job vanished: enqueued again' },
+    ])
     expect(await host.sweep({ graceMs: 0 })).toEqual([])
     startWorkers(host)
-    await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 1, 'the re-enqueued turn to run its batch')
+    await until(
+      async () => records(await session.log.read(), 'harness.tool.suspended').length === 1,
+      'the re-enqueued turn to run its batch',
+    )
   })
 
   it('repairs a batch logged with calls that have no job (a crash between the log write and the enqueue, and the turn job lost)', async () => {
@@ -180,15 +199,29 @@ describe('the recovery sweeper', () => {
     const log = new SessionLog(redis, prefix, 's5')
     // what a turn job left behind: its input and its model response with a batch, no job of any kind
     await log.addInput('in-5', 'go', harness.name)
-    const logged = await log.logModelResponse('in-5', { toolCalls: [{ toolCallId: 'b1', name: 'echo', input: { text: 'one' } }, { toolCallId: 'b2', name: 'echo', input: { text: 'two' } }] }, 0)
+    const logged = await log.logModelResponse(
+      'in-5',
+      {
+        toolCalls: [
+          { toolCallId: 'b1', name: 'echo', input: { text: 'one' } },
+          { toolCallId: 'b2', name: 'echo', input: { text: 'two' } },
+        ],
+      },
+      0,
+    )
     expect(logged?.map((c) => c.toolCallId)).toEqual(['b1', 'b2'])
-    expect(await host.sweep({ graceMs: 0 })).toEqual([{ kind: 'turn', sessionId: 's5', id: 'in-5', reason: 'turn job vanished: enqueued again' }])
+    expect(await host.sweep({ graceMs: 0 })).toEqual([
+      { kind: 'turn', sessionId: 's5', id: 'in-5', reason: 'turn job vanished: enqueued again' },
+    ])
     startWorkers(host)
     const session = host.open(harness, { sessionId: 's5' })
     // the scripted model's next answer is the text 'done': the turn ran the logged batch, then settled
     expect(await session.settled('in-5', { timeoutMs: 20_000 })).toEqual({ outcome: 'completed', text: 'done' })
     const results = records(await log.read(), 'harness.tool.result').map((r) => [r.toolCallId, r.result])
-    expect(results.sort()).toEqual([['b1', { echo: 'one' }], ['b2', { echo: 'two' }]])
+    expect(results.sort()).toEqual([
+      ['b1', { echo: 'one' }],
+      ['b2', { echo: 'two' }],
+    ])
     // the model was not asked for the batch again
     expect(records(await log.read(), 'harness.model.response')).toHaveLength(2)
   })
@@ -206,7 +239,9 @@ describe('the recovery sweeper', () => {
     const tools = new Queue(toolQueueName(harness.name), { connection: redis, prefix: bullPrefix(prefix) })
     closers.push(() => tools.close())
     await (await Job.fromId(tools, toolJobId('s4', 'real')))!.remove()
-    expect(await host.sweep({ graceMs: 0 })).toEqual([{ kind: 'call', sessionId: 's4', id: 'real', reason: 'call job vanished: enqueued again' }])
+    expect(await host.sweep({ graceMs: 0 })).toEqual([
+      { kind: 'call', sessionId: 's4', id: 'real', reason: 'call job vanished: enqueued again' },
+    ])
     // the new job resumes the call (not a cut): it parks again on the same logged wake time
     await until(async () => (await (await Job.fromId(tools, toolJobId('s4', 'real')))?.getState()) === 'delayed', 'the call to park again')
     const entries = await log.read()
@@ -227,17 +262,28 @@ describe('the recovery sweeper', () => {
       await log.append([{ type: 'harness.tool.requested', toolCallId: id, name: 'echo', input: { text: id } }])
       await log.beginCall(id, 'echo', 'safe', { harness: harness.name })
     }
-    const raw = new Worker(toolQueueName(harness.name), async (job) => {
-      if (job.data.toolCallId === 'failed') throw new Error('redis went away')
-    }, { connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix: bullPrefix(prefix) })
+    const raw = new Worker(
+      toolQueueName(harness.name),
+      async (job) => {
+        if (job.data.toolCallId === 'failed') throw new Error('redis went away')
+      },
+      { connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix: bullPrefix(prefix) },
+    )
     closers.push(() => raw.close())
     const { Queue } = await import('bullmq')
     const tools = new Queue(toolQueueName(harness.name), { connection: redis, prefix: bullPrefix(prefix) })
     closers.push(() => tools.close())
     for (const id of ['failed', 'empty']) {
-      await tools.add('echo', { harness: harness.name, sessionId: 's3', toolCallId: id, name: 'echo', input: { text: id } }, { jobId: toolJobId('s3', id) })
+      await tools.add(
+        'echo',
+        { harness: harness.name, sessionId: 's3', toolCallId: id, name: 'echo', input: { text: id } },
+        { jobId: toolJobId('s3', id) },
+      )
     }
-    await until(async () => (await tools.getJobCounts('failed', 'completed')).failed === 1 && (await tools.getJobCounts('completed')).completed === 1, 'raw worker to fail and complete')
+    await until(
+      async () => (await tools.getJobCounts('failed', 'completed')).failed === 1 && (await tools.getJobCounts('completed')).completed === 1,
+      'raw worker to fail and complete',
+    )
     await raw.close()
     // two sweepers at once: each item repaired once
     const [a, b] = await Promise.all([host.sweep({ graceMs: 0 }), second.sweep({ graceMs: 0 })])

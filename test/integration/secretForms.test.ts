@@ -80,10 +80,13 @@ it('the test forms differ from each other and cover every encoding (precondition
   const made = Object.values(FORMS).map(({ make }) => make(SECRET))
   expect(new Set(made).size).toBe(made.length)
   for (const kind of ['base64', 'base64url']) {
-    const offsets = Object.values(IN_BASE64).filter(({ encoding }) => encoding === kind).map(({ filler }) => filler.length % 3)
+    const offsets = Object.values(IN_BASE64)
+      .filter(({ encoding }) => encoding === kind)
+      .map(({ filler }) => filler.length % 3)
     expect(new Set(offsets), kind).toEqual(new Set([0, 1, 2]))
   }
-  for (const { filler, encoding } of Object.values(IN_BASE64)) expect(secretOnlyChars({ filler, encoding }).length).toBeGreaterThanOrEqual(16)
+  for (const { filler, encoding } of Object.values(IN_BASE64))
+    expect(secretOnlyChars({ filler, encoding }).length).toBeGreaterThanOrEqual(16)
   // JSON nested in a string: the value's JSON holds the secret escaped three times, not fewer
   expect(JSON.stringify({ value: FORMS.jsonNested!.make(SECRET) })).not.toContain(jsonEscape(SECRET, 2))
 })
@@ -191,7 +194,9 @@ describe('R6: secrets in names, and in every encoded form, through a host', () =
   })
 
   it('R6: a secret (any form) in a step.do, sleep, sleepUntil or ask name, or in an ask message, lands tool error secret_in_value before fn runs or anything is stored; the session keeps working', async () => {
-    const calls = WHERE.flatMap((where) => Object.keys(FORMS).map((form) => ({ id: `name-${where}-${form}`, name: 'leakName', input: { where, form } })))
+    const calls = WHERE.flatMap((where) =>
+      Object.keys(FORMS).map((form) => ({ id: `name-${where}-${form}`, name: 'leakName', input: { where, form } })),
+    )
     await completes(batch(calls))
     const byId = await landed(calls.map((c) => c.id))
     for (const { id } of calls) {
@@ -201,7 +206,8 @@ describe('R6: secrets in names, and in every encoded form, through a host', () =
     expect(stepFnRuns).toBe(0)
     // nothing of the refused steps, sleeps and questions was written
     const entries = await session.log.read()
-    for (const type of ['harness.tool.step', 'harness.tool.sleep', 'harness.tool.question', 'harness.tool.suspended']) expect(records(entries, type), type).toEqual([])
+    for (const type of ['harness.tool.step', 'harness.tool.sleep', 'harness.tool.question', 'harness.tool.suspended'])
+      expect(records(entries, type), type).toEqual([])
     expect(await session.questions()).toEqual([])
     // a later prompt in the same session completes
     expect(await completes('and now?')).toMatchObject({ text: expect.stringMatching(/^done \d$/) })

@@ -23,7 +23,11 @@ describe('worker shutdown and Redis credentials', () => {
 
   it('SIGTERM after WRONGPASS: the worker exits within the grace period', async () => {
     expect(server.url).toContain(PASSWORD)
-    const worker = await spawnWorker({ redisUrl: server.url, prefix: uniquePrefix('shutdown'), env: { SHUTDOWN_GRACE_MS: String(GRACE_MS) } })
+    const worker = await spawnWorker({
+      redisUrl: server.url,
+      prefix: uniquePrefix('shutdown'),
+      env: { SHUTDOWN_GRACE_MS: String(GRACE_MS) },
+    })
     const admin = new Redis(server.url, { retryStrategy: () => null })
     try {
       // idle and connected: both workers (turns, tools) wait for jobs in BZPOPMIN
@@ -45,7 +49,10 @@ describe('worker shutdown and Redis credentials', () => {
     const exited = new Promise<number | null>((resolve) => worker.proc.once('close', (code) => resolve(code)))
     worker.proc.kill('SIGTERM')
     let guard: NodeJS.Timeout | undefined
-    const code = await Promise.race([exited, new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), GRACE_MS + 15_000)))])
+    const code = await Promise.race([
+      exited,
+      new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), GRACE_MS + 15_000))),
+    ])
     clearTimeout(guard)
     await worker.kill('SIGKILL')
     expect(code).not.toBe('still running')
@@ -75,10 +82,16 @@ describe('worker shutdown and Redis credentials', () => {
       const exited = new Promise<number | null>((resolve) => worker.proc.once('close', (code) => resolve(code)))
       worker.proc.kill('SIGTERM')
       let guard: NodeJS.Timeout | undefined
-      const code = await Promise.race([exited, new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), GRACE_MS + 15_000)))])
+      const code = await Promise.race([
+        exited,
+        new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), GRACE_MS + 15_000))),
+      ])
       clearTimeout(guard)
       await worker.kill('SIGKILL')
       expect(code).not.toBe('still running')
+      // it left because of the SIGTERM, not because something escaped (a refused subscription once did)
+      expect(worker.lines.filter((l) => /uncaughtException|unhandledRejection/.test(String(l.msg)))).toEqual([])
+      expect(worker.lines.some((l) => l.msg === 'worker stopping: finishing active jobs')).toBe(true)
       expect(JSON.stringify(worker.lines) + worker.stderr).not.toContain(PASSWORD)
     } finally {
       const restore = new Redis(server.url.replace(PASSWORD, OTHER))

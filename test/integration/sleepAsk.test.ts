@@ -3,7 +3,14 @@
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createHarnessHost, InvalidAnswerError, QuestionClosedError, ToolCallError, type HarnessHost, type Session } from '../../src/index.js'
+import {
+  createHarnessHost,
+  InvalidAnswerError,
+  QuestionClosedError,
+  ToolCallError,
+  type HarnessHost,
+  type Session,
+} from '../../src/index.js'
 import type { HarnessRecordType, LogEntry, RecordOf } from '../../src/log/index.js'
 import { questionIdOf } from '../../src/tool/index.js'
 import { shop } from '../fixtures/shop.js'
@@ -82,7 +89,10 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
     await worker.waitFor((l) => l.msg === 'tool call parked' && l.sessionId === 'turn-nap')
 
     const other = host.open(shop, { sessionId: 'turn-free' })
-    expect(await other.runTool({ name: 'lookup', input: { sku: 'while-asleep' } }, { timeoutMs: 30_000 })).toEqual({ sku: 'while-asleep', stock: 3 })
+    expect(await other.runTool({ name: 'lookup', input: { sku: 'while-asleep' } }, { timeoutMs: 30_000 })).toEqual({
+      sku: 'while-asleep',
+      stock: 3,
+    })
     // the turn worker has one slot too: a second turn runs to its end while the first one waits
     const second = await other.prompt('batch:[{"name":"lookup","input":{"sku":"t2"}}]')
     expect(await other.settled(second.inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
@@ -107,7 +117,9 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
       { input: { duration: 'soon' }, why: /not a number of ms/ },
     ]
     for (const [i, c] of cases.entries()) {
-      const error = await s.runTool({ name: 'napFor', input: c.input, toolCallId: `bad-${i}` }, { timeoutMs: 30_000 }).catch((e: unknown) => e)
+      const error = await s
+        .runTool({ name: 'napFor', input: c.input, toolCallId: `bad-${i}` }, { timeoutMs: 30_000 })
+        .catch((e: unknown) => e)
       expect(error, JSON.stringify(c.input)).toBeInstanceOf(ToolCallError)
       expect((error as ToolCallError).toolError).toMatchObject({ code: 'invalid_duration', message: expect.stringMatching(c.why) })
     }
@@ -115,12 +127,16 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
     expect(await recordsOf(s, 'harness.tool.sleep')).toEqual([])
     expect(await recordsOf(s, 'harness.tool.suspended')).toEqual([])
     // a valid one on the same tool sleeps and wakes
-    expect(await s.runTool({ name: 'napFor', input: { duration: '300ms' }, toolCallId: 'ok' }, { timeoutMs: 30_000 })).toEqual({ woke: true })
+    expect(await s.runTool({ name: 'napFor', input: { duration: '300ms' }, toolCallId: 'ok' }, { timeoutMs: 30_000 })).toEqual({
+      woke: true,
+    })
   })
 
   it("R14: a replay 'never' tool that sleeps resumes with its normal result, it is not cut", async () => {
     const s = host.open(shop, { sessionId: 'never-nap' })
-    const result = (await s.runTool({ name: 'napNever', input: { ms: 1000 }, toolCallId: 'nn-1' }, { timeoutMs: 30_000 })) as { slept: number }
+    const result = (await s.runTool({ name: 'napNever', input: { ms: 1000 }, toolCallId: 'nn-1' }, { timeoutMs: 30_000 })) as {
+      slept: number
+    }
     expect(result.slept).toBeGreaterThanOrEqual(1000)
 
     const [landed] = await recordsOf(s, 'harness.tool.result', 'nn-1')
@@ -207,7 +223,10 @@ describe('step.ask answered from another host (R8)', () => {
     expect((await s.questions()).map((q) => q.questionId)).toEqual([questionId])
 
     // two valid answers at once from two hosts: exactly one wins, the other is refused as answered
-    const answers = [{ approved: false, note: 'from A' }, { approved: true, note: 'from B' }]
+    const answers = [
+      { approved: false, note: 'from A' },
+      { approved: true, note: 'from B' },
+    ]
     const settled = await Promise.allSettled([s.answer(questionId, answers[0]), answerer.answer(questionId, answers[1])])
     expect(settled.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
     const refused = settled.find((r) => r.status === 'rejected') as PromiseRejectedResult

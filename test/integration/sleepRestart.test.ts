@@ -85,7 +85,9 @@ describe('sleep and ask across a worker crash (R7, R8)', () => {
     expect(entryMs(landed!.id)).toBeGreaterThanOrEqual(wakeAt)
     expect(entryMs(landed!.id)).toBeLessThan(wakeAt + sleepMs)
     expect(result.slept).toBeGreaterThanOrEqual(sleepMs)
-    console.log(`R7 after SIGKILL: landed ${entryMs(landed!.id) - wakeAt} ms after wakeAt; slept ${result.slept} ms for a ${sleepMs} ms sleep`)
+    console.log(
+      `R7 after SIGKILL: landed ${entryMs(landed!.id) - wakeAt} ms after wakeAt; slept ${result.slept} ms for a ${sleepMs} ms sleep`,
+    )
 
     // a planned resume, not a crash: one start, one park, the step before the sleep ran once
     expect((await recordsOf(s, 'harness.tool.started', 'nap-k')).map((e) => e.record.reason)).toEqual(['fresh'])

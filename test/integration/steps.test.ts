@@ -128,11 +128,7 @@ const SECRET_FORMS = {
   urlEncoded: encodeURIComponent(SECRET),
 }
 /** Every form the secret could take in stored text: also JSON-escaped and base64 without padding. */
-const STORED_FORMS = [
-  ...Object.values(SECRET_FORMS),
-  JSON.stringify(SECRET).slice(1, -1),
-  SECRET_FORMS.base64.replace(/=+$/, ''),
-]
+const STORED_FORMS = [...Object.values(SECRET_FORMS), JSON.stringify(SECRET).slice(1, -1), SECRET_FORMS.base64.replace(/=+$/, '')]
 
 async function expectNoSecretStored(prefix: string, marker: string): Promise<void> {
   const dump = await dumpPrefix(redis, url, prefix)
@@ -395,7 +391,9 @@ describe('durable steps, driven directly', () => {
     })
     await expect((await attempt(log, tool, 'call-copy')).run).rejects.toBeInstanceOf(Crash)
     crash = false
-    await (await attempt(log, tool, 'call-copy')).run
+    await (
+      await attempt(log, tool, 'call-copy')
+    ).run
 
     const json = { b: [null], keep: 1, nested: { x: 1 } }
     expect(returned[0]!.value).toStrictEqual(json)
@@ -503,22 +501,25 @@ describe('durable steps, driven directly', () => {
       },
     )
 
-    it.each(Object.entries(SECRET_FORMS))('R6: an append record holding the secret (%s) throws, and nothing is staged', async (form, text) => {
-      const log = newLog(secretPrefix)
-      const toolCallId = `call-append-${form}`
-      const tool = probe('appender', async ({ append }) => {
-        append([{ type: 'app.marker', marker: `append-${form}` }])
-        expect(() => append([{ type: 'app.token', token: { value: text } }])).toThrow(SecretInValueError)
-        expect(() => append([{ type: 'app.token', token: text }])).toThrow('holds the session secret STRIPE_KEY')
-        return 'done'
-      })
-      const a = await attempt(log, tool, toolCallId, {}, { secrets: secrets() })
-      expect(await a.run).toBe('done')
-      await a.handle.flush()
-      const staged = await redis.lrange(log.stagedKey(toolCallId), 0, -1)
-      expect(staged).toEqual([JSON.stringify({ type: 'app.marker', marker: `append-${form}` })])
-      await expectNoSecretStored(secretPrefix, `append-${form}`)
-    })
+    it.each(Object.entries(SECRET_FORMS))(
+      'R6: an append record holding the secret (%s) throws, and nothing is staged',
+      async (form, text) => {
+        const log = newLog(secretPrefix)
+        const toolCallId = `call-append-${form}`
+        const tool = probe('appender', async ({ append }) => {
+          append([{ type: 'app.marker', marker: `append-${form}` }])
+          expect(() => append([{ type: 'app.token', token: { value: text } }])).toThrow(SecretInValueError)
+          expect(() => append([{ type: 'app.token', token: text }])).toThrow('holds the session secret STRIPE_KEY')
+          return 'done'
+        })
+        const a = await attempt(log, tool, toolCallId, {}, { secrets: secrets() })
+        expect(await a.run).toBe('done')
+        await a.handle.flush()
+        const staged = await redis.lrange(log.stagedKey(toolCallId), 0, -1)
+        expect(staged).toEqual([JSON.stringify({ type: 'app.marker', marker: `append-${form}` })])
+        await expectNoSecretStored(secretPrefix, `append-${form}`)
+      },
+    )
 
     it('R6: a stored value that holds a secret of a later run throws on replay', async () => {
       // its own prefix: the value was no secret when it was stored, so Redis holds it on purpose
@@ -592,7 +593,7 @@ describe('durable steps, driven directly', () => {
     expect(await redis.exists(log.stagedKey('call-mem'))).toBe(0)
   })
 
-  describe("R10: the replay option", () => {
+  describe('R10: the replay option', () => {
     const definition = () => toolDefinition({ name: 'r', description: 'r', inputSchema: z.object({}) })
 
     it("R10: durableTool(def, fn) replays 'safe'; { replay: 'never' } as the third argument gives 'never'", async () => {
@@ -751,7 +752,9 @@ describe('durable steps through the harness (session.runTool)', () => {
       await new Promise((r) => setTimeout(r, 50))
     }
     const [question] = questions
-    const error = await session.answer(question!.questionId, { note: `use ${Buffer.from(SECRET).toString('base64')}` }).catch((e: unknown) => e)
+    const error = await session
+      .answer(question!.questionId, { note: `use ${Buffer.from(SECRET).toString('base64')}` })
+      .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(SecretInValueError)
     expect((await session.log.read({ types: ['harness.tool.answer'] })).length).toBe(0)
     expect((await session.questions()).map((q) => q.questionId)).toEqual([question!.questionId])

@@ -21,7 +21,10 @@ const approve = durableTool(
 )
 
 test('the harness API is typed from the schema, with no casts at the call site', () => {
-  const lookup = withReplay(toolDefinition({ name: 'lookup', description: 'stock', inputSchema: z.object({ sku: z.string() }) }).server(async ({ sku }) => sku), 'safe')
+  const lookup = withReplay(
+    toolDefinition({ name: 'lookup', description: 'stock', inputSchema: z.object({ sku: z.string() }) }).server(async ({ sku }) => sku),
+    'safe',
+  )
   expectTypeOf(lookup.replay).toEqualTypeOf<'safe' | 'never'>()
   const helper = defineHarness({ name: 'helper', adapter: scriptedModel([]), tools: [approve] })
   const harness = defineHarness({

@@ -15,12 +15,8 @@ export const checkout = durableTool(
     inputSchema: z.object({ orderId: z.string() }),
   }),
   async ({ orderId }, { step }) => {
-    const payment = await step.do(`charge:${orderId}`, () =>
-      billing.charge(orderId),
-    )
-    await step.do(`invoice:${payment.id}`, () =>
-      billing.sendInvoice(payment.id),
-    )
+    const payment = await step.do(`charge:${orderId}`, () => billing.charge(orderId))
+    await step.do(`invoice:${payment.id}`, () => billing.sendInvoice(payment.id))
     return { chargeId: payment.id }
   },
 )

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { InvalidRecordError } from '../../src/errors.js'
-import { encodeRecord, harnessRecordSchemas, parseRecord, type HarnessRecord, type HarnessRecordType, type LogRecord } from '../../src/log/index.js'
+import {
+  encodeRecord,
+  harnessRecordSchemas,
+  parseRecord,
+  type HarnessRecord,
+  type HarnessRecordType,
+  type LogRecord,
+} from '../../src/log/index.js'
 
 /** One valid record of every harness type. */
 const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } = {
@@ -12,7 +19,14 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
     toolCalls: [{ toolCallId: 'call_1', name: 'checkout', input: { orderId: 42 } }],
   },
   'harness.tool.requested': { type: 'harness.tool.requested', toolCallId: 'run-1', name: 'lookup', input: { sku: 'a' } },
-  'harness.tool.started': { type: 'harness.tool.started', toolCallId: 'call_1', name: 'checkout', attempt: 1, replay: 'safe', reason: 'fresh' },
+  'harness.tool.started': {
+    type: 'harness.tool.started',
+    toolCallId: 'call_1',
+    name: 'checkout',
+    attempt: 1,
+    replay: 'safe',
+    reason: 'fresh',
+  },
   'harness.tool.step': { type: 'harness.tool.step', toolCallId: 'call_1', name: 'charge', value: { id: 'ch_1' } },
   'harness.tool.sleep': { type: 'harness.tool.sleep', toolCallId: 'call_1', name: 'wait', wakeAt: 1_700_000_060_000 },
   'harness.tool.ask': {
@@ -35,7 +49,10 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
 const invalid: Array<[string, unknown]> = [
   ['input without text', { type: 'harness.input', inputId: 'in-1', at: 1 }],
   ['input with a string time', { type: 'harness.input', inputId: 'in-1', text: 'x', at: '2024-01-01' }],
-  ['model response whose tool call has an empty id', { type: 'harness.model.response', inputId: 'i', toolCalls: [{ toolCallId: '', name: 'n', input: {} }] }],
+  [
+    'model response whose tool call has an empty id',
+    { type: 'harness.model.response', inputId: 'i', toolCalls: [{ toolCallId: '', name: 'n', input: {} }] },
+  ],
   ['model response without toolCalls', { type: 'harness.model.response', inputId: 'i', text: 'x' }],
   ['requested tool whose input is not JSON', { type: 'harness.tool.requested', toolCallId: 'c', name: 'n', input: new Date() }],
   ['started with attempt 0', { ...valid['harness.tool.started'], attempt: 0 }],
@@ -65,7 +82,11 @@ describe('parseRecord', () => {
   })
 
   it('accepts optional fields left out: a step with no value, a result with an error, a response without text', () => {
-    expect(parseRecord({ type: 'harness.tool.step', toolCallId: 'c', name: 'n' })).toEqual({ type: 'harness.tool.step', toolCallId: 'c', name: 'n' })
+    expect(parseRecord({ type: 'harness.tool.step', toolCallId: 'c', name: 'n' })).toEqual({
+      type: 'harness.tool.step',
+      toolCallId: 'c',
+      name: 'n',
+    })
     const failed = { type: 'harness.tool.result', toolCallId: 'c', name: 'n', error: { message: 'boom', code: 'x' } }
     expect(parseRecord(failed)).toEqual(failed)
     const calls = { type: 'harness.model.response', inputId: 'i', toolCalls: [] }
@@ -78,9 +99,17 @@ describe('parseRecord', () => {
   })
 
   it('refuses a tool result that holds a result and an error at once', () => {
-    expect(() => parseRecord({ type: 'harness.tool.result', toolCallId: 'c', name: 't', result: 1, error: { message: 'x' } })).toThrow(/result and an error/)
-    expect(() => encodeRecord({ type: 'harness.tool.result', toolCallId: 'c', name: 't', result: 1, error: { message: 'x' } } as never)).toThrow(InvalidRecordError)
-    expect(parseRecord({ type: 'harness.tool.result', toolCallId: 'c', name: 't' })).toEqual({ type: 'harness.tool.result', toolCallId: 'c', name: 't' })
+    expect(() => parseRecord({ type: 'harness.tool.result', toolCallId: 'c', name: 't', result: 1, error: { message: 'x' } })).toThrow(
+      /result and an error/,
+    )
+    expect(() =>
+      encodeRecord({ type: 'harness.tool.result', toolCallId: 'c', name: 't', result: 1, error: { message: 'x' } } as never),
+    ).toThrow(InvalidRecordError)
+    expect(parseRecord({ type: 'harness.tool.result', toolCallId: 'c', name: 't' })).toEqual({
+      type: 'harness.tool.result',
+      toolCallId: 'c',
+      name: 't',
+    })
   })
 
   it('names the failing field in the message', () => {
@@ -105,7 +134,12 @@ describe('parseRecord', () => {
   })
 
   it('rejects an app record that is not JSON', () => {
-    for (const bad of [{ type: 'app.x', at: new Date() }, { type: 'app.x', n: Infinity }, { type: 'app.x', big: 1n }, { type: 'app.x', f: () => 1 }]) {
+    for (const bad of [
+      { type: 'app.x', at: new Date() },
+      { type: 'app.x', n: Infinity },
+      { type: 'app.x', big: 1n },
+      { type: 'app.x', f: () => 1 },
+    ]) {
       expect(() => parseRecord(bad)).toThrow('app.x: not JSON')
     }
   })
@@ -114,9 +148,12 @@ describe('parseRecord', () => {
     expect(() => parseRecord(raw)).toThrow('not a JSON object')
   })
 
-  it.each([{}, { type: '' }, { type: 5 }, { type: null }, { type: ['app.x'] }, { kind: 'app.x' }])('rejects a record with no string type: %j', (raw) => {
-    expect(() => parseRecord(raw)).toThrow('no string "type" field')
-  })
+  it.each([{}, { type: '' }, { type: 5 }, { type: null }, { type: ['app.x'] }, { kind: 'app.x' }])(
+    'rejects a record with no string type: %j',
+    (raw) => {
+      expect(() => parseRecord(raw)).toThrow('no string "type" field')
+    },
+  )
 })
 
 describe('encodeRecord', () => {

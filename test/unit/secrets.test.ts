@@ -49,19 +49,22 @@ describe('SecretStore (R6)', () => {
     expect(new SecretStore({ EMPTY: '' }).empty).toBe(true)
   })
 
-  it.each(Object.entries(FORMS))('R6: assertAbsent throws SecretInValueError for the %s form, naming the secret, not its value', (_form, text) => {
-    const store = new SecretStore({ STRIPE_KEY: SECRET })
-    const check = () => store.assertAbsent(JSON.stringify([{ token: text }]), 'Step "charge" value')
-    expect(check).toThrow(SecretInValueError)
-    try {
-      check()
-    } catch (error) {
-      const e = error as SecretInValueError
-      expect(e.code).toBe('secret_in_value')
-      expect(e.message).toContain('Step "charge" value holds the session secret STRIPE_KEY')
-      for (const form of Object.values(FORMS)) expect(e.message).not.toContain(form)
-    }
-  })
+  it.each(Object.entries(FORMS))(
+    'R6: assertAbsent throws SecretInValueError for the %s form, naming the secret, not its value',
+    (_form, text) => {
+      const store = new SecretStore({ STRIPE_KEY: SECRET })
+      const check = () => store.assertAbsent(JSON.stringify([{ token: text }]), 'Step "charge" value')
+      expect(check).toThrow(SecretInValueError)
+      try {
+        check()
+      } catch (error) {
+        const e = error as SecretInValueError
+        expect(e.code).toBe('secret_in_value')
+        expect(e.message).toContain('Step "charge" value holds the session secret STRIPE_KEY')
+        for (const form of Object.values(FORMS)) expect(e.message).not.toContain(form)
+      }
+    },
+  )
 
   it('R6: assertAbsent passes clean values, "no value", and anything when there are no secrets', () => {
     const store = new SecretStore({ STRIPE_KEY: SECRET })
@@ -105,7 +108,9 @@ describe('SecretStore (R6)', () => {
   describe('base64 of a longer string that holds the secret (Bearer tokens, HTTP Basic)', () => {
     // the filler's length mod 3 is the secret's byte offset in the encoded string
     const FILLERS = ['Bearer ', ' Bearer ', '  Bearer ', 'bob:', 'user:', 'admin:']
-    const CASES = FILLERS.flatMap((filler) => (['base64', 'base64url'] as const).map((encoding) => [encoding, filler, filler.length % 3] as const))
+    const CASES = FILLERS.flatMap((filler) =>
+      (['base64', 'base64url'] as const).map((encoding) => [encoding, filler, filler.length % 3] as const),
+    )
 
     it('the cases cover byte offsets 0, 1 and 2 for both kinds, in both alphabets (precondition)', () => {
       for (const kind of ['Bearer', ':']) {
@@ -113,27 +118,32 @@ describe('SecretStore (R6)', () => {
       }
       // with text after the secret, its own full base64 is in none of them: only a core can find them
       for (const [encoding, filler] of CASES) {
-        expect(Buffer.from(`${filler}${SECRET};expires=never`).toString(encoding)).not.toContain(Buffer.from(SECRET).toString(encoding).replace(/=+$/, ''))
+        expect(Buffer.from(`${filler}${SECRET};expires=never`).toString(encoding)).not.toContain(
+          Buffer.from(SECRET).toString(encoding).replace(/=+$/, ''),
+        )
       }
     })
 
-    it.each(CASES)('R6: %s of "%s<secret>" (offset %i) is found, also with text after it, and redacted from its mixed first group on', (encoding, filler) => {
-      const store = new SecretStore({ STRIPE_KEY: SECRET })
-      const encoded = Buffer.from(filler + SECRET).toString(encoding)
-      const withPadding = encoded.padEnd(Math.ceil(encoded.length / 4) * 4, '=')
-      const withMore = Buffer.from(`${filler}${SECRET};expires=never`).toString(encoding)
-      for (const text of [encoded, withPadding, withMore]) {
-        expect(store.find(JSON.stringify({ authorization: `Basic ${text}` }))).toBe('STRIPE_KEY')
-        expect(() => store.assertAbsent(JSON.stringify([text]), 'v')).toThrow(SecretInValueError)
-      }
-      // the groups of the filler alone stay; the group that mixes filler and secret bytes goes too
-      const kept = Buffer.from(filler.slice(0, filler.length - (filler.length % 3))).toString(encoding)
-      expect(store.redact({ authorization: `Basic ${encoded}` })).toEqual({ authorization: `Basic ${kept}[redacted]` })
-      expect(store.redact(withPadding)).toBe(`${kept}[redacted]`)
-      const redactedMore = store.redact(withMore)
-      expect(redactedMore.startsWith(`${kept}[redacted]`)).toBe(true)
-      expect(store.find(JSON.stringify(redactedMore))).toBeUndefined()
-    })
+    it.each(CASES)(
+      'R6: %s of "%s<secret>" (offset %i) is found, also with text after it, and redacted from its mixed first group on',
+      (encoding, filler) => {
+        const store = new SecretStore({ STRIPE_KEY: SECRET })
+        const encoded = Buffer.from(filler + SECRET).toString(encoding)
+        const withPadding = encoded.padEnd(Math.ceil(encoded.length / 4) * 4, '=')
+        const withMore = Buffer.from(`${filler}${SECRET};expires=never`).toString(encoding)
+        for (const text of [encoded, withPadding, withMore]) {
+          expect(store.find(JSON.stringify({ authorization: `Basic ${text}` }))).toBe('STRIPE_KEY')
+          expect(() => store.assertAbsent(JSON.stringify([text]), 'v')).toThrow(SecretInValueError)
+        }
+        // the groups of the filler alone stay; the group that mixes filler and secret bytes goes too
+        const kept = Buffer.from(filler.slice(0, filler.length - (filler.length % 3))).toString(encoding)
+        expect(store.redact({ authorization: `Basic ${encoded}` })).toEqual({ authorization: `Basic ${kept}[redacted]` })
+        expect(store.redact(withPadding)).toBe(`${kept}[redacted]`)
+        const redactedMore = store.redact(withMore)
+        expect(redactedMore.startsWith(`${kept}[redacted]`)).toBe(true)
+        expect(store.find(JSON.stringify(redactedMore))).toBeUndefined()
+      },
+    )
 
     it(`R6: a short secret is found by its full base64 forms, but not by a core under ${MIN_BASE64_CORE} chars`, () => {
       const short = 'abc123' // cores at offsets 1 and 2 are one group (4 chars): too short to be a form
@@ -176,7 +186,7 @@ describe('SecretStore (R6)', () => {
     expect(JSON.parse(JSON.parse(JSON.parse(store.redact(deeper).outer).body).payload)).toEqual({ token: '[redacted]' })
   })
 
-  it('R6: no false positive: unrelated values, the secret\'s prefix, and another key with the same prefix in every encoding', () => {
+  it("R6: no false positive: unrelated values, the secret's prefix, and another key with the same prefix in every encoding", () => {
     const store = new SecretStore({ STRIPE_KEY: SECRET, DB: 'pg-pass-123' })
     const other = 'sk_live_>>>?~"q\\OTHER-key-xyz'
     const texts = ['sk_live_', other, `Bearer ${other}`, `user:${other}`, 'hello world', JSON.stringify({ token: other })]
@@ -194,4 +204,3 @@ describe('SecretStore (R6)', () => {
     expect(store.redact(value)).toEqual(value)
   })
 })
-

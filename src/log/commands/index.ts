@@ -15,7 +15,16 @@ type Fenced = ['fenced', number]
 export interface ScriptContract {
   addInput: {
     keys: [log: string, inputs: string, sessions: string, openTurns: string]
-    args: [inputId: string, text: string, record: string, now: number, sessionId: string, openMember: string, harness: string, parent: string]
+    args: [
+      inputId: string,
+      text: string,
+      record: string,
+      now: number,
+      sessionId: string,
+      openMember: string,
+      harness: string,
+      parent: string,
+    ]
     reply: ['added', string] | ['exists', string, string] | ['conflict']
   }
   answerQuestion: {
@@ -30,7 +39,17 @@ export interface ScriptContract {
   }
   askQuestion: {
     keys: [calls: string, steps: string, log: string, questions: string, openQuestions: string]
-    args: [toolCallId: string, epoch: number, stepField: string, stepValue: string, record: string, questionId: string, question: string, now: number, openMember: string]
+    args: [
+      toolCallId: string,
+      epoch: number,
+      stepField: string,
+      stepValue: string,
+      record: string,
+      questionId: string,
+      question: string,
+      now: number,
+      openMember: string,
+    ]
     reply: ['ok'] | ['exists', string] | Fenced
   }
   beginCall: {
@@ -115,7 +134,8 @@ export async function runScript<N extends ScriptName>(
   }
   const script = scripts.get(name)
   // the file name's key count and the contract must agree, or KEYS and ARGV would shift
-  if (script?.numberOfKeys !== keys.length) throw new Error(`Script ${name}: the contract names ${keys.length} keys, the .lua file ${script?.numberOfKeys}.`)
+  if (script?.numberOfKeys !== keys.length)
+    throw new Error(`Script ${name}: the contract names ${keys.length} keys, the .lua file ${script?.numberOfKeys}.`)
   const command = (redis as unknown as Record<string, Command>)[name]!
   return (await command.call(redis, ...keys, ...(args as Arg[]))) as ScriptContract[N]['reply']
 }
