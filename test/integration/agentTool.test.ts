@@ -1,52 +1,36 @@
 import { chat, streamToText } from '@tanstack/ai'
 import { Job, Queue } from 'bullmq'
-import { Redis } from 'ioredis'
-import { pino } from 'pino'
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createHarnessHost, type HarnessHost } from '../../src/index.js'
+
 import { childSessionId } from '../../src/call/index.js'
 import { SessionLog, toolJobId } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { boss, helper } from '../fixtures/agents.js'
-import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { useWorkerProcesses } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
-import { getRedisUrl, uniquePrefix } from '../rig.js'
 
 describe('agentTool over worker processes', () => {
-  let url: string
-  let prefix: string
-  let host: HarnessHost
-  let redis: Redis
+  const ctx = useWorkerProcesses({ label: 'agents', harnesses: [boss], module: 'test/fixtures/agents.ts', workers: 1 })
   let tools: Queue
-  let worker: WorkerProcess
-  beforeAll(async () => {
-    url = await getRedisUrl()
-    prefix = uniquePrefix('agents')
-    host = createHarnessHost({ redis: url, harnesses: [boss], prefix, logger: pino({ level: 'silent' }) })
-    redis = new Redis(url)
-    tools = new Queue(toolQueueName('boss'), { connection: redis, prefix: bullPrefix(prefix) })
-    worker = await spawnWorker({ redisUrl: url, prefix, module: 'test/fixtures/agents.ts' })
+  beforeAll(() => {
+    tools = new Queue(toolQueueName('boss'), { connection: ctx.redis, prefix: bullPrefix(ctx.prefix) })
   })
-  afterAll(async () => {
-    await worker.kill('SIGTERM')
-    await tools.close()
-    await host.close()
-    redis.disconnect()
-  })
+  afterAll(() => tools.close())
 
   it("runs a harness as a tool: the child session's final answer is the call's result", async () => {
-    const session = host.open(boss, { sessionId: 'plain-agent' })
+    const session = ctx.host.open(boss, { sessionId: 'plain-agent' })
     const { inputId } = await session.prompt('book a table')
     expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({
       outcome: 'completed',
       text: 'boss heard: helper did: book a table',
     })
-    const child = host.open(helper, { sessionId: childSessionId('plain-agent', 'call-0-0') })
+    const child = ctx.host.open(helper, { sessionId: childSessionId('plain-agent', 'call-0-0') })
     expect((await child.log.read({ types: ['harness.input'] }))[0]!.record).toMatchObject({ text: 'book a table' })
   })
 
   it('R11: a cut agent tool call gets a tool error', async () => {
-    const log = new SessionLog(redis, prefix, 'cut-agent')
+    const log = new SessionLog(ctx.redis, ctx.prefix, 'cut-agent')
     // a worker began the call and died before it parked
     await log.beginCall('a1', 'helper', 'never', { harness: 'boss' })
     await tools.add(
@@ -57,15 +41,15 @@ describe('agentTool over worker processes', () => {
     await until(async () => (await log.getCall('a1'))?.status === 'done', 'the cut call to land')
     expect((await log.getCall('a1'))!.result).toMatchObject({ error: { code: 'interrupted' } })
     // no child was started for it
-    expect(await new SessionLog(redis, prefix, childSessionId('cut-agent', 'a1')).getInput('agent-call')).toBeNull()
+    expect(await new SessionLog(ctx.redis, ctx.prefix, childSessionId('cut-agent', 'a1')).getInput('agent-call')).toBeNull()
   })
 
   it('R11: a cut agent tool call whose child waits for a person keeps its place and goes on after the answer', async () => {
-    const session = host.open(boss, { sessionId: 'asking-agent' })
+    const session = ctx.host.open(boss, { sessionId: 'asking-agent' })
     const { inputId } = await session.prompt('please ask first')
-    const child = host.open(helper, { sessionId: childSessionId('asking-agent', 'call-0-0') })
+    const child = ctx.host.open(helper, { sessionId: childSessionId('asking-agent', 'call-0-0') })
     await until(async () => (await child.questions()).length === 1, "the child's question")
-    const log = new SessionLog(redis, prefix, 'asking-agent')
+    const log = new SessionLog(ctx.redis, ctx.prefix, 'asking-agent')
     await until(async () => (await log.getCall('call-0-0'))?.status === 'parked', 'the agent call to park')
     // a worker woke the parked call and died mid-attempt: the next attempt sees a cut
     expect((await log.beginCall('call-0-0', 'helper', 'never')).kind).toBe('resume')

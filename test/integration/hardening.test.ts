@@ -3,11 +3,10 @@
 // a private redis-server whose memory limit they change).
 import { toolDefinition, type ModelMessage } from '@tanstack/ai'
 import { Redis } from 'ioredis'
-import { pino } from 'pino'
-import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+
+import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import {
-  createHarnessHost,
   defineHarness,
   durableTool,
   InvalidCursorError,
@@ -18,40 +17,16 @@ import {
   UnknownInputError,
   ValueTooLargeError,
   withTimeout,
-  type Harness,
 } from '../../src/index.js'
 import { SessionLog } from '../../src/log/index.js'
 import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
 import { records } from '../helpers/log.js'
-import { getRedisUrl, startPrivateRedis, uniquePrefix } from '../rig.js'
+import { startPrivateRedis } from '../rig.js'
+import { useInProcessHosts } from '../helpers/hosts.js'
 
-const quiet = pino({ level: 'silent' })
-let url: string
-const closers: Array<() => Promise<unknown>> = []
-
-beforeAll(async () => {
-  url = await getRedisUrl()
-})
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close().catch(() => {})
-})
-
-function start(harness: Harness, label: string, options: { redis?: string; writeRetryMs?: number; concurrency?: number } = {}) {
-  const prefix = uniquePrefix(label)
-  const host = createHarnessHost({
-    redis: options.redis ?? url,
-    harnesses: [harness],
-    prefix,
-    logger: quiet,
-    ...(options.writeRetryMs ? { writeRetryMs: options.writeRetryMs } : {}),
-  })
-  const workers = host.startWorkers({ concurrency: options.concurrency ?? 4, sweepEveryMs: 0 })
-  closers.push(
-    () => host.close(),
-    () => workers.close(),
-  )
-  return { host, prefix }
-}
+const hosts = useInProcessHosts()
+const start = hosts.start
+const defer = hosts.defer
 
 const echo = durableTool(
   toolDefinition({ name: 'echo', description: 'echo', inputSchema: z.object({ text: z.string() }) }),
@@ -168,8 +143,8 @@ describe('ids the model controls', () => {
       durability: { maxAttempts: 2 },
     })
     const { host, prefix } = start(harness, 'stuck')
-    const redis = new Redis(url)
-    closers.push(async () => redis.disconnect())
+    const redis = new Redis(hosts.url())
+    defer(async () => redis.disconnect())
     // a call state that says 'done' with no result in the log: its job completes at once without landing
     const log = new SessionLog(redis, prefix, 'stuck')
     await redis.hset(log.keys.calls, 'c1', JSON.stringify({ s: 'done', e: 1, a: 1, r: 'safe', n: 'echo' }))
@@ -187,9 +162,9 @@ describe('ids the model controls', () => {
 describe('errors inside steps and odd throws', () => {
   it('OOM while a step is stored, after its side effect ran: the write is retried, the side effect ran once and the result lands', async () => {
     const server = await startPrivateRedis({ appendonly: false })
-    closers.push(() => server.stop())
+    defer(() => server.stop())
     const admin = new Redis(server.url)
-    closers.push(async () => admin.disconnect())
+    defer(async () => admin.disconnect())
     let charges = 0
     const charge = durableTool(
       toolDefinition({ name: 'charge', description: 'charge', inputSchema: z.object({}) }),
@@ -215,9 +190,9 @@ describe('errors inside steps and odd throws', () => {
 
   it('OOM for longer than the write retries: the job fails and the call runs again as a cut, never landing the OOM as a tool error', async () => {
     const server = await startPrivateRedis({ appendonly: false })
-    closers.push(() => server.stop())
+    defer(() => server.stop())
     const admin = new Redis(server.url)
-    closers.push(async () => admin.disconnect())
+    defer(async () => admin.disconnect())
     const keys: string[] = []
     const charge = durableTool(
       toolDefinition({ name: 'charge', description: 'charge', inputSchema: z.object({}) }),
@@ -415,8 +390,8 @@ describe('silent acceptance', () => {
     const session = host.open(harness, { sessionId: 'p' })
     await expect(session.runTool({ name: 'proto', input: {}, toolCallId: 'p1' })).rejects.toMatchObject({ name: 'ToolCallError' })
     // replay the stored step: the same call id begins again as a rerun and reads the step back
-    const redis = new Redis(url)
-    closers.push(async () => redis.disconnect())
+    const redis = new Redis(hosts.url())
+    defer(async () => redis.disconnect())
     const log = new SessionLog(redis, prefix, 'p')
     const replayed = await log.getStep('p1', 'v')
     values.push(replayed.found ? replayed.value : undefined)
@@ -481,9 +456,9 @@ describe('errors of ours are ours', () => {
 
   it('an OOM at prompt surfaces as StorageError with the Redis error attached as its cause', async () => {
     const server = await startPrivateRedis({ appendonly: false })
-    closers.push(() => server.stop())
+    defer(() => server.stop())
     const admin = new Redis(server.url)
-    closers.push(async () => admin.disconnect())
+    defer(async () => admin.disconnect())
     const harness = defineHarness({ name: 'oomprompt', adapter: scriptedModel([]), tools: [echo] })
     const { host } = start(harness, 'oomprompt', { redis: server.url })
     const session = host.open(harness, { sessionId: 'o' })

@@ -1,41 +1,19 @@
 import { toolDefinition } from '@tanstack/ai'
 import { Redis } from 'ioredis'
-import { pino } from 'pino'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createHarnessHost, defineHarness, durableTool, InputConflictError, type Harness, type HarnessHost } from '../../src/index.js'
+import { createHarnessHost, defineHarness, durableTool, InputConflictError, type Harness } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
-import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { batch, records, until } from '../helpers/log.js'
-import { getRedisUrl, scanKeys, uniquePrefix } from '../rig.js'
-
-const quiet = pino({ level: 'silent' })
+import { scanKeys } from '../rig.js'
 
 describe('harness with worker processes', () => {
-  let url: string
-  let prefix: string
-  let host: HarnessHost
-  let redis: Redis
-  const workers: WorkerProcess[] = []
-
-  beforeAll(async () => {
-    url = await getRedisUrl()
-    prefix = uniquePrefix('harness')
-    process.env.REDIS_URL = url
-    process.env.DH_PREFIX = prefix
-    host = createHarnessHost({ redis: url, harnesses: [shop], prefix, logger: quiet })
-    redis = new Redis(url)
-    workers.push(await spawnWorker({ redisUrl: url, prefix }), await spawnWorker({ redisUrl: url, prefix }))
-  })
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.kill('SIGTERM')))
-    await host.close()
-    redis.disconnect()
-  })
+  const ctx = useWorkerProcesses({ label: 'harness' })
 
   it('runs the calls of a batch in parallel and gives the model their results in call order', async () => {
-    const session = host.open(shop, { sessionId: 'parallel' })
+    const session = ctx.host.open(shop, { sessionId: 'parallel' })
     // call 0 is slow, call 1 fast: results land 1 then 0, but the model must read 0 then 1
     const { inputId } = await session.prompt(
       batch([
@@ -61,19 +39,19 @@ describe('harness with worker processes', () => {
   })
 
   it('R10: a worker killed mid-tool: the durable tool runs again on another worker and each step ran once', async () => {
-    workers.push(await spawnWorker({ redisUrl: url, prefix }))
-    const session = host.open(shop, { sessionId: 'killed' })
+    ctx.workers.push(await ctx.spawn())
+    const session = ctx.host.open(shop, { sessionId: 'killed' })
     const { inputId } = await session.prompt(batch([{ name: 'checkout', input: { orderId: 'k1', pauseMs: 4000 } }]))
     // any worker may take the call: kill the one that started it, once the charge step is stored
     const runner = await Promise.race(
-      workers.map((w) => w.waitFor((l) => l.sessionId === 'killed' && l.msg === 'tool call started').then(() => w)),
+      ctx.workers.map((w) => w.waitFor((l) => l.sessionId === 'killed' && l.msg === 'tool call started').then(() => w)),
     )
     for await (const { record } of session.log.follow({ types: ['harness.tool.step'] })) if (record.type === 'harness.tool.step') break
     await runner.kill('SIGKILL')
     const settled = await session.settled(inputId, { timeoutMs: 30_000 })
     expect(settled.outcome).toBe('completed')
     expect(settled.text).toBe('done: {"chargeId":"ch_k1"}')
-    const billing = await redis.hgetall(`${prefix}:billing`)
+    const billing = await ctx.redis.hgetall(`${ctx.prefix}:billing`)
     expect(billing['charge|killed:c0-0:charge:k1']).toBe('1')
     expect(billing['invoice|killed:c0-0:invoice:ch_k1']).toBe('1')
     const started2 = records(await session.log.read(), 'harness.tool.started')
@@ -85,10 +63,10 @@ describe('harness with worker processes', () => {
 
   it('a worker stopped with SIGTERM finishes its active call, then exits 0', async () => {
     // the only worker, so it is the one that takes the call
-    await Promise.all(workers.splice(0).map((w) => w.kill('SIGKILL')))
-    const leaving = await spawnWorker({ redisUrl: url, prefix })
-    workers.push(leaving)
-    const session = host.open(shop, { sessionId: 'sigterm' })
+    await Promise.all(ctx.workers.splice(0).map((w) => w.kill('SIGKILL')))
+    const leaving = await ctx.spawn()
+    ctx.workers.push(leaving)
+    const session = ctx.host.open(shop, { sessionId: 'sigterm' })
     const run = session.runTool({ name: 'checkout', input: { orderId: 't1', pauseMs: 1500 }, toolCallId: 'term' })
     await leaving.waitFor((l) => l.toolCallId === 'term' && l.msg === 'tool call started')
     const exited = new Promise<number | null>((resolve) => leaving.proc.once('exit', (code) => resolve(code)))
@@ -98,11 +76,11 @@ describe('harness with worker processes', () => {
     expect(await run).toEqual({ chargeId: 'ch_t1' })
     expect(records(await session.log.read(), 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh'])
     expect(leaving.lines.some((l) => l.msg === 'worker stopped')).toBe(true)
-    workers.push(await spawnWorker({ redisUrl: url, prefix }), await spawnWorker({ redisUrl: url, prefix }))
+    ctx.workers.push(await ctx.spawn(), await ctx.spawn())
   })
 
   it('invalid tool input and an unknown tool name become tool errors while the turn completes', async () => {
-    const session = host.open(shop, { sessionId: 'bad-input' })
+    const session = ctx.host.open(shop, { sessionId: 'bad-input' })
     const { inputId } = await session.prompt(
       batch([
         { name: 'checkout', input: { orderId: 42 } },
@@ -120,11 +98,11 @@ describe('harness with worker processes', () => {
     expect(invalid!.error.message).toMatch(/checkout.*orderId/s)
     expect(unknown!.error.code).toBe('unknown_tool')
     expect(settled.text).toContain('Unknown tool')
-    expect(await redis.hexists(`${prefix}:billing`, 'charge|bad-input:c0-0:charge:42')).toBe(0)
+    expect(await ctx.redis.hexists(`${ctx.prefix}:billing`, 'charge|bad-input:c0-0:charge:42')).toBe(0)
   })
 
   it('R15: the same inputId twice runs once; a different text under it is refused', async () => {
-    const session = host.open(shop, { sessionId: 'once' })
+    const session = ctx.host.open(shop, { sessionId: 'once' })
     const text = batch([{ name: 'lookup', input: { sku: 'once' } }])
     const [a, b] = await Promise.all([session.prompt(text, { inputId: 'in-1' }), session.prompt(text, { inputId: 'in-1' })])
     expect(a.inputId).toBe('in-1')
@@ -136,29 +114,14 @@ describe('harness with worker processes', () => {
     expect(records(entries, 'harness.input')).toHaveLength(1)
     expect(records(entries, 'harness.input.settled')).toHaveLength(1)
     expect(records(entries, 'harness.tool.result')).toHaveLength(1)
-    expect(await redis.hget(`${prefix}:billing`, 'lookup|once')).toBe('1')
+    expect(await ctx.redis.hget(`${ctx.prefix}:billing`, 'lookup|once')).toBe('1')
   })
 })
 
 describe('harness in process', () => {
-  let url: string
-  const hosts: HarnessHost[] = []
-  const stops: Array<() => Promise<unknown>> = []
-  beforeAll(async () => {
-    url = await getRedisUrl()
-  })
-  afterAll(async () => {
-    for (const stop of stops) await stop()
-    for (const h of hosts) await h.close()
-  })
-  const start = (harness: Harness, label: string) => {
-    const prefix = uniquePrefix(label)
-    const host = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
-    hosts.push(host)
-    const workers = host.startWorkers({ concurrency: 4 })
-    stops.push(() => workers.close())
-    return { host, prefix }
-  }
+  const hosts = useInProcessHosts()
+  const start = (harness: Harness, label: string) => hosts.start(harness, label)
+  const url = () => hosts.url()
 
   it('R12: the kept result is the one after every onAfterToolCall hook, without session secrets; a replacement wins, also on an error', async () => {
     const SECRET = 'sk_live_abcdef123456'
@@ -210,9 +173,9 @@ describe('harness in process', () => {
     // the second hook saw the first hook's replacement
     expect(seen).toContainEqual({ replaced: true, was: `charge failed for key ${SECRET}` })
     // Redis holds no copy of the secret, in any key of this host
-    const client = new Redis(url)
+    const client = new Redis(url())
     try {
-      for (const key of await scanKeys(url, prefix)) {
+      for (const key of await scanKeys(url(), prefix)) {
         const type = await client.type(key)
         const dump =
           type === 'stream'
@@ -286,7 +249,7 @@ describe('harness in process', () => {
     expect(error).toMatchObject({ code: 'secrets_unavailable' })
     expect(ran).toBe(0)
     expect(JSON.stringify(await session.log.read())).not.toContain('sk_live_should_not_leak')
-    expect((await scanKeys(url, prefix)).length).toBeGreaterThan(0)
+    expect((await scanKeys(url(), prefix)).length).toBeGreaterThan(0)
   })
 
   it('abort settles a turn as aborted at once; the model is not called again', async () => {
@@ -341,8 +304,8 @@ describe('harness in process', () => {
     const { inputId } = await session.prompt('go')
     await until(async () => records(await session.log.read(), 'harness.tool.started').length === 1, 'the call to start')
     // aborted from another host: another process, as far as the workers can tell
-    const other = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
-    hosts.push(other)
+    const other = createHarnessHost({ redis: url(), harnesses: [harness], prefix, logger: quiet })
+    hosts.defer(() => other.close())
     expect(await other.open(harness, { sessionId: 'cancel' }).abort(inputId, 'user pressed stop')).toBe(true)
     await until(async () => records(await session.log.read(), 'harness.tool.result').length === 1, 'the aborted call to land')
     expect(sawAbort).toBe('user pressed stop')

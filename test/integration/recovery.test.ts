@@ -1,7 +1,7 @@
 import { toolDefinition } from '@tanstack/ai'
 import { Job, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
-import { pino } from 'pino'
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, type HarnessHost } from '../../src/index.js'
@@ -9,36 +9,18 @@ import { SessionLog, toolJobId, turnJobId } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
-import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+
 import { batch, records, until } from '../helpers/log.js'
 import { getRedisUrl, uniquePrefix } from '../rig.js'
-
-const quiet = pino({ level: 'silent' })
+import { quiet, useWorkerProcesses } from '../helpers/hosts.js'
 
 describe('crash recovery over worker processes', () => {
-  let url: string
-  let prefix: string
-  let host: HarnessHost
-  let redis: Redis
-  const workers: WorkerProcess[] = []
-  beforeAll(async () => {
-    url = await getRedisUrl()
-    prefix = uniquePrefix('recovery')
-    process.env.REDIS_URL = url
-    process.env.DH_PREFIX = prefix
-    host = createHarnessHost({ redis: url, harnesses: [shop], prefix, logger: quiet })
-    redis = new Redis(url)
-  })
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.kill('SIGKILL')))
-    await host.close()
-    redis.disconnect()
-  })
+  const ctx = useWorkerProcesses({ label: 'recovery', workers: 0 })
 
   it("R10 R11: a cut batch keeps finished results, runs safe and durable calls again, gives other calls a tool error, keeps a never-tool's steps and records", async () => {
-    const first = await spawnWorker({ redisUrl: url, prefix, concurrency: 10 })
-    workers.push(first)
-    const session = host.open(shop, { sessionId: 'cut-batch' })
+    const first = await ctx.spawn({ concurrency: 10 })
+    ctx.workers.push(first)
+    const session = ctx.host.open(shop, { sessionId: 'cut-batch' })
     const { inputId } = await session.prompt(
       batch([
         { name: 'lookup', input: { sku: 'quick' } },
@@ -51,7 +33,7 @@ describe('crash recovery over worker processes', () => {
     // kill once the quick call landed and the others are inside their pause: the durable tools' steps
     // stored (not only their side effects made), the plain tools' side effects made
     await until(async () => {
-      const billing = await redis.hgetall(`${prefix}:billing`)
+      const billing = await ctx.redis.hgetall(`${ctx.prefix}:billing`)
       const entries = await session.log.read()
       const steps = records(entries, 'harness.tool.step').map((r) => `${r.toolCallId} ${r.name}`)
       return (
@@ -63,12 +45,12 @@ describe('crash recovery over worker processes', () => {
       )
     }, 'the batch to be in flight')
     await first.kill('SIGKILL')
-    workers.push(await spawnWorker({ redisUrl: url, prefix, concurrency: 10 }))
+    ctx.workers.push(await ctx.spawn({ concurrency: 10 }))
     const settled = await session.settled(inputId, { timeoutMs: 30_000 })
     expect(settled.outcome).toBe('completed')
     const entries = await session.log.read()
     const results = Object.fromEntries(records(entries, 'harness.tool.result').map((r) => [r.toolCallId, r]))
-    const billing = await redis.hgetall(`${prefix}:billing`)
+    const billing = await ctx.redis.hgetall(`${ctx.prefix}:billing`)
     // finished call: kept, not run again
     expect(results['c0-0']).toMatchObject({ result: { sku: 'quick', stock: 3 } })
     expect(billing['lookup|quick']).toBe('1')
@@ -99,15 +81,15 @@ describe('crash recovery over worker processes', () => {
 
   it('fencing end to end: a worker paused past its lock lands nothing after another worker took the call over', async () => {
     // the zombie must be the only worker when the call starts
-    await Promise.all(workers.splice(0).map((w) => w.kill('SIGKILL')))
-    const zombie = await spawnWorker({ redisUrl: url, prefix, concurrency: 1 })
-    workers.push(zombie)
-    const session = host.open(shop, { sessionId: 'zombie' })
+    await Promise.all(ctx.workers.splice(0).map((w) => w.kill('SIGKILL')))
+    const zombie = await ctx.spawn({ concurrency: 1 })
+    ctx.workers.push(zombie)
+    const session = ctx.host.open(shop, { sessionId: 'zombie' })
     const run = session.runTool({ name: 'checkout', input: { orderId: 'z1', pauseMs: 1500 }, toolCallId: 'z-call' })
     for await (const { record } of session.log.follow({ types: ['harness.tool.step'] })) if (record.type === 'harness.tool.step') break
     zombie.proc.kill('SIGSTOP')
-    const rescuer = await spawnWorker({ redisUrl: url, prefix, concurrency: 1 })
-    workers.push(rescuer)
+    const rescuer = await ctx.spawn({ concurrency: 1 })
+    ctx.workers.push(rescuer)
     expect(await run).toEqual({ chargeId: 'ch_z1' })
     const landed = await session.log.read()
     zombie.proc.kill('SIGCONT')

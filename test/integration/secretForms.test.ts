@@ -3,15 +3,15 @@
 // form, lands redacted; and afterwards no key under the test's prefix holds any form of the secret.
 import { toolDefinition } from '@tanstack/ai'
 import { Redis } from 'ioredis'
-import { pino } from 'pino'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createHarnessHost, defineHarness, durableTool, type HarnessHost, type Session, type WorkersHandle } from '../../src/index.js'
+import { defineHarness, durableTool, type Session } from '../../src/index.js'
 import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
 import { SecretStore } from '../../src/tool/index.js'
 import { dumpPrefix } from '../helpers/dump.js'
 import { records } from '../helpers/log.js'
-import { getRedisUrl, uniquePrefix } from '../rig.js'
+import { useInProcessHosts } from '../helpers/hosts.js'
 
 // '"' and '\\' change under JSON escaping, 'ü' under URL encoding; 19 bytes, so base64 has padding
 const SECRET = 'sk_live_>>>?~"q\\üx'
@@ -95,8 +95,6 @@ describe('R6: secrets in names, and in every encoded form, through a host', () =
   let prefix: string
   let url: string
   let redis: Redis
-  let host: HarnessHost
-  let workers: WorkersHandle
   let session: Session
   let stepFnRuns = 0
 
@@ -174,23 +172,18 @@ describe('R6: secrets in names, and in every encoded form, through a host', () =
     expect(new SecretStore({ STRIPE_KEY: SECRET }).find(dump)).toBeUndefined()
   }
 
-  beforeAll(async () => {
-    url = await getRedisUrl()
+  const hosts = useInProcessHosts()
+  beforeAll(() => {
+    url = hosts.url()
     redis = new Redis(url)
   })
   afterAll(() => redis?.disconnect())
 
   // a host and prefix per test, so each test's scan sees only what that test stored
-  beforeEach(async () => {
-    prefix = uniquePrefix('secret-forms')
-    host = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: pino({ level: 'silent' }) })
-    await host.ready()
-    workers = host.startWorkers()
-    session = host.open(harness, { sessionId: 'secret-forms' })
-  })
-  afterEach(async () => {
-    await workers?.close()
-    await host?.close()
+  beforeEach(() => {
+    const started = hosts.start(harness, 'secret-forms', { concurrency: 10 })
+    prefix = started.prefix
+    session = started.host.open(harness, { sessionId: 'secret-forms' })
   })
 
   it('R6: a secret (any form) in a step.do, sleep, sleepUntil or ask name, or in an ask message, lands tool error secret_in_value before fn runs or anything is stored; the session keeps working', async () => {

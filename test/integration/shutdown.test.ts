@@ -4,13 +4,31 @@ import { spawn } from 'node:child_process'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RedisServerHandle } from '../../src/testing/redisServer.js'
-import { spawnWorker } from '../helpers/workerProcess.js'
+import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
 import { startPrivateRedis, uniquePrefix } from '../rig.js'
 
 const PASSWORD = 'pw-5f3a9c1e-original'
 const OTHER = 'pw-0b7d2e44-changed'
 const GRACE_MS = 3_000
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * SIGTERMs the worker and returns its exit code, or 'still running' when it has not left within the
+ * grace period plus a generous margin (a liveness guard, not a speed bound); then makes sure it is gone.
+ * Waits for 'close', not 'exit': its last lines are read by then.
+ */
+async function terminate(worker: WorkerProcess): Promise<number | null | 'still running'> {
+  const exited = new Promise<number | null>((resolve) => worker.proc.once('close', (code) => resolve(code)))
+  worker.proc.kill('SIGTERM')
+  let guard: NodeJS.Timeout | undefined
+  const code = await Promise.race([
+    exited,
+    new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), GRACE_MS + 15_000))),
+  ])
+  clearTimeout(guard)
+  await worker.kill('SIGKILL')
+  return code
+}
 
 describe('worker shutdown and Redis credentials', () => {
   let server: RedisServerHandle
@@ -45,16 +63,7 @@ describe('worker shutdown and Redis credentials', () => {
     }
     // at once, while its blocking connections still wait out that backoff: BullMQ's graceful close of
     // such a worker never ends, so only the grace period gets the process out
-    // 'close', not 'exit': its last lines are read by then
-    const exited = new Promise<number | null>((resolve) => worker.proc.once('close', (code) => resolve(code)))
-    worker.proc.kill('SIGTERM')
-    let guard: NodeJS.Timeout | undefined
-    const code = await Promise.race([
-      exited,
-      new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), GRACE_MS + 15_000))),
-    ])
-    clearTimeout(guard)
-    await worker.kill('SIGKILL')
+    const code = await terminate(worker)
     expect(code).not.toBe('still running')
     // exit 0 after a graceful stop, 1 after a forced one, and the last line says which
     const last = worker.lines.at(-1)!
@@ -79,15 +88,7 @@ describe('worker shutdown and Redis credentials', () => {
       await admin.call('CLIENT', 'KILL', 'TYPE', 'normal')
       await sleep(3_000)
       // SIGTERM while every reconnect is still refused: a spinning event loop would never run its handler
-      const exited = new Promise<number | null>((resolve) => worker.proc.once('close', (code) => resolve(code)))
-      worker.proc.kill('SIGTERM')
-      let guard: NodeJS.Timeout | undefined
-      const code = await Promise.race([
-        exited,
-        new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), GRACE_MS + 15_000))),
-      ])
-      clearTimeout(guard)
-      await worker.kill('SIGKILL')
+      const code = await terminate(worker)
       expect(code).not.toBe('still running')
       // it left because of the SIGTERM, not because something escaped (a refused subscription once did)
       expect(worker.lines.filter((l) => /uncaughtException|unhandledRejection/.test(String(l.msg)))).toEqual([])

@@ -1,6 +1,6 @@
 // step.sleep and step.ask (R7, R8, R14) over real Redis and real worker processes.
 // Crash and Redis-restart cases are in sleepRestart.test.ts.
-import { Redis } from 'ioredis'
+
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -14,8 +14,7 @@ import {
 import type { HarnessRecordType, LogEntry, RecordOf } from '../../src/log/index.js'
 import { questionIdOf } from '../../src/tool/index.js'
 import { shop } from '../fixtures/shop.js'
-import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
-import { cleanupPrefix, getRedisUrl, uniquePrefix } from '../rig.js'
+import { useWorkerProcesses } from '../helpers/hosts.js'
 
 const silent = pino({ level: 'silent' })
 /** A stream id's milliseconds: when Redis appended the entry. */
@@ -35,32 +34,13 @@ async function recordsOf<K extends HarnessRecordType>(s: Session, type: K, toolC
 const parkedLine = (toolCallId: string) => (l: Record<string, unknown>) => l.msg === 'tool call parked' && l.toolCallId === toolCallId
 
 describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
-  let url: string
-  let prefix: string
-  let worker: WorkerProcess
-  let host: HarnessHost
-  let redis: Redis
-
-  beforeAll(async () => {
-    url = await getRedisUrl()
-    prefix = uniquePrefix('sleep')
-    worker = await spawnWorker({ redisUrl: url, prefix, concurrency: 1 })
-    host = createHarnessHost({ redis: url, harnesses: [shop], prefix, logger: silent })
-    redis = new Redis(url)
-  })
-
-  afterAll(async () => {
-    await worker?.kill('SIGTERM')
-    await host?.close()
-    redis?.disconnect()
-    if (prefix) await cleanupPrefix(url, prefix)
-  })
+  const ctx = useWorkerProcesses({ label: 'sleep', workers: 1, concurrency: 1 })
 
   it('R7: a 2 s sleep frees the slot: a quick call on the same worker lands first; the nap wakes, not early', async () => {
-    const s = host.open(shop, { sessionId: 'slot' })
+    const s = ctx.host.open(shop, { sessionId: 'slot' })
     const nap = s.runTool({ name: 'nap', input: { ms: 2000 }, toolCallId: 'nap-1' }, { timeoutMs: 30_000 })
     nap.catch(() => {})
-    await worker.waitFor(parkedLine('nap-1'))
+    await ctx.workers[0]!.waitFor(parkedLine('nap-1'))
 
     // one slot: if the sleep held it, the lookup could only start after the nap's result
     const quick = await s.runTool({ name: 'lookup', input: { sku: 'slot' }, toolCallId: 'quick-1' }, { timeoutMs: 30_000 })
@@ -78,17 +58,17 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
     // not early: the tool went on only at or after its logged wake time
     expect(entryMs(napLanded!.id)).toBeGreaterThanOrEqual(wakeAt)
     expect(napResult.slept).toBeGreaterThanOrEqual(2000)
-    const landedLine = await worker.waitFor((l) => l.msg === 'tool call landed' && l.toolCallId === 'nap-1')
+    const landedLine = await ctx.workers[0]!.waitFor((l) => l.msg === 'tool call landed' && l.toolCallId === 'nap-1')
     const late = { result: entryMs(napLanded!.id) - wakeAt, line: Number(landedLine.time) - wakeAt }
     console.log(`R7 nap lateness: result landed ${late.result} ms after wakeAt ('tool call landed' line: ${late.line} ms)`)
   })
 
   it('R7: a turn waiting on a parked call holds no worker slot: a runTool and another turn finish while it sleeps', async () => {
-    const sleeper = host.open(shop, { sessionId: 'turn-nap' })
+    const sleeper = ctx.host.open(shop, { sessionId: 'turn-nap' })
     const { inputId } = await sleeper.prompt('batch:[{"name":"nap","input":{"ms":1500}}]')
-    await worker.waitFor((l) => l.msg === 'tool call parked' && l.sessionId === 'turn-nap')
+    await ctx.workers[0]!.waitFor((l) => l.msg === 'tool call parked' && l.sessionId === 'turn-nap')
 
-    const other = host.open(shop, { sessionId: 'turn-free' })
+    const other = ctx.host.open(shop, { sessionId: 'turn-free' })
     expect(await other.runTool({ name: 'lookup', input: { sku: 'while-asleep' } }, { timeoutMs: 30_000 })).toEqual({
       sku: 'while-asleep',
       stock: 3,
@@ -107,7 +87,7 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
   })
 
   it('R7: durations over 365 days, negative and NaN are refused with InvalidDurationError as the tool error', async () => {
-    const s = host.open(shop, { sessionId: 'bad-durations' })
+    const s = ctx.host.open(shop, { sessionId: 'bad-durations' })
     const cases = [
       { input: { duration: -1 }, why: /negative/ },
       { input: { duration: 'NaN' }, why: /not a number/ },
@@ -133,7 +113,7 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
   })
 
   it("R14: a replay 'never' tool that sleeps resumes with its normal result, it is not cut", async () => {
-    const s = host.open(shop, { sessionId: 'never-nap' })
+    const s = ctx.host.open(shop, { sessionId: 'never-nap' })
     const result = (await s.runTool({ name: 'napNever', input: { ms: 1000 }, toolCallId: 'nn-1' }, { timeoutMs: 30_000 })) as {
       slept: number
     }
@@ -144,38 +124,24 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
     expect(await recordsOf(s, 'harness.tool.suspended', 'nn-1')).toHaveLength(1)
     const started = await recordsOf(s, 'harness.tool.started', 'nn-1')
     expect(started.map((e) => [e.record.reason, e.record.replay])).toEqual([['fresh', 'never']])
-    expect(await redis.hget(`${prefix}:billing`, 'napNever-before|never-nap:nn-1:before')).toBe('1')
+    expect(await ctx.redis.hget(`${ctx.prefix}:billing`, 'napNever-before|never-nap:nn-1:before')).toBe('1')
   })
 })
 
 describe('step.ask answered from another host (R8)', () => {
-  let url: string
-  let prefix: string
-  let worker: WorkerProcess
-  let host: HarnessHost
+  const ctx = useWorkerProcesses({ label: 'ask', workers: 1, concurrency: 10 })
   /** A second host with its own connection: the answering process. */
   let other: HarnessHost
-
-  beforeAll(async () => {
-    url = await getRedisUrl()
-    prefix = uniquePrefix('ask')
-    worker = await spawnWorker({ redisUrl: url, prefix, concurrency: 10 })
-    host = createHarnessHost({ redis: url, harnesses: [shop], prefix, logger: silent })
-    other = createHarnessHost({ redis: url, harnesses: [shop], prefix, logger: silent })
+  beforeAll(() => {
+    other = createHarnessHost({ redis: ctx.url, harnesses: [shop], prefix: ctx.prefix, logger: silent })
   })
-
-  afterAll(async () => {
-    await worker?.kill('SIGTERM')
-    await host?.close()
-    await other?.close()
-    if (prefix) await cleanupPrefix(url, prefix)
-  })
+  afterAll(() => other?.close())
 
   it('R8: a parked question is listed with its JSON Schema; an answer from a second host wakes the tool', async () => {
-    const s = host.open(shop, { sessionId: 'ask-1' })
+    const s = ctx.host.open(shop, { sessionId: 'ask-1' })
     const call = s.runTool({ name: 'approve', input: { amount: 42 }, toolCallId: 'ap-1' }, { timeoutMs: 30_000 })
     call.catch(() => {})
-    const parked = await worker.waitFor(parkedLine('ap-1'))
+    const parked = await ctx.workers[0]!.waitFor(parkedLine('ap-1'))
     expect(parked.kind).toBe('ask')
 
     const questionId = questionIdOf('ap-1', 'approve')
@@ -206,10 +172,10 @@ describe('step.ask answered from another host (R8)', () => {
   })
 
   it('R8: a bad answer is refused with the validation message and nothing logged; the first valid answer wins', async () => {
-    const s = host.open(shop, { sessionId: 'ask-2' })
+    const s = ctx.host.open(shop, { sessionId: 'ask-2' })
     const call = s.runTool({ name: 'approve', input: { amount: 7 }, toolCallId: 'ap-2' }, { timeoutMs: 30_000 })
     call.catch(() => {})
-    await worker.waitFor(parkedLine('ap-2'))
+    await ctx.workers[0]!.waitFor(parkedLine('ap-2'))
     const questionId = questionIdOf('ap-2', 'approve')
     const answerer = other.open(shop, { sessionId: 'ask-2' })
 
@@ -246,7 +212,7 @@ describe('step.ask answered from another host (R8)', () => {
     const outcomes = await Promise.all(
       Array.from({ length: runs }, async (_, i) => {
         const sessionId = `race-${i}`
-        const s = host.open(shop, { sessionId })
+        const s = ctx.host.open(shop, { sessionId })
         const answerer = other.open(shop, { sessionId })
         const abort = new AbortController()
         const follow = (async () => {
@@ -276,7 +242,7 @@ describe('step.ask answered from another host (R8)', () => {
   })
 
   it('R8: an answer that lands while the job is still active (its promote misses) is picked up when the job parks', async () => {
-    const s = host.open(shop, { sessionId: 'ask-late' })
+    const s = ctx.host.open(shop, { sessionId: 'ask-late' })
     const answerer = other.open(shop, { sessionId: 'ask-late' })
     // the tool holds its Park 500 ms before it parks: an answer sent when the question is logged lands in
     // that window, so only the job's own re-check after moveToDelayed can wake it (else it sleeps the
@@ -301,7 +267,7 @@ describe('step.ask answered from another host (R8)', () => {
   })
 
   it('R8: an expired question throws QuestionExpiredError in the tool; a later answer is refused', async () => {
-    const s = host.open(shop, { sessionId: 'ask-exp' })
+    const s = ctx.host.open(shop, { sessionId: 'ask-exp' })
     const error = await s
       .runTool({ name: 'approve', input: { amount: 9, expiresInMs: 1500 }, toolCallId: 'exp-1' }, { timeoutMs: 30_000 })
       .catch((e: unknown) => e)
@@ -325,7 +291,7 @@ describe('step.ask answered from another host (R8)', () => {
     // the expired question, oldest in the host-wide index, does not crowd a newer open one out of a page
     const next = s.runTool({ name: 'approve', input: { amount: 10 }, toolCallId: 'exp-2' }, { timeoutMs: 30_000 })
     next.catch(() => {})
-    await worker.waitFor(parkedLine('exp-2'))
+    await ctx.workers[0]!.waitFor(parkedLine('exp-2'))
     expect((await other.questions({ limit: 1 })).map((q) => q.questionId)).toEqual([questionIdOf('exp-2', 'approve')])
     await s.answer(questionIdOf('exp-2', 'approve'), { approved: true })
     expect(await next).toEqual({ approved: true })

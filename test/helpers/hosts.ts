@@ -1,0 +1,106 @@
+// The shared set-ups of the integration tests: a host over worker processes for a describe block,
+// and in-process hosts made per test. Each closes what it opened.
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { afterAll, afterEach, beforeAll } from 'vitest'
+import { createHarnessHost, type Harness, type HarnessHost } from '../../src/index.js'
+import { shop } from '../fixtures/shop.js'
+import { cleanupPrefix, getRedisUrl, uniquePrefix } from '../rig.js'
+import { spawnWorker, type WorkerProcess } from './workerProcess.js'
+
+export const quiet = pino({ level: 'silent' })
+
+export interface WorkerProcessesContext {
+  url: string
+  prefix: string
+  /** A host in the test process (no workers of its own): it prompts, reads and answers. */
+  host: HarnessHost
+  /** A plain client for looking at keys (the shop fixture counts side effects under `${prefix}:billing`). */
+  redis: Redis
+  /** The worker processes; a test may kill some and push others, all are killed after the block. */
+  workers: WorkerProcess[]
+  /** Starts one more worker process with the block's module, Redis and prefix. */
+  spawn(options?: { concurrency?: number }): Promise<WorkerProcess>
+}
+
+/**
+ * A describe block's host and `workers` worker processes of a harness module (default the shop
+ * fixture), on a fresh key prefix. The fixture module reads REDIS_URL and DH_PREFIX, so they are set.
+ */
+export function useWorkerProcesses(options: {
+  label: string
+  harnesses?: Harness[]
+  module?: string
+  workers?: number
+  concurrency?: number
+}): WorkerProcessesContext {
+  const ctx = { workers: [] as WorkerProcess[] } as unknown as WorkerProcessesContext
+  ctx.spawn = (o = {}) =>
+    spawnWorker({
+      redisUrl: ctx.url,
+      prefix: ctx.prefix,
+      ...(options.module ? { module: options.module } : {}),
+      ...((o.concurrency ?? options.concurrency) ? { concurrency: o.concurrency ?? options.concurrency } : {}),
+    })
+  beforeAll(async () => {
+    ctx.url = await getRedisUrl()
+    ctx.prefix = uniquePrefix(options.label)
+    process.env.REDIS_URL = ctx.url
+    process.env.DH_PREFIX = ctx.prefix
+    ctx.host = createHarnessHost({ redis: ctx.url, harnesses: options.harnesses ?? [shop], prefix: ctx.prefix, logger: quiet })
+    ctx.redis = new Redis(ctx.url)
+    for (let i = 0; i < (options.workers ?? 2); i++) ctx.workers.push(await ctx.spawn())
+  })
+  afterAll(async () => {
+    await Promise.all(ctx.workers.map((w) => w.kill('SIGKILL')))
+    await ctx.host?.close()
+    ctx.redis?.disconnect()
+    if (ctx.prefix) await cleanupPrefix(ctx.url, ctx.prefix)
+  })
+  return ctx
+}
+
+/** Hosts with in-process workers, one per call of `start`, closed after each test. */
+export function useInProcessHosts(): {
+  start(
+    harness: Harness,
+    label: string,
+    options?: { redis?: string; writeRetryMs?: number; concurrency?: number },
+  ): { host: HarnessHost; prefix: string; url: string }
+  /** Closed after the test too (a client, a second host). */
+  defer(close: () => Promise<unknown> | unknown): void
+  /** The shared Redis of the tests. */
+  url(): string
+} {
+  let url: string
+  const closers: Array<() => Promise<unknown> | unknown> = []
+  beforeAll(async () => {
+    url = await getRedisUrl()
+  })
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await Promise.resolve(close()).catch(() => {})
+  })
+  return {
+    start(harness, label, options = {}) {
+      const prefix = uniquePrefix(label)
+      const redis = options.redis ?? url
+      const host = createHarnessHost({
+        redis,
+        harnesses: [harness],
+        prefix,
+        logger: quiet,
+        ...(options.writeRetryMs ? { writeRetryMs: options.writeRetryMs } : {}),
+      })
+      const workers = host.startWorkers({ concurrency: options.concurrency ?? 4, sweepEveryMs: 0 })
+      closers.push(
+        () => host.close(),
+        () => workers.close(),
+      )
+      return { host, prefix, url: redis }
+    },
+    defer(close) {
+      closers.push(close)
+    },
+    url: () => url,
+  }
+}
