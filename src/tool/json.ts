@@ -78,9 +78,12 @@ export function toJsonCopy(value: unknown, what: string): unknown {
           const out: Record<string, Json> = {}
           for (const [key, item] of Object.entries(v)) {
             const copied = visit(item, `${path}.${key}`)
-            // defined, not assigned: a key named __proto__ stays data, as JSON.parse keeps it on replay
-            if (copied !== undefined)
+            if (copied === undefined) continue
+            // a key named __proto__ is defined, not assigned: it stays data, as JSON.parse keeps it on
+            // replay (every other key is assigned: defineProperty would slow the object down)
+            if (key === '__proto__')
               Object.defineProperty(out, key, { value: copied, enumerable: true, writable: true, configurable: true })
+            else out[key] = copied
           }
           return out
         } finally {
