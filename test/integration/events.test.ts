@@ -8,7 +8,8 @@ import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, type Session, type SessionEvent } from '../../src/index.js'
 import { SessionLog } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { quiet, useInProcessHosts } from '../helpers/hosts.js'
+import { LONG_TEXT, streaming } from '../fixtures/streaming.js'
+import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 
 const hosts = useInProcessHosts()
 const TEXT = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ') + '. ' + 'x'.repeat(600)
@@ -153,5 +154,42 @@ describe('session.events', () => {
     const { host } = hosts.start(harness, 'events-cursor')
     const iterator = host.open(harness, { sessionId: 'c' }).events({ from: 'garbage', follow: false })
     await expect(iterator.next()).rejects.toMatchObject({ code: 'invalid_cursor' })
+  })
+})
+
+describe('session.events over worker processes', () => {
+  const ctx = useWorkerProcesses({ label: 'events-crash', harnesses: [streaming], module: 'test/fixtures/streaming.ts', workers: 1 })
+
+  it('a worker SIGKILLed while the model streams: the follower sees a harness.model.retry marker, then the retried call whole, once', async () => {
+    const session = ctx.host.open(streaming, { sessionId: 'crash' })
+    const events: StreamChunk[] = []
+    let killed = false
+    const controller = new AbortController()
+    const { inputId } = await session.prompt('go')
+    for await (const { event } of session.events({ signal: controller.signal, blockMs: 200 })) {
+      events.push(event)
+      // kill the only worker once a few pieces are out, and start another that picks the turn up
+      if (!killed && events.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').length >= 2) {
+        killed = true
+        await ctx.workers.splice(0)[0]!.kill('SIGKILL')
+        ctx.workers.push(await ctx.spawn())
+      }
+      if (event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR') controller.abort()
+    }
+    expect(killed).toBe(true)
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', runId: inputId })
+    const retry = events.findIndex((e) => e.type === 'CUSTOM' && (e as { name: string }).name === 'harness.model.retry')
+    expect(retry).toBeGreaterThan(0)
+    // after the marker: the cut message ends, and the retried call's message carries the whole text once
+    const after = events.slice(retry + 1)
+    expect(after[0]).toMatchObject({ type: 'TEXT_MESSAGE_END' })
+    const starts = after.filter((e) => e.type === 'TEXT_MESSAGE_START')
+    expect(starts).toHaveLength(1)
+    const messageId = (starts[0] as { messageId: string }).messageId
+    const text = after
+      .filter((e) => e.type === 'TEXT_MESSAGE_CONTENT' && (e as { messageId: string }).messageId === messageId)
+      .map((e) => (e as { delta: string }).delta)
+      .join('')
+    expect(text).toBe(LONG_TEXT)
   })
 })
