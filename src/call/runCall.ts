@@ -1,7 +1,17 @@
 import { FencedError, InvalidToolInputError, UnknownToolError, ValueTooLargeError } from '../errors.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
-import { createDurableContext, DURABLE, isDurableTool, toToolError, validateStandard, type Park, type SecretStore } from '../tool/index.js'
+import {
+  createDurableContext,
+  DURABLE,
+  encodeChecked,
+  isDurableTool,
+  toJsonCopy,
+  toToolError,
+  validateStandard,
+  type Park,
+  type SecretStore,
+} from '../tool/index.js'
 
 export type CallOutcome = { result: unknown } | { error: ToolErrorPayload } | { park: Park }
 
@@ -41,7 +51,12 @@ export async function runCall(
     if (!checked.ok) return { error: toToolError(new InvalidToolInputError(call.name, checked.message)) }
     input = checked.value
   }
-  const base = { toolCallId: call.toolCallId, abortSignal, context: undefined, emitCustomEvent: () => {} }
+  const base = {
+    toolCallId: call.toolCallId,
+    abortSignal,
+    context: undefined,
+    emitCustomEvent: customEvents(log, call, secrets, harness.durability.maxValueBytes),
+  }
   if (!isDurableTool(tool)) {
     try {
       return { result: await tool.execute?.(input, base) }
@@ -70,6 +85,20 @@ export async function runCall(
     await handle.flush().catch(() => {})
     if (handle.failure) throw handle.failure
     return { error: toToolError(error) }
+  }
+}
+
+/**
+ * A tool's `emitCustomEvent(name, value)`: to every follower of the session as a CUSTOM event, through
+ * the live stream (best effort, not kept in the log). The value must be JSON within the size limit;
+ * session secrets in it are redacted, since Redis never holds one.
+ */
+function customEvents(log: SessionLog, call: CallInput, secrets: SecretStore, maxValueBytes: number) {
+  return (name: string, value: Record<string, unknown>) => {
+    const what = `Custom event "${name}" of tool "${call.name}"`
+    const copy = toJsonCopy(value, what)
+    encodeChecked(copy, what, maxValueBytes)
+    void log.appendLive({ k: 'custom', toolCallId: call.toolCallId, name: String(name), value: secrets.redact(copy) }).catch(() => {})
   }
 }
 

@@ -22,6 +22,7 @@ import {
   SessionLog,
 } from '../log/index.js'
 import { resolveSecrets } from '../call/index.js'
+import { followEvents, type EventsOptions, type SessionEvent } from '../events/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { enqueueCall, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
@@ -149,6 +150,16 @@ export class Session {
     const result = await landed
     if (result.error) throw new ToolCallError(call.name, toolCallId, result.error)
     return result.result
+  }
+
+  /**
+   * The session's events as they happen, from any process: AG-UI chunks of `@tanstack/ai` (RUN_STARTED,
+   * TEXT_MESSAGE_* streamed while the model writes, TOOL_CALL_*, TOOL_CALL_RESULT, RUN_FINISHED /
+   * RUN_ERROR) and harness events as CUSTOM (`harness.tool.step`, `harness.tool.ask`, ...), each with a
+   * cursor; `from: cursor` resumes right after that event, exactly once and in order.
+   */
+  events(options?: EventsOptions): AsyncGenerator<SessionEvent> {
+    return followEvents(this.deps.log, options)
   }
 
   /** Open step.ask questions of this session. */

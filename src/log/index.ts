@@ -7,6 +7,7 @@ export { OpenWork, type OpenItem } from './openWork.js'
 export {
   harnessRecordSchemas,
   parseRecord,
+  hasType,
   RESERVED_PREFIX,
   type HarnessRecord,
   type HarnessRecordType,

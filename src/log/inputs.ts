@@ -100,13 +100,19 @@ export class SessionInputs extends LogStream {
    */
   async logModelResponse(
     inputId: string,
-    response: { text?: string; toolCalls: ModelToolCall[] },
+    response: { text?: string; messageId?: string; toolCalls: ModelToolCall[] },
     expected: number,
   ): Promise<ToolCallRecord[] | null> {
     // another writer can take an id between our look-up and the write only by a racing runTool: pick again
     for (let tries = 0; tries < 3; tries++) {
       const toolCalls = await this.storedCallIds(inputId, response.toolCalls, expected)
-      const record = encodeRecord({ type: 'harness.model.response', inputId, ...(response.text ? { text: response.text } : {}), toolCalls })
+      const record = encodeRecord({
+        type: 'harness.model.response',
+        inputId,
+        ...(response.text ? { text: response.text } : {}),
+        ...(response.messageId ? { messageId: response.messageId } : {}),
+        toolCalls,
+      })
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input)])
       const [status] = await this.script(
         'logModelResponse',

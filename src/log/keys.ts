@@ -36,6 +36,8 @@ export interface SessionKeys {
   staged: string
   questions: string
   inputs: string
+  /** Live events (model text deltas, tools' custom events): capped and expiring, never the source of truth. */
+  live: string
 }
 
 export function sessionKeys(prefix: string, sessionId: string): SessionKeys {
@@ -48,6 +50,7 @@ export function sessionKeys(prefix: string, sessionId: string): SessionKeys {
     staged: `${base}:staged`,
     questions: `${base}:q`,
     inputs: `${base}:inputs`,
+    live: `${base}:live`,
   }
 }
 

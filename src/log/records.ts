@@ -29,6 +29,8 @@ export const harnessRecordSchemas = {
     inputId: z.string(),
     text: z.string().optional(),
     toolCalls: z.array(toolCallSchema),
+    /** The live message its text was streamed under (live.ts), when it was streamed. */
+    messageId: z.string().optional(),
   }),
   'harness.tool.requested': z.object({ toolCallId: z.string(), name: z.string(), input: json }),
   'harness.tool.started': z.object({

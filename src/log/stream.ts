@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis'
 import { DurableHarnessError, InvalidCursorError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors.js'
 import { runScript, type ScriptContract, type ScriptName } from './commands/index.js'
 import { indexKeys, sessionKeys, type SessionKeys } from './keys.js'
+import { appendLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
 
 export interface LogEntry<R extends LogRecord = LogRecord> {
@@ -97,6 +98,11 @@ export class LogStream {
     return this.command(name, () => runScript(this.redis, name, keys, args), retry)
   }
 
+  /** Adds a live entry (a model text delta, a tool's custom event): best effort, never the truth. */
+  appendLive(entry: LiveEntry): Promise<void> {
+    return this.command('appendLive', () => appendLive(this.redis, this.keys, entry))
+  }
+
   /** Appends records unfenced (recovery notes). */
   async append(records: LogRecord[]): Promise<string[]> {
     return this.script('appendRecords', [this.keys.log], records.map(encodeRecord))
@@ -161,7 +167,8 @@ export class LogStream {
     }
   }
 
-  private parseEntry([id, fields]: RawEntry): LogEntry | null {
+  /** Parses one raw stream entry (null for a newer version's record type, which readers skip). */
+  parseEntry([id, fields]: RawEntry): LogEntry | null {
     const rawJson = fields[1]
     let record: LogRecord | 'skip'
     try {

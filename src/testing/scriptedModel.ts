@@ -19,7 +19,13 @@ export type ScriptEntry = ScriptedResponse | ((context: { messages: ModelMessage
  * the assistant messages it is shown, so any process answers the same) gets script entry N. Tool
  * calls first, then text; runs with plain `chat()` and in a durable harness alike.
  */
-export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: { name?: string } = {}): AnyTextAdapter {
+export interface ScriptedModelOptions {
+  name?: string
+  /** Stream each text in pieces of `chars` characters, `delayMs` apart, as a real model writes. Default: one piece. */
+  stream?: { chars: number; delayMs: number }
+}
+
+export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: ScriptedModelOptions = {}): AnyTextAdapter {
   return {
     kind: 'text',
     name: options.name ?? 'scripted',
@@ -43,7 +49,11 @@ export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: { nam
       if (response.text) {
         const messageId = `msg-${call}`
         yield { type: 'TEXT_MESSAGE_START', messageId, role: 'assistant', timestamp: ts }
-        yield { type: 'TEXT_MESSAGE_CONTENT', messageId, delta: response.text, timestamp: ts }
+        const size = options.stream?.chars ?? response.text.length
+        for (let i = 0; i < response.text.length; i += size) {
+          if (i > 0 && options.stream) await new Promise((resolve) => setTimeout(resolve, options.stream!.delayMs))
+          yield { type: 'TEXT_MESSAGE_CONTENT', messageId, delta: response.text.slice(i, i + size), timestamp: ts }
+        }
         yield { type: 'TEXT_MESSAGE_END', messageId, timestamp: ts }
       }
       yield { type: 'RUN_FINISHED', runId, threadId: 'scripted', finishReason: toolCalls.length ? 'tool_calls' : 'stop', timestamp: ts }

@@ -40,13 +40,19 @@ export function buildMessages(entries: LogEntry[]): ModelMessage[] {
 }
 
 /** What the model reads for a result: strings as they are, other JSON encoded, errors as `{"error": ...}`. */
-function toolMessageContent(result: RecordOf<'harness.tool.result'>): string {
+export function toolMessageContent(result: RecordOf<'harness.tool.result'>): string {
   if (result.error) return JSON.stringify({ error: result.error.message })
   return typeof result.result === 'string' ? result.result : JSON.stringify(result.result ?? null)
 }
 
 /** One model call through the harness's `@tanstack/ai` text adapter, collected into text and tool calls. */
-export async function callModel(harness: Harness, messages: ModelMessage[], signal?: AbortSignal): Promise<ModelResponse> {
+/** One model call; `onText` hears each text delta as the model writes it. */
+export async function callModel(
+  harness: Harness,
+  messages: ModelMessage[],
+  signal?: AbortSignal,
+  onText?: (delta: string) => void,
+): Promise<ModelResponse> {
   const abortController = new AbortController()
   signal?.addEventListener('abort', () => abortController.abort(signal.reason), { once: true })
   const stream = harness.adapter.chatStream({
@@ -66,6 +72,7 @@ export async function callModel(harness: Harness, messages: ModelMessage[], sign
     switch (chunk.type) {
       case 'TEXT_MESSAGE_CONTENT':
         text += chunk.delta ?? ''
+        if (chunk.delta) onText?.(chunk.delta)
         break
       case 'TOOL_CALL_START': {
         const call = { id: chunk.toolCallId, name: chunk.toolCallName ?? chunk.toolName ?? '', args: '' }

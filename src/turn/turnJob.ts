@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { WaitingChildrenError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import type { Harness } from '../harnessTypes.js'
@@ -5,6 +6,7 @@ import type { InputState, RecordOf, SessionLog } from '../log/index.js'
 import { enqueueCalls, wakeCall, type HarnessQueues, type TurnJobData } from '../queue/index.js'
 import { toToolError } from '../tool/index.js'
 import { foldTurn } from './fold.js'
+import { textDeltas } from './deltas.js'
 import { buildMessages, callModel } from './model.js'
 
 /** Passes in a row that change nothing before a turn attempt gives up (see the loop). */
@@ -84,8 +86,13 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       }
       const signal = Number.isFinite(remaining) ? AbortSignal.timeout(remaining) : undefined
       const history = await log.read({ before: entryId })
-      const response = await callModel(harness, buildMessages([...history, ...fold.conversation]), signal)
-      const logged = await log.logModelResponse(inputId, response, fold.responses.length)
+      // the text streams to followers under a message id of this model call (a retry streams anew)
+      const messageId = `${inputId}.${fold.responses.length}.${randomBytes(4).toString('hex')}`
+      const deltas = textDeltas((at, text) => log.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
+      const response = await callModel(harness, buildMessages([...history, ...fold.conversation]), signal, deltas.push).finally(() =>
+        deltas.close(),
+      )
+      const logged = await log.logModelResponse(inputId, { ...response, ...(response.text ? { messageId } : {}) }, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again
       logger.info({ toolCalls: response.toolCalls.length }, 'model responded')
       if (response.toolCalls.length === 0) return await settle({ outcome: 'completed', ...(response.text ? { text: response.text } : {}) })

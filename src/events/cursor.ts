@@ -1,0 +1,46 @@
+import { InvalidCursorError } from '../errors.js'
+
+/**
+ * Where a follower of a session's events stands: its positions in the log and the live stream, the
+ * live message it is in the middle of (and how many characters of it it has), and how many events
+ * of the next entry it already has (one entry can make several events). Opaque to callers; safe as
+ * an SSE `id:` and in a URL.
+ */
+export interface Cursor {
+  log: string
+  live: string
+  /** The open live message ('' for none) and the characters of it already delivered. */
+  message: string
+  emitted: number
+  skip: number
+}
+
+const START: Cursor = { log: '0-0', live: '0-0', message: '', emitted: 0, skip: 0 }
+
+const STREAM_ID = /^\d{1,20}-\d{1,20}$/
+const MESSAGE = /^[A-Za-z0-9._-]{0,240}$/
+
+export function encodeCursor(c: Cursor): string {
+  return [c.log, c.live, c.message, c.emitted, c.skip].join('~')
+}
+
+export function decodeCursor(text: string | undefined): Cursor {
+  if (text === undefined) return START
+  const [log, live, message, emitted, skip, ...rest] = typeof text === 'string' ? text.split('~') : []
+  const ok =
+    rest.length === 0 &&
+    STREAM_ID.test(log ?? '') &&
+    STREAM_ID.test(live ?? '') &&
+    MESSAGE.test(message ?? '') &&
+    /^\d{1,9}$/.test(emitted ?? '') &&
+    /^\d{1,4}$/.test(skip ?? '')
+  if (!ok) throw new InvalidCursorError('events({ from })', text)
+  return { log: log!, live: live!, message: message!, emitted: Number(emitted), skip: Number(skip) }
+}
+
+/** Orders two stream ids (`<ms>-<seq>`). */
+export function compareIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint]
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint]
+  return am === bm ? (as === bs ? 0 : as < bs ? -1 : 1) : am < bm ? -1 : 1
+}

@@ -1,0 +1,103 @@
+import type { StreamChunk } from '@tanstack/ai'
+import { StorageError } from '../errors.js'
+import type { SessionLog } from '../log/index.js'
+import { parseLive } from '../log/live.js'
+import { compareIds, decodeCursor, encodeCursor, type Cursor } from './cursor.js'
+import { EventMapper } from './toEvents.js'
+
+export interface EventsOptions {
+  /** A cursor from an earlier event: resume right after it (exactly once, in order). Default: the beginning. */
+  from?: string
+  signal?: AbortSignal
+  /** false: stop at the end of what is there now. Default true: wait for more. */
+  follow?: boolean
+  /** How long one blocking read waits before it checks the signal again. */
+  blockMs?: number
+}
+
+export interface SessionEvent {
+  cursor: string
+  event: StreamChunk
+}
+
+type RawEntry = [string, string[]]
+
+const PAGE = 500
+
+/**
+ * A session's events, from its log and its live stream, merged by stream id (one XREAD on both keys,
+ * which share the session's hash tag). Each event carries the cursor that resumes right after it.
+ * Reads on its own connection from the last positions seen, never from `$`.
+ */
+export async function* followEvents(log: SessionLog, options: EventsOptions = {}): AsyncGenerator<SessionEvent> {
+  let at: Cursor = decodeCursor(options.from)
+  const follow = options.follow ?? true
+  const mapper = new EventMapper(log.sessionId, { message: at.message, emitted: at.emitted })
+  const conn = follow ? log.redis.duplicate() : log.redis
+  const onAbort = () => conn.disconnect()
+  if (follow) options.signal?.addEventListener('abort', onAbort, { once: true })
+  try {
+    while (!options.signal?.aborted) {
+      let reply: Array<[string, RawEntry[]]> | null
+      try {
+        const block = follow ? ['BLOCK', options.blockMs ?? 5_000] : []
+        reply = (await conn.xread(
+          'COUNT',
+          PAGE,
+          ...(block as ['BLOCK', number]),
+          'STREAMS',
+          log.keys.log,
+          log.keys.live,
+          at.log,
+          at.live,
+        )) as Array<[string, RawEntry[]]> | null
+      } catch (error) {
+        if (options.signal?.aborted) return
+        throw new StorageError('events', log.sessionId, error)
+      }
+      const entries = mergeByID(reply, log.keys.log, PAGE)
+      if (entries.length === 0 && !follow) return
+      for (const { stream, id, fields } of entries) {
+        const events = stream === 'log' ? logEvents(log, mapper, id, fields) : liveEvents(mapper, fields)
+        const before = at
+        const after: Cursor = { ...before, [stream]: id, message: mapper.state.message, emitted: mapper.state.emitted, skip: 0 }
+        for (let i = before.skip; i < events.length; i++) {
+          // an event that is not its entry's last resumes before the entry, skipping what came out of it
+          const cursor = i < events.length - 1 ? { ...before, skip: i + 1 } : after
+          yield { cursor: encodeCursor(cursor), event: events[i]! }
+        }
+        at = after
+      }
+    }
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort)
+    if (follow) conn.disconnect()
+  }
+}
+
+function logEvents(log: SessionLog, mapper: EventMapper, id: string, fields: string[]): StreamChunk[] {
+  const record = log.parseEntry([id, fields])
+  return record ? mapper.fromLog(record.record, id) : []
+}
+
+function liveEvents(mapper: EventMapper, fields: string[]): StreamChunk[] {
+  const entry = parseLive(fields)
+  return entry ? mapper.fromLive(entry) : []
+}
+
+/**
+ * The entries of both streams in one order: by id, a live entry before a log entry of the same id.
+ * A stream that filled its page may have more entries before the other stream's later ones, so only
+ * entries up to the last id of a full page are taken; the rest are read again next time.
+ */
+function mergeByID(reply: Array<[string, RawEntry[]]> | null, logKey: string, page: number) {
+  const out: Array<{ stream: 'log' | 'live'; id: string; fields: string[] }> = []
+  let cap: string | undefined
+  for (const [key, entries] of reply ?? []) {
+    for (const [id, fields] of entries) out.push({ stream: key === logKey ? 'log' : 'live', id, fields })
+    const last = entries.at(-1)?.[0]
+    if (entries.length >= page && last && (cap === undefined || compareIds(last, cap) < 0)) cap = last
+  }
+  out.sort((a, b) => compareIds(a.id, b.id) || (a.stream === b.stream ? 0 : a.stream === 'live' ? -1 : 1))
+  return cap === undefined ? out : out.filter((e) => compareIds(e.id, cap) <= 0)
+}

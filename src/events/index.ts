@@ -1,0 +1,1 @@
+export { followEvents, type EventsOptions, type SessionEvent } from './follow.js'

@@ -1,0 +1,37 @@
+import type { Redis } from 'ioredis'
+import type { SessionKeys } from './keys.js'
+
+/**
+ * The live stream of a session (`<prefix>:{sid}:live`): what followers see while it happens but the
+ * log does not keep. Model text deltas as the model writes them (the logged response holds the whole
+ * text), and the custom events tools emit. It is capped (about LIVE_MAX_ENTRIES entries) and expires
+ * LIVE_TTL_SECONDS after its last write, so its memory per session is bounded; a follower that comes
+ * back later gets each message whole from the log instead.
+ */
+const LIVE_MAX_ENTRIES = 1_000
+const LIVE_TTL_SECONDS = 3_600
+
+/** One entry of the live stream, as stored in its `e` field. */
+export type LiveEntry =
+  /** `text` of message `m` from character `at` on. */
+  | { k: 'delta'; m: string; inputId: string; at: number; text: string }
+  /** A tool's `emitCustomEvent(name, value)`. */
+  | { k: 'custom'; toolCallId: string; name: string; value: unknown }
+
+export async function appendLive(redis: Redis, keys: SessionKeys, entry: LiveEntry): Promise<void> {
+  await redis
+    .multi()
+    .xadd(keys.live, 'MAXLEN', '~', LIVE_MAX_ENTRIES, '*', 'e', JSON.stringify(entry))
+    .expire(keys.live, LIVE_TTL_SECONDS)
+    .exec()
+}
+
+/** Parses a live entry; null for one of another shape (a newer version's), which followers skip. */
+export function parseLive(fields: string[]): LiveEntry | null {
+  try {
+    const entry = JSON.parse(fields[1] ?? '') as LiveEntry
+    return entry && (entry.k === 'delta' || entry.k === 'custom') ? entry : null
+  } catch {
+    return null
+  }
+}
