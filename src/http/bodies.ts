@@ -1,0 +1,67 @@
+// Request bodies and query parameters, checked with zod: a bad request is a 400 with the reason.
+import { z } from 'zod'
+import { isSafeId } from '../log/keys.js'
+import { HttpError } from './responses.js'
+
+// the library's own id rule (session, input and question ids alike)
+const id = (what: string) =>
+  z.string({ error: `${what} is required` }).refine(isSafeId, `${what}: use 1 to 200 characters from [A-Za-z0-9._-]`)
+
+/** AG-UI RunAgentInput as `fetchServerSentEvents` sends it; only what the handler reads is checked. */
+export const runInputSchema = z.object({
+  threadId: id('threadId'),
+  runId: id('runId'),
+  messages: z.array(z.object({ role: z.string(), content: z.unknown().optional() }).loose()),
+})
+
+export const controlSchema = z.discriminatedUnion(
+  'op',
+  [
+    z.object({ op: z.literal('prompt'), threadId: id('threadId'), text: z.string(), inputId: id('inputId').optional() }),
+    z.object({ op: z.literal('answer'), threadId: id('threadId'), questionId: id('questionId'), value: z.unknown() }),
+    z.object({ op: z.literal('abort'), threadId: id('threadId'), inputId: id('inputId'), reason: z.string().max(1000).optional() }),
+  ],
+  { error: "op must be 'prompt', 'answer' or 'abort'" },
+)
+
+/** Parses a value with a schema; a 400 with zod's one-line reason when it does not fit. */
+export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+  const parsed = schema.safeParse(value)
+  if (!parsed.success) throw new HttpError(400, z.prettifyError(parsed.error).replace(/\n\s*/g, ' '), 'bad_request')
+  return parsed.data
+}
+
+/** The request body as JSON; 400 when it is not. */
+export async function readJson(request: Request): Promise<unknown> {
+  const text = await request.text()
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    throw new HttpError(400, 'The request body must be JSON.', 'bad_request')
+  }
+}
+
+/** A query parameter that must be an id; 400 when it is missing or not one. */
+export function queryId(url: URL, name: string): string {
+  return parse(id(name), url.searchParams.get(name) ?? undefined)
+}
+
+/** The text of the last user message: its string content, or its text parts joined. 400 for none. */
+export function promptText(messages: ReadonlyArray<{ role: string; content?: unknown }>): string {
+  const last = [...messages].reverse().find((m) => m.role === 'user')
+  if (!last) throw new HttpError(400, 'messages must hold a user message: its text is the prompt.', 'bad_request')
+  if (typeof last.content === 'string') return last.content
+  const parts = Array.isArray(last.content) ? last.content : []
+  const texts = parts.flatMap((p: unknown) => (isTextPart(p) ? [p.text] : []))
+  if (texts.length === 0) throw new HttpError(400, 'The last user message has no text: only text prompts are supported.', 'bad_request')
+  return texts.join('')
+}
+
+function isTextPart(part: unknown): part is { type: 'text'; text: string } {
+  return (
+    typeof part === 'object' &&
+    part !== null &&
+    (part as { type?: unknown }).type === 'text' &&
+    typeof (part as { text?: unknown }).text === 'string'
+  )
+}

@@ -1,0 +1,47 @@
+import type { Logger } from 'pino'
+import { HttpError } from './responses.js'
+import type { Session } from '../harness/session.js'
+import type { HarnessHandlerOptions, Principal } from './types.js'
+
+/** What a route gets: the request, its URL, and the sessions the principal may use. */
+export interface RouteContext {
+  request: Request
+  url: URL
+  logger: Logger
+  heartbeatMs: number
+  /**
+   * The thread's session, if the principal may use it (else 403). `existing`: a thread with nothing
+   * in its log is a 404 (every route but the ones that prompt).
+   */
+  open(threadId: string, options: { existing: boolean }): Promise<Session>
+  /** Aborts when the client goes away (request.signal) or the response body is cancelled. */
+  reader: AbortController
+}
+
+export function routeContext(options: HarnessHandlerOptions, request: Request, principal: Principal, heartbeatMs: number): RouteContext {
+  const { host, harness } = options
+  const reader = new AbortController()
+  if (request.signal.aborted) reader.abort()
+  else request.signal.addEventListener('abort', () => reader.abort(), { once: true })
+  return {
+    request,
+    url: new URL(request.url),
+    logger: host.logger,
+    heartbeatMs,
+    reader,
+    async open(threadId, { existing }) {
+      if (options.canAccess && !(await options.canAccess(principal, threadId)))
+        throw new HttpError(403, `No access to thread ${threadId}.`, 'forbidden')
+      const session = host.open(harness, { sessionId: threadId })
+      if (existing && (await session.log.read({ limit: 1 })).length === 0)
+        throw new HttpError(404, `Unknown thread ${threadId}.`, 'unknown_thread')
+      return session
+    },
+  }
+}
+
+/** The cursor a reconnecting client sends (Last-Event-ID), else the one in the query (`-1`: none). */
+export function resumeCursor(ctx: RouteContext, query: string): string | undefined {
+  const fromQuery = ctx.url.searchParams.get(query)
+  return ctx.request.headers.get('Last-Event-ID') ?? (fromQuery && fromQuery !== '-1' ? fromQuery : undefined)
+}

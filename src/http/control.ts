@@ -1,0 +1,33 @@
+// POST control and GET snapshot: drive a thread and look at it, as JSON.
+import { controlSchema, parse, queryId, readJson } from './bodies.js'
+import type { RouteContext } from './context.js'
+import { json } from './responses.js'
+import { snapshot } from './threadView.js'
+
+/**
+ * `{ op: 'prompt', threadId, text, inputId? }`, `{ op: 'answer', threadId, questionId, value }` or
+ * `{ op: 'abort', threadId, inputId, reason? }` → a receipt. Only a prompt may start a thread.
+ */
+export async function postControl(ctx: RouteContext): Promise<Response> {
+  const command = parse(controlSchema, await readJson(ctx.request))
+  const session = await ctx.open(command.threadId, { existing: command.op !== 'prompt' })
+  const receipt = { op: command.op, threadId: command.threadId }
+  switch (command.op) {
+    case 'prompt': {
+      const { inputId } = await session.prompt(command.text, command.inputId ? { inputId: command.inputId } : {})
+      return json({ ...receipt, status: 'accepted', inputId })
+    }
+    case 'answer':
+      await session.answer(command.questionId, command.value)
+      return json({ ...receipt, status: 'answered', questionId: command.questionId })
+    case 'abort': {
+      const aborted = await session.abort(command.inputId, command.reason)
+      return json({ ...receipt, status: aborted ? 'aborted' : 'already_settled', inputId: command.inputId })
+    }
+  }
+}
+
+/** The thread's turns (status, answer or error), the running ones and the open questions. */
+export async function getSnapshot(ctx: RouteContext): Promise<Response> {
+  return json(await snapshot(await ctx.open(queryId(ctx.url, 'threadId'), { existing: true })))
+}

@@ -1,0 +1,54 @@
+// Reading a session's events for a response: the cursor is checked before the response starts, and a
+// run's events are cut out of the session's.
+import type { Session } from '../harness/session.js'
+import type { SessionEvent } from '../events/index.js'
+
+/**
+ * The session's events after `from` (from its start without one): what is there, then new ones as they
+ * come when `follow`. The first read happens before this resolves, so a bad cursor throws here (a 400)
+ * and not in the middle of a response that has started.
+ */
+export async function openEvents(
+  session: Session,
+  options: { from?: string | undefined; signal: AbortSignal; follow?: boolean },
+): Promise<AsyncGenerator<SessionEvent>> {
+  const { from, signal, follow = true } = options
+  const there = session.events({ ...(from ? { from } : {}), signal, follow: false })
+  const first = await there.next()
+  return (async function* () {
+    let last = from
+    try {
+      for (let step = first; !step.done; step = await there.next()) {
+        last = step.value.cursor
+        yield step.value
+      }
+    } finally {
+      await there.return(undefined)
+    }
+    // exactly once: the follower starts right after the last event the catch-up gave
+    if (follow && !signal.aborted) yield* session.events({ ...(last ? { from: last } : {}), signal })
+  })()
+}
+
+const isRunEvent = (event: SessionEvent['event']): event is Extract<SessionEvent['event'], { runId: string }> =>
+  event.type === 'RUN_STARTED' || event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR'
+
+/**
+ * The events of one run (turn): from its RUN_STARTED to its RUN_FINISHED or RUN_ERROR, which ends it.
+ * `inside`: the events start within the run (a resume after one of its cursors). Another run's
+ * RUN_* events are left out; events without a run id in between are the run's (turns of a session
+ * run one after another; if two overlap, their text and tool events cannot be told apart).
+ */
+export async function* runEvents(events: AsyncIterable<SessionEvent>, runId: string, inside = false): AsyncGenerator<SessionEvent> {
+  let mine = inside
+  for await (const entry of events) {
+    const { event } = entry
+    if (isRunEvent(event)) {
+      if (event.runId !== runId) continue
+      if (event.type === 'RUN_STARTED') mine = true
+    }
+    if (!mine) continue
+    yield entry
+    if (isRunEvent(event) && event.type !== 'RUN_STARTED') return
+  }
+}

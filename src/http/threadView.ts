@@ -1,0 +1,97 @@
+// What a reload needs (GET run?threadId=) and the state of a thread (GET snapshot), folded from the
+// session log: the log is the source of truth, so any server answers the same.
+import type { UIMessage } from '@tanstack/ai'
+import { isRecord } from '../log/index.js'
+import type { Session } from '../harness/session.js'
+
+const TYPES = ['harness.input', 'harness.model.response', 'harness.tool.result', 'harness.input.settled'] as const
+
+interface Turn {
+  runId: string
+  prompt: string
+  at: number
+  status: 'running' | 'completed' | 'failed' | 'aborted'
+  text?: string
+  error?: { message: string; code?: string }
+}
+
+interface Folded {
+  messages: UIMessage[]
+  turns: Turn[]
+}
+
+/** The thread's messages in the UIMessage form `useChat` shows, and its turns, from the log. */
+async function fold(session: Session): Promise<Folded> {
+  const entries = await session.log.read({ types: TYPES })
+  const messages: UIMessage[] = []
+  const turns = new Map<string, Turn>()
+  const assistants = new Map<string, UIMessage>()
+  const assistantOf = (inputId: string) => {
+    let message = assistants.get(inputId)
+    if (!message) {
+      assistants.set(inputId, (message = { id: `assistant-${inputId}`, role: 'assistant', parts: [] }))
+      messages.push(message)
+    }
+    return message
+  }
+  // a tool result belongs to the turn of the response that called it
+  const callTurn = new Map<string, string>()
+  for (const entry of entries) {
+    if (isRecord(entry, 'harness.input')) {
+      const { inputId, text, at } = entry.record
+      turns.set(inputId, { runId: inputId, prompt: text, at, status: 'running' })
+      messages.push({ id: `user-${inputId}`, role: 'user', parts: [{ type: 'text', content: text }], createdAt: new Date(at) })
+    } else if (isRecord(entry, 'harness.model.response')) {
+      const { inputId, text, toolCalls } = entry.record
+      const message = assistantOf(inputId)
+      for (const { toolCallId, name, input } of toolCalls) {
+        callTurn.set(toolCallId, inputId)
+        message.parts.push({
+          type: 'tool-call',
+          id: toolCallId,
+          name,
+          arguments: JSON.stringify(input ?? {}),
+          input,
+          state: 'input-complete',
+        })
+      }
+      if (text) message.parts.push({ type: 'text', content: text })
+    } else if (isRecord(entry, 'harness.tool.result')) {
+      const { toolCallId, name, result, error } = entry.record
+      const inputId = callTurn.get(toolCallId)
+      if (inputId === undefined) continue // a runTool call: no turn shows it
+      assistantOf(inputId).parts.push({
+        type: 'tool-result',
+        toolCallId,
+        name,
+        content: JSON.stringify(error ? { error: error.message } : (result ?? null)),
+        state: error ? 'error' : 'complete',
+        ...(error ? { error: error.message } : {}),
+      })
+    } else if (isRecord(entry, 'harness.input.settled')) {
+      const { inputId, outcome, text, error } = entry.record
+      const turn = turns.get(inputId)
+      if (turn) Object.assign(turn, { status: outcome, ...(text !== undefined ? { text } : {}), ...(error ? { error } : {}) })
+    }
+  }
+  return { messages, turns: [...turns.values()] }
+}
+
+/** `GET run?threadId=`: the shape `fetchServerSentEvents().hydrate` reads, plus the open questions. */
+export async function hydration(session: Session) {
+  const [{ messages, turns }, questions] = await Promise.all([fold(session), session.questions()])
+  const running = turns.filter((t) => t.status === 'running')
+  return {
+    messages,
+    activeRun: running.length > 0 ? { runId: running[running.length - 1]!.runId } : null,
+    interrupts: null,
+    questions,
+  }
+}
+
+/** `GET snapshot?threadId=`: the thread's turns, the running ones, and its open questions. */
+export async function snapshot(session: Session) {
+  const [{ turns }, questions] = await Promise.all([fold(session), session.questions()])
+  const running = turns.filter((t) => t.status === 'running').map((t) => t.runId)
+  return { threadId: session.sessionId, status: running.length > 0 ? 'running' : 'idle', running, turns, questions }
+}

@@ -1,0 +1,272 @@
+// createHarnessHandler (durable-harness/http) on a real node:http server, with real Redis, real BullMQ
+// workers, and the real @tanstack/ai-client ChatClient + fetchServerSentEvents.
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { ChatClient, fetchServerSentEvents } from '@tanstack/ai-client'
+import { Redis } from 'ioredis'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, type HarnessHost } from '../../src/index.js'
+import { createHarnessHandler, toNodeListener } from '../../src/http/index.js'
+import { spawnWorker } from '../../src/testing/index.js'
+import { authorize, canAccess, chat, TOKEN } from '../fixtures/chat.js'
+import { useInProcessHosts } from '../helpers/hosts.js'
+
+const hosts = useInProcessHosts()
+const auth = { authorization: TOKEN }
+
+interface Sse {
+  id?: string
+  data: any
+}
+
+/** A host with workers and the handler on a real HTTP server; `base` is where it is mounted. */
+async function serve(label: string) {
+  const { host, prefix, url } = hosts.start(chat, label)
+  const base = await listen(host)
+  return { host, prefix, url, base }
+}
+
+async function listen(host: HarnessHost): Promise<string> {
+  const server = createServer(toNodeListener(createHarnessHandler({ host, harness: chat, authorize, canAccess })))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  hosts.defer(() => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/chat`
+}
+
+/** Reads SSE events until the stream ends or `until` says stop (then disconnects). */
+async function readSse(response: Response, until: (e: Sse) => boolean = () => false): Promise<Sse[]> {
+  expect(response.headers.get('content-type')).toBe('text/event-stream')
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  const events: Sse[] = []
+  let buffer = ''
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return events
+    buffer += value
+    let end: number
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end)
+      buffer = buffer.slice(end + 2)
+      const lines = block.split('\n').filter((l) => !l.startsWith(':'))
+      if (lines.length === 0) continue
+      const id = lines.find((l) => l.startsWith('id: '))?.slice(4)
+      const data = JSON.parse(lines.find((l) => l.startsWith('data: '))!.slice(6))
+      events.push({ ...(id !== undefined ? { id } : {}), data })
+      if (until(events[events.length - 1]!)) {
+        await reader.cancel()
+        return events
+      }
+    }
+  }
+}
+
+const runBody = (threadId: string, runId: string, content: string) =>
+  JSON.stringify({
+    threadId,
+    runId,
+    state: {},
+    messages: [{ id: `m-${runId}`, role: 'user', content }],
+    tools: [],
+    context: [],
+    forwardedProps: {},
+  })
+
+const post = (url: string, body: string, headers: Record<string, string> = auth) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
+
+const textOf = (client: ChatClient) =>
+  client
+    .getMessages()
+    .filter((m) => m.role === 'assistant')
+    .flatMap((m) => m.parts.flatMap((p) => (p.type === 'text' ? [p.content] : [])))
+    .join('')
+
+const inputsOf = (host: HarnessHost, threadId: string) => host.open(chat, { sessionId: threadId }).log.read({ types: ['harness.input'] })
+
+describe('createHarnessHandler with the real ChatClient', () => {
+  it('a prompt sent through ChatClient + fetchServerSentEvents completes and the client holds the answer', async () => {
+    const { base } = await serve('http-client')
+    const client = new ChatClient({ threadId: 'u1-hello', connection: fetchServerSentEvents(`${base}/run`, { headers: auth }) })
+    await client.sendMessage('hello there')
+    expect(client.getError()).toBeUndefined()
+    expect(textOf(client)).toBe('You said: hello there')
+    // the next prompt of the same thread is another turn, answered from the log's history
+    await client.sendMessage('again')
+    expect(textOf(client)).toContain('You said: again')
+  })
+
+  it('a turn with a tool call shows the call and its result in the client messages', async () => {
+    const { base } = await serve('http-tool')
+    const client = new ChatClient({ threadId: 'u1-tool', connection: fetchServerSentEvents(`${base}/run`, { headers: auth }) })
+    await client.sendMessage('what is the stock?')
+    expect(client.getError()).toBeUndefined()
+    const parts = client.getMessages().flatMap((m) => (m.role === 'assistant' ? m.parts : []))
+    expect(parts.find((p) => p.type === 'tool-call')).toMatchObject({ name: 'lookup' })
+    expect(JSON.stringify(parts.filter((p) => p.type === 'tool-result' || p.type === 'tool-call'))).toContain('stock')
+    expect(textOf(client)).toContain('Done: ')
+  })
+
+  it('a reload hydrates the thread from GET run?threadId= and joinRun replays a turn from its first event', async () => {
+    const { base } = await serve('http-reload')
+    const connection = fetchServerSentEvents(`${base}/run?threadId=u1-reload`, { headers: auth })
+    const first = new ChatClient({ threadId: 'u1-reload', connection })
+    await first.sendMessage('hello reload')
+    const hydrated = await connection.hydrate!('u1-reload')
+    expect(hydrated.activeRun).toBeNull()
+    expect(hydrated.messages.map((m) => m.role)).toEqual(['user', 'assistant'])
+    expect(JSON.stringify(hydrated.messages[1])).toContain('You said: hello reload')
+    const runId = (await fetch(`${base}/snapshot?threadId=u1-reload`, { headers: auth }).then((r) => r.json())).turns[0].runId
+    const replay: any[] = []
+    for await (const chunk of connection.joinRun!(runId)) replay.push(chunk)
+    expect(replay[0]).toMatchObject({ type: 'RUN_STARTED', runId })
+    expect(replay[replay.length - 1]).toMatchObject({ type: 'RUN_FINISHED', runId })
+  })
+})
+
+describe('POST run retries and conflicts', () => {
+  it('the same runId posted again runs once (one harness.input) and streams the same run', async () => {
+    const { host, base } = await serve('http-retry')
+    const once = await readSse(await post(`${base}/run`, runBody('u1-retry', 'run-1', 'hi')))
+    const again = await readSse(await post(`${base}/run`, runBody('u1-retry', 'run-1', 'hi')))
+    expect(once[0]!.data).toMatchObject({ type: 'RUN_STARTED', runId: 'run-1', threadId: 'u1-retry' })
+    expect(once[once.length - 1]!.data).toMatchObject({ type: 'RUN_FINISHED', runId: 'run-1' })
+    expect(again.map((e) => e.id)).toEqual(once.map((e) => e.id))
+    expect(await inputsOf(host, 'u1-retry')).toHaveLength(1)
+  })
+
+  it('the same runId with another message gets 409 and writes nothing', async () => {
+    const { host, base } = await serve('http-conflict')
+    await readSse(await post(`${base}/run`, runBody('u1-conflict', 'run-1', 'hi')))
+    const before = await host.open(chat, { sessionId: 'u1-conflict' }).log.read()
+    const refused = await post(`${base}/run`, runBody('u1-conflict', 'run-1', 'something else'))
+    expect(refused.status).toBe(409)
+    expect((await refused.json()).code).toBe('input_conflict')
+    expect(await host.open(chat, { sessionId: 'u1-conflict' }).log.read()).toEqual(before)
+  })
+})
+
+describe('refused requests', () => {
+  it('createHarnessHandler without authorize is a ConfigError', async () => {
+    const { host } = hosts.start(chat, 'http-config')
+    expect(() => createHarnessHandler({ host, harness: chat } as never)).toThrow(ConfigError)
+  })
+
+  it('401, 403, 400 and 404 answers write nothing to Redis', async () => {
+    const { base, prefix, url } = await serve('http-refused')
+    const redis = new Redis(url)
+    hosts.defer(() => redis.disconnect())
+    const cases: Array<[Promise<Response>, number]> = [
+      [post(`${base}/run`, runBody('u1-a', 'run-1', 'hi'), {}), 401],
+      [post(`${base}/run`, runBody('u1-a', 'run-1', 'hi'), { authorization: 'Bearer wrong' }), 401],
+      [post(`${base}/run`, runBody('u2-a', 'run-1', 'hi')), 403],
+      [post(`${base}/run`, runBody('u1-bad id!', 'run-1', 'hi')), 400],
+      [post(`${base}/run`, runBody('u1-a', 'run:1', 'hi')), 400],
+      [post(`${base}/run`, '{not json'), 400],
+      [post(`${base}/run`, JSON.stringify({ threadId: 'u1-a', runId: 'run-1', messages: [{ role: 'assistant', content: 'x' }] })), 400],
+      [post(`${base}/control`, JSON.stringify({ op: 'nope', threadId: 'u1-a' })), 400],
+      [post(`${base}/control`, JSON.stringify({ op: 'prompt', threadId: 'u2-a', text: 'hi' })), 403],
+      [post(`${base}/control`, JSON.stringify({ op: 'abort', threadId: 'u1-a', inputId: 'run-1' })), 404],
+      [post(`${base}/control`, JSON.stringify({ op: 'answer', threadId: 'u1-a', questionId: 'q', value: true })), 404],
+      [fetch(`${base}/snapshot?threadId=u1-a`, { headers: auth }), 404],
+      [fetch(`${base}/events?threadId=u1-a`, { headers: auth }), 404],
+      [fetch(`${base}/run?threadId=u1-a`, { headers: auth }), 404],
+      [fetch(`${base}/run?threadId=u1-a&runId=run-1`, { headers: auth }), 404],
+      [fetch(`${base}/events`, { headers: auth }), 400],
+      [fetch(`${base}/nowhere`, { headers: auth }), 404],
+    ]
+    for (const [request, status] of cases) {
+      const response = await request
+      expect(response.status).toBe(status)
+      expect((await response.json()).error).toEqual(expect.any(String))
+    }
+    const sessionKeys = (await redis.keys(`${prefix}:*`)).filter((k) => !k.startsWith(`${prefix}:{jobs}`))
+    expect(sessionKeys).toEqual([])
+  })
+
+  it('a thread that exists: a bad Last-Event-ID is a 400, a question that is not open a 404, and nothing is written', async () => {
+    const { host, base } = await serve('http-refused-existing')
+    await readSse(await post(`${base}/run`, runBody('u1-b', 'run-1', 'hi')))
+    const before = await host.open(chat, { sessionId: 'u1-b' }).log.read()
+    const badCursor = await fetch(`${base}/events?threadId=u1-b`, { headers: { ...auth, 'Last-Event-ID': 'not-a-cursor' } })
+    expect(badCursor.status).toBe(400)
+    const badRetry = await post(`${base}/run`, runBody('u1-b', 'run-2', 'hi'), { ...auth, 'Last-Event-ID': 'garbage' })
+    expect(badRetry.status).toBe(400)
+    const noQuestion = await post(`${base}/control`, JSON.stringify({ op: 'answer', threadId: 'u1-b', questionId: 'q-1', value: {} }))
+    expect(noQuestion.status).toBe(404)
+    expect(await host.open(chat, { sessionId: 'u1-b' }).log.read()).toEqual(before)
+  })
+})
+
+describe('GET events', () => {
+  it('a reconnect with Last-Event-ID after any event repeats nothing and misses nothing', async () => {
+    const { base } = await serve('http-resume')
+    await readSse(await post(`${base}/run`, runBody('u1-resume', 'run-1', 'what is the stock?')))
+    const full = await readSse(await fetch(`${base}/events?threadId=u1-resume&follow=false`, { headers: auth }))
+    expect(full.length).toBeGreaterThan(5)
+    for (let k = 0; k < full.length; k++) {
+      const rest = await readSse(
+        await fetch(`${base}/events?threadId=u1-resume&follow=false`, { headers: { ...auth, 'Last-Event-ID': full[k]!.id! } }),
+      )
+      expect(rest).toEqual(full.slice(k + 1))
+    }
+  })
+
+  it('a follower cut off mid-turn reconnects with Last-Event-ID and gets the rest of the turn exactly once', async () => {
+    const { base } = await serve('http-resume-live')
+    const prompted = await post(
+      `${base}/control`,
+      JSON.stringify({ op: 'prompt', threadId: 'u1-live', text: 'please approve', inputId: 'run-1' }),
+    )
+    expect(await prompted.json()).toMatchObject({ status: 'accepted', inputId: 'run-1' })
+    // the turn waits for a person: read up to the question, then drop the connection
+    const head = await readSse(
+      await fetch(`${base}/events?threadId=u1-live`, { headers: auth }),
+      (e) => e.data.type === 'CUSTOM' && /ask/.test(e.data.name),
+    )
+    const snapshot = await (await fetch(`${base}/snapshot?threadId=u1-live`, { headers: auth })).json()
+    expect(snapshot).toMatchObject({ status: 'running', running: ['run-1'] })
+    const answered = await post(
+      `${base}/control`,
+      JSON.stringify({ op: 'answer', threadId: 'u1-live', questionId: snapshot.questions[0].questionId, value: { approved: true } }),
+    )
+    expect(await answered.json()).toMatchObject({ status: 'answered' })
+    const tail = await readSse(
+      await fetch(`${base}/events?threadId=u1-live`, { headers: { ...auth, 'Last-Event-ID': head[head.length - 1]!.id! } }),
+      (e) => e.data.type === 'RUN_FINISHED',
+    )
+    const full = await readSse(await fetch(`${base}/events?threadId=u1-live&follow=false`, { headers: auth }))
+    expect([...head, ...tail]).toEqual(full)
+    expect(JSON.stringify(tail)).toContain('approved')
+  })
+})
+
+describe('a second host process', () => {
+  it('serves the same session: its events, and a join of a turn that runs on the first host’s workers', async () => {
+    const { host, base, prefix, url } = await serve('http-second')
+    const other = await spawnWorker({ entry: 'test/fixtures/chatServer.ts', module: 'test/fixtures/chat.ts', redisUrl: url, prefix })
+    hosts.defer(() => other.kill('SIGKILL'))
+    const { port } = (await other.waitFor((l) => l.msg === 'http server started')) as { port: number }
+    const second = `http://127.0.0.1:${port}/api/chat`
+    // a turn that waits for a person, started on the first server; the second joins it
+    await post(`${base}/control`, JSON.stringify({ op: 'prompt', threadId: 'u1-shared', text: 'please approve', inputId: 'run-1' }))
+    const joined = fetch(`${second}/run?threadId=u1-shared&runId=run-1&offset=-1`, { headers: auth }).then((r) => readSse(r))
+    let questions: any[] = []
+    while (questions.length === 0) {
+      questions = await host.open(chat, { sessionId: 'u1-shared' }).questions()
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    await post(
+      `${second}/control`,
+      JSON.stringify({ op: 'answer', threadId: 'u1-shared', questionId: questions[0].questionId, value: { approved: true } }),
+    )
+    const run = await joined
+    expect(run[0]!.data).toMatchObject({ type: 'RUN_STARTED', runId: 'run-1' })
+    expect(run[run.length - 1]!.data).toMatchObject({ type: 'RUN_FINISHED', runId: 'run-1' })
+    const fromFirst = await readSse(await fetch(`${base}/events?threadId=u1-shared&follow=false`, { headers: auth }))
+    const fromSecond = await readSse(await fetch(`${second}/events?threadId=u1-shared&follow=false`, { headers: auth }))
+    expect(fromSecond).toEqual(fromFirst)
+    const start = fromFirst.findIndex((e) => e.data.type === 'RUN_STARTED')
+    const end = fromFirst.findIndex((e) => e.data.type === 'RUN_FINISHED')
+    expect(fromFirst.slice(start, end + 1)).toEqual(run)
+  })
+})
