@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash]`
+// `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash,events]`
 //
 // Measures the DESIGN.md §8 targets as ratios against baselines measured in the same run on the same
 // Redis (PING, raw BullMQ no-op jobs, plain XADD, the configured lock intervals), prints a table on
@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { startRedisServer } from '../../src/testing/index.js'
 import { measureAppendThroughput } from './appendThroughput.js'
 import { measureCrash } from './crash.js'
+import { measureEvents } from './events.js'
 import { redisVersion, stderrProgress } from './lib.js'
 import { measureParked } from './parked.js'
 import { measureReplay } from './replay.js'
@@ -21,7 +22,7 @@ import { measureToolCalls } from './toolCalls.js'
 import { measureTurn } from './turn.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const MEASUREMENTS = ['steps', 'calls', 'replay', 'turn', 'append', 'parked', 'crash'] as const
+const MEASUREMENTS = ['steps', 'calls', 'replay', 'turn', 'append', 'parked', 'crash', 'events'] as const
 type Name = (typeof MEASUREMENTS)[number]
 
 interface Row {
@@ -100,6 +101,7 @@ async function main(): Promise<void> {
       append: () => measureAppendThroughput(url, { quick, progress }),
       parked: () => measureParked(url, { parked: quick ? 1_000 : 10_000, sleeps: quick ? 200 : 1_000, progress }),
       crash: () => measureCrash(url, { quick, progress }),
+      events: () => measureEvents(url, { quick, progress }),
     }
     for (const name of MEASUREMENTS) {
       if (!only.includes(name)) continue
@@ -160,6 +162,7 @@ type Results = {
   append?: Awaited<ReturnType<typeof measureAppendThroughput>>
   parked?: Awaited<ReturnType<typeof measureParked>>
   crash?: Awaited<ReturnType<typeof measureCrash>>
+  events?: Awaited<ReturnType<typeof measureEvents>>
 }
 
 function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name[]): Row[] {
@@ -313,6 +316,25 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       info('7', figure, perSec(row.recordsPerSec), `plain XADD ${perSec(xadd.recordsPerSec)}`, row.vsXadd)
     }
   } else missing('7', 'fenced append records/s', '(info)', 'append')
+
+  // 8. live events: fan-out to followers, and what streaming the text costs a turn
+  if (r.events) {
+    const e = r.events
+    info(
+      '8a',
+      `events/s delivered to ${e.followers} followers (session.events)`,
+      perSec(e.oursPerSec),
+      `raw XREAD readers ${perSec(e.rawPerSec)}`,
+      e.oursPerSec / e.rawPerSec,
+    )
+    info(
+      '8b',
+      'turn (fig. 6) with its 2 KB text streamed in 64 pieces: p50',
+      ms(e.streamedTurn.p50),
+      `text in one piece ${ms(e.plainTurn.p50)}`,
+      e.streamedTurn.p50 / e.plainTurn.p50,
+    )
+  } else missing('8a', 'events/s delivered to followers', '(info)', 'events')
   return rows
 }
 

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { HttpError } from './responses.js'
-import type { EventSession, HarnessHandlerOptions, Principal } from './types.js'
+import type { Session } from '../harness/session.js'
+import type { HarnessHandlerOptions, Principal } from './types.js'
 
 /** What a route gets: the request, its URL, and the sessions the principal may use. */
 export interface RouteContext {
@@ -12,7 +13,7 @@ export interface RouteContext {
    * The thread's session, if the principal may use it (else 403). `existing`: a thread with nothing
    * in its log is a 404 (every route but the ones that prompt).
    */
-  open(threadId: string, options: { existing: boolean }): Promise<EventSession>
+  open(threadId: string, options: { existing: boolean }): Promise<Session>
   /** Aborts when the client goes away (request.signal) or the response body is cancelled. */
   reader: AbortController
 }
@@ -31,8 +32,7 @@ export function routeContext(options: HarnessHandlerOptions, request: Request, p
     async open(threadId, { existing }) {
       if (options.canAccess && !(await options.canAccess(principal, threadId)))
         throw new HttpError(403, `No access to thread ${threadId}.`, 'forbidden')
-      // the cast goes when session.events is on main (its contract: types.ts)
-      const session = host.open(harness, { sessionId: threadId }) as EventSession
+      const session = host.open(harness, { sessionId: threadId })
       if (existing && (await session.log.read({ limit: 1 })).length === 0)
         throw new HttpError(404, `Unknown thread ${threadId}.`, 'unknown_thread')
       return session

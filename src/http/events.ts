@@ -1,6 +1,7 @@
 // Reading a session's events for a response: the cursor is checked before the response starts, and a
 // run's events are cut out of the session's.
-import type { EventSession, SessionEvent } from './types.js'
+import type { Session } from '../harness/session.js'
+import type { SessionEvent } from '../events/index.js'
 
 /**
  * The session's events after `from` (from its start without one): what is there, then new ones as they
@@ -8,7 +9,7 @@ import type { EventSession, SessionEvent } from './types.js'
  * and not in the middle of a response that has started.
  */
 export async function openEvents(
-  session: EventSession,
+  session: Session,
   options: { from?: string | undefined; signal: AbortSignal; follow?: boolean },
 ): Promise<AsyncGenerator<SessionEvent>> {
   const { from, signal, follow = true } = options

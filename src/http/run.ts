@@ -7,7 +7,7 @@ import { openEvents, runEvents } from './events.js'
 import { HttpError, json } from './responses.js'
 import { sseResponse } from './sse.js'
 import { hydration } from './threadView.js'
-import type { EventSession } from './types.js'
+import type { Session } from '../harness/session.js'
 
 /**
  * The SSE response of one run's events, from its start or after `from`. The events are opened (and a
@@ -15,7 +15,7 @@ import type { EventSession } from './types.js'
  */
 async function streamRun(
   ctx: RouteContext,
-  session: EventSession,
+  session: Session,
   runId: string,
   from: string | undefined,
   start?: () => Promise<unknown>,

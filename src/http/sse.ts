@@ -1,10 +1,10 @@
 import type { Logger } from 'pino'
-import type { SessionEvent } from './types.js'
+import type { SessionEvent } from '../events/index.js'
 
 const encoder = new TextEncoder()
 
 /** One SSE event: the cursor as its `id:` (a reconnect sends it back as Last-Event-ID), the AG-UI chunk as data. */
-export function sseFrame({ cursor, event }: SessionEvent): string {
+function sseFrame({ cursor, event }: SessionEvent): string {
   return `id: ${cursor}\ndata: ${JSON.stringify(event)}\n\n`
 }
 

@@ -2,11 +2,11 @@
 // session log: the log is the source of truth, so any server answers the same.
 import type { UIMessage } from '@tanstack/ai'
 import { isRecord } from '../log/index.js'
-import type { EventSession } from './types.js'
+import type { Session } from '../harness/session.js'
 
 const TYPES = ['harness.input', 'harness.model.response', 'harness.tool.result', 'harness.input.settled'] as const
 
-export interface Turn {
+interface Turn {
   runId: string
   prompt: string
   at: number
@@ -21,7 +21,7 @@ interface Folded {
 }
 
 /** The thread's messages in the UIMessage form `useChat` shows, and its turns, from the log. */
-async function fold(session: EventSession): Promise<Folded> {
+async function fold(session: Session): Promise<Folded> {
   const entries = await session.log.read({ types: TYPES })
   const messages: UIMessage[] = []
   const turns = new Map<string, Turn>()
@@ -78,7 +78,7 @@ async function fold(session: EventSession): Promise<Folded> {
 }
 
 /** `GET run?threadId=`: the shape `fetchServerSentEvents().hydrate` reads, plus the open questions. */
-export async function hydration(session: EventSession) {
+export async function hydration(session: Session) {
   const [{ messages, turns }, questions] = await Promise.all([fold(session), session.questions()])
   const running = turns.filter((t) => t.status === 'running')
   return {
@@ -90,7 +90,7 @@ export async function hydration(session: EventSession) {
 }
 
 /** `GET snapshot?threadId=`: the thread's turns, the running ones, and its open questions. */
-export async function snapshot(session: EventSession) {
+export async function snapshot(session: Session) {
   const [{ turns }, questions] = await Promise.all([fold(session), session.questions()])
   const running = turns.filter((t) => t.status === 'running').map((t) => t.runId)
   return { threadId: session.sessionId, status: running.length > 0 ? 'running' : 'idle', running, turns, questions }

@@ -1,7 +1,5 @@
-import type { StreamChunk } from '@tanstack/ai'
 import type { Harness } from '../harness/defineHarness.js'
 import type { HarnessHost } from '../harness/host.js'
-import type { Session } from '../harness/session.js'
 
 /** Who sends a request, as `authorize` returns it: any value your `canAccess` understands. */
 export type Principal = NonNullable<unknown>
@@ -22,18 +20,3 @@ export interface HarnessHandlerOptions<P extends Principal = Principal> {
   /** A comment line on every open SSE stream this often, so proxies keep it open (default 15 000 ms). */
   heartbeatMs?: number
 }
-
-/** One event of a session with its cursor (`session.events`). */
-export interface SessionEvent {
-  cursor: string
-  event: StreamChunk
-}
-
-export interface EventsOptions {
-  from?: string
-  signal?: AbortSignal
-  follow?: boolean
-}
-
-/** A session with its live events: what the handler runs on. */
-export type EventSession = Session & { events(options?: EventsOptions): AsyncGenerator<SessionEvent> }

@@ -51,7 +51,7 @@ export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: Scrip
         yield { type: 'TEXT_MESSAGE_START', messageId, role: 'assistant', timestamp: ts }
         const size = options.stream?.chars ?? response.text.length
         for (let i = 0; i < response.text.length; i += size) {
-          if (i > 0 && options.stream) await new Promise((resolve) => setTimeout(resolve, options.stream!.delayMs))
+          if (i > 0 && options.stream?.delayMs) await new Promise((resolve) => setTimeout(resolve, options.stream!.delayMs))
           yield { type: 'TEXT_MESSAGE_CONTENT', messageId, delta: response.text.slice(i, i + size), timestamp: ts }
         }
         yield { type: 'TEXT_MESSAGE_END', messageId, timestamp: ts }

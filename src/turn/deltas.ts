@@ -4,14 +4,15 @@ const MAX_BATCH_MS = 100
 
 /**
  * Batches the model's text deltas for the live stream: followers see text while the model writes it,
- * at most every ~100 ms or 256 bytes, not one Redis write per token. Writes are in order and best
- * effort (a failed one is dropped: the logged response carries the whole text); `close` flushes.
+ * at most every ~100 ms or 256 bytes, not one Redis write per token. Writes go out at once, in order
+ * on the one connection (not waiting for each other), best effort (a failed one is dropped: the logged
+ * response carries the whole text); `close` flushes and waits for them all.
  */
 export function textDeltas(send: (at: number, text: string) => Promise<void>): { push(delta: string): void; close(): Promise<void> } {
   let pending = ''
   let sent = 0
   let timer: NodeJS.Timeout | undefined
-  let chain: Promise<void> = Promise.resolve()
+  const writes: Array<Promise<void>> = []
   const flush = () => {
     clearTimeout(timer)
     timer = undefined
@@ -19,7 +20,7 @@ export function textDeltas(send: (at: number, text: string) => Promise<void>): {
     const [at, text] = [sent, pending]
     sent += text.length
     pending = ''
-    chain = chain.then(() => send(at, text)).catch(() => {})
+    writes.push(send(at, text).catch(() => {}))
   }
   return {
     push(delta) {
@@ -29,7 +30,7 @@ export function textDeltas(send: (at: number, text: string) => Promise<void>): {
     },
     async close() {
       flush()
-      await chain
+      await Promise.all(writes)
     },
   }
 }

@@ -10,7 +10,6 @@ import { createHarnessHandler, toNodeListener } from '../../src/http/index.js'
 import { spawnWorker } from '../../src/testing/index.js'
 import { authorize, canAccess, chat, TOKEN } from '../fixtures/chat.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
-import '../helpers/eventsShim.js' // TEMPORARY until session.events is merged
 
 const hosts = useInProcessHosts()
 const auth = { authorization: TOKEN }
