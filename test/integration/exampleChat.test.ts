@@ -1,0 +1,78 @@
+// The chat example in a real browser: headless Chromium (Debian's `chromium` package; .ci/run installs
+// it where it is missing) driven by playwright-core opens the page that `npm run example:chat` serves,
+// sends a prompt through TanStack's ChatClient, and sees the answer grow while the model writes it.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium, type Browser } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { getRedisUrl } from '../rig.js'
+
+const CHROMIUM = '/usr/bin/chromium'
+
+describe('the chat example in headless Chromium', () => {
+  let server: ChildProcess
+  let url: string
+  let browser: Browser
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium); .ci/run does.`)
+    server = spawn(process.execPath, ['--import', 'tsx', 'examples/chat/server.ts'], {
+      env: { ...process.env, PORT: '0', REDIS_URL: await getRedisUrl() },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let output = ''
+    url = await new Promise<string>((resolve, reject) => {
+      server.stdout!.on('data', (chunk: Buffer) => {
+        output += chunk.toString()
+        const found = /Open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(output)
+        if (found) resolve(found[1]!)
+      })
+      server.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+      server.once('exit', (code) => reject(new Error(`example server exited ${code}: ${output}`)))
+    })
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
+  })
+  afterAll(async () => {
+    await browser?.close()
+    server?.kill('SIGTERM')
+  })
+
+  it('a prompt from the page streams its answer in, piece by piece, and a tool call shows with its result', async () => {
+    const page = await browser.newPage({ viewport: { width: 900, height: 700 } })
+    const errors: string[] = []
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.goto(url)
+    await page.fill('#prompt', 'hello there')
+    await page.click('#send')
+    // the answer's text as the page shows it, sampled until it is complete: it must have grown in steps
+    const seen = new Set<string>()
+    for (let i = 0; i < 400; i++) {
+      const text = await page.evaluate(() => [...document.querySelectorAll('.msg.assistant')].map((e) => e.textContent).join('|'))
+      if (text) seen.add(text)
+      if (text.endsWith('through Redis.')) break
+      await page.waitForTimeout(20)
+    }
+    const final = [...seen].at(-1) ?? ''
+    expect(final).toBe(
+      'You asked: "hello there". I am a scripted model, streaming this answer to you piece by piece, from a worker, through Redis.',
+    )
+    // more than two partial texts, each a beginning of the final one
+    const partial = [...seen].filter((t) => t !== final)
+    expect(partial.length).toBeGreaterThan(2)
+    for (const text of partial) expect(final.startsWith(text)).toBe(true)
+
+    await page.fill('#prompt', 'What is the stock of sku-42?')
+    await page.click('#send')
+    await page.waitForFunction(() => /Anything else\?$/.test(document.querySelector('#messages')?.textContent ?? ''), null, {
+      timeout: 30_000,
+    })
+    const tools = await page.locator('.msg.tool').allTextContents()
+    expect(tools.some((t) => t.includes('"stock":3'))).toBe(true)
+    await page.screenshot({ path: join(mkdtempSync(join(tmpdir(), 'chat-')), 'chat.png') })
+    expect(errors).toEqual([])
+    await page.close()
+  })
+})
