@@ -32,4 +32,3 @@ export const chatExample = defineHarness({
   ),
   tools: [lookup],
 })
-
