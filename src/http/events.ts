@@ -1,5 +1,6 @@
 // Reading a session's events for a response: the cursor is checked before the response starts, and a
 // run's events are cut out of the session's.
+import { EventType } from '@tanstack/ai'
 import type { Session } from '../harness/session.js'
 import type { SessionEvent } from '../events/index.js'
 
@@ -32,6 +33,33 @@ export async function openEvents(
 
 const isRunEvent = (event: SessionEvent['event']): event is Extract<SessionEvent['event'], { runId: string }> =>
   event.type === 'RUN_STARTED' || event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR'
+
+/**
+ * For a chat client: a model call cut mid-stream (its worker died) left a partial message in the
+ * client. Its `harness.model.retry` marker and the cut message's end become one MESSAGES_SNAPSHOT of
+ * the thread as the log has it, which drops the partial text; the retried call then streams anew, so
+ * the client ends with one answer. (`GET events` keeps the marker: a follower there sees both.)
+ */
+export async function* snapshotOnRetry(
+  events: AsyncIterable<SessionEvent>,
+  messages: () => Promise<unknown[]>,
+): AsyncGenerator<SessionEvent> {
+  let retried = false
+  for await (const entry of events) {
+    const { event } = entry
+    if (event.type === 'CUSTOM' && event.name === 'harness.model.retry') {
+      retried = true
+      continue
+    }
+    if (retried && event.type === 'TEXT_MESSAGE_END') {
+      // the cut message's end: its cursor resumes after both, so a reconnect does not see them again
+      retried = false
+      yield { cursor: entry.cursor, event: { type: EventType.MESSAGES_SNAPSHOT, messages: (await messages()) as never } }
+      continue
+    }
+    yield entry
+  }
+}
 
 /**
  * The events of one run (turn): from its RUN_STARTED to its RUN_FINISHED or RUN_ERROR, which ends it.

@@ -3,7 +3,7 @@
 import { isRecord } from '../log/index.js'
 import { parse, promptText, queryId, readJson, runInputSchema } from './bodies.js'
 import { resumeCursor, type RouteContext } from './context.js'
-import { openEvents, runEvents } from './events.js'
+import { openEvents, runEvents, snapshotOnRetry } from './events.js'
 import { HttpError, json } from './responses.js'
 import { sseResponse } from './sse.js'
 import { hydration } from './threadView.js'
@@ -27,7 +27,8 @@ async function streamRun(
     await events.return(undefined)
     throw error
   }
-  return sseResponse(runEvents(events, runId, from !== undefined), ctx.reader, { heartbeatMs: ctx.heartbeatMs, logger: ctx.logger })
+  const run = snapshotOnRetry(runEvents(events, runId, from !== undefined), async () => (await hydration(session)).messages)
+  return sseResponse(run, ctx.reader, { heartbeatMs: ctx.heartbeatMs, logger: ctx.logger })
 }
 
 /**

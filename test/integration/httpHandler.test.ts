@@ -9,7 +9,8 @@ import { ConfigError, type HarnessHost } from '../../src/index.js'
 import { createHarnessHandler, toNodeListener } from '../../src/http/index.js'
 import { spawnWorker } from '../../src/testing/index.js'
 import { authorize, canAccess, chat, TOKEN } from '../fixtures/chat.js'
-import { useInProcessHosts } from '../helpers/hosts.js'
+import { LONG_TEXT, streaming } from '../fixtures/streaming.js'
+import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 
 const hosts = useInProcessHosts()
 const auth = { authorization: TOKEN }
@@ -268,5 +269,57 @@ describe('a second host process', () => {
     const start = fromFirst.findIndex((e) => e.data.type === 'RUN_STARTED')
     const end = fromFirst.findIndex((e) => e.data.type === 'RUN_FINISHED')
     expect(fromFirst.slice(start, end + 1)).toEqual(run)
+  })
+})
+
+describe('streaming to the ChatClient', () => {
+  const ctx = useWorkerProcesses({ label: 'http-stream', harnesses: [streaming], module: 'test/fixtures/streaming.ts', workers: 1 })
+
+  /** The handler of the streaming harness on a real server, over the block's host (its workers are processes). */
+  async function streamingBase(): Promise<string> {
+    const server = createServer(toNodeListener(createHarnessHandler({ host: ctx.host, harness: streaming, authorize, canAccess })))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    hosts.defer(() => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))))
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/chat`
+  }
+
+  it('a turn streams its text to the client in more than one delta, and the client ends with the whole text once', async () => {
+    const base = await streamingBase()
+    const seen = new Set<number>()
+    const client = new ChatClient({
+      threadId: 'u1-stream',
+      connection: fetchServerSentEvents(`${base}/run`, { headers: auth }),
+      onMessagesChange: () => seen.add(textOf(client).length),
+    })
+    await client.sendMessage('go')
+    expect(client.getError()).toBeUndefined()
+    expect(textOf(client)).toBe(LONG_TEXT)
+    // the text grew in steps before it was whole
+    expect([...seen].filter((n) => n > 0 && n < LONG_TEXT.length).length).toBeGreaterThan(1)
+  })
+
+  it('a worker SIGKILLed mid-turn: the client still gets one completed answer', async () => {
+    const base = await streamingBase()
+    let killed: Promise<void> | undefined
+    const client = new ChatClient({
+      threadId: 'u1-crash',
+      connection: fetchServerSentEvents(`${base}/run`, { headers: auth }),
+      onMessagesChange: () => {
+        // once the answer has begun to stream, kill the worker writing it and start another
+        if (!killed && textOf(client).length > 0)
+          killed = (async () => {
+            await ctx.workers.splice(0)[0]!.kill('SIGKILL')
+            ctx.workers.push(await ctx.spawn())
+          })()
+      },
+    })
+    await client.sendMessage('go')
+    await killed
+    expect(killed).toBeDefined()
+    expect(client.getError()).toBeUndefined()
+    const answers = client.getMessages().filter((m) => m.role === 'assistant')
+    const texts = answers.flatMap((m) => m.parts.flatMap((p) => (p.type === 'text' ? [p.content] : [])))
+    // the partial text of the cut model call was replaced (MESSAGES_SNAPSHOT): one answer, whole, once
+    expect(texts).toEqual([LONG_TEXT])
   })
 })
