@@ -31,9 +31,15 @@ export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   return parsed.data
 }
 
-/** The request body as JSON; 400 when it is not. */
+/** A request body over this is refused (413) before it is parsed: prompts and answers are far smaller. */
+const MAX_BODY_BYTES = 4 * 1024 * 1024
+
+/** The request body as JSON; 400 when it is not, 413 when it is too large. */
 export async function readJson(request: Request): Promise<unknown> {
+  const tooLarge = () => new HttpError(413, `The request body is over ${MAX_BODY_BYTES} bytes.`, 'body_too_large')
+  if (Number(request.headers.get('content-length') ?? 0) > MAX_BODY_BYTES) throw tooLarge()
   const text = await request.text()
+  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw tooLarge()
   try {
     return JSON.parse(text) as unknown
   } catch {

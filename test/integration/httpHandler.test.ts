@@ -152,7 +152,7 @@ describe('refused requests', () => {
     expect(() => createHarnessHandler({ host, harness: chat } as never)).toThrow(ConfigError)
   })
 
-  it('401, 403, 400 and 404 answers write nothing to Redis', async () => {
+  it('401, 403, 400, 404 and 413 answers write nothing to Redis', async () => {
     const { base, prefix, url } = await serve('http-refused')
     const redis = new Redis(url)
     hosts.defer(() => redis.disconnect())
@@ -174,6 +174,8 @@ describe('refused requests', () => {
       [fetch(`${base}/run?threadId=u1-a&runId=run-1`, { headers: auth }), 404],
       [fetch(`${base}/events`, { headers: auth }), 400],
       [fetch(`${base}/nowhere`, { headers: auth }), 404],
+      // a body over 4 MiB is refused before it is parsed
+      [post(`${base}/run`, runBody('u1-a', 'run-1', 'x'.repeat(5 * 1024 * 1024))), 413],
     ]
     for (const [request, status] of cases) {
       const response = await request
