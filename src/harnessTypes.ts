@@ -1,5 +1,6 @@
 import type { AnyServerTool, AnyTextAdapter, SystemPrompt } from '@tanstack/ai'
 import type { ToolErrorPayload } from './log/index.js'
+import type { BusyMode } from './log/commands/index.js'
 
 /** What a hook sees after a tool call; its `replaceResult` wins, also on an error (R12). */
 export interface AfterToolCallInfo {
@@ -52,6 +53,13 @@ export interface Harness {
     onAfterToolCall: ReadonlyArray<AfterToolCallHook>
   }
   readonly durability: DurabilityOptions
+  /**
+   * One turn of a session runs at a time. A prompt to a busy session (a turn running or waiting on
+   * a parked call): 'queue' waits in line and runs after the turns before it, in log order; 'steer'
+   * joins the running turn (its next model call sees it, and it settles with that turn); 'reject'
+   * throws SessionBusyError and writes nothing.
+   */
+  readonly busy: BusyMode
   readonly [TOOLS_BY_NAME]: ReadonlyMap<string, AnyServerTool>
 }
 

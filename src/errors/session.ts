@@ -114,3 +114,17 @@ export class UnknownHarnessError extends DurableHarnessError {
     super('unknown_harness', `Harness "${name}" is not registered with this host: pass it in createHarnessHost({ harnesses }).`)
   }
 }
+
+/** A prompt to a session whose turn is running, with the harness's `busy: 'reject'`; nothing was written. */
+export class SessionBusyError extends DurableHarnessError {
+  constructor(
+    readonly sessionId: string,
+    readonly runningInputId: string,
+  ) {
+    super(
+      'session_busy',
+      `Session ${sessionId} is busy with input ${runningInputId}; this harness rejects prompts to a busy session (busy: 'reject'). ` +
+        `Wait for that turn to settle (session.settled), or use busy: 'queue' or 'steer'.`,
+    )
+  }
+}

@@ -24,6 +24,8 @@ export interface HarnessOptions {
   secrets?: Harness['secrets']
   hooks?: { onAfterToolCall?: AfterToolCallHook | ReadonlyArray<AfterToolCallHook> }
   durability?: Partial<DurabilityOptions>
+  /** What a prompt to a busy session does: 'queue' (default), 'steer' or 'reject' (docs/harness.md). */
+  busy?: Harness['busy']
 }
 
 export type { Harness }
@@ -54,6 +56,9 @@ export function defineHarness(options: HarnessOptions): Harness {
     throw new ConfigError(`defineHarness "${options.name}": durability.toolTimeoutMs must be at most ${MAX_TIMER_MS} ms (about 24 days).`)
   if (durability.timeoutMs !== undefined && !(durability.timeoutMs > 0))
     throw new ConfigError(`defineHarness "${options.name}": durability.timeoutMs must be positive.`)
+  const busy = options.busy ?? 'queue'
+  if (!['queue', 'steer', 'reject'].includes(busy))
+    throw new ConfigError(`defineHarness "${options.name}": busy must be 'queue', 'steer' or 'reject', got ${JSON.stringify(busy)}.`)
   const hook = options.hooks?.onAfterToolCall
   return {
     name: options.name,
@@ -64,5 +69,6 @@ export function defineHarness(options: HarnessOptions): Harness {
     ...(options.secrets ? { secrets: options.secrets } : {}),
     hooks: { onAfterToolCall: hook === undefined ? [] : typeof hook === 'function' ? [hook] : [...hook] },
     durability,
+    busy,
   }
 }

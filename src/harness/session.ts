@@ -6,6 +6,7 @@ import {
   QuestionClosedError,
   ToolCallConflictError,
   ToolCallError,
+  SessionBusyError,
   UnknownInputError,
   UnknownToolCallError,
   UnknownToolError,
@@ -25,6 +26,7 @@ import { resolveSecrets } from '../call/index.js'
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { enqueueCall, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
+import { settleTurn } from '../turn/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import type { Notifier } from './notifier.js'
 
@@ -63,11 +65,15 @@ export class Session {
     const inputId = options.inputId ?? randomUUID()
     assertInputId(inputId)
     encodeChecked(text, `Prompt ${inputId}`, this.deps.harness.durability.maxValueBytes)
-    const added = await this.deps.log.addInput(inputId, text, this.deps.harness.name)
+    const { harness } = this.deps
+    const added = await this.deps.log.addInput(inputId, text, harness.name, undefined, harness.busy)
     if (added.status === 'conflict') throw new InputConflictError(inputId)
-    // enqueued again after 'exists' too: a crash between the log write and the enqueue loses no turn,
+    if (added.status === 'busy') throw new SessionBusyError(this.sessionId, added.running)
+    // a turn waiting in line is enqueued when the turns before it settle; a steered input has none.
+    // Enqueued again after 'exists' too: a crash between the log write and the enqueue loses no turn,
     // and BullMQ ignores a job id that exists
-    await enqueueTurn(this.deps.queues, this.deps.harness, this.sessionId, inputId)
+    const runsNow = added.status === 'added' ? added.disposition === 'run' : !added.settled && added.first
+    if (runsNow) await enqueueTurn(this.deps.queues, harness, this.sessionId, inputId)
     return { inputId }
   }
 
@@ -98,7 +104,7 @@ export class Session {
    */
   async abort(inputId: string, reason = 'Aborted by the caller.'): Promise<boolean> {
     assertInputId(inputId)
-    const status = await this.deps.log.settleInput({
+    const status = await settleTurn(this.deps.log, this.deps.queues, this.deps.harness, {
       type: 'harness.input.settled',
       inputId,
       outcome: 'aborted',

@@ -2,6 +2,7 @@ import { StorageError } from '../errors.js'
 import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, indexKeys, requestField } from './keys.js'
+import type { BusyMode } from './commands/index.js'
 import type { RecordOf, ToolCallRecord } from './records.js'
 import { encodeRecord, LogStream } from './stream.js'
 
@@ -24,7 +25,18 @@ export interface InputState {
   settledId?: string
   responses?: number
   parent?: ParentCall
+  /** Inputs that joined this running turn (busy 'steer'), in arrival order. */
+  steered?: string[]
+  /** The running turn this input joined (busy 'steer'). */
+  steerInto?: string
 }
+
+/** What became of a prompt: its turn runs now, waits in line, joined the running turn, or was refused. */
+export type AddedInput =
+  | { status: 'added'; entryId: string; disposition: 'run' | 'queued' | 'steered'; running?: string }
+  | { status: 'exists'; entryId: string; settled: boolean; first: boolean }
+  | { status: 'busy'; running: string }
+  | { status: 'conflict' }
 
 export type StoredValue = { found: true; value: unknown }
 export type StepLookup = { found: false } | StoredValue
@@ -37,18 +49,13 @@ export type ModelToolCall = Omit<ToolCallRecord, 'modelToolCallId'>
  * responses, its settle; questions of step.ask and their first valid answer.
  */
 export class SessionInputs extends LogStream {
-  async addInput(
-    inputId: string,
-    text: string,
-    harness = '',
-    parent?: ParentCall,
-  ): Promise<{ status: 'added' | 'exists' | 'conflict'; entryId?: string }> {
+  async addInput(inputId: string, text: string, harness = '', parent?: ParentCall, busy: BusyMode = 'queue'): Promise<AddedInput> {
     assertInputId(inputId)
     const idx = indexKeys(this.prefix)
     const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now() })
     const reply = await this.script(
       'addInput',
-      [this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns],
+      [this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns, this.keys.line],
       [
         inputId,
         text,
@@ -58,9 +65,14 @@ export class SessionInputs extends LogStream {
         openMember(this.sessionId, inputId),
         harness,
         parent ? JSON.stringify(parent) : '',
+        busy,
       ],
     )
-    return reply[0] === 'conflict' ? { status: 'conflict' } : { status: reply[0], entryId: reply[1] }
+    if (reply[0] === 'added')
+      return { status: 'added', entryId: reply[1], disposition: reply[2], ...(reply[3] ? { running: reply[3] } : {}) }
+    if (reply[0] === 'exists') return { status: 'exists', entryId: reply[1], settled: reply[2] === 'settled', first: reply[3] === 'first' }
+    if (reply[0] === 'busy') return { status: 'busy', running: reply[1] }
+    return { status: 'conflict' }
   }
 
   async getInput(inputId: string): Promise<InputState | null> {
@@ -76,12 +88,19 @@ export class SessionInputs extends LogStream {
     return entry?.record.type === 'harness.input.settled' ? (entry.record as RecordOf<'harness.input.settled'>) : null
   }
 
-  /** Settles the input once: 'settled' the first time, 'already' after, 'unknown' for no such input. */
+  /**
+   * Settles the input once: 'settled' the first time, 'already' after, 'unknown' for no such input.
+   * `next`: the input now first in the session's line, whose turn should run (its job is enqueued by the caller).
+   */
   async settleInput(record: RecordOf<'harness.input.settled'>): Promise<'settled' | 'already' | 'unknown'> {
+    return (await this.settle(record)).status
+  }
+
+  async settle(record: RecordOf<'harness.input.settled'>): Promise<{ status: 'settled' | 'already' | 'unknown'; next?: string }> {
     const idx = indexKeys(this.prefix)
-    const [status] = await this.script(
+    const reply = await this.script(
       'settleInput',
-      [this.keys.log, this.keys.inputs, idx.openTurns],
+      [this.keys.log, this.keys.inputs, idx.openTurns, this.keys.line],
       [
         record.inputId,
         encodeRecord(record),
@@ -90,7 +109,12 @@ export class SessionInputs extends LogStream {
         messageKey('input', this.sessionId, record.inputId),
       ],
     )
-    return status
+    return reply[0] === 'unknown' ? { status: 'unknown' } : { status: reply[0], ...(reply[2] ? { next: reply[2] } : {}) }
+  }
+
+  /** The input first in the session's line (its turn is the one that runs), if any. */
+  async firstInLine(): Promise<string | undefined> {
+    return (await this.command('firstInLine', () => this.redis.zrange(this.keys.line, '0', '0')))[0]
   }
 
   /**

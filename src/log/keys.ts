@@ -36,6 +36,8 @@ export interface SessionKeys {
   staged: string
   questions: string
   inputs: string
+  /** The session's open inputs in line (one turn at a time), by arrival. */
+  line: string
   /** Live events (model text deltas, tools' custom events): capped and expiring, never the source of truth. */
   live: string
 }
@@ -50,6 +52,7 @@ export function sessionKeys(prefix: string, sessionId: string): SessionKeys {
     staged: `${base}:staged`,
     questions: `${base}:q`,
     inputs: `${base}:inputs`,
+    line: `${base}:line`,
     live: `${base}:live`,
   }
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import type { Harness } from '../harnessTypes.js'
 import type { OpenItem, OpenWork, SessionLog } from '../log/index.js'
 import { enqueueCall, enqueueTurn, inspectCallJob, inspectTurnJob, type HarnessQueues } from '../queue/index.js'
+import { settleTurn } from '../turn/index.js'
 
 export interface SweepDeps {
   openWork: OpenWork
@@ -73,9 +74,10 @@ async function repairTurn(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
   }
   if (!harness) return null // another host's harness: its own sweepers repair it
   const repair = (reason: string): Repair => ({ kind: 'turn', sessionId, id: inputId, reason })
+  const queues = deps.queuesOf(harness)
   const { timeoutMs } = harness.durability
   if (timeoutMs !== undefined && input.at + timeoutMs < Date.now()) {
-    await log.settleInput({
+    await settleTurn(log, queues, harness, {
       type: 'harness.input.settled',
       inputId,
       outcome: 'failed',
@@ -83,7 +85,15 @@ async function repairTurn(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
     })
     return repair('turn past timeoutMs: settled as failed')
   }
-  const queues = deps.queuesOf(harness)
+  if (input.steerInto) {
+    // it joined a running turn (busy 'steer'): it settles with that turn; a crash may have left it open
+    const joined = await log.getSettled(input.steerInto)
+    if (!joined) return null
+    await settleTurn(log, queues, harness, { ...joined, inputId })
+    return repair('input that joined a settled turn: settled with it')
+  }
+  const first = await log.firstInLine()
+  if (first !== undefined && first !== inputId) return null // waits in line: enqueued when the turn before it settles
   const job = await inspectTurnJob(queues, sessionId, inputId)
   if (job.state === 'failed') {
     await job.retryFailed()

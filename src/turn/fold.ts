@@ -8,16 +8,18 @@ export interface TurnFold {
   /** Calls of the last response that have no result yet. */
   pending: ToolCallRecord[]
   settled?: RecordOf<'harness.input.settled'>
-  /** This turn's entries the model sees: the input and its own responses and results. */
+  /** This turn's entries the model sees: the input (and inputs that joined it), its own responses and results. */
   conversation: LogEntry[]
+  /** An input joined the turn (busy 'steer') after its last response: the model has not seen it yet. */
+  steeredSinceAnswer: boolean
 }
 
 /**
  * Folds the session log (from the turn's input on) into the state of one turn. The log is the only
  * source of truth: any worker can continue any turn from this fold after a crash.
  */
-export function foldTurn(entries: LogEntry[], inputId: string): TurnFold {
-  const fold: TurnFold = { responses: [], results: new Map(), pending: [], conversation: [] }
+export function foldTurn(entries: LogEntry[], inputId: string, steered: ReadonlySet<string> = new Set()): TurnFold {
+  const fold: TurnFold = { responses: [], results: new Map(), pending: [], conversation: [], steeredSinceAnswer: false }
   const ownCalls = new Set<string>()
   for (const entry of entries) {
     if (!fold.input) {
@@ -27,7 +29,11 @@ export function foldTurn(entries: LogEntry[], inputId: string): TurnFold {
       }
       continue
     }
-    if (isRecord(entry, 'harness.model.response') && entry.record.inputId === inputId) {
+    if (isRecord(entry, 'harness.input') && steered.has(entry.record.inputId)) {
+      fold.conversation.push(entry)
+      fold.steeredSinceAnswer = true
+    } else if (isRecord(entry, 'harness.model.response') && entry.record.inputId === inputId) {
+      fold.steeredSinceAnswer = false
       fold.responses.push(entry.record)
       for (const c of entry.record.toolCalls) ownCalls.add(c.toolCallId)
       fold.conversation.push(entry)

@@ -1,1 +1,2 @@
 export { processTurnJob } from './turnJob.js'
+export { settleTurn } from './settle.js'

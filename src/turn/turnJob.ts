@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { WaitingChildrenError, type Job } from 'bullmq'
+import { DelayedError, WaitingChildrenError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import type { Harness } from '../harnessTypes.js'
 import type { InputState, RecordOf, SessionLog } from '../log/index.js'
@@ -8,9 +8,13 @@ import { toToolError } from '../tool/index.js'
 import { foldTurn } from './fold.js'
 import { textDeltas } from './deltas.js'
 import { buildMessages, callModel } from './model.js'
+import { historyOf } from './history.js'
+import { settleTurn } from './settle.js'
 
 /** Passes in a row that change nothing before a turn attempt gives up (see the loop). */
 const MAX_IDLE_PASSES = 5
+/** A turn waiting in line (it should not have a job yet) checks again this often. */
+const LINE_RECHECK_MS = 30_000
 
 export interface TurnJobDeps {
   harness: Harness
@@ -33,7 +37,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   const logger = deps.logger.child({ sessionId, inputId, attempt: job.attemptsMade + 1 })
   let input: InputState | null = null
   const settle = async (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>) => {
-    if ((await log.settleInput({ type: 'harness.input.settled', inputId, ...record })) !== 'settled') return // settled by abort or the sweeper
+    if ((await settleTurn(log, deps.queues, harness, { type: 'harness.input.settled', inputId, ...record })) !== 'settled') return // settled by abort or the sweeper
     logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled')
     // the turn of a child session answers an agent tool call: wake that call (it re-checks on its own too)
     const parent = (input ?? (await log.getInput(inputId)))?.parent
@@ -43,6 +47,16 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   try {
     input = await log.getInput(inputId)
     if (!input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
+    // one turn of a session at a time: a turn that is not first in line (a stray job: turns waiting in
+    // line are enqueued when the one before settles) waits and checks again; a steered input's turn
+    // is the one it joined
+    if (input.steerInto || input.status === 'settled') return
+    const first = await log.firstInLine()
+    if (first !== undefined && first !== inputId) {
+      logger.debug({ first }, 'another turn of the session runs first; waiting in line')
+      await job.moveToDelayed(Date.now() + LINE_RECHECK_MS, token)
+      throw new DelayedError()
+    }
     // Every pass must move the turn on (a response or a result more); a pass that does not is retried
     // a few times (a child's landing may still be on its way), then the attempt fails: no loop spins.
     let lastProgress = -1
@@ -50,7 +64,9 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     for (;;) {
       // the fold needs only this turn's own entries; the history before it is read for model calls
       const { entryId } = input
-      const fold = foldTurn(await log.read({ from: entryId }), inputId)
+      // inputs that joined the turn (busy 'steer') are part of its conversation
+      const steered = harness.busy === 'steer' ? new Set((await log.getInput(inputId))?.steered) : new Set<string>()
+      const fold = foldTurn(await log.read({ from: entryId }), inputId, steered)
       if (!fold.input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
       if (fold.settled) return
       const progress = fold.responses.length + fold.results.size
@@ -66,6 +82,11 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const remaining = timeoutMs === undefined ? Infinity : fold.input.record.at + timeoutMs - Date.now()
       if (remaining <= 0)
         return await settle({ outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
+      // the last response was the answer: settle, unless an input joined after it (busy 'steer')
+      const last = fold.responses.at(-1)
+      if (last && last.toolCalls.length === 0 && !fold.steeredSinceAnswer) {
+        return await settle({ outcome: 'completed', ...(last.text ? { text: last.text } : {}) })
+      }
       if (fold.pending.length > 0) {
         await enqueueCalls(deps.queues, harness, sessionId, fold.pending, {
           inputId,
@@ -85,7 +106,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         })
       }
       const signal = Number.isFinite(remaining) ? AbortSignal.timeout(remaining) : undefined
-      const history = await log.read({ before: entryId })
+      const history = await historyOf(log, entryId, fold.conversation[1]?.id)
       // the text streams to followers under a message id of this model call (a retry streams anew)
       const messageId = `${inputId}.${fold.responses.length}.${randomBytes(4).toString('hex')}`
       const deltas = textDeltas((at, text) => log.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
@@ -95,7 +116,10 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const logged = await log.logModelResponse(inputId, { ...response, ...(response.text ? { messageId } : {}) }, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again
       logger.info({ toolCalls: response.toolCalls.length }, 'model responded')
-      if (response.toolCalls.length === 0) return await settle({ outcome: 'completed', ...(response.text ? { text: response.text } : {}) })
+      // (with 'steer', fold again first: an input that joined meanwhile gets another model call)
+      if (response.toolCalls.length === 0 && harness.busy !== 'steer') {
+        return await settle({ outcome: 'completed', ...(response.text ? { text: response.text } : {}) })
+      }
     }
   } catch (error) {
     if (error instanceof WaitingChildrenError) throw error

@@ -10,11 +10,13 @@ import type { Redis } from 'ioredis'
  * TypeScript side runs one (EVALSHA with EVAL fallback, through ioredis defineCommand).
  */
 type Arg = string | number
+/** What a prompt to a busy session does (defineHarness `busy`). */
+export type BusyMode = 'queue' | 'steer' | 'reject'
 type Fenced = ['fenced', number]
 
 export interface ScriptContract {
   addInput: {
-    keys: [log: string, inputs: string, sessions: string, openTurns: string]
+    keys: [log: string, inputs: string, sessions: string, openTurns: string, line: string]
     args: [
       inputId: string,
       text: string,
@@ -24,8 +26,13 @@ export interface ScriptContract {
       openMember: string,
       harness: string,
       parent: string,
+      busy: BusyMode,
     ]
-    reply: ['added', string] | ['exists', string, string] | ['conflict']
+    reply:
+      | ['added', string, 'run' | 'queued' | 'steered', string]
+      | ['busy', string]
+      | ['exists', string, 'open' | 'settled', 'first' | '']
+      | ['conflict']
   }
   answerQuestion: {
     keys: [questions: string, log: string, openQuestions: string]
@@ -84,9 +91,9 @@ export interface ScriptContract {
     reply: ['ok'] | ['exists', string] | Fenced
   }
   settleInput: {
-    keys: [log: string, inputs: string, openTurns: string]
+    keys: [log: string, inputs: string, openTurns: string, line: string]
     args: [inputId: string, record: string, openMember: string, channel: string, messageKey: string]
-    reply: ['settled', string] | ['already', string] | ['unknown']
+    reply: ['settled', string, string] | ['already', string, string] | ['unknown']
   }
   stageRecords: {
     keys: [calls: string, staged: string]

@@ -1,10 +1,12 @@
 --[[
-  Settles an input once: logs harness.input.settled and closes the turn.
+  Settles an input once: logs harness.input.settled, closes the turn, and takes it out of the
+  session's line; the reply names the input now first in line, whose turn the caller enqueues.
 
   Input:
     KEYS[1] session log stream
     KEYS[2] inputs hash
     KEYS[3] open turns index
+    KEYS[4] the session's open inputs in line
     ARGV[1] inputId
     ARGV[2] harness.input.settled record JSON
     ARGV[3] open turns member
@@ -13,19 +15,22 @@
             tells workers to end the turn's running calls (the record's outcome is a field of it)
 
   Output:
-    {'settled', entryId} | {'already', settledEntryId} | {'unknown'}
+    {'settled', entryId, nextInputId or ''} | {'already', settledEntryId, nextInputId or ''} | {'unknown'}
 ]]
-local logKey, inputsKey, openTurnsKey = KEYS[1], KEYS[2], KEYS[3]
+local logKey, inputsKey, openTurnsKey, lineKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local inputId, record, openMember, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
 local existing = redis.call('HGET', inputsKey, inputId)
 if not existing then return {'unknown'} end
 local input = cjson.decode(existing)
-if input.status == 'settled' then return {'already', input.settledId} end
+if input.status == 'settled' then
+  return {'already', input.settledId, redis.call('ZRANGE', lineKey, 0, 0)[1] or ''}
+end
 local id = redis.call('XADD', logKey, '*', 'r', record)
 input.status = 'settled'
 input.settledId = id
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))
 redis.call('ZREM', openTurnsKey, openMember)
+redis.call('ZREM', lineKey, inputId)
 redis.call('PUBLISH', channel, messageKey .. '\n' .. record)
-return {'settled', id}
+return {'settled', id, redis.call('ZRANGE', lineKey, 0, 0)[1] or ''}

@@ -1,0 +1,61 @@
+--[[
+  Logs a user input once per inputId (the same inputId twice runs once), and decides when its turn
+  runs, by the harness's busy mode, against the session's open turns (one turn at a time):
+    'queue'  the session is busy: the input waits in line (its turn is enqueued when the turns before it settle)
+    'steer'  the session is busy: the input joins the running turn (its next model call sees it)
+    'reject' the session is busy: refused, nothing written
+
+  Input:
+    KEYS[1] session log stream
+    KEYS[2] inputs hash (inputId -> {text, entryId, status, harness, at, responses, steered, steerInto}; "\0seq" -> counter)
+    KEYS[3] sessions index (sorted set, score = last activity ms)
+    KEYS[4] open turns index (sorted set, member = the open turn member, score = start ms)
+    KEYS[5] the session's open inputs in line (sorted set, score = arrival order)
+    ARGV[1] inputId
+    ARGV[2] text
+    ARGV[3] harness.input record JSON
+    ARGV[4] now ms
+    ARGV[5] session id (member of the sessions index)
+    ARGV[6] open turns member (formats.ts)
+    ARGV[7] harness name (the sweeper needs it to find the turn's queue)
+    ARGV[8] parent call JSON ('' for none): the agent tool call this input answers, woken when it settles
+    ARGV[9] busy mode: 'queue' | 'steer' | 'reject'
+
+  Output:
+    {'added', entryId, 'run' | 'queued' | 'steered', runningInputId or ''} | {'busy', runningInputId}
+    | {'exists', entryId, status, 'first' | ''} | {'conflict'}
+]]
+local logKey, inputsKey, sessionsKey, openTurnsKey, lineKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local inputId, text, record, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local sessionId, openMember, harness, parent, busy = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+
+local existing = redis.call('HGET', inputsKey, inputId)
+if existing then
+  local input = cjson.decode(existing)
+  if input.text ~= text then return {'conflict'} end
+  local first = ''
+  if redis.call('ZRANK', lineKey, inputId) == 0 then first = 'first' end
+  return {'exists', input.entryId, input.status, first}
+end
+local running = redis.call('ZRANGE', lineKey, 0, 0)[1]
+if running and busy == 'reject' then return {'busy', running} end
+local id = redis.call('XADD', logKey, '*', 'r', record)
+local input = {text = text, entryId = id, status = 'open', harness = harness, at = tonumber(now)}
+if parent ~= '' then input.parent = cjson.decode(parent) end
+local disposition = 'run'
+if running and busy == 'steer' then
+  -- joins the running turn: listed on it, settled with it, never in line itself
+  disposition = 'steered'
+  input.steerInto = running
+  local host = cjson.decode(redis.call('HGET', inputsKey, running))
+  host.steered = host.steered or {}
+  table.insert(host.steered, inputId)
+  redis.call('HSET', inputsKey, running, cjson.encode(host))
+else
+  if running then disposition = 'queued' end
+  redis.call('ZADD', lineKey, redis.call('HINCRBY', inputsKey, '\0seq', 1), inputId)
+end
+redis.call('HSET', inputsKey, inputId, cjson.encode(input))
+redis.call('ZADD', sessionsKey, now, sessionId)
+redis.call('ZADD', openTurnsKey, now, openMember)
+return {'added', id, disposition, running or ''}

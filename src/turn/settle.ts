@@ -1,0 +1,22 @@
+import type { Harness } from '../harnessTypes.js'
+import type { RecordOf, SessionLog } from '../log/index.js'
+import { enqueueTurn, type HarnessQueues } from '../queue/index.js'
+
+/**
+ * Settles a turn, the inputs that joined it (busy 'steer') with the same outcome, and starts the
+ * turn next in the session's line (busy 'queue'). Every settler goes through here: the turn itself,
+ * `session.abort`, the sweeper. A crash after the settle leaves the next turn to the sweeper.
+ */
+export async function settleTurn(
+  log: SessionLog,
+  queues: HarnessQueues,
+  harness: Harness,
+  record: RecordOf<'harness.input.settled'>,
+): Promise<'settled' | 'already' | 'unknown'> {
+  const { status, next } = await log.settle(record)
+  if (status === 'settled') {
+    for (const inputId of (await log.getInput(record.inputId))?.steered ?? []) await log.settle({ ...record, inputId })
+  }
+  if (next) await enqueueTurn(queues, harness, log.sessionId, next)
+  return status
+}
