@@ -49,6 +49,8 @@ export const harnessRecordSchemas = {
     message: z.string(),
     schema: json,
     expiresAt: z.number().optional(),
+    /** 'approval': a person decides whether a `needsApproval` tool call runs; absent: a step.ask. */
+    kind: z.enum(['ask', 'approval']).optional(),
   }),
   'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json }),
   'harness.tool.suspended': z.object({ toolCallId: z.string(), until: z.number(), kind: z.enum(['sleep', 'ask', 'agent']) }),
