@@ -17,7 +17,7 @@ export function isAgentTool(tool: unknown): tool is AnyServerTool & AgentToolMar
 }
 
 /** The only input of a child session. */
-const CHILD_INPUT_ID = 'agent-call'
+export const CHILD_INPUT_ID = 'agent-call'
 /** A parked agent call re-checks its child this often, in case the child's wake-up was lost. */
 const AGENT_RECHECK_MS = 60_000
 

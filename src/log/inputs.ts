@@ -24,6 +24,8 @@ export interface InputState {
   settledId?: string
   responses?: number
   parent?: ParentCall
+  /** The input's context as JSON text, when it has one (`prompt(text, { context })`), kept verbatim. */
+  context?: string
 }
 
 export type StoredValue = { found: true; value: unknown }
@@ -42,10 +44,11 @@ export class SessionInputs extends LogStream {
     text: string,
     harness = '',
     parent?: ParentCall,
+    context?: unknown,
   ): Promise<{ status: 'added' | 'exists' | 'conflict'; entryId?: string }> {
     assertInputId(inputId)
     const idx = indexKeys(this.prefix)
-    const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now() })
+    const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now(), ...(context !== undefined ? { context } : {}) })
     const reply = await this.script(
       'addInput',
       [this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns],
@@ -58,6 +61,7 @@ export class SessionInputs extends LogStream {
         openMember(this.sessionId, inputId),
         harness,
         parent ? JSON.stringify(parent) : '',
+        context !== undefined ? JSON.stringify(context) : '',
       ],
     )
     return reply[0] === 'conflict' ? { status: 'conflict' } : { status: reply[0], entryId: reply[1] }
@@ -138,23 +142,25 @@ export class SessionInputs extends LogStream {
     })
   }
 
-  async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup } | null> {
+  /** A question with its first answer; `closed`: its call was cancelled, so no answer is taken any more. */
+  async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup; closed: boolean } | null> {
     assertQuestionId(questionId)
-    const [question, answer] = await this.command('getQuestion', () =>
-      this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`),
+    const [question, answer, closed] = await this.command('getQuestion', () =>
+      this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`, `${questionId}\0closed`),
     )
     if (!question) return null
     return {
       question: JSON.parse(question) as Question,
       answer: answer === null ? { found: false } : { found: true, value: JSON.parse(answer) },
+      closed: closed !== null,
     }
   }
 
-  /** Open (unanswered, unexpired) questions of this session. */
+  /** Open (unanswered, unexpired, not closed by a cancel) questions of this session. */
   async openQuestions(now = Date.now()): Promise<Question[]> {
     const all = await this.command('openQuestions', () => this.redis.hgetall(this.keys.questions))
     return Object.entries(all)
-      .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all))
+      .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all) && !(`${field}\0closed` in all))
       .map(([, raw]) => JSON.parse(raw) as Question)
       .filter((q) => q.expiresAt === undefined || q.expiresAt > now)
   }
@@ -164,7 +170,7 @@ export class SessionInputs extends LogStream {
     questionId: string,
     value: unknown,
     toolCallId: string,
-  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired'; entryId?: string }> {
+  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
     const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value })
     const reply = await this.script(
       'answerQuestion',
