@@ -28,6 +28,7 @@ import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { enqueueCall, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
 import { settleTurn } from '../turn/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
+import { cancelParkedCalls } from './cancel.js'
 import type { Notifier } from './notifier.js'
 
 export interface Settled {
@@ -47,6 +48,18 @@ export interface SessionDeps {
   log: SessionLog
   queues: HarnessQueues
   notifier: Notifier
+  /** Another session of the host (an agent tool call's child, whose turn an abort ends too). */
+  open(harness: Harness, sessionId: string): Session
+}
+
+export interface PromptOptions {
+  inputId?: string
+  /**
+   * JSON data every tool call of the turn gets as `ctx.context` (e.g. who asked). Kept with the input
+   * in the log, so it must be JSON within `maxValueBytes` and hold no session secret. The same inputId
+   * again keeps the first context.
+   */
+  context?: unknown
 }
 
 /** A cheap handle on one session: any process, any machine. */
@@ -60,13 +73,21 @@ export class Session {
   }
 
   /** Logs the input once per inputId and enqueues its turn (R15: the same inputId twice runs once). */
-  async prompt(text: string, options: { inputId?: string } = {}): Promise<{ inputId: string }> {
+  async prompt(text: string, options: PromptOptions = {}): Promise<{ inputId: string }> {
     if (typeof text !== 'string') throw new TypeError('prompt(text): text must be a string.')
     const inputId = options.inputId ?? randomUUID()
     assertInputId(inputId)
-    encodeChecked(text, `Prompt ${inputId}`, this.deps.harness.durability.maxValueBytes)
     const { harness } = this.deps
-    const added = await this.deps.log.addInput(inputId, text, harness.name, undefined, harness.busy)
+    const { maxValueBytes } = harness.durability
+    encodeChecked(text, `Prompt ${inputId}`, maxValueBytes)
+    let context: unknown
+    if (options.context !== undefined) {
+      const what = `Context of prompt ${inputId}`
+      context = toJsonCopy(options.context, what)
+      const secrets = await resolveSecrets(harness, this.sessionId)
+      secrets.assertAbsent(encodeChecked(context, what, maxValueBytes), what)
+    }
+    const added = await this.deps.log.addInput(inputId, text, harness.name, { busy: harness.busy, context })
     if (added.status === 'conflict') throw new InputConflictError(inputId)
     if (added.status === 'busy') throw new SessionBusyError(this.sessionId, added.running)
     // a turn waiting in line is enqueued when the turns before it settle; a steered input has none.
@@ -99,18 +120,27 @@ export class Session {
 
   /**
    * Ends a turn now: it settles as `aborted` (settled() resolves with it) and makes no more model
-   * calls. Tool calls already running finish and land their results; a parked call stays parked
-   * until it wakes. Returns false when the turn had settled already.
+   * calls. Its running calls get `ctx.abortSignal` and land an `aborted` tool error; its parked calls
+   * (sleep, ask, agent child) land a `cancelled` tool error, their questions close and an agent
+   * call's child turn is aborted too. Returns false when the turn had settled already; aborting an
+   * aborted turn again finishes any cancel a crash interrupted.
    */
   async abort(inputId: string, reason = 'Aborted by the caller.'): Promise<boolean> {
     assertInputId(inputId)
-    const status = await settleTurn(this.deps.log, this.deps.queues, this.deps.harness, {
+    const { log, harness, queues } = this.deps
+    const status = await settleTurn(log, queues, harness, {
       type: 'harness.input.settled',
       inputId,
       outcome: 'aborted',
       error: { code: 'aborted', message: reason },
     })
     if (status === 'unknown') throw new UnknownInputError(inputId)
+    const settled = status === 'settled' ? null : await log.getSettled(inputId)
+    if (settled && settled.outcome !== 'aborted') return false
+    const why = settled?.error?.message ?? reason
+    const abortChild = (child: Harness, sessionId: string, childInput: string, r: string) =>
+      this.deps.open(child, sessionId).abort(childInput, r)
+    await cancelParkedCalls({ harness, log, queues, abortChild }, inputId, why)
     return status === 'settled'
   }
 
@@ -183,6 +213,7 @@ export class Session {
     if (!found) throw new QuestionClosedError(questionId, 'unknown')
     const { question } = found
     if (found.answer.found) throw new QuestionClosedError(questionId, 'answered')
+    if (found.closed) throw new QuestionClosedError(questionId, 'closed')
     const what = `Answer to question ${questionId}`
     const copy = toJsonCopy(value, what)
     const secrets = await resolveSecrets(this.deps.harness, this.sessionId)

@@ -29,6 +29,8 @@ export interface InputState {
   steered?: string[]
   /** The running turn this input joined (busy 'steer'). */
   steerInto?: string
+  /** The input's context as JSON text, when it has one (`prompt(text, { context })`), kept verbatim. */
+  context?: string
 }
 
 /** What became of a prompt: its turn runs now, waits in line, joined the running turn, or was refused. */
@@ -49,10 +51,16 @@ export type ModelToolCall = Omit<ToolCallRecord, 'modelToolCallId'>
  * responses, its settle; questions of step.ask and their first valid answer.
  */
 export class SessionInputs extends LogStream {
-  async addInput(inputId: string, text: string, harness = '', parent?: ParentCall, busy: BusyMode = 'queue'): Promise<AddedInput> {
+  async addInput(
+    inputId: string,
+    text: string,
+    harness = '',
+    options: { parent?: ParentCall; busy?: BusyMode; context?: unknown } = {},
+  ): Promise<AddedInput> {
+    const { parent, busy = 'queue', context } = options
     assertInputId(inputId)
     const idx = indexKeys(this.prefix)
-    const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now() })
+    const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now(), ...(context !== undefined ? { context } : {}) })
     const reply = await this.script(
       'addInput',
       [this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns, this.keys.line],
@@ -66,6 +74,7 @@ export class SessionInputs extends LogStream {
         harness,
         parent ? JSON.stringify(parent) : '',
         busy,
+        context !== undefined ? JSON.stringify(context) : '',
       ],
     )
     if (reply[0] === 'added')
@@ -162,23 +171,25 @@ export class SessionInputs extends LogStream {
     })
   }
 
-  async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup } | null> {
+  /** A question with its first answer; `closed`: its call was cancelled, so no answer is taken any more. */
+  async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup; closed: boolean } | null> {
     assertQuestionId(questionId)
-    const [question, answer] = await this.command('getQuestion', () =>
-      this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`),
+    const [question, answer, closed] = await this.command('getQuestion', () =>
+      this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`, `${questionId}\0closed`),
     )
     if (!question) return null
     return {
       question: JSON.parse(question) as Question,
       answer: answer === null ? { found: false } : { found: true, value: JSON.parse(answer) },
+      closed: closed !== null,
     }
   }
 
-  /** Open (unanswered, unexpired) questions of this session. */
+  /** Open (unanswered, unexpired, not closed by a cancel) questions of this session. */
   async openQuestions(now = Date.now()): Promise<Question[]> {
     const all = await this.command('openQuestions', () => this.redis.hgetall(this.keys.questions))
     return Object.entries(all)
-      .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all))
+      .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all) && !(`${field}\0closed` in all))
       .map(([, raw]) => JSON.parse(raw) as Question)
       .filter((q) => q.expiresAt === undefined || q.expiresAt > now)
   }
@@ -188,7 +199,7 @@ export class SessionInputs extends LogStream {
     questionId: string,
     value: unknown,
     toolCallId: string,
-  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired'; entryId?: string }> {
+  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
     const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value })
     const reply = await this.script(
       'answerQuestion',

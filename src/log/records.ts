@@ -24,7 +24,8 @@ const toolCallSchema = z.object({
 export type ToolCallRecord = z.infer<typeof toolCallSchema>
 
 export const harnessRecordSchemas = {
-  'harness.input': z.object({ inputId: z.string(), text: z.string(), at: z.number() }),
+  /** `context`: the caller's JSON context of the input (`prompt(text, { context })`), every tool call of the turn gets it. */
+  'harness.input': z.object({ inputId: z.string(), text: z.string(), at: z.number(), context: json.optional() }),
   'harness.model.response': z.object({
     inputId: z.string(),
     text: z.string().optional(),
