@@ -16,7 +16,9 @@ import {
   assertToolCallId,
   messageKey,
   type FollowOptions,
+  isRecord,
   type LogEntry,
+  type ModelUsage,
   type Question,
   type ReadOptions,
   type RecordOf,
@@ -35,6 +37,12 @@ export interface Settled {
   outcome: 'completed' | 'failed' | 'aborted'
   text?: string
   error?: { message: string; code?: string }
+}
+
+/** Token usage of a session: per turn (by inputId) and in all, summed from its logged model responses. */
+export interface SessionUsage {
+  total: ModelUsage
+  turns: Record<string, ModelUsage>
 }
 
 /** A read-only view of a session's log: what callers may do with it (writes go through the session). */
@@ -196,6 +204,31 @@ export class Session {
    */
   events(options?: EventsOptions): AsyncGenerator<SessionEvent> {
     return followEvents(this.deps.log, options)
+  }
+
+  /**
+   * Token usage summed from the `usage` of the session's logged model responses: per turn (every turn
+   * with a model response, in log order) and for the session. A response whose adapter reported no
+   * usage counts zero; a model call whose response was never logged (a worker died before, or another
+   * run of the turn logged first) is not in the log, so it is not counted.
+   */
+  async usage(): Promise<SessionUsage> {
+    const zero = (): ModelUsage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 })
+    const add = (sum: ModelUsage, usage: ModelUsage | undefined) => {
+      sum.promptTokens += usage?.promptTokens ?? 0
+      sum.completionTokens += usage?.completionTokens ?? 0
+      sum.totalTokens += usage?.totalTokens ?? 0
+    }
+    const total = zero()
+    const turns = new Map<string, ModelUsage>() // a Map, then fromEntries: an inputId may be "__proto__"
+    for (const entry of await this.deps.log.read()) {
+      if (!isRecord(entry, 'harness.model.response')) continue
+      const { inputId, usage } = entry.record
+      if (!turns.has(inputId)) turns.set(inputId, zero())
+      add(turns.get(inputId)!, usage)
+      add(total, usage)
+    }
+    return { total, turns: Object.fromEntries(turns) }
   }
 
   /** Open step.ask questions of this session. */

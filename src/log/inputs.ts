@@ -3,7 +3,7 @@ import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, indexKeys, requestField } from './keys.js'
 import type { BusyMode } from './commands/index.js'
-import type { RecordOf, ToolCallRecord } from './records.js'
+import type { ModelUsage, RecordOf, ToolCallRecord } from './records.js'
 import { encodeRecord, LogStream } from './stream.js'
 
 /** A step.ask question as logged and kept in the questions hash. */
@@ -133,7 +133,7 @@ export class SessionInputs extends LogStream {
    */
   async logModelResponse(
     inputId: string,
-    response: { text?: string; messageId?: string; toolCalls: ModelToolCall[] },
+    response: { text?: string; messageId?: string; toolCalls: ModelToolCall[]; usage?: ModelUsage },
     expected: number,
   ): Promise<ToolCallRecord[] | null> {
     // another writer can take an id between our look-up and the write only by a racing runTool: pick again
@@ -145,6 +145,7 @@ export class SessionInputs extends LogStream {
         ...(response.text ? { text: response.text } : {}),
         ...(response.messageId ? { messageId: response.messageId } : {}),
         toolCalls,
+        ...(response.usage ? { usage: response.usage } : {}),
       })
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input)])
       const [status] = await this.script(
