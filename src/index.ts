@@ -36,10 +36,10 @@ export {
 export type { Repair, SweepOptions } from './recovery/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
-export type { Session, Settled, LogReader } from './harness/session.js'
+export type { Session, Settled, LogReader, SessionUsage } from './harness/session.js'
 /** Live events of a session (AG-UI chunks plus harness events), resumable by cursor. */
 export type { EventsOptions, SessionEvent } from './events/index.js'
-export type { LogEntry, ReadOptions, FollowOptions, Question } from './log/index.js'
+export type { LogEntry, ReadOptions, FollowOptions, Question, ModelUsage } from './log/index.js'
 /** The records of the session log, and their schemas (validated on write and on read). */
 export { harnessRecordSchemas, type LogRecord, type HarnessRecord, type HarnessRecordType, type AppRecord } from './log/index.js'
 

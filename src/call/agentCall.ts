@@ -17,7 +17,7 @@ export function isAgentTool(tool: unknown): tool is AnyServerTool & AgentToolMar
 }
 
 /** The only input of a child session. */
-const CHILD_INPUT_ID = 'agent-call'
+export const CHILD_INPUT_ID = 'agent-call'
 /** A parked agent call re-checks its child this often, in case the child's wake-up was lost. */
 const AGENT_RECHECK_MS = 60_000
 
@@ -57,7 +57,7 @@ export async function runAgentCall(
   if (!input) {
     const prompt = (data.input as { prompt?: unknown })?.prompt
     const parent: ParentCall = { harness: data.harness, sessionId: data.sessionId, toolCallId: data.toolCallId }
-    await childLog.addInput(CHILD_INPUT_ID, typeof prompt === 'string' ? prompt : JSON.stringify(data.input), child.name, parent)
+    await childLog.addInput(CHILD_INPUT_ID, typeof prompt === 'string' ? prompt : JSON.stringify(data.input), child.name, { parent })
   }
   // enqueued again on every wake-up too: a no-op while the turn job exists, a repair if it was lost
   await enqueueTurn(deps.queuesOf(child), child, childLog.sessionId, CHILD_INPUT_ID)

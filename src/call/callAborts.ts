@@ -1,3 +1,10 @@
+import type { ToolErrorPayload } from '../log/index.js'
+
+/** The tool error of a call whose turn was aborted while it waited (parked), or before it began. */
+export function cancelledError(reason: string): ToolErrorPayload {
+  return { code: 'cancelled', message: `The call was cancelled: its turn was aborted (${reason}).` }
+}
+
 /**
  * The abort signals of the tool calls running in this process, by turn. When a turn is aborted
  * (session.abort, from any process), the host hears the settle message and aborts the signals of that
@@ -6,7 +13,7 @@
 export class CallAborts {
   private readonly byTurn = new Map<string, Set<AbortController>>()
 
-  /** A controller for one attempt of a call of the turn `<sid>|<inputId>`; `done()` forgets it. */
+  /** A controller for one attempt of a call of the turn `<sid>|<inputId>`; `done()` forgets it (again: a no-op). */
   open(turn: string | undefined): { signal: AbortSignal; abort(reason: Error): void; done(): void } {
     const controller = new AbortController()
     const abort = (reason: Error) => controller.abort(reason)
@@ -19,7 +26,7 @@ export class CallAborts {
       abort,
       done: () => {
         set.delete(controller)
-        if (set.size === 0) this.byTurn.delete(turn)
+        if (set.size === 0 && this.byTurn.get(turn) === set) this.byTurn.delete(turn)
       },
     }
   }

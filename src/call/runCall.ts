@@ -22,6 +22,8 @@ export interface CallInput {
   input: unknown
   /** The model's input was this many bytes, over the limit (it was not kept). */
   inputTooLarge?: number
+  /** The context of the turn's input (`prompt(text, { context })`): the tool's `ctx.context`. */
+  context?: unknown
 }
 
 /**
@@ -54,7 +56,7 @@ export async function runCall(
   const base = {
     toolCallId: call.toolCallId,
     abortSignal,
-    context: undefined,
+    context: call.context,
     emitCustomEvent: customEvents(log, call, secrets, harness.durability.maxValueBytes),
   }
   if (!isDurableTool(tool)) {

@@ -7,7 +7,7 @@ import type { HarnessQueues, ToolJobData } from '../queue/index.js'
 import { questionIdOf, replayOf, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
 import { bounded } from './bounded.js'
-import type { CallAborts } from './callAborts.js'
+import { cancelledError, type CallAborts } from './callAborts.js'
 import { keptResult, resolveSecrets } from './keptResult.js'
 import { runCall, type CallOutcome } from './runCall.js'
 
@@ -33,8 +33,19 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   if (begin.kind === 'done') return logger.debug('call already has its kept result; not run again')
   logger.debug({ kind: begin.kind, epoch: begin.epoch }, 'tool call started')
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
+  // opened before the turn is looked at: a settle from now on fires its signal, one before it is seen here
+  const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
   try {
-    const { outcome, secrets } = await attemptOutcome(job.data, begin, log, deps, logger)
+    const input = call.inputId ? await log.getInput(call.inputId) : null
+    const aborted = input?.status === 'settled' ? await abortedTurn(log, call.inputId!) : undefined
+    if (aborted !== undefined) {
+      // woken (or picked up again) after its turn was aborted: it ends as cancelled, the tool does not run
+      await log.landResult(fence, call.name, { error: cancelledError(aborted) })
+      return logger.info('turn was aborted before this attempt: landed the cancelled tool error')
+    }
+    // ctx.context: the context the turn's input was given with
+    const context = input?.context === undefined ? undefined : (JSON.parse(input.context) as unknown)
+    const { outcome, secrets } = await attemptOutcome({ ...call, context }, begin, log, deps, logger, attempt)
     if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, job.data, fence, deps))
     const kept = await keptResult(deps.harness, call, outcome, secrets)
     await log.landResult(fence, call.name, kept)
@@ -44,16 +55,25 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     if (error instanceof StorageError)
       logger.error({ err: error }, 'a write of this call failed after its retries; the job fails and the call is picked up again as a cut')
     throw error
+  } finally {
+    attempt.done()
   }
+}
+
+/** The abort reason of a settled turn, if it settled as aborted. */
+async function abortedTurn(log: SessionLog, inputId: string): Promise<string | undefined> {
+  const settled = await log.getSettled(inputId)
+  return settled?.outcome === 'aborted' ? (settled.error?.message ?? 'Aborted.') : undefined
 }
 
 /** What this attempt comes to: the tool's outcome, the interrupted error of a cut call, or a park. */
 async function attemptOutcome(
-  call: ToolJobData,
+  call: ToolJobData & { context: unknown },
   begin: BeginResult,
   log: SessionLog,
   deps: ToolJobDeps,
   logger: Logger,
+  attempt: Attempt,
 ): Promise<{ outcome: CallOutcome; secrets: SecretStore }> {
   const { harness } = deps
   const tool = toolOf(harness, call.name)
@@ -80,7 +100,6 @@ async function attemptOutcome(
     return { outcome: interrupted, secrets }
   }
   if (begin.kind === 'rerun') logger.warn('call was cut by a crash; replay is safe: running it again')
-  const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
   const timeoutMs = timeoutOf(tool) ?? harness.durability.toolTimeoutMs
   const outcome = await bounded(runCall(harness, log, call, begin, secrets, attempt.signal), attempt, call.name, timeoutMs)
   if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {
@@ -89,8 +108,11 @@ async function attemptOutcome(
   return { outcome, secrets }
 }
 
-/** True when a parked call's wake-up already happened (its answer, or its child agent's settle). */
+type Attempt = ReturnType<CallAborts['open']>
+
+/** True when a parked call's wake-up already happened (its answer, its child agent's settle, or a cancel). */
 async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {
+  if ((await deps.logFor(call.sessionId).getCall(fence.toolCallId))?.status === 'done') return true
   if (p.kind === 'agent') return childSettled(deps.logFor, call)
   if (p.kind !== 'ask') return false
   return !!(await deps.logFor(call.sessionId).getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found

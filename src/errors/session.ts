@@ -10,11 +10,12 @@ export class InvalidAnswerError extends DurableHarnessError {
 
 /** An answer to a question that does not exist, was answered already, or expired. */
 export class QuestionClosedError extends DurableHarnessError {
-  constructor(questionId: string, reason: 'unknown' | 'answered' | 'expired') {
+  constructor(questionId: string, reason: 'unknown' | 'answered' | 'expired' | 'closed') {
     const why = {
       unknown: 'no such open question in this session',
       answered: 'it was answered already (the first valid answer wins)',
       expired: 'it expired',
+      closed: 'it was closed: its call was cancelled (its turn was aborted)',
     }[reason]
     super(`question_${reason}`, `Cannot answer question ${questionId}: ${why}.`)
   }

@@ -137,8 +137,13 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   }
   const logOptions = options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }
   const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId, logOptions)
+  const openSession = (harness: Harness, sessionId: string): Session => {
+    assertSessionId(sessionId)
+    return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier, open: openSession })
+  }
   const openWork = new OpenWork(redis, prefix)
-  const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ openWork, harnesses, queuesOf, logFor, logger }, sweepOptions)
+  const cancelAborted = (harness: Harness, sessionId: string, inputId: string) => openSession(harness, sessionId).abort(inputId)
+  const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ openWork, harnesses, queuesOf, logFor, cancelAborted, logger }, sweepOptions)
 
   return {
     prefix,
@@ -163,8 +168,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       }
     },
     open(harness, { sessionId }) {
-      assertSessionId(sessionId)
-      return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier })
+      return openSession(harness, sessionId)
     },
     startWorkers({ concurrency = 10, sweepEveryMs = 30_000 } = {}) {
       // a turn that settled (aborted, timed out, from any process) ends its calls still running here:

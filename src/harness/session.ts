@@ -16,7 +16,9 @@ import {
   assertToolCallId,
   messageKey,
   type FollowOptions,
+  isRecord,
   type LogEntry,
+  type ModelUsage,
   type Question,
   type ReadOptions,
   type RecordOf,
@@ -28,12 +30,19 @@ import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { enqueueCall, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
 import { settleTurn } from '../turn/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
+import { cancelParkedCalls } from './cancel.js'
 import type { Notifier } from './notifier.js'
 
 export interface Settled {
   outcome: 'completed' | 'failed' | 'aborted'
   text?: string
   error?: { message: string; code?: string }
+}
+
+/** Token usage of a session: per turn (by inputId) and in all, summed from its logged model responses. */
+export interface SessionUsage {
+  total: ModelUsage
+  turns: Record<string, ModelUsage>
 }
 
 /** A read-only view of a session's log: what callers may do with it (writes go through the session). */
@@ -47,6 +56,18 @@ export interface SessionDeps {
   log: SessionLog
   queues: HarnessQueues
   notifier: Notifier
+  /** Another session of the host (an agent tool call's child, whose turn an abort ends too). */
+  open(harness: Harness, sessionId: string): Session
+}
+
+export interface PromptOptions {
+  inputId?: string
+  /**
+   * JSON data every tool call of the turn gets as `ctx.context` (e.g. who asked). Kept with the input
+   * in the log, so it must be JSON within `maxValueBytes` and hold no session secret. The same inputId
+   * again keeps the first context.
+   */
+  context?: unknown
 }
 
 /** A cheap handle on one session: any process, any machine. */
@@ -60,13 +81,21 @@ export class Session {
   }
 
   /** Logs the input once per inputId and enqueues its turn (R15: the same inputId twice runs once). */
-  async prompt(text: string, options: { inputId?: string } = {}): Promise<{ inputId: string }> {
+  async prompt(text: string, options: PromptOptions = {}): Promise<{ inputId: string }> {
     if (typeof text !== 'string') throw new TypeError('prompt(text): text must be a string.')
     const inputId = options.inputId ?? randomUUID()
     assertInputId(inputId)
-    encodeChecked(text, `Prompt ${inputId}`, this.deps.harness.durability.maxValueBytes)
     const { harness } = this.deps
-    const added = await this.deps.log.addInput(inputId, text, harness.name, undefined, harness.busy)
+    const { maxValueBytes } = harness.durability
+    encodeChecked(text, `Prompt ${inputId}`, maxValueBytes)
+    let context: unknown
+    if (options.context !== undefined) {
+      const what = `Context of prompt ${inputId}`
+      context = toJsonCopy(options.context, what)
+      const secrets = await resolveSecrets(harness, this.sessionId)
+      secrets.assertAbsent(encodeChecked(context, what, maxValueBytes), what)
+    }
+    const added = await this.deps.log.addInput(inputId, text, harness.name, { busy: harness.busy, context })
     if (added.status === 'conflict') throw new InputConflictError(inputId)
     if (added.status === 'busy') throw new SessionBusyError(this.sessionId, added.running)
     // a turn waiting in line is enqueued when the turns before it settle; a steered input has none.
@@ -99,18 +128,27 @@ export class Session {
 
   /**
    * Ends a turn now: it settles as `aborted` (settled() resolves with it) and makes no more model
-   * calls. Tool calls already running finish and land their results; a parked call stays parked
-   * until it wakes. Returns false when the turn had settled already.
+   * calls. Its running calls get `ctx.abortSignal` and land an `aborted` tool error; its parked calls
+   * (sleep, ask, agent child) land a `cancelled` tool error, their questions close and an agent
+   * call's child turn is aborted too. Returns false when the turn had settled already; aborting an
+   * aborted turn again finishes any cancel a crash interrupted.
    */
   async abort(inputId: string, reason = 'Aborted by the caller.'): Promise<boolean> {
     assertInputId(inputId)
-    const status = await settleTurn(this.deps.log, this.deps.queues, this.deps.harness, {
+    const { log, harness, queues } = this.deps
+    const status = await settleTurn(log, queues, harness, {
       type: 'harness.input.settled',
       inputId,
       outcome: 'aborted',
       error: { code: 'aborted', message: reason },
     })
     if (status === 'unknown') throw new UnknownInputError(inputId)
+    const settled = status === 'settled' ? null : await log.getSettled(inputId)
+    if (settled && settled.outcome !== 'aborted') return false
+    const why = settled?.error?.message ?? reason
+    const abortChild = (child: Harness, sessionId: string, childInput: string, r: string) =>
+      this.deps.open(child, sessionId).abort(childInput, r)
+    await cancelParkedCalls({ harness, log, queues, abortChild }, inputId, why)
     return status === 'settled'
   }
 
@@ -168,6 +206,31 @@ export class Session {
     return followEvents(this.deps.log, options)
   }
 
+  /**
+   * Token usage summed from the `usage` of the session's logged model responses: per turn (every turn
+   * with a model response, in log order) and for the session. A response whose adapter reported no
+   * usage counts zero; a model call whose response was never logged (a worker died before, or another
+   * run of the turn logged first) is not in the log, so it is not counted.
+   */
+  async usage(): Promise<SessionUsage> {
+    const zero = (): ModelUsage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 })
+    const add = (sum: ModelUsage, usage: ModelUsage | undefined) => {
+      sum.promptTokens += usage?.promptTokens ?? 0
+      sum.completionTokens += usage?.completionTokens ?? 0
+      sum.totalTokens += usage?.totalTokens ?? 0
+    }
+    const total = zero()
+    const turns = new Map<string, ModelUsage>() // a Map, then fromEntries: an inputId may be "__proto__"
+    for (const entry of await this.deps.log.read()) {
+      if (!isRecord(entry, 'harness.model.response')) continue
+      const { inputId, usage } = entry.record
+      if (!turns.has(inputId)) turns.set(inputId, zero())
+      add(turns.get(inputId)!, usage)
+      add(total, usage)
+    }
+    return { total, turns: Object.fromEntries(turns) }
+  }
+
   /** Open step.ask questions of this session. */
   questions(): Promise<Question[]> {
     return this.deps.log.openQuestions()
@@ -183,6 +246,7 @@ export class Session {
     if (!found) throw new QuestionClosedError(questionId, 'unknown')
     const { question } = found
     if (found.answer.found) throw new QuestionClosedError(questionId, 'answered')
+    if (found.closed) throw new QuestionClosedError(questionId, 'closed')
     const what = `Answer to question ${questionId}`
     const copy = toJsonCopy(value, what)
     const secrets = await resolveSecrets(this.deps.harness, this.sessionId)

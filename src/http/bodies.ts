@@ -12,6 +12,8 @@ export const runInputSchema = z.object({
   threadId: id('threadId'),
   runId: id('runId'),
   messages: z.array(z.object({ role: z.string(), content: z.unknown().optional() }).loose()),
+  /** The client's `forwardedProps`: the turn's context (`ctx.context` of its tool calls). */
+  forwardedProps: z.unknown().optional(),
 })
 
 export const controlSchema = z.discriminatedUnion(

@@ -34,13 +34,16 @@ async function streamRun(
 /**
  * One prompt, run as the request's runId, streamed from its RUN_STARTED to its RUN_FINISHED or
  * RUN_ERROR. The same runId again (a retry, or the client's reconnect with Last-Event-ID) runs once
- * and streams the same run; the same runId with another message is a 409, nothing written.
+ * and streams the same run; the same runId with another message is a 409, nothing written. The body's
+ * `forwardedProps` are the turn's context (`ctx.context`).
  */
 export async function postRun(ctx: RouteContext): Promise<Response> {
   const input = parse(runInputSchema, await readJson(ctx.request))
   const text = promptText(input.messages)
   const session = await ctx.open(input.threadId, { existing: false })
-  return streamRun(ctx, session, input.runId, resumeCursor(ctx, 'from'), () => session.prompt(text, { inputId: input.runId }))
+  // AG-UI forwardedProps become the turn's context: every tool call of it gets them as ctx.context
+  const context = input.forwardedProps === undefined ? {} : { context: input.forwardedProps }
+  return streamRun(ctx, session, input.runId, resumeCursor(ctx, 'from'), () => session.prompt(text, { inputId: input.runId, ...context }))
 }
 
 /**

@@ -186,6 +186,45 @@ export class SessionLog extends SessionInputs {
     return reply[1]
   }
 
+  /** The stored ids of every call the model gave the turn of `inputId`, in log order. */
+  async turnCallIds(inputId: string): Promise<string[]> {
+    const input = await this.getInput(inputId)
+    if (!input) return []
+    return (await this.read({ from: input.entryId, types: ['harness.model.response'] })).flatMap(({ record }) =>
+      hasType(record, 'harness.model.response') && record.inputId === inputId ? record.toolCalls.map((c) => c.toolCallId) : [],
+    )
+  }
+
+  /**
+   * Cancels a parked call (its turn was aborted): lands `error` as its result and closes the questions
+   * named, in one write fenced on the parked `epoch` seen. 'running' / 'done': the call woke or landed
+   * meanwhile and ends on its own; 'moved': it parked again under a newer epoch, look again.
+   */
+  async cancelCall(
+    fence: Fence,
+    name: string,
+    questionIds: string[],
+    error: ToolErrorPayload,
+  ): Promise<'ok' | 'done' | 'running' | 'moved' | 'unknown'> {
+    const { toolCallId } = fence
+    const record = encodeRecord({ type: 'harness.tool.result', toolCallId, name, error })
+    const idx = indexKeys(this.prefix)
+    const [status] = await this.script(
+      'cancelCall',
+      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls, this.keys.questions, idx.openQuestions],
+      [
+        toolCallId,
+        fence.epoch,
+        record,
+        openMember(this.sessionId, toolCallId),
+        idx.events,
+        messageKey('call', this.sessionId, toolCallId),
+        ...questionIds.flatMap((q) => [q, openMember(this.sessionId, q)]),
+      ],
+    )
+    return status
+  }
+
   stagedKey(toolCallId: string): string {
     return `${this.keys.staged}:${toolCallId}`
   }

@@ -16,4 +16,5 @@ export {
   type RecordOf,
   type ToolErrorPayload,
   type ToolCallRecord,
+  type ModelUsage,
 } from './records.js'

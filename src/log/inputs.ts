@@ -3,7 +3,7 @@ import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, indexKeys, requestField } from './keys.js'
 import type { BusyMode } from './commands/index.js'
-import type { RecordOf, ToolCallRecord } from './records.js'
+import type { ModelUsage, RecordOf, ToolCallRecord } from './records.js'
 import { encodeRecord, LogStream } from './stream.js'
 
 /** A step.ask question as logged and kept in the questions hash. */
@@ -29,6 +29,8 @@ export interface InputState {
   steered?: string[]
   /** The running turn this input joined (busy 'steer'). */
   steerInto?: string
+  /** The input's context as JSON text, when it has one (`prompt(text, { context })`), kept verbatim. */
+  context?: string
 }
 
 /** What became of a prompt: its turn runs now, waits in line, joined the running turn, or was refused. */
@@ -49,10 +51,16 @@ export type ModelToolCall = Omit<ToolCallRecord, 'modelToolCallId'>
  * responses, its settle; questions of step.ask and their first valid answer.
  */
 export class SessionInputs extends LogStream {
-  async addInput(inputId: string, text: string, harness = '', parent?: ParentCall, busy: BusyMode = 'queue'): Promise<AddedInput> {
+  async addInput(
+    inputId: string,
+    text: string,
+    harness = '',
+    options: { parent?: ParentCall; busy?: BusyMode; context?: unknown } = {},
+  ): Promise<AddedInput> {
+    const { parent, busy = 'queue', context } = options
     assertInputId(inputId)
     const idx = indexKeys(this.prefix)
-    const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now() })
+    const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now(), ...(context !== undefined ? { context } : {}) })
     const reply = await this.script(
       'addInput',
       [this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns, this.keys.line],
@@ -66,6 +74,7 @@ export class SessionInputs extends LogStream {
         harness,
         parent ? JSON.stringify(parent) : '',
         busy,
+        context !== undefined ? JSON.stringify(context) : '',
       ],
     )
     if (reply[0] === 'added')
@@ -124,7 +133,7 @@ export class SessionInputs extends LogStream {
    */
   async logModelResponse(
     inputId: string,
-    response: { text?: string; messageId?: string; toolCalls: ModelToolCall[] },
+    response: { text?: string; messageId?: string; toolCalls: ModelToolCall[]; usage?: ModelUsage },
     expected: number,
   ): Promise<ToolCallRecord[] | null> {
     // another writer can take an id between our look-up and the write only by a racing runTool: pick again
@@ -136,6 +145,7 @@ export class SessionInputs extends LogStream {
         ...(response.text ? { text: response.text } : {}),
         ...(response.messageId ? { messageId: response.messageId } : {}),
         toolCalls,
+        ...(response.usage ? { usage: response.usage } : {}),
       })
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input)])
       const [status] = await this.script(
@@ -162,23 +172,25 @@ export class SessionInputs extends LogStream {
     })
   }
 
-  async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup } | null> {
+  /** A question with its first answer; `closed`: its call was cancelled, so no answer is taken any more. */
+  async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup; closed: boolean } | null> {
     assertQuestionId(questionId)
-    const [question, answer] = await this.command('getQuestion', () =>
-      this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`),
+    const [question, answer, closed] = await this.command('getQuestion', () =>
+      this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`, `${questionId}\0closed`),
     )
     if (!question) return null
     return {
       question: JSON.parse(question) as Question,
       answer: answer === null ? { found: false } : { found: true, value: JSON.parse(answer) },
+      closed: closed !== null,
     }
   }
 
-  /** Open (unanswered, unexpired) questions of this session. */
+  /** Open (unanswered, unexpired, not closed by a cancel) questions of this session. */
   async openQuestions(now = Date.now()): Promise<Question[]> {
     const all = await this.command('openQuestions', () => this.redis.hgetall(this.keys.questions))
     return Object.entries(all)
-      .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all))
+      .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all) && !(`${field}\0closed` in all))
       .map(([, raw]) => JSON.parse(raw) as Question)
       .filter((q) => q.expiresAt === undefined || q.expiresAt > now)
   }
@@ -188,7 +200,7 @@ export class SessionInputs extends LogStream {
     questionId: string,
     value: unknown,
     toolCallId: string,
-  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired'; entryId?: string }> {
+  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
     const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value })
     const reply = await this.script(
       'answerQuestion',

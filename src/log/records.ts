@@ -23,14 +23,22 @@ const toolCallSchema = z.object({
 })
 export type ToolCallRecord = z.infer<typeof toolCallSchema>
 
+const tokenCount = z.number().int().nonnegative()
+/** A model call's token usage, with the names of `@tanstack/ai`'s TokenUsage (RUN_FINISHED `usage`). */
+const usageSchema = z.object({ promptTokens: tokenCount, completionTokens: tokenCount, totalTokens: tokenCount })
+export type ModelUsage = z.infer<typeof usageSchema>
+
 export const harnessRecordSchemas = {
-  'harness.input': z.object({ inputId: z.string(), text: z.string(), at: z.number() }),
+  /** `context`: the caller's JSON context of the input (`prompt(text, { context })`), every tool call of the turn gets it. */
+  'harness.input': z.object({ inputId: z.string(), text: z.string(), at: z.number(), context: json.optional() }),
   'harness.model.response': z.object({
     inputId: z.string(),
     text: z.string().optional(),
     toolCalls: z.array(toolCallSchema),
     /** The live message its text was streamed under (live.ts), when it was streamed. */
     messageId: z.string().optional(),
+    /** The token usage the adapter reported for this model call (RUN_FINISHED), when it reported any. */
+    usage: usageSchema.optional(),
   }),
   'harness.tool.requested': z.object({ toolCallId: z.string(), name: z.string(), input: json }),
   'harness.tool.started': z.object({

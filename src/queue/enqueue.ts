@@ -100,6 +100,16 @@ export async function wakeCall(queues: HarnessQueues, sessionId: string, toolCal
   await (await Job.fromId(queues.tools, toolJobId(sessionId, toolCallId)))?.promote().catch(() => {})
 }
 
+/**
+ * Ends the delayed job of a call that was cancelled while parked: it is promoted, runs at once, finds
+ * the call done and completes without running the tool, so the turn it belongs to (its parent) is not
+ * left waiting on it. A no-op when the job is not delayed: a job still parking re-checks after its
+ * moveToDelayed and promotes itself.
+ */
+export async function finishCancelledCall(queues: HarnessQueues, sessionId: string, toolCallId: string): Promise<void> {
+  await wakeCall(queues, sessionId, toolCallId)
+}
+
 type JobState = Awaited<ReturnType<Job['getState']>> | 'missing'
 
 /** What the sweeper needs of a job: its state, and to retry, remove it, or name it as a parent. */

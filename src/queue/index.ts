@@ -6,6 +6,7 @@ export {
   enqueueCall,
   enqueueCalls,
   wakeCall,
+  finishCancelledCall,
   inspectTurnJob,
   inspectCallJob,
   type HarnessQueues,

@@ -9,6 +9,8 @@ export interface SweepDeps {
   harnesses: ReadonlyMap<string, Harness>
   queuesOf(harness: Harness): HarnessQueues
   logFor(sessionId: string): SessionLog
+  /** Ends the parked calls of an aborted turn (session.abort again: it finishes a cancel a crash cut short). */
+  cancelAborted(harness: Harness, sessionId: string, inputId: string): Promise<unknown>
   logger: Logger
 }
 
@@ -32,7 +34,8 @@ const CLAIM_MS = 30_000
 /**
  * One recovery pass. It scans only the indexes of open work (open turns, open calls), never all
  * sessions, and repairs what a queue cannot: a turn past timeoutMs, a turn whose job vanished or
- * failed, a call whose job vanished, failed, or completed without a result. Each repair is claimed
+ * failed, a call whose job vanished, failed, or completed without a result, a parked call of an
+ * aborted turn (the aborting process died before it cancelled the call). Each repair is claimed
  * (two sweepers at once repair each item once) and logged with its reason.
  */
 export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promise<Repair[]> {
@@ -115,9 +118,14 @@ async function repairCall(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
   }
   const harness = call.owner && deps.harnesses.get(call.owner.harness)
   if (!harness) return null
+  const repair = (reason: string): Repair => ({ kind: 'call', sessionId, id: toolCallId, reason })
+  const turnId = call.owner?.inputId
+  if (call.status === 'parked' && turnId && (await log.getSettled(turnId))?.outcome === 'aborted') {
+    await deps.cancelAborted(harness, sessionId, turnId)
+    return (await log.getCall(toolCallId))?.status === 'done' ? repair('parked call of an aborted turn: cancelled') : null
+  }
   const queues = deps.queuesOf(harness)
   const job = await inspectCallJob(queues, sessionId, toolCallId)
-  const repair = (reason: string): Repair => ({ kind: 'call', sessionId, id: toolCallId, reason })
   if (job.state === 'failed') {
     await job.retryFailed()
     return repair('call job failed without a result: retried')

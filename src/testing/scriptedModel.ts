@@ -10,6 +10,8 @@ export interface ScriptedToolCall {
 export interface ScriptedResponse {
   text?: string
   toolCalls?: ScriptedToolCall[]
+  /** Token usage reported on RUN_FINISHED, in `@tanstack/ai`'s TokenUsage names. Default: none reported. */
+  usage?: { promptTokens: number; completionTokens: number; totalTokens: number }
 }
 
 export type ScriptEntry = ScriptedResponse | ((context: { messages: ModelMessage[]; call: number }) => ScriptedResponse)
@@ -56,7 +58,14 @@ export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: Scrip
         }
         yield { type: 'TEXT_MESSAGE_END', messageId, timestamp: ts }
       }
-      yield { type: 'RUN_FINISHED', runId, threadId: 'scripted', finishReason: toolCalls.length ? 'tool_calls' : 'stop', timestamp: ts }
+      yield {
+        type: 'RUN_FINISHED',
+        runId,
+        threadId: 'scripted',
+        finishReason: toolCalls.length ? 'tool_calls' : 'stop',
+        ...(response.usage ? { usage: response.usage } : {}),
+        timestamp: ts,
+      }
     },
     async structuredOutput() {
       throw new Error('scriptedModel does not support structured output.')

@@ -34,12 +34,13 @@ export type DurableServerTool<
   TName extends string,
   TNeedsApproval extends boolean,
   TApprovalSchema extends ApprovalSchemaConfig | undefined,
-> = ServerTool<TInput, TOutput, TName, unknown, TNeedsApproval, TApprovalSchema> & DurableToolMarker
+> = ServerTool<TInput, TOutput, TName, unknown, TNeedsApproval, TApprovalSchema> & DurableToolMarker & { readonly replay: Replay }
 
 /**
  * Makes a `@tanstack/ai` server tool whose execute gets `step`, `append` and `secrets`. In a durable
  * session the harness runs the durable execute against the session log; in plain `chat()` the same
- * tool runs with the plain step context (R13). A `replay` on the definition is not read (R10).
+ * tool runs with the plain step context (R13). The returned tool carries `replay` ('safe' unless the
+ * option says 'never'); a `replay` on the definition is not read (R10).
  */
 export function durableTool<
   TInput extends SchemaInput | undefined,
@@ -61,8 +62,10 @@ export function durableTool<
     const toolCallId = context?.toolCallId ?? randomUUID()
     return execute(args, { ...context, toolCallId, ...createPlainContext(toolCallId, context?.abortSignal) })
   })
+  // R10: a replay on the definition is not read; the tool carries the option's (the page: replay: 'safe' | 'never')
   const { replay: _ignored, ...rest } = plain as typeof plain & { replay?: unknown }
   return Object.assign(rest, {
+    replay,
     [DURABLE]: {
       execute: execute as DurableToolMarker[typeof DURABLE]['execute'],
       replay,

@@ -1,11 +1,12 @@
-import type { ModelMessage } from '@tanstack/ai'
+import { convertSchemaToJsonSchema, fromSpecTokenUsage, type ModelMessage, type StreamChunk } from '@tanstack/ai'
 import { resolveDebugOption } from '@tanstack/ai/adapter-internals'
 import type { Harness } from '../harnessTypes.js'
-import { isRecord, type LogEntry, type ModelToolCall, type RecordOf } from '../log/index.js'
+import { isRecord, type LogEntry, type ModelToolCall, type ModelUsage, type RecordOf } from '../log/index.js'
 
 export interface ModelResponse {
   text?: string
   toolCalls: ModelToolCall[]
+  usage?: ModelUsage
 }
 
 /** Builds the conversation for the model from the session log; tool results follow their call, in call order. */
@@ -45,8 +46,11 @@ export function toolMessageContent(result: RecordOf<'harness.tool.result'>): str
   return typeof result.result === 'string' ? result.result : JSON.stringify(result.result ?? null)
 }
 
-/** One model call through the harness's `@tanstack/ai` text adapter, collected into text and tool calls. */
-/** One model call; `onText` hears each text delta as the model writes it. */
+/**
+ * One model call through the harness's `@tanstack/ai` text adapter, collected into text, tool calls
+ * and token usage; `onText` hears each text delta as the model writes it. The adapter is called as
+ * `chat()` calls it: tool schemas as JSON Schema, the abort signal on `request` (provider SDKs read it there).
+ */
 export async function callModel(
   harness: Harness,
   messages: ModelMessage[],
@@ -58,12 +62,18 @@ export async function callModel(
   const stream = harness.adapter.chatStream({
     model: harness.adapter.model,
     messages,
-    tools: [...harness.tools],
+    tools: harness.tools.map((tool) => ({
+      ...tool,
+      inputSchema: tool.inputSchema ? convertSchemaToJsonSchema(tool.inputSchema) : undefined,
+      outputSchema: tool.outputSchema ? convertSchemaToJsonSchema(tool.outputSchema) : undefined,
+    })),
     ...(harness.systemPrompts ? { systemPrompts: [...harness.systemPrompts] } : {}),
     abortController,
+    request: { signal: abortController.signal },
     logger: resolveDebugOption(false),
   })
   let text = ''
+  let usage: ModelUsage | undefined
   // a START with an id seen before starts another call (a model may repeat ids); deltas go to the latest
   const calls: Array<{ id: string; name: string; args: string; input?: unknown }> = []
   const latest = new Map<string, (typeof calls)[number]>()
@@ -90,12 +100,23 @@ export async function callModel(
         if (call && chunk.input !== undefined) call.input = chunk.input
         break
       }
+      case 'RUN_FINISHED':
+        usage = usageOf(chunk) ?? usage
+        break
       case 'RUN_ERROR':
         throw new Error(`Model error: ${chunk.error?.message ?? chunk.message ?? 'unknown'}`)
     }
   }
   const toolCalls = calls.map((c) => boundedCall(c.id, c.name, c.input ?? parseArgs(c.args), harness.durability.maxValueBytes))
-  return { ...(text ? { text } : {}), toolCalls }
+  return { ...(text ? { text } : {}), toolCalls, ...(usage ? { usage } : {}) }
+}
+
+/** RUN_FINISHED usage: TanStack's TokenUsage from an adapter, or AG-UI's `usage[]` (read as TanStack reads it). Kept: the three token counts. */
+function usageOf(chunk: Extract<StreamChunk, { type: 'RUN_FINISHED' }>): ModelUsage | undefined {
+  const usage = Array.isArray(chunk.usage) ? fromSpecTokenUsage(chunk.usage) : chunk.usage
+  if (!usage) return undefined
+  const count = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.round(n) : 0)
+  return { promptTokens: count(usage.promptTokens), completionTokens: count(usage.completionTokens), totalTokens: count(usage.totalTokens) }
 }
 
 /** A call whose input is over the size limit keeps only its size: the tool then gets a `value_too_large` error. */

@@ -107,6 +107,24 @@ describe('createHarnessHandler with the real ChatClient', () => {
     expect(textOf(client)).toContain('Done: ')
   })
 
+  it("POST run passes the client's forwardedProps to the turn: its tool calls get them as ctx.context", async () => {
+    const { base, host } = await serve('http-context')
+    const client = new ChatClient({
+      threadId: 'u1-context',
+      connection: fetchServerSentEvents(`${base}/run`, { headers: auth }),
+      forwardedProps: { user: 'ada', plan: 'pro' },
+    })
+    await client.sendMessage('whoami')
+    expect(client.getError()).toBeUndefined()
+    const results = await host.open(chat, { sessionId: 'u1-context' }).log.read({ types: ['harness.tool.result'] })
+    expect(results.map((e) => e.record)).toMatchObject([{ name: 'whoami', result: { context: { user: 'ada', plan: 'pro' } } }])
+    // and a bare POST run with forwardedProps, as any AG-UI client sends it
+    const body = JSON.parse(runBody('u1-context2', 'run-1', 'whoami')) as Record<string, unknown>
+    await readSse(await post(`${base}/run`, JSON.stringify({ ...body, forwardedProps: { tenant: 't-9' } })))
+    const [landed] = await host.open(chat, { sessionId: 'u1-context2' }).log.read({ types: ['harness.tool.result'] })
+    expect(landed?.record).toMatchObject({ result: { context: { tenant: 't-9' } } })
+  })
+
   it('a reload hydrates the thread from GET run?threadId= and joinRun replays a turn from its first event', async () => {
     const { base } = await serve('http-reload')
     const connection = fetchServerSentEvents(`${base}/run?threadId=u1-reload`, { headers: auth })

@@ -610,13 +610,15 @@ describe('durable steps, driven directly', () => {
       expect((await log.beginCall('call-never', 'r', replayOf(never))).kind).toBe('cut')
     })
 
-    it('R10: a replay on the definition object is not read by durableTool', async () => {
+    it('R10: durableTool sets replay on the tool it returns from its option; a replay on the definition object is not read', async () => {
       const onDefinition = (replay: string) => Object.assign(definition(), { replay }) as ReturnType<typeof definition>
       const ignoresNever = durableTool(onDefinition('never'), async () => 'x')
       const ignoresSafe = durableTool(onDefinition('safe'), async () => 'x', { replay: 'never' })
       expect(replayOf(ignoresNever)).toBe('safe')
       expect(replayOf(ignoresSafe)).toBe('never')
-      expect('replay' in ignoresNever).toBe(false)
+      expect(ignoresNever.replay).toBe('safe')
+      expect(ignoresSafe.replay).toBe('never')
+      expect(durableTool(definition(), async () => 'x').replay).toBe('safe')
     })
 
     it("R10: a plain tool is 'never' unless withReplay(tool, 'safe') (or its own replay: 'safe') says so", async () => {

@@ -26,6 +26,8 @@ test('the harness API is typed from the schema, with no casts at the call site',
     'safe',
   )
   expectTypeOf(lookup.replay).toEqualTypeOf<'safe' | 'never'>()
+  // a durable tool carries its replay option, as the page says
+  expectTypeOf(approve.replay).toEqualTypeOf<'safe' | 'never'>()
   const helper = defineHarness({ name: 'helper', adapter: scriptedModel([]), tools: [approve] })
   const harness = defineHarness({
     name: 'acme/assistant',

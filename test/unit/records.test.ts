@@ -17,6 +17,7 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
     inputId: 'in-1',
     text: 'charging',
     toolCalls: [{ toolCallId: 'call_1', name: 'checkout', input: { orderId: 42 } }],
+    usage: { promptTokens: 120, completionTokens: 15, totalTokens: 135 },
   },
   'harness.tool.requested': { type: 'harness.tool.requested', toolCallId: 'run-1', name: 'lookup', input: { sku: 'a' } },
   'harness.tool.started': {
@@ -57,6 +58,11 @@ const invalid: Array<[string, unknown]> = [
   ['requested tool whose input is not JSON', { type: 'harness.tool.requested', toolCallId: 'c', name: 'n', input: new Date() }],
   ['started with attempt 0', { ...valid['harness.tool.started'], attempt: 0 }],
   ['started with a fractional attempt', { ...valid['harness.tool.started'], attempt: 1.5 }],
+  [
+    'response with a negative token count',
+    { ...valid['harness.model.response'], usage: { promptTokens: -1, completionTokens: 0, totalTokens: 0 } },
+  ],
+  ['response whose usage lacks totalTokens', { ...valid['harness.model.response'], usage: { promptTokens: 1, completionTokens: 1 } }],
   ['started with an unknown replay', { ...valid['harness.tool.started'], replay: 'maybe' }],
   ['started with an unknown reason', { ...valid['harness.tool.started'], reason: 'crash' }],
   ['step without a name', { type: 'harness.tool.step', toolCallId: 'c', value: 1 }],

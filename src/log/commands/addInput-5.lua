@@ -7,7 +7,7 @@
 
   Input:
     KEYS[1] session log stream
-    KEYS[2] inputs hash (inputId -> {text, entryId, status, harness, at, responses, steered, steerInto}; "\0seq" -> counter)
+    KEYS[2] inputs hash (inputId -> {text, entryId, status, harness, at, responses, parent?, context?, steered?, steerInto?}; "\0seq" -> counter)
     KEYS[3] sessions index (sorted set, score = last activity ms)
     KEYS[4] open turns index (sorted set, member = the open turn member, score = start ms)
     KEYS[5] the session's open inputs in line (sorted set, score = arrival order)
@@ -20,6 +20,7 @@
     ARGV[7] harness name (the sweeper needs it to find the turn's queue)
     ARGV[8] parent call JSON ('' for none): the agent tool call this input answers, woken when it settles
     ARGV[9] busy mode: 'queue' | 'steer' | 'reject'
+    ARGV[10] the input's context JSON ('' for none), kept as a string (verbatim: cjson would turn [] into {})
 
   Output:
     {'added', entryId, 'run' | 'queued' | 'steered', runningInputId or ''} | {'busy', runningInputId}
@@ -27,7 +28,7 @@
 ]]
 local logKey, inputsKey, sessionsKey, openTurnsKey, lineKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local inputId, text, record, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local sessionId, openMember, harness, parent, busy = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local sessionId, openMember, harness, parent, busy, context = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 
 local existing = redis.call('HGET', inputsKey, inputId)
 if existing then
@@ -42,6 +43,7 @@ if running and busy == 'reject' then return {'busy', running} end
 local id = redis.call('XADD', logKey, '*', 'r', record)
 local input = {text = text, entryId = id, status = 'open', harness = harness, at = tonumber(now)}
 if parent ~= '' then input.parent = cjson.decode(parent) end
+if context ~= '' then input.context = context end
 local disposition = 'run'
 if running and busy == 'steer' then
   -- joins the running turn: listed on it, settled with it, never in line itself

@@ -13,7 +13,7 @@
     ARGV[5] open questions member
 
   Output:
-    {'ok', entryId, toolCallId} | {'unknown'} | {'answered'} | {'expired'}
+    {'ok', entryId, toolCallId} | {'unknown'} | {'answered'} | {'expired'} | {'closed'} (its call was cancelled)
 ]]
 local questionsKey, logKey, openQuestionsKey = KEYS[1], KEYS[2], KEYS[3]
 local questionId, answer, record, now, openMember = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -22,6 +22,7 @@ local answerField = questionId .. '\0answer'
 local raw = redis.call('HGET', questionsKey, questionId)
 if not raw then return {'unknown'} end
 if redis.call('HEXISTS', questionsKey, answerField) == 1 then return {'answered'} end
+if redis.call('HEXISTS', questionsKey, questionId .. '\0closed') == 1 then return {'closed'} end
 local q = cjson.decode(raw)
 if q.expiresAt and tonumber(now) >= tonumber(q.expiresAt) then return {'expired'} end
 local id = redis.call('XADD', logKey, '*', 'r', record)

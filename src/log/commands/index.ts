@@ -27,6 +27,7 @@ export interface ScriptContract {
       harness: string,
       parent: string,
       busy: BusyMode,
+      context: string,
     ]
     reply:
       | ['added', string, 'run' | 'queued' | 'steered', string]
@@ -37,7 +38,7 @@ export interface ScriptContract {
   answerQuestion: {
     keys: [questions: string, log: string, openQuestions: string]
     args: [questionId: string, answer: string, record: string, now: number, openMember: string]
-    reply: ['ok', string, string] | ['unknown'] | ['answered'] | ['expired']
+    reply: ['ok', string, string] | ['unknown'] | ['answered'] | ['expired'] | ['closed']
   }
   appendRecords: {
     keys: [log: string]
@@ -63,6 +64,20 @@ export interface ScriptContract {
     keys: [calls: string, log: string, staged: string, openCalls: string]
     args: [toolCallId: string, name: string, replay: 'safe' | 'never', now: number, openMember: string, harness: string, inputId: string]
     reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number]
+  }
+  cancelCall: {
+    keys: [calls: string, log: string, staged: string, openCalls: string, questions: string, openQuestions: string]
+    /** toolCallId, the parked epoch seen, the result record, then pairs of questionId and open questions member */
+    args: [
+      toolCallId: string,
+      epoch: number,
+      record: string,
+      openMember: string,
+      channel: string,
+      messageKey: string,
+      ...questions: string[],
+    ]
+    reply: ['ok', string] | ['done'] | ['running'] | ['moved'] | ['unknown']
   }
   landResult: {
     keys: [calls: string, log: string, staged: string, openCalls: string]

@@ -1,0 +1,47 @@
+import { AGENT, CHILD_INPUT_ID, cancelledError, childSessionId, isAgentTool } from '../call/index.js'
+import { toolOf, type Harness } from '../harnessTypes.js'
+import type { SessionLog } from '../log/index.js'
+import { finishCancelledCall, type HarnessQueues } from '../queue/index.js'
+
+export interface CancelDeps {
+  harness: Harness
+  log: SessionLog
+  queues: HarnessQueues
+  /** Aborts the turn of a child session (an agent tool call's), with its own parked calls. */
+  abortChild(harness: Harness, sessionId: string, inputId: string, reason: string): Promise<unknown>
+}
+
+/** A parked call seen again this often under a newer epoch (it woke, asked again, parked) is left to wake. */
+const MAX_TRIES = 3
+
+/**
+ * Ends the parked calls of an aborted turn: each lands the `cancelled` tool error and closes its open
+ * questions in one fenced write (cancelCall), then its delayed job is finished. An agent call's child
+ * turn is aborted first, so a crash in between leaves a parent call that wakes (its 60 s re-check)
+ * into an aborted turn and lands `cancelled` itself. A call that woke meanwhile is left to its worker:
+ * its begin sees the aborted turn, or its abortSignal fires. Safe to run again: cancelled calls are done.
+ * Returns the ids of the calls this pass cancelled.
+ */
+export async function cancelParkedCalls(deps: CancelDeps, inputId: string, reason: string): Promise<string[]> {
+  const { log } = deps
+  const cancelled: string[] = []
+  for (const toolCallId of await log.turnCallIds(inputId)) {
+    for (let tries = 0; tries < MAX_TRIES; tries++) {
+      const call = await log.getCall(toolCallId)
+      if (call?.status !== 'parked') break
+      const tool = toolOf(deps.harness, call.name)
+      if (isAgentTool(tool)) {
+        await deps.abortChild(tool[AGENT].harness, childSessionId(log.sessionId, toolCallId), CHILD_INPUT_ID, reason)
+      }
+      const questions = (await log.openQuestions()).filter((q) => q.toolCallId === toolCallId).map((q) => q.questionId)
+      const status = await log.cancelCall({ toolCallId, epoch: call.epoch }, call.name, questions, cancelledError(reason))
+      if (status === 'moved') continue
+      if (status === 'ok') {
+        cancelled.push(toolCallId)
+        await finishCancelledCall(deps.queues, log.sessionId, toolCallId)
+      }
+      break
+    }
+  }
+  return cancelled
+}

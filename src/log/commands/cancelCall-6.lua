@@ -1,0 +1,53 @@
+--[[
+  Cancels a parked call of an aborted turn, fenced on the parked state the caller saw: the staged
+  `append` records, then harness.tool.result with the cancelled tool error, then the call state
+  'done', and the call's open questions closed, all in one atomic write. A call that woke meanwhile
+  (running) or landed (done) is left alone: it ends on its own, so a call never gets two results.
+
+  Input:
+    KEYS[1] calls hash
+    KEYS[2] session log stream
+    KEYS[3] staged records list of this call
+    KEYS[4] open calls index
+    KEYS[5] questions hash
+    KEYS[6] open questions index
+    ARGV[1] toolCallId
+    ARGV[2] the parked epoch the caller saw
+    ARGV[3] harness.tool.result record JSON (error code 'cancelled')
+    ARGV[4] open calls member
+    ARGV[5] events channel
+    ARGV[6] message key (formats.ts) of the landed result
+    ARGV[7..] pairs: questionId of the call, its open questions member
+
+  Output:
+    {'ok', resultEntryId} | {'done'} | {'running'} | {'moved'} | {'unknown'}
+    'moved': parked under another epoch (it woke, asked again and parked): read its questions again
+]]
+local callsKey, logKey, stagedKey, openCallsKey, questionsKey, openQuestionsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local toolCallId, epoch, record, openMember, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+
+local stateJson = redis.call('HGET', callsKey, toolCallId)
+if not stateJson then return {'unknown'} end
+local state = cjson.decode(stateJson)
+if state.s == 'done' then return {'done'} end
+if state.s ~= 'parked' then return {'running'} end
+if tostring(state.e) ~= epoch then return {'moved'} end
+local staged = redis.call('LRANGE', stagedKey, 0, -1)
+for i = 1, #staged do redis.call('XADD', logKey, '*', 'r', staged[i]) end
+local id = redis.call('XADD', logKey, '*', 'r', record)
+redis.call('DEL', stagedKey)
+state.s = 'done'
+state.id = id
+redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
+redis.call('HSET', callsKey, toolCallId .. '\0result', record)
+redis.call('ZREM', openCallsKey, openMember)
+for i = 7, #ARGV, 2 do
+  local questionId = ARGV[i]
+  -- an answer that came first stays; the question is closed either way
+  if redis.call('HEXISTS', questionsKey, questionId .. '\0answer') == 0 then
+    redis.call('HSET', questionsKey, questionId .. '\0closed', '1')
+  end
+  redis.call('ZREM', openQuestionsKey, ARGV[i + 1])
+end
+redis.call('PUBLISH', channel, messageKey .. '\n' .. record)
+return {'ok', id}
