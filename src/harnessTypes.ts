@@ -35,6 +35,8 @@ export interface DurabilityOptions {
    * a tool's own `timeoutMs` (durableTool option, or withTimeout) wins.
    */
   toolTimeoutMs: number
+  /** How long a `needsApproval` call waits for a person; then it lands `approval_expired`. Default: no limit. */
+  approvalTimeoutMs?: number
 }
 
 /** Where a harness keeps its tools by name; not part of the public API (a symbol users are not given). */

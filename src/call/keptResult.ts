@@ -1,11 +1,21 @@
-import type { AfterToolCallInfo, Harness } from '../harnessTypes.js'
+import { toolOf, type AfterToolCallInfo, type Harness } from '../harnessTypes.js'
 import type { ToolErrorPayload } from '../log/index.js'
-import { encodeChecked, SecretStore, toJsonCopy, toToolError } from '../tool/index.js'
+import { encodeChecked, SecretStore, toJsonCopy, toToolError, validateStandard } from '../tool/index.js'
 import type { CallInput } from './runCall.js'
 
 /** The session's secrets from the harness resolver (user code: it runs in the worker, or the answering process). */
 export async function resolveSecrets(harness: Harness, sessionId: string): Promise<SecretStore> {
   return new SecretStore(harness.secrets ? await harness.secrets({ sessionId, harness: harness.name }) : {})
+}
+
+/** A tool's `outputSchema` (TanStack's option) checks its result: one that fails it is a tool error. */
+async function checkOutput(harness: Harness, name: string, result: unknown): Promise<{ result: unknown } | { error: ToolErrorPayload }> {
+  const schema = (toolOf(harness, name) as { outputSchema?: unknown } | undefined)?.outputSchema
+  if (!schema || typeof schema !== 'object' || !('~standard' in schema)) return { result }
+  const checked = await validateStandard(schema as never, result)
+  return checked.ok
+    ? { result }
+    : { error: { code: 'invalid_tool_output', message: `Result of tool "${name}" does not fit its outputSchema: ${checked.message}` } }
 }
 
 /**
@@ -33,7 +43,7 @@ export async function keptResult(
     try {
       const copy = toJsonCopy(kept.result, what)
       encodeChecked(copy, what, harness.durability.maxValueBytes)
-      kept = { result: copy }
+      kept = await checkOutput(harness, call.name, copy)
     } catch (error) {
       kept = { error: toToolError(error) }
     }

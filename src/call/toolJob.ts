@@ -6,6 +6,7 @@ import { openMember, type BeginResult, type Fence, type SessionLog } from '../lo
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
 import { questionIdOf, replayOf, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
+import { decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
 import { cancelledError, type CallAborts } from './callAborts.js'
 import { keptResult, resolveSecrets } from './keptResult.js'
@@ -100,6 +101,10 @@ async function attemptOutcome(
     return { outcome: interrupted, secrets }
   }
   if (begin.kind === 'rerun') logger.warn('call was cut by a crash; replay is safe: running it again')
+  if (needsApproval(tool)) {
+    const decided = await decideApproval(harness, log, call, begin, secrets)
+    if (decided !== 'approved') return { outcome: decided, secrets }
+  }
   const timeoutMs = timeoutOf(tool) ?? harness.durability.toolTimeoutMs
   const outcome = await bounded(runCall(harness, log, call, begin, secrets, attempt.signal), attempt, call.name, timeoutMs)
   if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {

@@ -45,6 +45,15 @@ export function defineHarness(options: HarnessOptions): Harness {
         `defineHarness "${options.name}": tool "${tool.name}" has no server execute; use toolDefinition(...).server(fn) or durableTool(...).`,
       )
     if (toolsByName.has(tool.name)) throw new ConfigError(`defineHarness "${options.name}": two tools are named "${tool.name}".`)
+    // TanStack tool options we do not support are refused, never ignored
+    const unsupported = (['lazy', 'approvalSchema'] as const).filter(
+      (key) => (tool as Record<string, unknown>)[key] !== undefined && (tool as Record<string, unknown>)[key] !== false,
+    )
+    if (unsupported.length > 0)
+      throw new ConfigError(
+        `defineHarness "${options.name}": tool "${tool.name}" sets ${unsupported.join(' and ')}, which a durable harness does not support yet. ` +
+          `Remove it (needsApproval: true is supported: the call waits for { approved, reason? }).`,
+      )
     toolsByName.set(tool.name, tool)
   }
   const durability = { ...DEFAULT_DURABILITY, ...options.durability }
@@ -54,6 +63,8 @@ export function defineHarness(options: HarnessOptions): Harness {
   }
   if (durability.toolTimeoutMs > MAX_TIMER_MS)
     throw new ConfigError(`defineHarness "${options.name}": durability.toolTimeoutMs must be at most ${MAX_TIMER_MS} ms (about 24 days).`)
+  if (durability.approvalTimeoutMs !== undefined && !(Number.isInteger(durability.approvalTimeoutMs) && durability.approvalTimeoutMs > 0))
+    throw new ConfigError(`defineHarness "${options.name}": durability.approvalTimeoutMs must be a positive integer (ms).`)
   if (durability.timeoutMs !== undefined && !(durability.timeoutMs > 0))
     throw new ConfigError(`defineHarness "${options.name}": durability.timeoutMs must be positive.`)
   const busy = options.busy ?? 'queue'

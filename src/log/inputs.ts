@@ -43,6 +43,11 @@ export type AddedInput =
 export type StoredValue = { found: true; value: unknown }
 export type StepLookup = { found: false } | StoredValue
 
+/** A stored question; one logged before questions had a kind is a step.ask. */
+function parseQuestion(raw: string): Question {
+  return { kind: 'ask', ...(JSON.parse(raw) as Question) }
+}
+
 /** A tool call as the model gave it, before it gets its stored id. */
 export type ModelToolCall = Omit<ToolCallRecord, 'modelToolCallId'>
 
@@ -180,7 +185,7 @@ export class SessionInputs extends LogStream {
     )
     if (!question) return null
     return {
-      question: JSON.parse(question) as Question,
+      question: parseQuestion(question),
       answer: answer === null ? { found: false } : { found: true, value: JSON.parse(answer) },
       closed: closed !== null,
     }
@@ -191,7 +196,7 @@ export class SessionInputs extends LogStream {
     const all = await this.command('openQuestions', () => this.redis.hgetall(this.keys.questions))
     return Object.entries(all)
       .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all) && !(`${field}\0closed` in all))
-      .map(([, raw]) => JSON.parse(raw) as Question)
+      .map(([, raw]) => parseQuestion(raw))
       .filter((q) => q.expiresAt === undefined || q.expiresAt > now)
   }
 

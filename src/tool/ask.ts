@@ -48,7 +48,10 @@ interface AskDeps {
  * after expiresAt, or parks the call until an answer promotes it (or the expiry wakes it).
  */
 export function createAsk({ log, fence, lookup, park, checkValue, ours }: AskDeps) {
-  return async function ask<S extends StandardSchemaV1>(options: AskOptions<S>, kind: 'ask' | 'approval' = 'ask'): Promise<StandardSchemaV1.InferOutput<S>> {
+  return async function ask<S extends StandardSchemaV1>(
+    options: AskOptions<S>,
+    kind: 'ask' | 'approval' = 'ask',
+  ): Promise<StandardSchemaV1.InferOutput<S>> {
     const { name, message, schema } = options
     const questionId = questionIdOf(fence.toolCallId, name)
     const expiresAt = options.expiresAt === undefined ? undefined : toEpochMs(options.expiresAt)

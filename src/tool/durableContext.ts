@@ -1,3 +1,4 @@
+import { z } from 'zod'
 import { DuplicateStepError, ReservedRecordTypeError, StorageError } from '../errors.js'
 import type { SessionLog, Fence } from '../log/index.js'
 import { RESERVED_PREFIX, type LogRecord } from '../log/index.js'
@@ -25,9 +26,20 @@ export interface DurableContextHandle {
   flush(): Promise<void>
   /** The park this attempt hit, if any, even if the tool caught it. */
   readonly parked: Park | null
+  /**
+   * The approval of a `needsApproval` call, asked once as a question of kind 'approval' (a step the
+   * harness owns): resolves with the person's decision, parks until there is one, throws
+   * QuestionExpiredError at `expiresAt`.
+   */
+  approval(message: string, expiresAt?: number): Promise<Approval>
   /** A write of ours that failed (after its retries), even if the tool caught it: the attempt must not land. */
   readonly failure: StorageError | null
 }
+
+/** A person's decision on a `needsApproval` call: the answer `session.answer(id, value)` takes. */
+const APPROVAL = z.object({ approved: z.boolean(), reason: z.string().max(2_000).optional() })
+type Approval = z.infer<typeof APPROVAL>
+const APPROVAL_STEP = `${RESERVED_PREFIX}approval`
 
 /**
  * The step context of a tool call attempt in a durable session, bound to (session log, toolCallId,
@@ -53,6 +65,8 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     if (parked) throw parked
     options.abortSignal?.throwIfAborted()
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('A step needs a non-empty string name.')
+    if (name.startsWith(RESERVED_PREFIX))
+      throw new TypeError(`Step name "${name}" is reserved: names starting with "${RESERVED_PREFIX}" are the harness's own.`)
     // R6: names are stored as is (hash fields, log records); checked before anything quotes the name
     secrets.assertAbsent(JSON.stringify(name), 'A step name (step.do, sleep or ask)', 'Name steps by an id, never by a token.')
     if (used.has(name)) throw new DuplicateStepError(fence.toolCallId, name)
@@ -148,6 +162,10 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
 
   return {
     fields: { step, append, secrets },
+    approval(message, expiresAt) {
+      if (parked) throw parked
+      return ask({ name: APPROVAL_STEP, message, schema: APPROVAL, ...(expiresAt === undefined ? {} : { expiresAt }) }, 'approval')
+    },
     async flush() {
       await staging
       if (stagingError) throw stagingError

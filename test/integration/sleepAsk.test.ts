@@ -148,6 +148,7 @@ describe('step.ask answered from another host (R8)', () => {
     const questions = await s.questions()
     expect(questions).toEqual([
       {
+        kind: 'ask',
         toolCallId: 'ap-1',
         questionId,
         name: 'approve',

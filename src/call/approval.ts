@@ -1,0 +1,48 @@
+import { FencedError, QuestionExpiredError } from '../errors.js'
+import type { Harness } from '../harnessTypes.js'
+import type { BeginResult, SessionLog } from '../log/index.js'
+import { createDurableContext, toToolError, type SecretStore } from '../tool/index.js'
+import type { CallOutcome } from './runCall.js'
+
+/** True for a tool that waits for a person's approval before it runs (TanStack's `needsApproval`). */
+export function needsApproval(tool: unknown): boolean {
+  return (tool as { needsApproval?: unknown } | undefined)?.needsApproval === true
+}
+
+/**
+ * The approval of a `needsApproval` call, before the tool runs: asked once as a question of kind
+ * 'approval' (stored like a step, so a crash anywhere keeps the decision and applies it once), answered
+ * from any process with `{ approved, reason? }`. Returns 'approved', the park while nobody has
+ * decided (no worker slot, R14), or the tool error the model reads when denied or expired.
+ */
+export async function decideApproval(
+  harness: Harness,
+  log: SessionLog,
+  call: { toolCallId: string; name: string; input: unknown },
+  begin: BeginResult,
+  secrets: SecretStore,
+): Promise<'approved' | CallOutcome> {
+  const handle = createDurableContext({
+    log,
+    fence: { toolCallId: call.toolCallId, epoch: begin.epoch },
+    secrets,
+    maxValueBytes: harness.durability.maxValueBytes,
+    fresh: begin.kind === 'fresh',
+  })
+  const input = JSON.stringify(call.input ?? {})
+  const message = `Run ${call.name} with ${input.length > 500 ? `${input.slice(0, 500)}…` : input}?`
+  const { approvalTimeoutMs } = harness.durability
+  try {
+    const decision = await handle.approval(message, approvalTimeoutMs === undefined ? undefined : Date.now() + approvalTimeoutMs)
+    if (decision.approved) return 'approved'
+    return { error: { code: 'approval_denied', message: `A person denied this call${decision.reason ? `: ${decision.reason}` : '.'}` } }
+  } catch (error) {
+    if (handle.failure) throw handle.failure
+    if (handle.parked) return { park: handle.parked }
+    if (error instanceof FencedError) throw error
+    if (error instanceof QuestionExpiredError) {
+      return { error: { code: 'approval_expired', message: 'Nobody approved this call in time; it did not run.' } }
+    }
+    return { error: toToolError(error) }
+  }
+}

@@ -1,0 +1,128 @@
+// Durable approvals (TanStack's needsApproval) over a real worker process: the call parks as a
+// question of kind 'approval' until a person decides from any process; approved it runs once,
+// denied or expired it is a tool error the model reads, and a crash while it waits loses nothing.
+import { toolDefinition } from '@tanstack/ai'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { ConfigError, createHarnessHost, defineHarness, type HarnessHost } from '../../src/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
+import { approvals, expiring, harnesses } from '../fixtures/approvals.js'
+import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
+import { records, until } from '../helpers/log.js'
+
+describe('durable approvals over a worker process', () => {
+  const ctx = useWorkerProcesses({ label: 'approvals', harnesses, module: 'test/fixtures/approvals.ts', workers: 1 })
+  /** The process where a person decides: another host. */
+  let other: HarnessHost
+  beforeAll(() => {
+    other = createHarnessHost({ redis: ctx.url, harnesses, prefix: ctx.prefix, logger: quiet })
+  })
+  afterAll(() => other?.close())
+  const transfers = async () => Number((await ctx.redis.get(`${ctx.prefix}:transfers`)) ?? 0)
+
+  async function approvalOf(sessionId: string) {
+    const session = other.open(approvals, { sessionId })
+    let found: Awaited<ReturnType<typeof session.questions>>[number] | undefined
+    await until(async () => !!(found = (await session.questions()).find((q) => q.kind === 'approval')), 'the approval question')
+    return found!
+  }
+
+  it('a needsApproval call waits as an approval question; approved from another process after a worker crash, it runs once', async () => {
+    const session = ctx.host.open(approvals, { sessionId: 'approve' })
+    const before = await transfers()
+    const { inputId } = await session.prompt('transfer:40')
+    const question = await approvalOf('approve')
+    expect(question).toMatchObject({ kind: 'approval', name: 'harness.approval', message: expect.stringContaining('transfer') })
+    expect(question.schema).toMatchObject({ type: 'object', properties: { approved: { type: 'boolean' } } })
+    // the call is parked: no worker holds it. Kill the worker anyway, and start another
+    await ctx.workers.splice(0)[0]!.kill('SIGKILL')
+    ctx.workers.push(await ctx.spawn())
+    await other.open(approvals, { sessionId: 'approve' }).answer(question.questionId, { approved: true })
+    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'done: {"sent":40}' })
+    expect((await transfers()) - before).toBe(1)
+    expect(await session.questions()).toEqual([])
+    const started = records(await session.log.read(), 'harness.tool.started')
+    expect(started.map((r) => r.reason)).toEqual(['fresh']) // woken by the answer: a resume, never a cut (R14)
+  })
+
+  it('denied: the tool does not run and the model reads the denial with its reason', async () => {
+    const session = ctx.host.open(approvals, { sessionId: 'deny' })
+    const before = await transfers()
+    const { inputId } = await session.prompt('transfer:9000')
+    const question = await approvalOf('deny')
+    await other.open(approvals, { sessionId: 'deny' }).answer(question.questionId, { approved: false, reason: 'too much' })
+    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    expect(settled.text).toContain('A person denied this call: too much')
+    expect(records(await session.log.read(), 'harness.tool.result')[0]).toMatchObject({ error: { code: 'approval_denied' } })
+    expect((await transfers()) - before).toBe(0)
+  })
+
+  it('expired: nobody decides within approvalTimeoutMs, the call lands approval_expired and an answer after it is refused', async () => {
+    const session = ctx.host.open(expiring, { sessionId: 'expire' })
+    const before = await transfers()
+    const { inputId } = await session.prompt('transfer:5')
+    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    expect(settled.text).toContain('Nobody approved this call in time')
+    const result = records(await session.log.read(), 'harness.tool.result')[0]
+    expect(result).toMatchObject({ error: { code: 'approval_expired' } })
+    const asked = records(await session.log.read(), 'harness.tool.ask')[0]!
+    await expect(other.open(expiring, { sessionId: 'expire' }).answer(asked.questionId, { approved: true })).rejects.toMatchObject({
+      name: 'QuestionClosedError',
+    })
+    expect((await transfers()) - before).toBe(0)
+  })
+
+  it('an answer that is not a decision is refused with the validation message and nothing is logged', async () => {
+    const session = ctx.host.open(approvals, { sessionId: 'bad-answer' })
+    await session.prompt('transfer:1')
+    const question = await approvalOf('bad-answer')
+    const before = await session.log.read()
+    await expect(other.open(approvals, { sessionId: 'bad-answer' }).answer(question.questionId, { approved: 'yes' })).rejects.toMatchObject(
+      {
+        name: 'InvalidAnswerError',
+      },
+    )
+    expect(await session.log.read()).toEqual(before)
+    await session.answer(question.questionId, { approved: true })
+  })
+})
+
+describe('TanStack tool options', () => {
+  const hosts = useInProcessHosts()
+
+  it('defineHarness refuses a tool option a durable harness does not support (lazy, approvalSchema), never ignoring it', () => {
+    const base = { description: 'x', inputSchema: z.object({}) }
+    const lazy = Object.assign(
+      toolDefinition({ name: 'lazy', ...base }).server(async () => 1),
+      { lazy: true },
+    )
+    expect(() => defineHarness({ name: 'lazy', adapter: scriptedModel([]), tools: [lazy] })).toThrow(ConfigError)
+    const schema = Object.assign(
+      toolDefinition({ name: 'schema', ...base }).server(async () => 1),
+      { approvalSchema: z.object({}) },
+    )
+    expect(() => defineHarness({ name: 'schema', adapter: scriptedModel([]), tools: [schema] })).toThrow(/approvalSchema/)
+  })
+
+  it('outputSchema checks the result: one that does not fit is an invalid_tool_output tool error', async () => {
+    const liar = toolDefinition({
+      name: 'liar',
+      description: 'x',
+      inputSchema: z.object({}),
+      outputSchema: z.object({ n: z.number() }),
+    }).server(async () => ({ n: 'not a number' }) as never)
+    const honest = toolDefinition({
+      name: 'honest',
+      description: 'x',
+      inputSchema: z.object({}),
+      outputSchema: z.object({ n: z.number() }),
+    }).server(async () => ({
+      n: 1,
+    }))
+    const harness = defineHarness({ name: 'outputs', adapter: scriptedModel([]), tools: [liar, honest] })
+    const { host } = hosts.start(harness, 'outputs')
+    const session = host.open(harness, { sessionId: 'o' })
+    await expect(session.runTool({ name: 'liar', input: {} })).rejects.toMatchObject({ code: 'invalid_tool_output' })
+    expect(await session.runTool({ name: 'honest', input: {} })).toEqual({ n: 1 })
+  })
+})
