@@ -1,5 +1,5 @@
 // The example's agent: a scripted model (no network, no API key) that streams its answers word by
-// word, and a durable `lookup` tool with one step. Put a real adapter (e.g. @tanstack/ai-openai) in
+// word, a durable `lookup` tool with one step, and a `refund` tool that needs a person's approval. Put a real adapter (e.g. @tanstack/ai-openai) in
 // its place for a real model.
 import { toolDefinition, type ModelMessage } from '@tanstack/ai'
 import { z } from 'zod'
@@ -11,12 +11,27 @@ const lookup = durableTool(
   async ({ sku }, { step }) => step.do(`stock:${sku}`, () => ({ sku, stock: 3 })),
 )
 
+// needsApproval: the call waits (durably, on no worker) until a person approves it on the page
+const refund = toolDefinition({
+  name: 'refund',
+  description: 'Refund an order',
+  inputSchema: z.object({ order: z.string() }),
+  needsApproval: true,
+}).server(async ({ order }) => ({ order, refunded: true }))
+
 const textOf = (message: ModelMessage | undefined) => (typeof message?.content === 'string' ? message.content : '')
 
 function respond({ messages }: { messages: ModelMessage[] }): ScriptedResponse {
   const last = messages.at(-1)
-  if (last?.role === 'tool') return { text: `The warehouse says: ${textOf(last)}. Anything else?` }
   const prompt = textOf(last)
+  if (last?.role === 'tool') {
+    const result = textOf(last)
+    if (result.includes('refunded')) return { text: `Refund done: ${result}.` }
+    if (result.includes('error')) return { text: `No refund: ${result}.` }
+    return { text: `The warehouse says: ${result}. Anything else?` }
+  }
+  const order = /refund (order-\w+)/.exec(prompt)?.[1]
+  if (order) return { toolCalls: [{ name: 'refund', input: { order } }] }
   const sku = /sku-\w+/.exec(prompt)?.[0]
   if (sku) return { toolCalls: [{ name: 'lookup', input: { sku } }] }
   return {
@@ -30,5 +45,5 @@ export const chatExample = defineHarness({
     Array.from({ length: 200 }, () => respond),
     { stream: { chars: 6, delayMs: 40 } },
   ),
-  tools: [lookup],
+  tools: [lookup, refund],
 })

@@ -49,6 +49,46 @@ const client = new ChatClient({
   },
 } as never)
 
+// Approvals: a `needsApproval` call waits as a question of kind 'approval'; while a turn runs, the page
+// reads the thread's open questions and shows each approval with its buttons (POST control answers it)
+const approvalsEl = document.querySelector<HTMLDivElement>('#approvals')!
+type Question = { questionId: string; kind?: string; message: string }
+const shown = new Set<string>()
+
+async function pollApprovals(): Promise<void> {
+  const response = await fetch(`/api/run?threadId=${encodeURIComponent(threadId)}`)
+  if (!response.ok) return
+  const { questions } = (await response.json()) as { questions: Question[] }
+  for (const question of questions.filter((q) => q.kind === 'approval' && !shown.has(q.questionId))) {
+    shown.add(question.questionId)
+    const card = document.createElement('div')
+    card.className = 'approval'
+    const text = document.createElement('p')
+    text.textContent = `Approval needed: ${question.message}`
+    const decide = (approved: boolean) => async () => {
+      card.remove()
+      await fetch('/api/control', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ op: 'answer', threadId, questionId: question.questionId, value: { approved } }),
+      })
+    }
+    const approve = document.createElement('button')
+    approve.textContent = 'Approve'
+    approve.className = 'approve'
+    approve.onclick = decide(true)
+    const deny = document.createElement('button')
+    deny.textContent = 'Deny'
+    deny.className = 'deny'
+    deny.onclick = decide(false)
+    card.append(text, approve, deny)
+    approvalsEl.append(card)
+  }
+}
+setInterval(() => {
+  if (send.disabled) void pollApprovals().catch(() => {})
+}, 400)
+
 form.addEventListener('submit', (event) => {
   event.preventDefault()
   const text = input.value.trim()

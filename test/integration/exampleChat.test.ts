@@ -40,7 +40,7 @@ describe('the chat example in headless Chromium', () => {
     server?.kill('SIGTERM')
   })
 
-  it('a prompt from the page streams its answer in, piece by piece, and a tool call shows with its result', async () => {
+  it('a prompt from the page streams its answer in, piece by piece; a tool call shows with its result; an approval is shown, approved, and the tool runs', async () => {
     const page = await browser.newPage({ viewport: { width: 900, height: 700 } })
     const errors: string[] = []
     page.on('pageerror', (error) => errors.push(error.message))
@@ -71,6 +71,18 @@ describe('the chat example in headless Chromium', () => {
     })
     const tools = await page.locator('.msg.tool').allTextContents()
     expect(tools.some((t) => t.includes('"stock":3'))).toBe(true)
+
+    // a needsApproval tool: the page shows the approval, the test approves it, the tool runs and the answer streams in
+    await page.fill('#prompt', 'please refund order-7')
+    await page.click('#send')
+    await page.waitForSelector('.approval button.approve', { timeout: 30_000 })
+    expect(await page.textContent('.approval')).toContain('refund')
+    expect(await page.textContent('#messages')).not.toContain('Refund done')
+    await page.click('.approval button.approve')
+    await page.waitForFunction(() => /Refund done: .*"refunded":true/.test(document.querySelector('#messages')?.textContent ?? ''), null, {
+      timeout: 30_000,
+    })
+    expect(await page.locator('.approval').count()).toBe(0)
     await page.screenshot({ path: join(mkdtempSync(join(tmpdir(), 'chat-')), 'chat.png') })
     expect(errors).toEqual([])
     await page.close()
