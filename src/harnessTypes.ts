@@ -1,13 +1,24 @@
-import type { AnyServerTool, AnyTextAdapter, SystemPrompt } from '@tanstack/ai'
+import type { AnyServerTool, AnyTextAdapter, ChatMiddleware, SystemPrompt, ToolCall } from '@tanstack/ai'
 import type { ToolErrorPayload } from './log/index.js'
 import type { BusyMode } from './log/commands/index.js'
 
-/** What a hook sees after a tool call; its `replaceResult` wins, also on an error (R12). */
+/**
+ * What a hook sees after a tool call; its `replaceResult` wins, also on an error (R12). It carries
+ * TanStack's `AfterToolCallInfo` fields (`toolCall`, `toolName`, `ok`, `duration`) and our `name`.
+ */
 export interface AfterToolCallInfo {
   sessionId: string
   toolCallId: string
+  /** The tool's name (also `toolName`, as TanStack names it). */
   name: string
+  toolName: string
+  /** The call as TanStack gives it: our stored toolCallId, the input as JSON text. */
+  toolCall: ToolCall
   input: unknown
+  /** True when the outcome is a result, false for a tool error. */
+  ok: boolean
+  /** Milliseconds the attempt that landed took to run the tool (0 for a call that did not run it). */
+  duration: number
   result?: unknown
   error?: ToolErrorPayload
 }
@@ -54,6 +65,8 @@ export interface Harness {
     /** Run in order; each sees the result as the previous hooks left it. */
     onAfterToolCall: ReadonlyArray<AfterToolCallHook>
   }
+  /** `@tanstack/ai` ChatMiddleware, run around model calls (turn worker) and tool calls (tool worker), in order. */
+  readonly middleware: ReadonlyArray<ChatMiddleware>
   readonly durability: DurabilityOptions
   /**
    * One turn of a session runs at a time. A prompt to a busy session (a turn running or waiting on

@@ -1,6 +1,7 @@
 import { toolOf, type AfterToolCallInfo, type Harness } from '../harnessTypes.js'
 import type { ToolErrorPayload } from '../log/index.js'
 import { encodeChecked, SecretStore, toJsonCopy, toToolError, validateStandard } from '../tool/index.js'
+import { toolCallOf } from './middleware.js'
 import type { CallInput } from './runCall.js'
 
 /** The session's secrets from the harness resolver (user code: it runs in the worker, or the answering process). */
@@ -21,16 +22,29 @@ async function checkOutput(harness: Harness, name: string, result: unknown): Pro
 /**
  * The kept result (R12): the outcome after every onAfterToolCall hook, made JSON and without session
  * secrets. A hook's replacement wins, also on an error; a hook that throws makes the result a tool error.
+ * `duration`: how long the landing attempt ran the tool (TanStack's AfterToolCallInfo field).
  */
 export async function keptResult(
   harness: Harness,
   call: CallInput,
   outcome: { result: unknown } | { error: ToolErrorPayload },
   secrets: SecretStore,
+  duration: number,
 ): Promise<{ result: unknown } | { error: ToolErrorPayload }> {
   let kept = outcome
+  const toolCall = toolCallOf(call)
   for (const hook of harness.hooks.onAfterToolCall) {
-    const info: AfterToolCallInfo = { sessionId: call.sessionId, toolCallId: call.toolCallId, name: call.name, input: call.input, ...kept }
+    const info: AfterToolCallInfo = {
+      sessionId: call.sessionId,
+      toolCallId: call.toolCallId,
+      name: call.name,
+      toolName: call.name,
+      toolCall,
+      input: call.input,
+      ok: 'result' in kept,
+      duration,
+      ...kept,
+    }
     try {
       const decision = await hook(info)
       if (decision && decision.type === 'replaceResult') kept = { result: decision.result }

@@ -95,7 +95,7 @@ export async function runCall(
  * the live stream (best effort, not kept in the log). The value must be JSON within the size limit;
  * session secrets in it are redacted, since Redis never holds one.
  */
-function customEvents(log: SessionLog, call: CallInput, secrets: SecretStore, maxValueBytes: number) {
+export function customEvents(log: SessionLog, call: CallInput, secrets: SecretStore, maxValueBytes: number) {
   return (name: string, value: Record<string, unknown>) => {
     const what = `Custom event "${name}" of tool "${call.name}"`
     const copy = toJsonCopy(value, what)

@@ -10,6 +10,7 @@ import { decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
 import { cancelledError, type CallAborts } from './callAborts.js'
 import { keptResult, resolveSecrets } from './keptResult.js'
+import { runWithMiddleware } from './middleware.js'
 import { runCall, type CallOutcome } from './runCall.js'
 
 export interface ToolJobDeps {
@@ -46,9 +47,9 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     }
     // ctx.context: the context the turn's input was given with
     const context = input?.context === undefined ? undefined : (JSON.parse(input.context) as unknown)
-    const { outcome, secrets } = await attemptOutcome({ ...call, context }, begin, log, deps, logger, attempt)
+    const { outcome, secrets, duration } = await attemptOutcome({ ...call, context }, begin, log, deps, logger, attempt)
     if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, job.data, fence, deps))
-    const kept = await keptResult(deps.harness, call, outcome, secrets)
+    const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
     await log.landResult(fence, call.name, kept)
     logger.info({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
   } catch (error) {
@@ -75,7 +76,7 @@ async function attemptOutcome(
   deps: ToolJobDeps,
   logger: Logger,
   attempt: Attempt,
-): Promise<{ outcome: CallOutcome; secrets: SecretStore }> {
+): Promise<{ outcome: CallOutcome; secrets: SecretStore; duration: number }> {
   const { harness } = deps
   const tool = toolOf(harness, call.name)
   const interrupted = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
@@ -92,25 +93,29 @@ async function attemptOutcome(
         error: { message: `The session secrets could not be resolved (${name}); the tool did not run.`, code: 'secrets_unavailable' },
       },
       secrets: new SecretStore(),
+      duration: 0,
     }
   }
-  if (isAgentTool(tool)) return { outcome: await runAgentCall(tool, call, begin, deps, interrupted), secrets }
+  if (isAgentTool(tool)) return { outcome: await runAgentCall(tool, call, begin, deps, interrupted), secrets, duration: 0 }
   if (begin.kind === 'cut') {
     // R10: nobody knows if a cut 'never' call finished; the model gets a tool error instead of a second run
     logger.warn('call was cut by a crash; replay is never: landing the interrupted tool error')
-    return { outcome: interrupted, secrets }
+    return { outcome: interrupted, secrets, duration: 0 }
   }
   if (begin.kind === 'rerun') logger.warn('call was cut by a crash; replay is safe: running it again')
   if (needsApproval(tool)) {
     const decided = await decideApproval(harness, log, call, begin, secrets)
-    if (decided !== 'approved') return { outcome: decided, secrets }
+    if (decided !== 'approved') return { outcome: decided, secrets, duration: 0 }
   }
   const timeoutMs = timeoutOf(tool) ?? harness.durability.toolTimeoutMs
-  const outcome = await bounded(runCall(harness, log, call, begin, secrets, attempt.signal), attempt, call.name, timeoutMs)
+  // the harness's TanStack middleware runs around the tool (onBeforeToolCall, onAfterToolCall)
+  const { outcome, duration } = await runWithMiddleware(harness, log, call, secrets, attempt, (input) =>
+    bounded(runCall(harness, log, { ...call, input }, begin, secrets, attempt.signal), attempt, call.name, timeoutMs),
+  )
   if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {
     logger.warn({ code: outcome.error.code }, 'tool call attempt ended before the tool did')
   }
-  return { outcome, secrets }
+  return { outcome, secrets, duration }
 }
 
 type Attempt = ReturnType<CallAborts['open']>

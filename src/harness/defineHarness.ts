@@ -1,4 +1,4 @@
-import type { AnyServerTool, AnyTextAdapter, SystemPrompt } from '@tanstack/ai'
+import type { AnyServerTool, AnyTextAdapter, ChatMiddleware, SystemPrompt } from '@tanstack/ai'
 import { ConfigError } from '../errors.js'
 import { TOOLS_BY_NAME, type AfterToolCallHook, type DurabilityOptions, type Harness } from '../harnessTypes.js'
 import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
@@ -23,6 +23,12 @@ export interface HarnessOptions {
   /** Session secrets, resolved in the worker for each call; never stored in Redis. */
   secrets?: Harness['secrets']
   hooks?: { onAfterToolCall?: AfterToolCallHook | ReadonlyArray<AfterToolCallHook> }
+  /**
+   * `@tanstack/ai` ChatMiddleware, run as `chat()` runs it, with durable semantics (docs/harness.md):
+   * model-call hooks in the turn worker for each model call made, tool hooks in the worker of the
+   * attempt that runs the tool.
+   */
+  middleware?: ReadonlyArray<ChatMiddleware>
   durability?: Partial<DurabilityOptions>
   /** What a prompt to a busy session does: 'queue' (default), 'steer' or 'reject' (docs/harness.md). */
   busy?: Harness['busy']
@@ -71,6 +77,9 @@ export function defineHarness(options: HarnessOptions): Harness {
   if (!['queue', 'steer', 'reject'].includes(busy))
     throw new ConfigError(`defineHarness "${options.name}": busy must be 'queue', 'steer' or 'reject', got ${JSON.stringify(busy)}.`)
   const hook = options.hooks?.onAfterToolCall
+  const middleware = options.middleware ?? []
+  if (!Array.isArray(middleware) || middleware.some((m) => !m || typeof m !== 'object'))
+    throw new ConfigError(`defineHarness "${options.name}": middleware must be an array of @tanstack/ai ChatMiddleware objects.`)
   return {
     name: options.name,
     adapter: options.adapter,
@@ -79,6 +88,7 @@ export function defineHarness(options: HarnessOptions): Harness {
     ...(options.systemPrompts ? { systemPrompts: options.systemPrompts } : {}),
     ...(options.secrets ? { secrets: options.secrets } : {}),
     hooks: { onAfterToolCall: hook === undefined ? [] : typeof hook === 'function' ? [hook] : [...hook] },
+    middleware: [...middleware],
     durability,
     busy,
   }

@@ -19,3 +19,4 @@ export { toJsonCopy, encodeChecked, DEFAULT_MAX_VALUE_BYTES, type Json, type Jso
 export type { Duration } from './duration.js'
 export { questionIdOf, validateStandard } from './ask.js'
 export { toToolError } from './toolError.js'
+export { middlewareRun } from './middlewareContext.js'

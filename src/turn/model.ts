@@ -1,6 +1,7 @@
-import { convertSchemaToJsonSchema, fromSpecTokenUsage, type ModelMessage, type StreamChunk } from '@tanstack/ai'
+import { convertSchemaToJsonSchema, fromSpecTokenUsage, type ChatMiddlewareConfig, type ModelMessage, type StreamChunk } from '@tanstack/ai'
 import { resolveDebugOption } from '@tanstack/ai/adapter-internals'
 import type { Harness } from '../harnessTypes.js'
+import type { ModelCallHooks } from './middleware.js'
 import { isRecord, type LogEntry, type ModelToolCall, type ModelUsage, type RecordOf } from '../log/index.js'
 
 export interface ModelResponse {
@@ -56,18 +57,23 @@ export async function callModel(
   messages: ModelMessage[],
   signal?: AbortSignal,
   onText?: (delta: string) => void,
+  hooks?: ModelCallHooks,
 ): Promise<ModelResponse> {
   const abortController = new AbortController()
-  signal?.addEventListener('abort', () => abortController.abort(signal.reason), { once: true })
+  for (const s of [signal, hooks?.signal]) s?.addEventListener('abort', () => abortController.abort(s.reason), { once: true })
+  // middleware's onConfig may change what the model is sent (messages, system prompts, tools, model options)
+  const initial: ChatMiddlewareConfig = { messages, systemPrompts: [...(harness.systemPrompts ?? [])], tools: [...harness.tools] }
+  const config = hooks ? await hooks.config(initial) : initial
   const stream = harness.adapter.chatStream({
     model: harness.adapter.model,
-    messages,
-    tools: harness.tools.map((tool) => ({
+    messages: config.providerMessages ?? config.messages,
+    tools: config.tools.map((tool) => ({
       ...tool,
       inputSchema: tool.inputSchema ? convertSchemaToJsonSchema(tool.inputSchema) : undefined,
       outputSchema: tool.outputSchema ? convertSchemaToJsonSchema(tool.outputSchema) : undefined,
     })),
-    ...(harness.systemPrompts ? { systemPrompts: [...harness.systemPrompts] } : {}),
+    ...(config.systemPrompts.length ? { systemPrompts: config.systemPrompts } : {}),
+    ...(config.modelOptions ? { modelOptions: config.modelOptions } : {}),
     abortController,
     request: { signal: abortController.signal },
     logger: resolveDebugOption(false),
@@ -77,13 +83,30 @@ export async function callModel(
   // a START with an id seen before starts another call (a model may repeat ids); deltas go to the latest
   const calls: Array<{ id: string; name: string; args: string; input?: unknown }> = []
   const latest = new Map<string, (typeof calls)[number]>()
-  for await (const chunk of stream) {
-    if (signal?.aborted) throw signal.reason
+  try {
+    for await (const raw of stream) {
+      if (abortController.signal.aborted) throw abortController.signal.reason
+      // middleware's onChunk replaces, expands or drops chunks before they are collected
+      for (const chunk of hooks ? await hooks.chunk(raw) : [raw]) collect(chunk)
+      if (hooks && raw.type === 'RUN_FINISHED') await hooks.finished(raw)
+    }
+  } catch (error) {
+    // a hook's ctx.abort stopped the stream: the adapter may throw its own AbortError
+    throw hooks?.signal.aborted ? hooks.signal.reason : error
+  }
+  await hooks?.done()
+  const toolCalls = calls.map((c) => boundedCall(c.id, c.name, c.input ?? parseArgs(c.args), harness.durability.maxValueBytes))
+  return { ...(text ? { text } : {}), toolCalls, ...(usage ? { usage } : {}) }
+
+  function collect(chunk: StreamChunk) {
     switch (chunk.type) {
-      case 'TEXT_MESSAGE_CONTENT':
-        text += chunk.delta ?? ''
+      case 'TEXT_MESSAGE_CONTENT': {
+        // a chunk with the whole `content` so far (as content-guard's buffered flush sends) replaces it, as chat() reads it
+        const content = (chunk as { content?: unknown }).content
+        text = typeof content === 'string' && content !== '' ? content : text + (chunk.delta ?? '')
         if (chunk.delta) onText?.(chunk.delta)
         break
+      }
       case 'TOOL_CALL_START': {
         const call = { id: chunk.toolCallId, name: chunk.toolCallName ?? chunk.toolName ?? '', args: '' }
         calls.push(call)
@@ -107,8 +130,6 @@ export async function callModel(
         throw new Error(`Model error: ${chunk.error?.message ?? chunk.message ?? 'unknown'}`)
     }
   }
-  const toolCalls = calls.map((c) => boundedCall(c.id, c.name, c.input ?? parseArgs(c.args), harness.durability.maxValueBytes))
-  return { ...(text ? { text } : {}), toolCalls, ...(usage ? { usage } : {}) }
 }
 
 /** RUN_FINISHED usage: TanStack's TokenUsage from an adapter, or AG-UI's `usage[]` (read as TanStack reads it). Kept: the three token counts. */

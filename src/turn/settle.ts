@@ -1,11 +1,14 @@
 import type { Harness } from '../harnessTypes.js'
 import type { RecordOf, SessionLog } from '../log/index.js'
 import { enqueueTurn, type HarnessQueues } from '../queue/index.js'
+import { terminalHooks } from './middleware.js'
 
 /**
  * Settles a turn, the inputs that joined it (busy 'steer') with the same outcome, and starts the
  * turn next in the session's line (busy 'queue'). Every settler goes through here: the turn itself,
  * `session.abort`, the sweeper. A crash after the settle leaves the next turn to the sweeper.
+ * The settler that wins runs the middleware's terminal hook (onFinish / onError / onAbort), after the
+ * next turn is enqueued: at most once a turn (a crash right after the settle skips it).
  */
 export async function settleTurn(
   log: SessionLog,
@@ -14,9 +17,9 @@ export async function settleTurn(
   record: RecordOf<'harness.input.settled'>,
 ): Promise<'settled' | 'already' | 'unknown'> {
   const { status, next } = await log.settle(record)
-  if (status === 'settled') {
-    for (const inputId of (await log.getInput(record.inputId))?.steered ?? []) await log.settle({ ...record, inputId })
-  }
+  const input = status === 'settled' ? await log.getInput(record.inputId) : null
+  for (const inputId of input?.steered ?? []) await log.settle({ ...record, inputId })
   if (next) await enqueueTurn(queues, harness, log.sessionId, next)
+  if (input) await terminalHooks(harness, log, input, record)
   return status
 }

@@ -8,6 +8,7 @@ import { toToolError } from '../tool/index.js'
 import { foldTurn } from './fold.js'
 import { textDeltas } from './deltas.js'
 import { buildMessages, callModel } from './model.js'
+import { MiddlewareAbort, modelCallHooks } from './middleware.js'
 import { historyOf } from './history.js'
 import { settleTurn } from './settle.js'
 
@@ -110,9 +111,11 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       // the text streams to followers under a message id of this model call (a retry streams anew)
       const messageId = `${inputId}.${fold.responses.length}.${randomBytes(4).toString('hex')}`
       const deltas = textDeltas((at, text) => log.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
-      const response = await callModel(harness, buildMessages([...history, ...fold.conversation]), signal, deltas.push).finally(() =>
-        deltas.close(),
-      )
+      const messages = buildMessages([...history, ...fold.conversation])
+      // middleware runs around each model call made (one made again after a crash runs it again)
+      const context = input.context === undefined ? undefined : (JSON.parse(input.context) as unknown)
+      const hooks = modelCallHooks(harness, { sessionId, inputId, iteration: fold.responses.length, messages, context })
+      const response = await callModel(harness, messages, signal, deltas.push, hooks).finally(() => deltas.close())
       const logged = await log.logModelResponse(inputId, { ...response, ...(response.text ? { messageId } : {}) }, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again
       logger.info({ toolCalls: response.toolCalls.length }, 'model responded')
@@ -123,6 +126,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     }
   } catch (error) {
     if (error instanceof WaitingChildrenError) throw error
+    // a model-call hook called ctx.abort(reason): the turn ends as aborted (no call of it is parked or running now)
+    if (error instanceof MiddlewareAbort) return await settle({ outcome: 'aborted', error: { code: 'aborted', message: error.reason } })
     const last = job.attemptsMade + 1 >= harness.durability.maxAttempts
     logger.warn({ err: error, lastAttempt: last }, 'turn attempt failed')
     if (!last) throw error

@@ -1,0 +1,110 @@
+import type { AfterToolCallInfo, BeforeToolCallDecision, ToolCall } from '@tanstack/ai'
+import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
+import type { SessionLog } from '../log/index.js'
+import { middlewareRun, toToolError, validateStandard, type SecretStore } from '../tool/index.js'
+import { customEvents, type CallInput, type CallOutcome } from './runCall.js'
+
+/** The call as TanStack's hooks get it: our stored toolCallId, the input as JSON text. */
+export function toolCallOf(call: { toolCallId: string; name: string; input: unknown }): ToolCall {
+  return { id: call.toolCallId, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input ?? {}) } }
+}
+
+export interface MiddlewareAttempt {
+  outcome: CallOutcome
+  /** Milliseconds the tool ran in this attempt (0 when it did not run: skip, abort). */
+  duration: number
+}
+
+/**
+ * Runs one attempt of a call inside the harness's tool middleware, as chat() does: onBeforeToolCall
+ * in order until one decides (`transformArgs`: the tool runs with these args, checked by its schema;
+ * `skip`: the tool does not run and the result is the call's; `abort`: a tool error), then the tool,
+ * then onAfterToolCall in order with TanStack's info. In the worker of this attempt: an attempt that
+ * parks runs no onAfterToolCall (the attempt that lands does, after running the tool from the top
+ * and onBeforeToolCall again); a call whose result is kept is never run again, nor are its hooks.
+ * Like chat(), the hooks see the input checked by the tool's schema; an unknown tool, an input over
+ * the size limit or one its schema refuses is a tool error with no hook run.
+ */
+export async function runWithMiddleware(
+  harness: Harness,
+  log: SessionLog,
+  call: CallInput & { inputId?: string },
+  secrets: SecretStore,
+  attempt: { signal: AbortSignal; abort(reason: Error): void },
+  run: (input: unknown) => Promise<CallOutcome>,
+): Promise<MiddlewareAttempt> {
+  const timed = async (input: unknown) => {
+    const start = Date.now()
+    const outcome = await run(input)
+    return { outcome, duration: Date.now() - start }
+  }
+  const middleware = harness.middleware.filter((mw) => mw.onBeforeToolCall || mw.onAfterToolCall)
+  const tool = toolOf(harness, call.name)
+  if (middleware.length === 0 || !tool || call.inputTooLarge !== undefined) return timed(call.input)
+  let args = call.input
+  const schema = tool.inputSchema as { '~standard'?: unknown } | undefined
+  if (schema && typeof schema === 'object' && '~standard' in schema) {
+    const checked = await validateStandard(schema as never, call.input)
+    if (!checked.ok) return timed(call.input) // runCall lands the invalid_tool_input error
+    args = checked.value
+  }
+  let aborted: string | undefined
+  const { ctx } = middlewareRun(middleware, {
+    provider: harness.adapter.name,
+    model: harness.adapter.model,
+    sessionId: call.sessionId,
+    ...(call.inputId ? { inputId: call.inputId } : {}),
+    phase: 'beforeTools',
+    iteration: 0,
+    messages: [],
+    systemPrompts: harness.systemPrompts ?? [],
+    toolNames: toolNames(harness),
+    signal: attempt.signal,
+    context: call.context,
+    abort(reason) {
+      aborted ??= reason ?? 'Aborted by middleware.'
+      attempt.abort(new Error(aborted))
+    },
+    emitCustomEvent: customEvents(log, call, secrets, harness.durability.maxValueBytes),
+  })
+  const toolCall = toolCallOf(call)
+  const failed = (hook: string, error: unknown): MiddlewareAttempt => ({
+    outcome: { error: { code: 'middleware_failed', message: `${hook} middleware failed: ${toToolError(error).message}` } },
+    duration: 0,
+  })
+  const abortError = (reason: string): CallOutcome => ({ error: { code: 'aborted_by_middleware', message: reason } })
+  let decision: BeforeToolCallDecision
+  try {
+    for (const mw of middleware) {
+      decision = await mw.onBeforeToolCall?.(ctx, { toolCall, tool, args, toolName: call.name, toolCallId: call.toolCallId })
+      if (decision) break
+    }
+  } catch (error) {
+    return failed('onBeforeToolCall', error)
+  }
+  if (aborted !== undefined) return { outcome: abortError(aborted), duration: 0 }
+  if (decision?.type === 'abort') return { outcome: abortError(decision.reason || 'Aborted by middleware.'), duration: 0 }
+  const ran: MiddlewareAttempt =
+    decision?.type === 'skip'
+      ? { outcome: { result: decision.result }, duration: 0 }
+      : await timed(decision?.type === 'transformArgs' ? decision.args : call.input)
+  if ('park' in ran.outcome) return ran
+  if (aborted !== undefined) return { outcome: abortError(aborted), duration: ran.duration }
+  ctx.phase = 'afterTools'
+  const { outcome } = ran
+  const info: AfterToolCallInfo = {
+    toolCall,
+    tool,
+    toolName: call.name,
+    toolCallId: call.toolCallId,
+    ok: 'result' in outcome,
+    duration: ran.duration,
+    ...('result' in outcome ? { result: outcome.result } : { error: Object.assign(new Error(outcome.error.message), outcome.error) }),
+  }
+  try {
+    for (const mw of middleware) await mw.onAfterToolCall?.(ctx, info)
+  } catch (error) {
+    return { ...failed('onAfterToolCall', error), duration: ran.duration }
+  }
+  return ran
+}

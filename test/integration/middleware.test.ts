@@ -1,0 +1,215 @@
+// TanStack ChatMiddleware in a durable turn: order across middlewares, onBeforeToolCall decisions
+// (skip / transformArgs / abort), onChunk rewriting the model stream, onUsage, ctx.abort, and
+// TanStack's own middlewares working through a durable turn.
+import { toolDefinition, type ChatMiddleware } from '@tanstack/ai'
+import { contentGuardMiddleware, toolCacheMiddleware } from '@tanstack/ai/middlewares'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { defineHarness, type AfterToolCallInfo } from '../../src/index.js'
+import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
+import { useInProcessHosts } from '../helpers/hosts.js'
+
+const hosts = useInProcessHosts()
+
+/** A tool that records the inputs it ran with. */
+function countTool(ran: unknown[]) {
+  return toolDefinition({ name: 'count', description: 'counts', inputSchema: z.object({ n: z.number() }) }).server(async (input) => {
+    ran.push(input)
+    return { counted: input.n }
+  })
+}
+
+async function runTurn(harness: ReturnType<typeof defineHarness>, label: string, text = 'go') {
+  const { host } = hosts.start(harness, label)
+  const session = host.open(harness, { sessionId: label })
+  const { inputId } = await session.prompt(text)
+  const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+  const results = (await session.log.read({ types: ['harness.tool.result'] })).map((e) => e.record)
+  const responses = (await session.log.read({ types: ['harness.model.response'] })).map((e) => e.record)
+  return { settled, results, responses, session }
+}
+
+describe('TanStack middleware in a durable turn', () => {
+  it('runs two middlewares in array order around the model calls and the tool call, then our onAfterToolCall hook', async () => {
+    const seen: string[] = []
+    const hookInfos: AfterToolCallInfo[] = []
+    const recorder = (name: string): ChatMiddleware => ({
+      name,
+      onConfig: (ctx) => void seen.push(`${name}:onConfig:${ctx.phase}`),
+      onStart: () => void seen.push(`${name}:onStart`),
+      onBeforeToolCall: (_ctx, { toolName, args }) => void seen.push(`${name}:onBeforeToolCall:${toolName}:${JSON.stringify(args)}`),
+      onAfterToolCall: (_ctx, info) => void seen.push(`${name}:onAfterToolCall:${info.toolName}:${info.ok}:${JSON.stringify(info.result)}`),
+      onFinish: (_ctx, info) => void seen.push(`${name}:onFinish:${info.content}`),
+      onError: () => void seen.push(`${name}:onError`),
+      onAbort: () => void seen.push(`${name}:onAbort`),
+    })
+    const ran: unknown[] = []
+    const harness = defineHarness({
+      name: 'mw-order',
+      adapter: scriptedModel([{ toolCalls: [{ name: 'count', input: { n: 1 } }] }, { text: 'done' }]),
+      tools: [countTool(ran)],
+      middleware: [recorder('A'), recorder('B')],
+      hooks: {
+        onAfterToolCall: (info) => {
+          seen.push(`hook:onAfterToolCall:${info.name}`)
+          hookInfos.push(info)
+        },
+      },
+    })
+    const { settled } = await runTurn(harness, 'mw-order')
+    expect(settled).toMatchObject({ outcome: 'completed', text: 'done' })
+    expect(seen).toEqual([
+      'A:onConfig:init',
+      'B:onConfig:init',
+      'A:onStart',
+      'B:onStart',
+      'A:onConfig:beforeModel',
+      'B:onConfig:beforeModel',
+      'A:onBeforeToolCall:count:{"n":1}',
+      'B:onBeforeToolCall:count:{"n":1}',
+      'A:onAfterToolCall:count:true:{"counted":1}',
+      'B:onAfterToolCall:count:true:{"counted":1}',
+      'hook:onAfterToolCall:count',
+      'A:onConfig:beforeModel',
+      'B:onConfig:beforeModel',
+      'A:onFinish:done',
+      'B:onFinish:done',
+    ])
+    // our own hook gets TanStack's AfterToolCallInfo fields and keeps `name`
+    expect(hookInfos).toEqual([
+      expect.objectContaining({
+        name: 'count',
+        toolName: 'count',
+        ok: true,
+        result: { counted: 1 },
+        toolCall: expect.objectContaining({ type: 'function', function: { name: 'count', arguments: '{"n":1}' } }),
+        duration: expect.any(Number),
+      }),
+    ])
+  })
+
+  it('onBeforeToolCall skip keeps its result without running the tool, transformArgs runs it with checked args, abort lands a tool error', async () => {
+    const ran: unknown[] = []
+    const decider: ChatMiddleware = {
+      name: 'decider',
+      onBeforeToolCall(_ctx, { args }) {
+        const n = (args as { n: number }).n
+        if (n === 1) return { type: 'skip', result: { skipped: true } }
+        if (n === 2) return { type: 'transformArgs', args: { n: 20 } }
+        if (n === 3) return { type: 'abort', reason: 'no threes' }
+        if (n === 4) return { type: 'transformArgs', args: { n: 'four' } }
+        return undefined
+      },
+    }
+    const calls = [1, 2, 3, 4].map((n) => ({ name: 'count', input: { n } }))
+    const harness = defineHarness({
+      name: 'mw-decide',
+      adapter: scriptedModel([{ toolCalls: calls }, { text: 'done' }]),
+      tools: [countTool(ran)],
+      middleware: [decider],
+    })
+    const { settled, results } = await runTurn(harness, 'mw-decide')
+    expect(settled).toMatchObject({ outcome: 'completed' })
+    expect(ran).toEqual([{ n: 20 }])
+    const byCall = Object.fromEntries(results.map((r) => [(r as { toolCallId: string }).toolCallId, r]))
+    expect(byCall['call-0-0']).toMatchObject({ result: { skipped: true } })
+    expect(byCall['call-0-1']).toMatchObject({ result: { counted: 20 } })
+    expect(byCall['call-0-2']).toMatchObject({ error: { code: 'aborted_by_middleware', message: 'no threes' } })
+    expect(byCall['call-0-3']).toMatchObject({ error: { code: 'invalid_tool_input' } })
+  })
+
+  it('onChunk drops and rewrites text chunks before the turn collects them', async () => {
+    const harness = defineHarness({
+      name: 'mw-chunk',
+      adapter: scriptedModel([{ text: 'hi there secret' }], { stream: { chars: 9, delayMs: 0 } }),
+      middleware: [
+        {
+          name: 'shout',
+          onChunk(_ctx, chunk) {
+            if (chunk.type !== 'TEXT_MESSAGE_CONTENT') return undefined
+            if (chunk.delta.includes('secret')) return null
+            return { ...chunk, delta: chunk.delta.toUpperCase() }
+          },
+        },
+      ],
+    })
+    const { settled, responses } = await runTurn(harness, 'mw-chunk')
+    expect(settled).toMatchObject({ outcome: 'completed', text: 'HI THERE ' })
+    expect(responses).toEqual([expect.objectContaining({ text: 'HI THERE ' })])
+  })
+
+  it('onUsage sees the usage each model call reports, the same the log keeps; onFinish gets the last', async () => {
+    const usages: unknown[] = []
+    let finishUsage: unknown
+    const u1 = { promptTokens: 10, completionTokens: 2, totalTokens: 12 }
+    const u2 = { promptTokens: 20, completionTokens: 5, totalTokens: 25 }
+    const script: ScriptEntry[] = [
+      { toolCalls: [{ name: 'count', input: { n: 1 } }], usage: u1 },
+      { text: 'done', usage: u2 },
+    ]
+    const harness = defineHarness({
+      name: 'mw-usage',
+      adapter: scriptedModel(script),
+      tools: [countTool([])],
+      middleware: [{ onUsage: (_ctx, usage) => void usages.push(usage), onFinish: (_ctx, info) => void (finishUsage = info.usage) }],
+    })
+    const { settled, responses } = await runTurn(harness, 'mw-usage')
+    expect(settled).toMatchObject({ outcome: 'completed' })
+    expect(usages).toEqual([u1, u2])
+    expect(responses.map((r) => (r as { usage?: unknown }).usage)).toEqual([u1, u2])
+    expect(finishUsage).toEqual(u2)
+  })
+
+  it('ctx.abort from a model-call hook settles the turn as aborted and runs onAbort once', async () => {
+    const terminal: string[] = []
+    const harness = defineHarness({
+      name: 'mw-abort',
+      adapter: scriptedModel([{ text: 'forbidden words' }]),
+      middleware: [
+        {
+          onChunk(ctx, chunk) {
+            if (chunk.type === 'TEXT_MESSAGE_CONTENT' && chunk.delta.includes('forbidden')) ctx.abort('policy')
+          },
+          onFinish: () => void terminal.push('finish'),
+          onAbort: (_ctx, info) => void terminal.push(`abort:${info.reason}`),
+        },
+      ],
+    })
+    const { settled, responses } = await runTurn(harness, 'mw-abort')
+    expect(settled).toMatchObject({ outcome: 'aborted', error: { code: 'aborted', message: 'policy' } })
+    expect(responses).toEqual([])
+    expect(terminal).toEqual(['abort:policy'])
+  })
+
+  it("TanStack's contentGuardMiddleware redacts the model's text in the durable turn and its log", async () => {
+    const harness = defineHarness({
+      name: 'mw-guard',
+      adapter: scriptedModel([{ text: 'your SSN is 123-45-6789, keep it safe' }]),
+      middleware: [contentGuardMiddleware({ rules: [{ pattern: /\b\d{3}-\d{2}-\d{4}\b/g, replacement: '[SSN]' }], strategy: 'delta' })],
+    })
+    const { settled, responses } = await runTurn(harness, 'mw-guard')
+    expect(settled).toMatchObject({ outcome: 'completed', text: 'your SSN is [SSN], keep it safe' })
+    expect(JSON.stringify(responses)).not.toContain('123-45-6789')
+  })
+
+  it("TanStack's toolCacheMiddleware serves a repeated call from its cache: the tool runs once, both calls keep the result", async () => {
+    const ran: unknown[] = []
+    const harness = defineHarness({
+      name: 'mw-cache',
+      adapter: scriptedModel([
+        { toolCalls: [{ name: 'count', input: { n: 7 } }] },
+        { toolCalls: [{ name: 'count', input: { n: 7 } }] },
+        { text: 'done' },
+      ]),
+      tools: [countTool(ran)],
+      middleware: [toolCacheMiddleware()],
+    })
+    const { settled, results } = await runTurn(harness, 'mw-cache')
+    expect(settled).toMatchObject({ outcome: 'completed' })
+    expect(ran).toEqual([{ n: 7 }])
+    expect(results).toEqual([
+      expect.objectContaining({ toolCallId: 'call-0-0', result: { counted: 7 } }),
+      expect.objectContaining({ toolCallId: 'call-1-0', result: { counted: 7 } }),
+    ])
+  })
+})
