@@ -86,18 +86,33 @@ function liveEvents(mapper: EventMapper, fields: string[]): StreamChunk[] {
 }
 
 /**
- * The entries of both streams in one order: by id, a live entry before a log entry of the same id.
+ * The entries of both streams in one order. Ids of two streams say nothing about order within one
+ * millisecond (each stream counts its own sequence), so a two-way merge by millisecond keeps each
+ * stream's order, and within one millisecond puts the live entries before a model response or a tool
+ * result (its deltas and custom events came first) and after anything else logged (an input, a step).
  * A stream that filled its page may have more entries before the other stream's later ones, so only
  * entries up to the last id of a full page are taken; the rest are read again next time.
  */
 function mergeByID(reply: Array<[string, RawEntry[]]> | null, logKey: string, page: number) {
-  const out: Array<{ stream: 'log' | 'live'; id: string; fields: string[] }> = []
+  type Item = { stream: 'log' | 'live'; id: string; fields: string[] }
+  const log: Item[] = []
+  const live: Item[] = []
   let cap: string | undefined
   for (const [key, entries] of reply ?? []) {
-    for (const [id, fields] of entries) out.push({ stream: key === logKey ? 'log' : 'live', id, fields })
+    const into = key === logKey ? log : live
+    for (const [id, fields] of entries) into.push({ stream: key === logKey ? 'log' : 'live', id, fields })
     const last = entries.at(-1)?.[0]
     if (entries.length >= page && last && (cap === undefined || compareIds(last, cap) < 0)) cap = last
   }
-  out.sort((a, b) => compareIds(a.id, b.id) || (a.stream === b.stream ? 0 : a.stream === 'live' ? -1 : 1))
+  const ms = (id: string) => BigInt(id.split('-')[0]!)
+  const closesLive = (item: Item) => /^\{"type":"harness\.(model\.response|tool\.result)"/.test(item.fields[1] ?? '')
+  const out: Item[] = []
+  for (let i = 0, j = 0; i < log.length || j < live.length;) {
+    const a = log[i]
+    const b = live[j]
+    const liveFirst = !a || (b !== undefined && (ms(b.id) < ms(a.id) || (ms(b.id) === ms(a.id) && closesLive(a))))
+    if (liveFirst) out.push(live[j++]!)
+    else out.push(log[i++]!)
+  }
   return cap === undefined ? out : out.filter((e) => compareIds(e.id, cap) <= 0)
 }
