@@ -8,6 +8,10 @@ import { z } from 'zod'
 import { defineHarness, type AfterToolCallInfo } from '../../src/index.js'
 import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
+import { until } from '../helpers/log.js'
+import { Job, Queue } from 'bullmq'
+import { toolJobId } from '../../src/log/index.js'
+import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 
 const hosts = useInProcessHosts()
 
@@ -211,5 +215,31 @@ describe('TanStack middleware in a durable turn', () => {
       expect.objectContaining({ toolCallId: 'call-0-0', result: { counted: 7 } }),
       expect.objectContaining({ toolCallId: 'call-1-0', result: { counted: 7 } }),
     ])
+  })
+})
+
+describe('middleware durability', () => {
+  it('a call whose result is already kept does not run its tool hooks again when its job runs again (a crash after the landing)', async () => {
+    const calls: string[] = []
+    const watcher: ChatMiddleware = {
+      name: 'watcher',
+      onBeforeToolCall: (_ctx, { toolCallId }) => void calls.push(`before:${toolCallId}`),
+      onAfterToolCall: (_ctx, { toolCallId }) => void calls.push(`after:${toolCallId}`),
+    }
+    const ran: unknown[] = []
+    const harness = defineHarness({ name: 'mw-kept', adapter: scriptedModel([]), tools: [countTool(ran)], middleware: [watcher] })
+    const { host, prefix } = hosts.start(harness, 'mw-kept')
+    const session = host.open(harness, { sessionId: 'kept' })
+    expect(await session.runTool({ name: 'count', input: { n: 3 }, toolCallId: 'k1' })).toEqual({ counted: 3 })
+    expect(calls).toEqual(['before:k1', 'after:k1'])
+    // what a crash after the landing leaves: the call's job runs again. Here its finished job is removed
+    // and the caller's retry adds a new one, which a worker runs: begin finds the kept result
+    const tools = new Queue(toolQueueName(harness.name), { connection: { url: hosts.url() }, prefix: bullPrefix(prefix) })
+    hosts.defer(() => tools.close())
+    await (await Job.fromId(tools, toolJobId('kept', 'k1')))!.remove()
+    expect(await session.runTool({ name: 'count', input: { n: 3 }, toolCallId: 'k1' })).toEqual({ counted: 3 })
+    await until(async () => (await Job.fromId(tools, toolJobId('kept', 'k1')))?.finishedOn !== undefined, 'the new job to run')
+    expect(calls).toEqual(['before:k1', 'after:k1'])
+    expect(ran).toHaveLength(1)
   })
 })
