@@ -1,8 +1,8 @@
 import { FencedError, QuestionExpiredError } from '../errors.js'
 import type { Harness } from '../harnessTypes.js'
 import type { BeginResult, SessionLog } from '../log/index.js'
-import { createDurableContext, toToolError, type SecretStore } from '../tool/index.js'
-import type { CallOutcome } from './runCall.js'
+import { toToolError, type SecretStore } from '../tool/index.js'
+import { stepContext, type CallOutcome } from './runCall.js'
 
 /** True for a tool that waits for a person's approval before it runs (TanStack's `needsApproval`). */
 export function needsApproval(tool: unknown): boolean {
@@ -22,13 +22,7 @@ export async function decideApproval(
   begin: BeginResult,
   secrets: SecretStore,
 ): Promise<'approved' | CallOutcome> {
-  const handle = createDurableContext({
-    log,
-    fence: { toolCallId: call.toolCallId, epoch: begin.epoch },
-    secrets,
-    maxValueBytes: harness.durability.maxValueBytes,
-    fresh: begin.kind === 'fresh',
-  })
+  const handle = stepContext(harness, log, call.toolCallId, begin, secrets)
   const input = JSON.stringify(call.input ?? {})
   const message = `Run ${call.name} with ${input.length > 500 ? `${input.slice(0, 500)}…` : input}?`
   const { approvalTimeoutMs } = harness.durability

@@ -66,14 +66,7 @@ export async function runCall(
       return { error: toToolError(error) }
     }
   }
-  const handle = createDurableContext({
-    log,
-    fence: { toolCallId: call.toolCallId, epoch: begin.epoch },
-    secrets,
-    maxValueBytes: harness.durability.maxValueBytes,
-    fresh: begin.kind === 'fresh',
-    abortSignal,
-  })
+  const handle = stepContext(harness, log, call.toolCallId, begin, secrets, abortSignal)
   try {
     const result = await tool[DURABLE].execute(input, { ...base, ...handle.fields })
     await handle.flush()
@@ -102,6 +95,25 @@ export function customEvents(log: SessionLog, call: CallInput, secrets: SecretSt
     encodeChecked(copy, what, maxValueBytes)
     void log.appendLive({ k: 'custom', toolCallId: call.toolCallId, name: String(name), value: secrets.redact(copy) }).catch(() => {})
   }
+}
+
+/** The step context of this attempt of a call: its fence is the attempt's epoch. */
+export function stepContext(
+  harness: Harness,
+  log: SessionLog,
+  toolCallId: string,
+  begin: BeginResult,
+  secrets: SecretStore,
+  abortSignal?: AbortSignal,
+) {
+  return createDurableContext({
+    log,
+    fence: { toolCallId, epoch: begin.epoch },
+    secrets,
+    maxValueBytes: harness.durability.maxValueBytes,
+    fresh: begin.kind === 'fresh',
+    ...(abortSignal ? { abortSignal } : {}),
+  })
 }
 
 /** `instanceof` on what a tool threw, which may be a Proxy whose getPrototypeOf trap throws. */

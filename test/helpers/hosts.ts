@@ -15,6 +15,8 @@ export interface WorkerProcessesContext {
   prefix: string
   /** A host in the test process (no workers of its own): it prompts, reads and answers. */
   host: HarnessHost
+  /** A second such host with its own connections: another server of the same deployment. */
+  other: HarnessHost
   /** A plain client for looking at keys (the shop fixture counts side effects under `${prefix}:billing`). */
   redis: Redis
   /** The worker processes; a test may kill some and push others, all are killed after the block. */
@@ -48,12 +50,14 @@ export function useWorkerProcesses(options: {
     process.env.REDIS_URL = ctx.url
     process.env.DH_PREFIX = ctx.prefix
     ctx.host = createHarnessHost({ redis: ctx.url, harnesses: options.harnesses ?? [shop], prefix: ctx.prefix, logger: quiet })
+    ctx.other = createHarnessHost({ redis: ctx.url, harnesses: options.harnesses ?? [shop], prefix: ctx.prefix, logger: quiet })
     ctx.redis = new Redis(ctx.url)
     for (let i = 0; i < (options.workers ?? 2); i++) ctx.workers.push(await ctx.spawn())
   })
   afterAll(async () => {
     await Promise.all(ctx.workers.map((w) => w.kill('SIGKILL')))
     await ctx.host?.close()
+    await ctx.other?.close()
     ctx.redis?.disconnect()
     if (ctx.prefix) await cleanupPrefix(ctx.url, ctx.prefix)
   })

@@ -2,26 +2,20 @@
 // question of kind 'approval' until a person decides from any process; approved it runs once,
 // denied or expired it is a tool error the model reads, and a crash while it waits loses nothing.
 import { toolDefinition } from '@tanstack/ai'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, createHarnessHost, defineHarness, type HarnessHost } from '../../src/index.js'
+import { ConfigError, defineHarness } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { approvals, expiring, harnesses } from '../fixtures/approvals.js'
-import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
+import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 
 describe('durable approvals over a worker process', () => {
   const ctx = useWorkerProcesses({ label: 'approvals', harnesses, module: 'test/fixtures/approvals.ts', workers: 1 })
-  /** The process where a person decides: another host. */
-  let other: HarnessHost
-  beforeAll(() => {
-    other = createHarnessHost({ redis: ctx.url, harnesses, prefix: ctx.prefix, logger: quiet })
-  })
-  afterAll(() => other?.close())
   const transfers = async () => Number((await ctx.redis.get(`${ctx.prefix}:transfers`)) ?? 0)
 
   async function approvalOf(sessionId: string) {
-    const session = other.open(approvals, { sessionId })
+    const session = ctx.other.open(approvals, { sessionId })
     let found: Awaited<ReturnType<typeof session.questions>>[number] | undefined
     await until(async () => !!(found = (await session.questions()).find((q) => q.kind === 'approval')), 'the approval question')
     return found!
@@ -37,7 +31,7 @@ describe('durable approvals over a worker process', () => {
     // the call is parked: no worker holds it. Kill the worker anyway, and start another
     await ctx.workers.splice(0)[0]!.kill('SIGKILL')
     ctx.workers.push(await ctx.spawn())
-    await other.open(approvals, { sessionId: 'approve' }).answer(question.questionId, { approved: true })
+    await ctx.other.open(approvals, { sessionId: 'approve' }).answer(question.questionId, { approved: true })
     expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'done: {"sent":40}' })
     expect((await transfers()) - before).toBe(1)
     expect(await session.questions()).toEqual([])
@@ -50,7 +44,7 @@ describe('durable approvals over a worker process', () => {
     const before = await transfers()
     const { inputId } = await session.prompt('transfer:9000')
     const question = await approvalOf('deny')
-    await other.open(approvals, { sessionId: 'deny' }).answer(question.questionId, { approved: false, reason: 'too much' })
+    await ctx.other.open(approvals, { sessionId: 'deny' }).answer(question.questionId, { approved: false, reason: 'too much' })
     const settled = await session.settled(inputId, { timeoutMs: 30_000 })
     expect(settled.text).toContain('A person denied this call: too much')
     expect(records(await session.log.read(), 'harness.tool.result')[0]).toMatchObject({ error: { code: 'approval_denied' } })
@@ -66,7 +60,7 @@ describe('durable approvals over a worker process', () => {
     const result = records(await session.log.read(), 'harness.tool.result')[0]
     expect(result).toMatchObject({ error: { code: 'approval_expired' } })
     const asked = records(await session.log.read(), 'harness.tool.ask')[0]!
-    await expect(other.open(expiring, { sessionId: 'expire' }).answer(asked.questionId, { approved: true })).rejects.toMatchObject({
+    await expect(ctx.other.open(expiring, { sessionId: 'expire' }).answer(asked.questionId, { approved: true })).rejects.toMatchObject({
       name: 'QuestionClosedError',
     })
     expect((await transfers()) - before).toBe(0)
@@ -77,11 +71,11 @@ describe('durable approvals over a worker process', () => {
     await session.prompt('transfer:1')
     const question = await approvalOf('bad-answer')
     const before = await session.log.read()
-    await expect(other.open(approvals, { sessionId: 'bad-answer' }).answer(question.questionId, { approved: 'yes' })).rejects.toMatchObject(
-      {
-        name: 'InvalidAnswerError',
-      },
-    )
+    await expect(
+      ctx.other.open(approvals, { sessionId: 'bad-answer' }).answer(question.questionId, { approved: 'yes' }),
+    ).rejects.toMatchObject({
+      name: 'InvalidAnswerError',
+    })
     expect(await session.log.read()).toEqual(before)
     await session.answer(question.questionId, { approved: true })
   })

@@ -1,24 +1,18 @@
 // One turn at a time per session, over a real worker process, with prompts from two hosts (each its
 // own connections, as two servers would be): busy 'queue' runs the second turn after the first, in
 // log order; 'steer' lets the second prompt join the running turn; 'reject' refuses it.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createHarnessHost, SessionBusyError, type HarnessHost } from '../../src/index.js'
+import { describe, expect, it } from 'vitest'
+import { SessionBusyError } from '../../src/index.js'
 import { harnesses, queued, rejecting, steered } from '../fixtures/busy.js'
-import { quiet, useWorkerProcesses } from '../helpers/hosts.js'
+import { useWorkerProcesses } from '../helpers/hosts.js'
 import { records } from '../helpers/log.js'
 
 describe('busy modes', () => {
   const ctx = useWorkerProcesses({ label: 'busy', harnesses, module: 'test/fixtures/busy.ts', workers: 1 })
-  /** The second server: another host on the same Redis and prefix. */
-  let other: HarnessHost
-  beforeAll(() => {
-    other = createHarnessHost({ redis: ctx.url, harnesses, prefix: ctx.prefix, logger: quiet })
-  })
-  afterAll(() => other?.close())
 
   it("busy 'queue' (default): a prompt to a session whose turn waits on a parked call runs after it, in log order", async () => {
     const a = ctx.host.open(queued, { sessionId: 'q' })
-    const b = other.open(queued, { sessionId: 'q' })
+    const b = ctx.other.open(queued, { sessionId: 'q' })
     const first = await a.prompt('nap:1500', { inputId: 'first' })
     await ctx.workers[0]!.waitFor((l) => l.sessionId === 'q' && l.msg === 'tool call parked')
     const second = await b.prompt('next', { inputId: 'second' })
@@ -38,7 +32,7 @@ describe('busy modes', () => {
 
   it("busy 'steer': a prompt to a busy session joins the running turn: its next model call sees it, and both settle with that answer", async () => {
     const a = ctx.host.open(steered, { sessionId: 's' })
-    const b = other.open(steered, { sessionId: 's' })
+    const b = ctx.other.open(steered, { sessionId: 's' })
     const first = await a.prompt('nap:1500', { inputId: 'first' })
     await ctx.workers[0]!.waitFor((l) => l.sessionId === 's' && l.msg === 'tool call parked')
     const second = await b.prompt('and also this', { inputId: 'second' })
@@ -52,7 +46,7 @@ describe('busy modes', () => {
 
   it("busy 'reject': a prompt to a busy session throws SessionBusyError and writes nothing; after the turn it is accepted", async () => {
     const a = ctx.host.open(rejecting, { sessionId: 'r' })
-    const b = other.open(rejecting, { sessionId: 'r' })
+    const b = ctx.other.open(rejecting, { sessionId: 'r' })
     const first = await a.prompt('nap:1000', { inputId: 'first' })
     await expect(b.prompt('too soon', { inputId: 'second' })).rejects.toBeInstanceOf(SessionBusyError)
     expect(records(await a.log.read(), 'harness.input').map((r) => r.inputId)).toEqual(['first'])

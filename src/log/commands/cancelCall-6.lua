@@ -26,21 +26,15 @@
 local callsKey, logKey, stagedKey, openCallsKey, questionsKey, openQuestionsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local toolCallId, epoch, record, openMember, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
+--@include land
 local stateJson = redis.call('HGET', callsKey, toolCallId)
 if not stateJson then return {'unknown'} end
 local state = cjson.decode(stateJson)
 if state.s == 'done' then return {'done'} end
 if state.s ~= 'parked' then return {'running'} end
 if tostring(state.e) ~= epoch then return {'moved'} end
-local staged = redis.call('LRANGE', stagedKey, 0, -1)
-for i = 1, #staged do redis.call('XADD', logKey, '*', 'r', staged[i]) end
-local id = redis.call('XADD', logKey, '*', 'r', record)
-redis.call('DEL', stagedKey)
-state.s = 'done'
-state.id = id
-redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
-redis.call('HSET', callsKey, toolCallId .. '\0result', record)
-redis.call('ZREM', openCallsKey, openMember)
+-- the waiters hear of the landing when the script ends, with its questions closed below
+local id = landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, channel, messageKey)
 for i = 7, #ARGV, 2 do
   local questionId = ARGV[i]
   -- an answer that came first stays; the question is closed either way
@@ -49,5 +43,4 @@ for i = 7, #ARGV, 2 do
   end
   redis.call('ZREM', openQuestionsKey, ARGV[i + 1])
 end
-redis.call('PUBLISH', channel, messageKey .. '\n' .. record)
 return {'ok', id}

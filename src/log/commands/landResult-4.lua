@@ -22,17 +22,8 @@ local callsKey, logKey, stagedKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], KEY
 local toolCallId, epoch, record, openMember, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
 --@include fence
+--@include land
 local state, fenced, ownEpoch = loadFence(callsKey, toolCallId, epoch)
 if ownEpoch and state.s == 'done' then return {'ok', state.id} end
 if fenced then return fencedReply(state) end
-local staged = redis.call('LRANGE', stagedKey, 0, -1)
-for i = 1, #staged do redis.call('XADD', logKey, '*', 'r', staged[i]) end
-local id = redis.call('XADD', logKey, '*', 'r', record)
-redis.call('DEL', stagedKey)
-state.s = 'done'
-state.id = id
-redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
-redis.call('HSET', callsKey, toolCallId .. '\0result', record)
-redis.call('ZREM', openCallsKey, openMember)
-redis.call('PUBLISH', channel, messageKey .. '\n' .. record)
-return {'ok', id}
+return {'ok', landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, channel, messageKey)}
