@@ -77,3 +77,26 @@ describe('agentTool in plain chat()', () => {
     expect(text).toBe('boss heard: helper did: wave')
   })
 })
+
+describe('abort of a turn whose agent call waits on its child', () => {
+  const ctx = useWorkerProcesses({ label: 'agents-abort', harnesses: [boss], module: 'test/fixtures/agents.ts', workers: 1 })
+
+  it('the parent call lands cancelled, the child turn is aborted and its question closes', async () => {
+    const session = ctx.host.open(boss, { sessionId: 'abort-agent' })
+    const { inputId } = await session.prompt('please ask first')
+    const child = ctx.host.open(helper, { sessionId: childSessionId('abort-agent', 'call-0-0') })
+    await until(async () => (await child.questions()).length === 1, "the child's question")
+    const log = new SessionLog(ctx.redis, ctx.prefix, 'abort-agent')
+    await until(async () => (await log.getCall('call-0-0'))?.status === 'parked', 'the agent call to park')
+    const [question] = await child.questions()
+    expect(await session.abort(inputId, 'user left')).toBe(true)
+    expect(await session.settled(inputId)).toMatchObject({ outcome: 'aborted' })
+    // the parent call: one cancelled result
+    const results = (await log.read({ types: ['harness.tool.result'] })).map((e) => e.record)
+    expect(results).toEqual([expect.objectContaining({ toolCallId: 'call-0-0', error: expect.objectContaining({ code: 'cancelled' }) })])
+    // the child: its turn aborted, its question closed and no longer answerable
+    expect(await child.settled('agent-call')).toMatchObject({ outcome: 'aborted' })
+    expect(await child.questions()).toEqual([])
+    await expect(child.answer(question!.questionId, { ok: true })).rejects.toMatchObject({ name: 'QuestionClosedError' })
+  })
+})
