@@ -1,6 +1,6 @@
 import { toolOf, type AfterToolCallInfo, type Harness } from '../harnessTypes.js'
 import type { ToolErrorPayload } from '../log/index.js'
-import { encodeChecked, SecretStore, toJsonCopy, toToolError, validateStandard } from '../tool/index.js'
+import { encodeChecked, SecretStore, toJsonCopy, toToolError, validateOptional } from '../tool/index.js'
 import { toolCallOf } from './middleware.js'
 import type { CallInput } from './runCall.js'
 
@@ -11,9 +11,7 @@ export async function resolveSecrets(harness: Harness, sessionId: string): Promi
 
 /** A tool's `outputSchema` (TanStack's option) checks its result: one that fails it is a tool error. */
 async function checkOutput(harness: Harness, name: string, result: unknown): Promise<{ result: unknown } | { error: ToolErrorPayload }> {
-  const schema = (toolOf(harness, name) as { outputSchema?: unknown } | undefined)?.outputSchema
-  if (!schema || typeof schema !== 'object' || !('~standard' in schema)) return { result }
-  const checked = await validateStandard(schema as never, result)
+  const checked = await validateOptional((toolOf(harness, name) as { outputSchema?: unknown } | undefined)?.outputSchema, result)
   return checked.ok
     ? { result }
     : { error: { code: 'invalid_tool_output', message: `Result of tool "${name}" does not fit its outputSchema: ${checked.message}` } }

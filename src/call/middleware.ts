@@ -1,7 +1,7 @@
 import type { AfterToolCallInfo, BeforeToolCallDecision, ToolCall } from '@tanstack/ai'
-import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
+import { toolOf, type Harness } from '../harnessTypes.js'
 import type { SessionLog } from '../log/index.js'
-import { middlewareRun, toToolError, validateStandard, type SecretStore } from '../tool/index.js'
+import { middlewareRun, toToolError, validateOptional, type SecretStore } from '../tool/index.js'
 import { customEvents, type CallInput, type CallOutcome } from './runCall.js'
 
 /** The call as TanStack's hooks get it: our stored toolCallId, the input as JSON text. */
@@ -41,32 +41,28 @@ export async function runWithMiddleware(
   const middleware = harness.middleware.filter((mw) => mw.onBeforeToolCall || mw.onAfterToolCall)
   const tool = toolOf(harness, call.name)
   if (middleware.length === 0 || !tool || call.inputTooLarge !== undefined) return timed(call.input)
-  let args = call.input
-  const schema = tool.inputSchema as { '~standard'?: unknown } | undefined
-  if (schema && typeof schema === 'object' && '~standard' in schema) {
-    const checked = await validateStandard(schema as never, call.input)
-    if (!checked.ok) return timed(call.input) // runCall lands the invalid_tool_input error
-    args = checked.value
-  }
+  const checked = await validateOptional(tool.inputSchema, call.input)
+  if (!checked.ok) return timed(call.input) // runCall lands the invalid_tool_input error
+  const args = checked.value
   let aborted: string | undefined
-  const { ctx } = middlewareRun(middleware, {
-    provider: harness.adapter.name,
-    model: harness.adapter.model,
-    sessionId: call.sessionId,
-    ...(call.inputId ? { inputId: call.inputId } : {}),
-    phase: 'beforeTools',
-    iteration: 0,
-    messages: [],
-    systemPrompts: harness.systemPrompts ?? [],
-    toolNames: toolNames(harness),
-    signal: attempt.signal,
-    context: call.context,
-    abort(reason) {
-      aborted ??= reason ?? 'Aborted by middleware.'
-      attempt.abort(new Error(aborted))
+  const { ctx } = middlewareRun(
+    harness,
+    {
+      sessionId: call.sessionId,
+      ...(call.inputId ? { inputId: call.inputId } : {}),
+      phase: 'beforeTools',
+      iteration: 0,
+      messages: [],
+      signal: attempt.signal,
+      context: call.context,
+      abort(reason) {
+        aborted ??= reason ?? 'Aborted by middleware.'
+        attempt.abort(new Error(aborted))
+      },
+      emitCustomEvent: customEvents(log, call, secrets, harness.durability.maxValueBytes),
     },
-    emitCustomEvent: customEvents(log, call, secrets, harness.durability.maxValueBytes),
-  })
+    middleware,
+  )
   const toolCall = toolCallOf(call)
   const failed = (hook: string, error: unknown): MiddlewareAttempt => ({
     outcome: { error: { code: 'middleware_failed', message: `${hook} middleware failed: ${toToolError(error).message}` } },

@@ -8,7 +8,7 @@ import {
   isDurableTool,
   toJsonCopy,
   toToolError,
-  validateStandard,
+  validateOptional,
   type Park,
   type SecretStore,
 } from '../tool/index.js'
@@ -46,13 +46,9 @@ export async function runCall(
       error: toToolError(new ValueTooLargeError(`Input of tool "${call.name}"`, call.inputTooLarge, harness.durability.maxValueBytes)),
     }
   }
-  let input = call.input
-  const schema = tool.inputSchema as { '~standard'?: unknown } | undefined
-  if (schema && typeof schema === 'object' && '~standard' in schema) {
-    const checked = await validateStandard(schema as never, call.input)
-    if (!checked.ok) return { error: toToolError(new InvalidToolInputError(call.name, checked.message)) }
-    input = checked.value
-  }
+  const checked = await validateOptional(tool.inputSchema, call.input)
+  if (!checked.ok) return { error: toToolError(new InvalidToolInputError(call.name, checked.message)) }
+  const input = checked.value
   const base = {
     toolCallId: call.toolCallId,
     abortSignal,

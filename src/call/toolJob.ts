@@ -2,7 +2,7 @@ import { DelayedError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import { FencedError, StorageError } from '../errors.js'
 import { toolOf, type Harness } from '../harnessTypes.js'
-import { openMember, type BeginResult, type Fence, type SessionLog } from '../log/index.js'
+import { contextOf, openMember, type BeginResult, type Fence, type SessionLog } from '../log/index.js'
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
 import { questionIdOf, replayOf, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
@@ -46,8 +46,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       return logger.info('turn was aborted before this attempt: landed the cancelled tool error')
     }
     // ctx.context: the context the turn's input was given with
-    const context = input?.context === undefined ? undefined : (JSON.parse(input.context) as unknown)
-    const { outcome, secrets, duration } = await attemptOutcome({ ...call, context }, begin, log, deps, logger, attempt)
+    const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
     if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, job.data, fence, deps))
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
     await log.landResult(fence, call.name, kept)

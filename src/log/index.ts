@@ -1,5 +1,5 @@
 export { SessionLog, type BeginResult, type Fence } from './callLedger.js'
-export { type Question, type InputState, type ParentCall, type StepLookup, type ModelToolCall } from './inputs.js'
+export { contextOf, type Question, type InputState, type ParentCall, type StepLookup, type ModelToolCall } from './inputs.js'
 export { encodeRecord, isRecord, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
 export { indexKeys, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
 export { openMember, messageKey, parseMessage, turnJobId, toolJobId, type Message } from './formats.js'

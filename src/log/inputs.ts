@@ -43,6 +43,11 @@ export type AddedInput =
 export type StoredValue = { found: true; value: unknown }
 export type StepLookup = { found: false } | StoredValue
 
+/** The context an input was given with (`prompt(text, { context })`), kept as JSON text. */
+export function contextOf(input: Pick<InputState, 'context'> | null | undefined): unknown {
+  return input?.context === undefined ? undefined : (JSON.parse(input.context) as unknown)
+}
+
 /** A stored question; one logged before questions had a kind is a step.ask. */
 function parseQuestion(raw: string): Question {
   return { kind: 'ask', ...(JSON.parse(raw) as Question) }
@@ -104,12 +109,9 @@ export class SessionInputs extends LogStream {
 
   /**
    * Settles the input once: 'settled' the first time, 'already' after, 'unknown' for no such input.
-   * `next`: the input now first in the session's line, whose turn should run (its job is enqueued by the caller).
+   * `next`: the input now first in the session's line, whose turn should run (its job is enqueued by
+   * the caller: settleTurn, the one settler every path uses).
    */
-  async settleInput(record: RecordOf<'harness.input.settled'>): Promise<'settled' | 'already' | 'unknown'> {
-    return (await this.settle(record)).status
-  }
-
   async settle(record: RecordOf<'harness.input.settled'>): Promise<{ status: 'settled' | 'already' | 'unknown'; next?: string }> {
     const idx = indexKeys(this.prefix)
     const reply = await this.script(

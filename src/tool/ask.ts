@@ -15,7 +15,7 @@ export function questionIdOf(toolCallId: string, name: string): string {
 }
 
 /** Validates a value with any Standard Schema (zod included); returns the parsed output or an issue text. */
-export async function validateStandard(
+async function validateStandard(
   schema: StandardSchemaV1,
   value: unknown,
 ): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
@@ -25,6 +25,15 @@ export async function validateStandard(
     .map((i) => `${i.message}${i.path?.length ? ` at ${i.path.map((p) => (typeof p === 'object' ? p.key : p)).join('.')}` : ''}`)
     .join('; ')
   return { ok: false, message }
+}
+
+/** Validates with `schema` when a tool has one (any Standard Schema); with none the value passes as is. */
+export async function validateOptional(
+  schema: unknown,
+  value: unknown,
+): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
+  if (!schema || typeof schema !== 'object' || !('~standard' in schema)) return { ok: true, value }
+  return validateStandard(schema as StandardSchemaV1, value)
 }
 
 function toEpochMs(at: Date | number | string): number {

@@ -1,4 +1,5 @@
-import type { ChatMiddleware, ChatMiddlewareContext, ChatMiddlewarePhase, ModelMessage, SystemPrompt } from '@tanstack/ai'
+import type { ChatMiddleware, ChatMiddlewareContext, ChatMiddlewarePhase, ModelMessage } from '@tanstack/ai'
+import { toolNames, type Harness } from '../harnessTypes.js'
 import { randomBytes } from 'node:crypto'
 
 type Registry = ChatMiddlewareContext['capabilities']
@@ -19,9 +20,6 @@ function capabilityRegistry(): Registry {
 }
 
 export interface MiddlewareContextFields {
-  /** The harness's adapter name and model. */
-  provider: string
-  model: string
   sessionId: string
   /** The turn's input (runId); a `runTool` call has none. */
   inputId?: string
@@ -29,8 +27,6 @@ export interface MiddlewareContextFields {
   /** The model call of the turn (0-based) this context belongs to, or the one whose batch a tool call is in. */
   iteration: number
   messages: ReadonlyArray<ModelMessage>
-  systemPrompts: ReadonlyArray<SystemPrompt>
-  toolNames: string[]
   signal?: AbortSignal
   /** `ctx.abort(reason)`: what aborting means where the hook runs. */
   abort(reason?: string): void
@@ -52,8 +48,13 @@ export interface MiddlewareRun {
  * context for a whole run in one process; a durable turn runs in many processes, so each step has its
  * own: capabilities provided in `setup` and state kept on the context live for that step only.
  */
-export function middlewareRun(middleware: ReadonlyArray<ChatMiddleware>, fields: MiddlewareContextFields): MiddlewareRun {
+export function middlewareRun(
+  harness: Harness,
+  fields: MiddlewareContextFields,
+  middleware: ReadonlyArray<ChatMiddleware> = harness.middleware,
+): MiddlewareRun {
   const deferred: Promise<unknown>[] = []
+  const tools = toolNames(harness)
   const runId = fields.inputId ?? `tool-${fields.sessionId}`
   const ctx: ChatMiddlewareContext = {
     requestId: runId,
@@ -70,14 +71,14 @@ export function middlewareRun(middleware: ReadonlyArray<ChatMiddleware>, fields:
     context: fields.context,
     defer: (promise) => void deferred.push(promise),
     activity: 'chat',
-    provider: fields.provider,
-    model: fields.model,
+    provider: harness.adapter.name,
+    model: harness.adapter.model,
     source: 'server',
     streaming: true,
-    systemPrompts: [...fields.systemPrompts],
-    toolNames: fields.toolNames,
+    systemPrompts: [...(harness.systemPrompts ?? [])],
+    toolNames: tools,
     messageCount: fields.messages.length,
-    hasTools: fields.toolNames.length > 0,
+    hasTools: tools.length > 0,
     currentMessageId: null,
     accumulatedContent: '',
     messages: fields.messages,

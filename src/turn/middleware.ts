@@ -6,8 +6,8 @@ import {
   type StreamChunk,
   type TokenUsage,
 } from '@tanstack/ai'
-import { toolNames, type Harness } from '../harnessTypes.js'
-import { isRecord, type RecordOf, type SessionLog } from '../log/index.js'
+import { type Harness } from '../harnessTypes.js'
+import { contextOf, isRecord, type RecordOf, type SessionLog } from '../log/index.js'
 import { middlewareRun } from '../tool/index.js'
 
 /** Raised when a model-call hook called `ctx.abort(reason)`: the turn settles as aborted. */
@@ -43,16 +43,12 @@ export function modelCallHooks(
   if (middleware.length === 0) return undefined
   const aborter = new AbortController()
   let aborted: string | undefined
-  const run = middlewareRun(middleware, {
-    provider: harness.adapter.name,
-    model: harness.adapter.model,
+  const run = middlewareRun(harness, {
     sessionId: call.sessionId,
     inputId: call.inputId,
     phase: 'init',
     iteration: call.iteration,
     messages: call.messages,
-    systemPrompts: harness.systemPrompts ?? [],
-    toolNames: toolNames(harness),
     signal: aborter.signal,
     context: call.context,
     abort(reason) {
@@ -143,17 +139,13 @@ export async function terminalHooks(
   const middleware: ReadonlyArray<ChatMiddleware> = harness.middleware
   const hook = record.outcome === 'completed' ? 'onFinish' : record.outcome === 'aborted' ? 'onAbort' : 'onError'
   if (!middleware.some((mw) => mw[hook])) return
-  const run = middlewareRun(middleware, {
-    provider: harness.adapter.name,
-    model: harness.adapter.model,
+  const run = middlewareRun(harness, {
     sessionId: log.sessionId,
     inputId: record.inputId,
     phase: 'afterModel',
     iteration: Math.max(0, (input.responses ?? 1) - 1),
     messages: [],
-    systemPrompts: harness.systemPrompts ?? [],
-    toolNames: toolNames(harness),
-    context: input.context === undefined ? undefined : (JSON.parse(input.context) as unknown),
+    context: contextOf(input),
     abort() {},
     emitCustomEvent() {},
   })

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import type { Harness } from '../harnessTypes.js'
-import type { InputState, RecordOf, SessionLog } from '../log/index.js'
+import { contextOf, type InputState, type RecordOf, type SessionLog } from '../log/index.js'
 import { enqueueCalls, wakeCall, type HarnessQueues, type TurnJobData } from '../queue/index.js'
 import { toToolError } from '../tool/index.js'
 import { foldTurn } from './fold.js'
@@ -113,8 +113,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const deltas = textDeltas((at, text) => log.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
       const messages = buildMessages([...history, ...fold.conversation])
       // middleware runs around each model call made (one made again after a crash runs it again)
-      const context = input.context === undefined ? undefined : (JSON.parse(input.context) as unknown)
-      const hooks = modelCallHooks(harness, { sessionId, inputId, iteration: fold.responses.length, messages, context })
+      const hooks = modelCallHooks(harness, { sessionId, inputId, iteration: fold.responses.length, messages, context: contextOf(input) })
       const response = await callModel(harness, messages, signal, deltas.push, hooks).finally(() => deltas.close())
       const logged = await log.logModelResponse(inputId, { ...response, ...(response.text ? { messageId } : {}) }, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again

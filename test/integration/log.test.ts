@@ -538,8 +538,8 @@ describe('session log: inputs', () => {
     expect(await redis.zscore(idx.openTurns, openMember(log.sessionId, 'in-1'))).not.toBeNull()
     expect(await redis.zscore(idx.sessions, 's1')).not.toBeNull()
 
-    await log.settleInput({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' })
-    await log.settleInput({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'failed' })
+    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' })
+    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'failed' })
     const settled = await log.read({ types: ['harness.input.settled'] })
     expect(settled.map((e) => e.record)).toEqual([{ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' }])
     expect(await log.getInput('in-1')).toMatchObject({ status: 'settled', settledId: settled[0]!.id })
