@@ -142,8 +142,9 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier, open: openSession })
   }
   const openWork = new OpenWork(redis, prefix)
-  const cancelAborted = (harness: Harness, sessionId: string, inputId: string) => openSession(harness, sessionId).abort(inputId)
-  const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ openWork, harnesses, queuesOf, logFor, cancelAborted, logger }, sweepOptions)
+  // session.abort of a settled turn ends its parked calls (with the reason it settled with)
+  const endParkedCalls = (harness: Harness, sessionId: string, inputId: string) => openSession(harness, sessionId).abort(inputId)
+  const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ openWork, harnesses, queuesOf, logFor, endParkedCalls, logger }, sweepOptions)
 
   return {
     prefix,

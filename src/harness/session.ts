@@ -24,12 +24,11 @@ import {
   type RecordOf,
   SessionLog,
 } from '../log/index.js'
-import { resolveSecrets } from '../call/index.js'
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { enqueueCall, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
 import { settleTurn } from '../turn/index.js'
-import { encodeChecked, toJsonCopy } from '../tool/index.js'
+import { encodeChecked, resolveSecrets, toJsonCopy } from '../tool/index.js'
 import { cancelParkedCalls } from './cancel.js'
 import type { Notifier } from './notifier.js'
 
@@ -131,7 +130,7 @@ export class Session {
    * calls. Its running calls get `ctx.abortSignal` and land an `aborted` tool error; its parked calls
    * (sleep, ask, agent child) land a `cancelled` tool error, their questions close and an agent
    * call's child turn is aborted too. Returns false when the turn had settled already; aborting an
-   * aborted turn again finishes any cancel a crash interrupted.
+   * aborted or failed turn (a timeout) again ends any call it left parked (a cancel a crash cut short).
    */
   async abort(inputId: string, reason = 'Aborted by the caller.'): Promise<boolean> {
     assertInputId(inputId)
@@ -144,7 +143,8 @@ export class Session {
     })
     if (status === 'unknown') throw new UnknownInputError(inputId)
     const settled = status === 'settled' ? null : await log.getSettled(inputId)
-    if (settled && settled.outcome !== 'aborted') return false
+    if (settled?.outcome === 'completed') return false
+    // settled already as aborted or failed (a timeout): its parked calls end all the same
     const why = settled?.error?.message ?? reason
     const abortChild = (child: Harness, sessionId: string, childInput: string, r: string) =>
       this.deps.open(child, sessionId).abort(childInput, r)

@@ -92,9 +92,11 @@ export async function* endOnApprovals(
     } else if (isApprovalAsk(event) && waiting.has(event.value.toolCallId)) {
       asked.add(event.value.toolCallId)
       if (![...waiting.keys()].every((id) => asked.has(id))) continue
-      const open = (await run.session.questions()).filter((q) => q.kind === 'approval' && waiting.has(q.toolCallId))
+      // in the order the model called them
+      const questions = (await run.session.questions()).filter((q) => q.kind === 'approval')
+      const open = [...waiting].flatMap(([id, call]) => questions.filter((q) => q.toolCallId === id).map((q) => ({ q, call })))
       if (open.length === 0) continue
-      const interrupts = open.map((q) => approvalInterrupt(run.harness, q, waiting.get(q.toolCallId)!, run.runId))
+      const interrupts = open.map(({ q, call }) => approvalInterrupt(run.harness, q, call, run.runId))
       // no cursor: the client's resumable stream drops an event whose id it has seen (the ask's)
       yield {
         cursor: '',

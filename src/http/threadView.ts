@@ -89,11 +89,12 @@ export async function hydration(session: Session, harness: Harness) {
   const running = turns.filter((t) => t.status === 'running')
   const runId = running.length > 0 ? running[running.length - 1]!.runId : undefined
   const pending = []
-  for (const question of questions.filter((q) => q.kind === 'approval')) {
-    const part = messages.flatMap((m) => m.parts).find((p) => p.type === 'tool-call' && p.id === question.toolCallId)
-    if (!runId || part?.type !== 'tool-call') continue
+  // in the order of the calls
+  for (const part of runId ? messages.flatMap((m) => m.parts) : []) {
+    const question = part.type === 'tool-call' && questions.find((q) => q.kind === 'approval' && q.toolCallId === part.id)
+    if (!question || part.type !== 'tool-call') continue
     Object.assign(part, { state: 'approval-requested', approval: { id: question.questionId, needsApproval: true } })
-    pending.push(approvalInterrupt(harness, question, { name: part.name, input: part.input ?? {} }, runId))
+    pending.push(approvalInterrupt(harness, question, { name: part.name, input: part.input ?? {} }, runId!))
   }
   return {
     messages,
