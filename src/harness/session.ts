@@ -48,6 +48,8 @@ export interface SessionUsage {
 export interface LogReader {
   read(options?: ReadOptions): Promise<LogEntry[]>
   follow(options?: FollowOptions): AsyncGenerator<LogEntry>
+  /** Where an input stands: its record's entry id, whether it settled, when it came; null for none. */
+  input(inputId: string): Promise<{ entryId: string; status: 'open' | 'settled'; at: number } | null>
 }
 
 export interface SessionDeps {
@@ -76,7 +78,14 @@ export class Session {
 
   constructor(private readonly deps: SessionDeps) {
     this.sessionId = deps.log.sessionId
-    this.log = { read: (o) => deps.log.read(o), follow: (o) => deps.log.follow(o) }
+    this.log = {
+      read: (o) => deps.log.read(o),
+      follow: (o) => deps.log.follow(o),
+      input: async (inputId) => {
+        const input = await deps.log.getInput(inputId)
+        return input && { entryId: input.entryId, status: input.status, at: input.at }
+      },
+    }
   }
 
   /** Logs the input once per inputId and enqueues its turn (R15: the same inputId twice runs once). */

@@ -1,6 +1,5 @@
 // POST run (AG-UI, what useChat's fetchServerSentEvents sends) and GET run (a reload: the thread as
 // JSON, or a join of one running turn as SSE).
-import { isRecord } from '../log/index.js'
 import { parse, promptText, queryId, readJson, runInputSchema } from './bodies.js'
 import { resumeCursor, type RouteContext } from './context.js'
 import { openEvents, runEvents, snapshotOnRetry } from './events.js'
@@ -9,11 +8,14 @@ import { HttpError, json } from './responses.js'
 import { sseResponse } from './sse.js'
 import { hydration } from './threadView.js'
 import type { Session } from '../harness/session.js'
+import type { SessionEvent } from '../events/index.js'
 
 /**
- * The SSE response of one run's events, from its start or after `from`, ended by an interrupt when
- * its calls wait on approvals. The events are opened (and a bad cursor refused) before `start` writes
- * anything. `as`: the events of the run `runId` streamed as the client's run `as.runId` (a resume).
+ * The SSE response of one run's events, from its input's record or after `from`, ended by an
+ * interrupt when its calls wait on approvals. A `from` is checked (a bad cursor refused) before
+ * `start` writes anything; without one, reading starts at the run's input, after `start` wrote it, so
+ * it costs what the run holds, not what the session does. `as`: the events of the run `runId` streamed
+ * as the client's run `as.runId` (a resume).
  */
 async function streamRun(
   ctx: RouteContext,
@@ -22,12 +24,19 @@ async function streamRun(
   from: string | undefined,
   options: { start?: () => Promise<unknown>; as?: { runId: string; resumed: string[] } } = {},
 ): Promise<Response> {
-  const events = await openEvents(session, { from, signal: ctx.reader.signal })
-  try {
+  const open = () => openEvents(session, { from, fromInput: runId, signal: ctx.reader.signal })
+  let events: AsyncGenerator<SessionEvent>
+  if (from === undefined) {
     await options.start?.()
-  } catch (error) {
-    await events.return(undefined)
-    throw error
+    events = await open()
+  } else {
+    events = await open()
+    try {
+      await options.start?.()
+    } catch (error) {
+      await events.return(undefined)
+      throw error
+    }
   }
   const inside = from !== undefined
   const own = runEvents(events, runId, inside)
@@ -69,9 +78,7 @@ async function resumeRun(ctx: RouteContext, threadId: string, runId: string, par
 }
 
 async function assertRun(session: Session, threadId: string, runId: string): Promise<void> {
-  const inputs = await session.log.read({ types: ['harness.input'] })
-  if (!inputs.some((e) => isRecord(e, 'harness.input') && e.record.inputId === runId))
-    throw new HttpError(404, `Unknown run ${runId} in thread ${threadId}.`, 'unknown_run')
+  if (!(await session.log.input(runId))) throw new HttpError(404, `Unknown run ${runId} in thread ${threadId}.`, 'unknown_run')
 }
 
 /**
