@@ -1,12 +1,20 @@
 import { FencedError, QuestionExpiredError } from '../errors.js'
 import type { Harness } from '../harnessTypes.js'
 import type { BeginResult, SessionLog } from '../log/index.js'
-import { toToolError, type SecretStore } from '../tool/index.js'
+import { APPROVAL_STEP, questionIdOf, toToolError, type SecretStore } from '../tool/index.js'
 import { stepContext, type CallOutcome } from './runCall.js'
 
 /** True for a tool that waits for a person's approval before it runs (TanStack's `needsApproval`). */
 export function needsApproval(tool: unknown): boolean {
   return (tool as { needsApproval?: unknown } | undefined)?.needsApproval === true
+}
+
+/**
+ * True when a person decided this call's approval. Until then its tool cannot have run, so an attempt
+ * cut before the decision (a crash between asking and parking) is no cut of the tool: it waits on.
+ */
+export async function approvalDecided(log: SessionLog, toolCallId: string): Promise<boolean> {
+  return !!(await log.getQuestion(questionIdOf(toolCallId, APPROVAL_STEP)))?.answer.found
 }
 
 /**

@@ -6,7 +6,7 @@ import { contextOf, openMember, type BeginResult, type Fence, type SessionLog } 
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
 import { questionIdOf, replayOf, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
-import { decideApproval, needsApproval } from './approval.js'
+import { approvalDecided, decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
 import { cancelledError, type CallAborts } from './callAborts.js'
 import { keptResult } from './keptResult.js'
@@ -96,7 +96,9 @@ async function attemptOutcome(
     }
   }
   if (isAgentTool(tool)) return { outcome: await runAgentCall(tool, call, begin, deps, interrupted), secrets, duration: 0 }
-  if (begin.kind === 'cut') {
+  const beforeItsTool = begin.kind === 'cut' && needsApproval(tool) && !(await approvalDecided(log, call.toolCallId))
+  if (beforeItsTool) logger.warn('call was cut while it asked for its approval; its tool never ran: it asks on')
+  else if (begin.kind === 'cut') {
     // R10: nobody knows if a cut 'never' call finished; the model gets a tool error instead of a second run
     logger.warn('call was cut by a crash; replay is never: landing the interrupted tool error')
     return { outcome: interrupted, secrets, duration: 0 }

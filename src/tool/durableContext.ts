@@ -39,7 +39,8 @@ export interface DurableContextHandle {
 /** A person's decision on a `needsApproval` call: the answer `session.answer(id, value)` takes. */
 const APPROVAL = z.object({ approved: z.boolean(), reason: z.string().max(2_000).optional() })
 type Approval = z.infer<typeof APPROVAL>
-const APPROVAL_STEP = `${RESERVED_PREFIX}approval`
+/** The step of a `needsApproval` call's approval question. */
+export const APPROVAL_STEP = `${RESERVED_PREFIX}approval`
 
 /**
  * The step context of a tool call attempt in a durable session, bound to (session log, toolCallId,

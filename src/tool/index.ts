@@ -12,7 +12,7 @@ export {
   type DurableServerTool,
 } from './durableTool.js'
 export type { Step, StepFnOptions, AskOptions, AppendRecord, DurableToolContext, Replay } from './context.js'
-export { createDurableContext, type DurableContextHandle } from './durableContext.js'
+export { APPROVAL_STEP, createDurableContext, type DurableContextHandle } from './durableContext.js'
 export { Park } from './park.js'
 export { SecretStore, type Secrets } from './secrets.js'
 export { toJsonCopy, encodeChecked, DEFAULT_MAX_VALUE_BYTES, type Json, type JsonChecked } from './json.js'

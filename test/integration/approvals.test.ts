@@ -4,7 +4,11 @@
 import { toolDefinition } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { Job, Queue } from 'bullmq'
+import { Redis } from 'ioredis'
 import { ConfigError, defineHarness } from '../../src/index.js'
+import { SessionLog, toolJobId } from '../../src/log/index.js'
+import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { approvals, expiring, harnesses } from '../fixtures/approvals.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
@@ -29,6 +33,7 @@ describe('durable approvals over a worker process', () => {
     expect(question).toMatchObject({ kind: 'approval', name: 'harness.approval', message: expect.stringContaining('transfer') })
     expect(question.schema).toMatchObject({ type: 'object', properties: { approved: { type: 'boolean' } } })
     // the call is parked: no worker holds it. Kill the worker anyway, and start another
+    await ctx.workers[0]!.waitFor((l) => l.sessionId === 'approve' && l.msg === 'tool call parked')
     await ctx.workers.splice(0)[0]!.kill('SIGKILL')
     ctx.workers.push(await ctx.spawn())
     await ctx.other.open(approvals, { sessionId: 'approve' }).answer(question.questionId, { approved: true })
@@ -78,6 +83,40 @@ describe('durable approvals over a worker process', () => {
     })
     expect(await session.log.read()).toEqual(before)
     await session.answer(question.questionId, { approved: true })
+  })
+})
+
+describe('an approval cut before it parked', () => {
+  const hosts = useInProcessHosts()
+
+  it('a crash between asking and parking is no cut of the tool: the call asks on, and once approved its tool runs once', async () => {
+    const ran: unknown[] = []
+    const pay = toolDefinition({ name: 'pay', description: 'x', inputSchema: z.object({ n: z.number() }), needsApproval: true }).server(
+      async ({ n }) => {
+        ran.push(n)
+        return { paid: n }
+      },
+    )
+    const harness = defineHarness({ name: 'approval-cut', adapter: scriptedModel([]), tools: [pay] })
+    const { host, prefix, url } = hosts.start(harness, 'approval-cut')
+    const session = host.open(harness, { sessionId: 'cut' })
+    const paid = session.runTool({ name: 'pay', input: { n: 7 }, toolCallId: 'p1' })
+    await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 1, 'the call to park')
+    // what a worker that died right after asking leaves: the call running under an attempt nobody
+    // finishes. Its job then runs again (here: promoted) and begins a cut attempt
+    const redis = new Redis(url)
+    hosts.defer(() => redis.disconnect())
+    expect((await new SessionLog(redis, prefix, 'cut').beginCall('p1', 'pay', 'never', { harness: harness.name })).kind).toBe('resume')
+    const tools = new Queue(toolQueueName(harness.name), { connection: { url }, prefix: bullPrefix(prefix) })
+    hosts.defer(() => tools.close())
+    await (await Job.fromId(tools, toolJobId('cut', 'p1')))!.promote()
+    await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 2, 'the call to park again')
+    const [question] = await session.questions()
+    await session.answer(question!.questionId, { approved: true })
+    expect(await paid).toEqual({ paid: 7 })
+    expect(ran).toEqual([7])
+    const started = records(await session.log.read(), 'harness.tool.started').map((r) => r.reason)
+    expect(started).toEqual(['fresh', 'cut']) // a resume logs no started record
   })
 })
 
