@@ -34,6 +34,10 @@ export {
   type CloseResult,
 } from './harness/host.js'
 export type { Repair, SweepOptions } from './recovery/index.js'
+/** What operators see of a host: sessions, stats, queues (the `harness` CLI and the dashboard). */
+export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef } from './ops/index.js'
+/** A session's events as readable timeline lines (CLI `log`, the dashboard). */
+export { Timeline, type TimelineItem, type TimelineKind } from './timeline/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
 export type { Session, Settled, LogReader, SessionUsage } from './harness/session.js'

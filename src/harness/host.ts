@@ -13,6 +13,16 @@ import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
 import { Session } from './session.js'
+import {
+  harnessOf,
+  hostQueues,
+  hostStats,
+  listSessions,
+  type HostStats,
+  type QueueRef,
+  type SessionSummary,
+  type SessionsFilter,
+} from '../ops/index.js'
 
 export interface HostOptions {
   /** A redis:// URL or ioredis options. */
@@ -54,6 +64,14 @@ export interface HarnessHost {
   sweep(options?: SweepOptions): Promise<Repair[]>
   /** Open step.ask questions across the host's sessions (oldest first). */
   questions(options?: { limit?: number }): Promise<Array<Question & { sessionId: string }>>
+  /** Recent sessions, newest first (the sessions index), with filters: for operators (CLI, dashboard). */
+  sessions(filter?: SessionsFilter): Promise<SessionSummary[]>
+  /** A session of this host opened with the harness of its inputs; null when it has none this host runs. */
+  find(sessionId: string): Promise<Session | null>
+  /** Every queue of the host's harnesses (per shard), for stats, metrics and queue views. */
+  queues(): QueueRef[]
+  /** Queue counts per shard, parked calls, open turns, calls and questions, recoveries. */
+  stats(): Promise<HostStats>
   /** Closes running workers (see WorkersHandle.close), then the connections; bounded by `timeoutMs` if given. */
   close(options?: CloseOptions): Promise<CloseResult>
 }
@@ -228,6 +246,14 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       }
       return out
     },
+    sessions: (filter) => listSessions(redis, prefix, filter),
+    async find(sessionId) {
+      assertSessionId(sessionId)
+      const harness = harnesses.get(await harnessOf(redis, prefix, sessionId)) ?? (all.length === 1 ? all[0] : undefined)
+      return harness ? openSession(harness, sessionId) : null
+    },
+    queues: () => hostQueues(harnesses.values(), queuesOf),
+    stats: () => hostStats(redis, prefix, hostQueues(harnesses.values(), queuesOf)),
     async close({ timeoutMs } = {}) {
       const deadline = Date.now() + (timeoutMs ?? Infinity)
       const left = () => (timeoutMs === undefined ? undefined : Math.max(0, deadline - Date.now()))

@@ -65,6 +65,8 @@ export function indexKeys(prefix: string) {
     openQuestions: `${prefix}:open-questions`,
     openTurns: `${prefix}:open-turns`,
     corrupt: `${prefix}:corrupt-sessions`,
+    /** Hash: sweeper repairs by reason, counted for operators (`harness stats`, metrics). */
+    recoveries: `${prefix}:recoveries`,
     /** Pub/sub channel: "call|<sid>|<toolCallId>\n<result record>" when a result lands, "input|<sid>|<inputId>\n<settled record>" when a turn settles. */
     events: `${prefix}:events`,
   }

@@ -54,6 +54,11 @@ export class OpenWork {
     return async () => void (await this.redis.del(lock))
   }
 
+  /** Counts one sweeper repair by its reason, for operators (`harness stats`). */
+  async countRecovery(reason: string): Promise<void> {
+    await this.run('count recovery', () => this.redis.hincrby(this.keys.recoveries, reason, 1))
+  }
+
   private async run<T>(operation: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn()

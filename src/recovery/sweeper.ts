@@ -64,6 +64,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
     await deps
       .logFor(r.sessionId)
       .append([{ type: 'harness.recovery', reason: r.reason, ...(r.kind === 'turn' ? { inputId: r.id } : { toolCallId: r.id }) }])
+    await deps.openWork.countRecovery(r.reason)
     deps.logger.warn({ sessionId: r.sessionId, [r.kind === 'turn' ? 'inputId' : 'toolCallId']: r.id, reason: r.reason }, 'sweeper repaired')
   }
   return repairs

@@ -1,0 +1,123 @@
+import { Hono, type Context } from 'hono'
+import { streamSSE } from 'hono/streaming'
+import { ConfigError, DurableHarnessError, QuestionClosedError } from '../errors.js'
+import type { HarnessHost } from '../harness/host.js'
+import type { Authorize, CanAccess, Principal } from '../http/types.js'
+import { Timeline } from '../timeline/index.js'
+import { CLIENT_JS, CSS } from './client.js'
+import { layout, questionList, questionsPage, sessionPage, sessionsPage } from './pages.js'
+import { mountQueueViews } from './queues.js'
+
+export interface DashboardOptions<P extends Principal = Principal> {
+  host: HarnessHost
+  /** Required, as for createHarnessHandler: decides who sends each request (null: 401). */
+  authorize: Authorize<P>
+  /** May this principal see and answer this session? Default: yes. */
+  canAccess?: CanAccess<P>
+  /** Where the dashboard is mounted (default ''): its links and the queue views use it. */
+  basePath?: string
+  /** Served at `<base>/metrics` (Prometheus text), e.g. `() => metrics.text()`. */
+  metrics?: () => Promise<{ contentType: string; body: string }>
+}
+
+type Env = { Variables: { principal: Principal } }
+
+/**
+ * The operators' web dashboard as a Hono app: recent sessions, a session's live timeline (its events
+ * over SSE, as timeline lines), open questions and approvals with forms generated from their JSON
+ * Schema (answering wakes the tool), and bull-board's queue views. Every request goes through the
+ * same `authorize` (and `canAccess`) as createHarnessHandler.
+ */
+export function createDashboard<P extends Principal>(options: DashboardOptions<P>): Hono<Env> {
+  if (typeof options?.authorize !== 'function')
+    throw new ConfigError('createDashboard: `authorize(request)` is required, so that the dashboard is not open by accident.')
+  const { host } = options
+  const base = options.basePath ?? ''
+  const canAccess = (options.canAccess ?? (() => true)) as CanAccess
+  const app = new Hono<Env>()
+
+  app.use('*', async (c, next) => {
+    const principal = await options.authorize(c.req.raw)
+    if (principal === null || principal === undefined) return c.json({ error: 'Unauthorized.', code: 'unauthorized' }, 401)
+    c.set('principal', principal)
+    await next()
+  })
+  app.onError((error, c) => {
+    if (error instanceof DurableHarnessError)
+      return c.json({ error: error.message, code: error.code }, error instanceof QuestionClosedError ? 409 : 400)
+    host.logger.error({ err: error, url: c.req.url }, 'dashboard request failed')
+    return c.json({ error: 'Internal error; see the server log.', code: 'internal' }, 500)
+  })
+
+  const allowed = (c: Context<Env>, sessionId: string) => Promise.resolve(canAccess(c.get('principal'), sessionId))
+  /** The session of `:id`, when the principal may use it; a refusal or an unknown session ends the request. */
+  const sessionOf = async (c: Context<Env>) => {
+    const sessionId = c.req.param('id') ?? ''
+    if (!(await allowed(c, sessionId))) return { refused: c.json({ error: 'Forbidden.', code: 'forbidden' }, 403) }
+    const session = await host.find(sessionId)
+    if (!session) return { refused: c.json({ error: `No session ${sessionId} of this host's harnesses.`, code: 'not_found' }, 404) }
+    return { session }
+  }
+  const visible = async <T extends { sessionId: string }>(c: Context<Env>, items: T[]) => {
+    const ok = await Promise.all(items.map((i) => allowed(c, i.sessionId)))
+    return items.filter((_, n) => ok[n])
+  }
+
+  app.get('/assets/dashboard.js', (c) => c.body(CLIENT_JS, 200, { 'content-type': 'text/javascript; charset=utf-8' }))
+  app.get('/assets/dashboard.css', (c) => c.body(CSS, 200, { 'content-type': 'text/css; charset=utf-8' }))
+
+  app.get('/', async (c) => {
+    const filter = { open: c.req.query('open') === '1', harness: c.req.query('harness') ?? '' }
+    const sessions = await host.sessions({ limit: 100, open: filter.open, ...(filter.harness ? { harness: filter.harness } : {}) })
+    return c.html(layout(base, 'Sessions', sessionsPage(base, await visible(c, sessions), filter)))
+  })
+  app.get('/questions', async (c) => {
+    const questions = await visible(c, await host.questions({ limit: 200 }))
+    return c.html(layout(base, 'Questions', questionsPage(base, questions)))
+  })
+  app.get('/sessions/:id', async (c) => {
+    const { session, refused } = await sessionOf(c)
+    if (!session) return refused
+    const questions = (await session.questions()).map((q) => ({ ...q, sessionId: session.sessionId }))
+    return c.html(layout(base, `Session ${session.sessionId}`, sessionPage(base, session.sessionId, questions), session.sessionId))
+  })
+  app.get('/sessions/:id/questions', async (c) => {
+    const { session, refused } = await sessionOf(c)
+    if (!session) return refused
+    const questions = (await session.questions()).map((q) => ({ ...q, sessionId: session.sessionId }))
+    return c.html(questionList(base, questions))
+  })
+  // the session's events (session.events(), resumable by Last-Event-ID) as timeline lines
+  app.get('/sessions/:id/timeline', async (c) => {
+    const { session, refused } = await sessionOf(c)
+    if (!session) return refused
+    const from = c.req.header('last-event-id') || undefined
+    return streamSSE(c, async (stream) => {
+      const reader = new AbortController()
+      stream.onAbort(() => reader.abort())
+      const timeline = new Timeline()
+      for await (const event of session.events({ ...(from ? { from } : {}), signal: reader.signal })) {
+        for (const item of timeline.push(event)) await stream.writeSSE({ id: item.cursor, data: JSON.stringify(item) })
+      }
+    })
+  })
+  app.post('/sessions/:id/questions/:questionId/answer', async (c) => {
+    const { session, refused } = await sessionOf(c)
+    if (!session) return refused
+    if (!c.req.header('content-type')?.startsWith('application/json'))
+      return c.json({ error: 'Send the answer as JSON (content-type: application/json).', code: 'bad_request' }, 415)
+    const value: unknown = await c.req.json().catch(() => undefined)
+    if (value === undefined) return c.json({ error: 'The body is not JSON.', code: 'bad_request' }, 400)
+    await session.answer(c.req.param('questionId'), value)
+    return c.json({ ok: true })
+  })
+  if (options.metrics) {
+    const metrics = options.metrics
+    app.get('/metrics', async (c) => {
+      const { contentType, body } = await metrics()
+      return c.body(body, 200, { 'content-type': contentType })
+    })
+  }
+  mountQueueViews(app, host, base)
+  return app
+}

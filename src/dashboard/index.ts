@@ -1,0 +1,6 @@
+/**
+ * durable-harness/dashboard: the operators' web dashboard (sessions, live timelines, questions and
+ * approvals, queue views, metrics) as a Hono app, and a Node server for it (docs/operations.md).
+ */
+export { createDashboard, type DashboardOptions } from './app.js'
+export { serveDashboard, type ServeDashboardOptions } from './serve.js'

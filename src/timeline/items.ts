@@ -1,0 +1,151 @@
+import { EventType, type StreamChunk } from '@tanstack/ai'
+import type { SessionEvent } from '../events/index.js'
+
+/** What a timeline line is about. */
+export type TimelineKind =
+  | 'input'
+  | 'model'
+  | 'call'
+  | 'attempt'
+  | 'step'
+  | 'sleep'
+  | 'question'
+  | 'answer'
+  | 'park'
+  | 'result'
+  | 'error'
+  | 'settled'
+  | 'recovery'
+  | 'record'
+
+/** One readable line of a session's timeline, made from its events (CLI `log`, the dashboard). */
+export interface TimelineItem {
+  /** The event's cursor: `events({ from })` resumes right after it. */
+  cursor: string
+  /** When it was logged (ms), from the log entry id. */
+  at: number
+  kind: TimelineKind
+  /** The line as text (JSON values shortened); a renderer escapes it. */
+  text: string
+  toolCallId?: string
+  inputId?: string
+  /** The record or event it came from, whole. */
+  detail: unknown
+}
+
+const MAX = 160
+
+/** A JSON value on one line, cut to `max` characters. */
+function short(value: unknown, max = MAX): string {
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? 'undefined')
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text
+}
+
+function loggedAt(cursor: string): number {
+  return Number(cursor.split('-')[0]) || 0
+}
+
+type Line = Omit<TimelineItem, 'cursor' | 'at' | 'detail'>
+
+/** A harness record (a CUSTOM event's value) as a line; null for the records other events already show. */
+function recordLine(name: string, r: Record<string, unknown>): Line | null {
+  const call = { toolCallId: r.toolCallId as string }
+  switch (name) {
+    case 'harness.input':
+      return { kind: 'input', inputId: r.inputId as string, text: `input ${r.inputId}: ${short(r.text)}` }
+    case 'harness.tool.started':
+      return { kind: 'attempt', ...call, text: `${r.name} ${r.toolCallId} attempt ${r.attempt} (${r.reason}, replay ${r.replay})` }
+    case 'harness.tool.step':
+      return { kind: 'step', ...call, text: `${r.toolCallId} step ${r.name}${'value' in r ? ` = ${short(r.value)}` : ' done'}` }
+    case 'harness.tool.sleep':
+      return { kind: 'sleep', ...call, text: `${r.toolCallId} sleeps (${r.name}) until ${new Date(r.wakeAt as number).toISOString()}` }
+    case 'harness.tool.ask':
+      return {
+        kind: 'question',
+        ...call,
+        text: `${r.toolCallId} asks${r.kind === 'approval' ? ' for approval' : ''} (${r.questionId}): ${short(r.message)}`,
+      }
+    case 'harness.tool.answer':
+      return { kind: 'answer', ...call, text: `${r.toolCallId} answered (${r.questionId}): ${short(r.value)}` }
+    case 'harness.tool.suspended':
+      return { kind: 'park', ...call, text: `${r.toolCallId} parked (${r.kind})` }
+    case 'harness.recovery':
+      return { kind: 'recovery', ...(r.toolCallId ? call : {}), text: `recovery: ${r.reason} ${r.toolCallId ?? r.inputId ?? ''}`.trim() }
+    case 'harness.tool.requested':
+    case 'harness.tool.result':
+    case 'harness.input.settled':
+    case 'harness.model.response':
+    case 'harness.model.retry':
+      return null
+    default:
+      if (name.startsWith('harness.')) return { kind: 'record', text: `${name} ${short(r)}` }
+      return { kind: 'record', text: `record ${name}: ${short(r)}` }
+  }
+}
+
+/**
+ * Turns a session's events (`session.events()`) into timeline lines: inputs, model text and tool
+ * calls, attempts, steps, sleeps, questions, answers, results, settles, recoveries and app records.
+ * Model text arrives in deltas; it becomes one line when its message ends.
+ */
+export class Timeline {
+  private readonly text = new Map<string, string>()
+  private readonly names = new Map<string, string>()
+
+  push({ cursor, event }: SessionEvent): TimelineItem[] {
+    const line = this.line(event)
+    return line ? [{ cursor, at: loggedAt(cursor), detail: event.type === EventType.CUSTOM ? event.value : event, ...line }] : []
+  }
+
+  private line(event: StreamChunk): Line | null {
+    switch (event.type) {
+      case EventType.TEXT_MESSAGE_START:
+        this.text.set(event.messageId, '')
+        return null
+      case EventType.TEXT_MESSAGE_CONTENT:
+        this.text.set(event.messageId, (this.text.get(event.messageId) ?? '') + event.delta)
+        return null
+      case EventType.TEXT_MESSAGE_END: {
+        const text = this.text.get(event.messageId)
+        this.text.delete(event.messageId)
+        return text ? { kind: 'model', text: `model: ${short(text)}` } : null
+      }
+      case EventType.TOOL_CALL_START:
+        this.names.set(event.toolCallId, event.toolCallName)
+        return null
+      case EventType.TOOL_CALL_END:
+        return {
+          kind: 'call',
+          toolCallId: event.toolCallId,
+          text: `model calls ${this.names.get(event.toolCallId) ?? 'a tool'} ${event.toolCallId} ${short(event.input ?? {})}`,
+        }
+      case EventType.TOOL_CALL_RESULT: {
+        const name = this.names.get(event.toolCallId) ?? 'tool'
+        const failed = /^\s*\{\s*"error"/.test(event.content)
+        return {
+          kind: failed ? 'error' : 'result',
+          toolCallId: event.toolCallId,
+          text: `${name} ${event.toolCallId} → ${short(event.content)}`,
+        }
+      }
+      case EventType.RUN_FINISHED:
+        return {
+          kind: 'settled',
+          inputId: event.runId,
+          text: `turn ${event.runId} completed${event.result ? `: ${short(event.result)}` : ''}`,
+        }
+      case EventType.RUN_ERROR:
+        return {
+          kind: 'error',
+          inputId: event.runId ?? '',
+          text: `turn ${event.runId ?? ''} ${event.code ?? 'failed'}: ${short(event.message)}`,
+        }
+      case EventType.CUSTOM:
+        return typeof event.value === 'object' && event.value !== null
+          ? recordLine(event.name, event.value as Record<string, unknown>)
+          : null
+      default:
+        return null
+    }
+  }
+}

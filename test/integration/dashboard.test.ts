@@ -1,0 +1,116 @@
+// The dashboard in headless Chromium (Debian's `chromium`, driven by playwright-core): a turn parks on
+// step.ask, the dashboard shows the question with a form generated from its JSON Schema, the test
+// fills and submits it, the tool resumes in a worker process and the live timeline shows the answer
+// and the result; the same for an approval. Screenshots go to docs/.
+import { existsSync } from 'node:fs'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { serveDashboard } from '../../src/dashboard/index.js'
+import { ops } from '../fixtures/ops.js'
+import { useWorkerProcesses } from '../helpers/hosts.js'
+
+const CHROMIUM = '/usr/bin/chromium'
+const TOKEN = 'dashboard-test-token'
+const SHOTS = process.env.DH_SCREENSHOTS === '1'
+
+describe('the dashboard in headless Chromium', () => {
+  const ctx = useWorkerProcesses({ label: 'dashboard', harnesses: [ops], module: 'test/fixtures/ops.ts', workers: 1 })
+  let browser: Browser
+  let dashboard: { url: string; close(): Promise<void> }
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium); .ci/run does.`)
+    dashboard = await serveDashboard({
+      host: ctx.host,
+      port: 0,
+      // the handler's kind of authorize: a bearer token, or the cookie the test sets
+      authorize: (request) =>
+        request.headers.get('authorization') === `Bearer ${TOKEN}` || request.headers.get('cookie')?.includes(`dh_token=${TOKEN}`)
+          ? { user: 'ops' }
+          : null,
+      canAccess: (_principal, sessionId) => !sessionId.startsWith('secret-'),
+    })
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await dashboard?.close()
+  })
+
+  async function openPage(): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 760 } })
+    await context.addCookies([{ name: 'dh_token', value: TOKEN, url: dashboard.url }])
+    const page = await context.newPage()
+    page.on('pageerror', (error) => {
+      throw error
+    })
+    return page
+  }
+
+  it('refuses a request without the principal authorize wants, and a session canAccess refuses', async () => {
+    expect((await fetch(dashboard.url)).status).toBe(401)
+    expect((await fetch(`${dashboard.url}sessions/secret-1`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(403)
+  })
+
+  it('a step.ask question: the generated form answers it, the tool resumes, the timeline shows the answer and the result', async () => {
+    const session = ctx.host.open(ops, { sessionId: 'deploy-1' })
+    const { inputId } = await session.prompt('deploy:billing')
+    const page = await openPage()
+    await page.goto(`${dashboard.url}questions`)
+    // the question is listed once it is asked (the page is reloaded until the worker has parked it)
+    for (;;) {
+      if ((await page.locator('.qcard.ask').count()) > 0) break
+      await page.waitForTimeout(100)
+      await page.reload()
+    }
+    expect(await page.textContent('.qcard .message')).toContain('Deploy billing v2? <b>not markup</b>')
+    expect(await page.locator('.qcard .message b').count()).toBe(0)
+
+    await page.goto(`${dashboard.url}sessions/deploy-1`)
+    await page.waitForSelector('#timeline li.question')
+    const form = page.locator('form.answer')
+    await form.locator('select').selectOption({ label: 'us' })
+    await form.locator('input[type=number]').fill('3')
+    await form.locator('input[type=checkbox]').check()
+    await form.locator('input[type=text]').fill('ship it')
+    if (SHOTS) await page.screenshot({ path: 'docs/dashboard-question.png' })
+    await form.locator('button.submit').click()
+    await page.waitForSelector('#timeline li.answer')
+    await page.waitForSelector('#timeline li.settled')
+    const lines = await page.locator('#timeline li').allTextContents()
+    expect(lines.some((l) => l.includes('"region":"us"') && l.includes('"replicas":3') && l.includes('"canary":true'))).toBe(true)
+    expect(lines.some((l) => /result/.test(l) && l.includes('"deployed":"billing"'))).toBe(true)
+    expect(lines.some((l) => l.includes('step apply'))).toBe(true)
+    expect(await session.settled(inputId)).toMatchObject({ outcome: 'completed', text: expect.stringContaining('"region":"us"') })
+    if (SHOTS) await page.screenshot({ path: 'docs/dashboard-timeline.png', fullPage: true })
+    await page.context().close()
+  })
+
+  it('an approval: Approve on its form runs the tool, and the timeline shows the decision and the result', async () => {
+    const session = ctx.host.open(ops, { sessionId: 'refund-1' })
+    const { inputId } = await session.prompt('refund:42')
+    const page = await openPage()
+    await page.goto(`${dashboard.url}sessions/refund-1`)
+    // the page refreshes its open questions when the timeline shows one asked
+    await page.waitForSelector('.qcard.approval form.answer')
+    await page.locator('.qcard.approval input[type=text]').fill('customer is right')
+    if (SHOTS) await page.screenshot({ path: 'docs/dashboard-approval.png' })
+    await page.locator('.qcard.approval button.approve').click()
+    await page.waitForSelector('#timeline li.settled')
+    const lines = await page.locator('#timeline li').allTextContents()
+    expect(lines.some((l) => l.includes('"approved":true') && l.includes('customer is right'))).toBe(true)
+    expect(lines.some((l) => l.includes('"refunded":42'))).toBe(true)
+    expect(await session.settled(inputId)).toMatchObject({ outcome: 'completed' })
+    await page.context().close()
+  })
+
+  it('the sessions list and bull-board queue views are served', async () => {
+    const page = await openPage()
+    await page.goto(dashboard.url)
+    expect(await page.locator('table a').allTextContents()).toEqual(expect.arrayContaining(['deploy-1', 'refund-1']))
+    await page.goto(`${dashboard.url}queues`)
+    await page.waitForSelector('text=tools.ops')
+    await page.context().close()
+  })
+})
