@@ -1,9 +1,5 @@
-// Runs the recovery sweeper for a harness module: `sweeper <harness module>`.
+// Runs the recovery sweeper for a harness module: `sweeper <harness module>` (also `harness sweep`).
 // Env: REDIS_URL, DH_PREFIX, SWEEP_EVERY_MS (default 10000), SHUTDOWN_GRACE_MS (default 25000), LOG_LEVEL.
-import { startSweepTimer } from '../src/harness/host.js'
-import { startProcess } from '../src/cli/processEnv.js'
+import { runSweeper } from '../src/cli/commands/processes.js'
 
-await startProcess('sweeper', process.argv.slice(2), (host, logger) => {
-  const timer = startSweepTimer(() => host.sweep(), Number(process.env.SWEEP_EVERY_MS ?? 10_000), logger)
-  return { close: async () => timer.stop() }
-})
+await runSweeper(process.argv.slice(2))

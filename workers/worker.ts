@@ -1,5 +1,5 @@
-// Runs the turn and tool workers of a harness module: `worker <harness module>`.
+// Runs the turn and tool workers of a harness module: `worker <harness module>` (also `harness worker`).
 // Env: REDIS_URL, DH_PREFIX, CONCURRENCY, SHUTDOWN_GRACE_MS (default 25000), LOG_LEVEL.
-import { startProcess } from '../src/cli/processEnv.js'
+import { runWorker } from '../src/cli/commands/processes.js'
 
-await startProcess('worker', process.argv.slice(2), (host) => host.startWorkers({ concurrency: Number(process.env.CONCURRENCY ?? 10) }))
+await runWorker(process.argv.slice(2))

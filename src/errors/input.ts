@@ -106,3 +106,10 @@ export class ConfigError extends DurableHarnessError {
     super('config', message)
   }
 }
+
+/** A `harness` CLI command used wrongly (unknown command or option, a missing or bad argument): exit code 2. */
+export class UsageError extends DurableHarnessError {
+  constructor(message: string) {
+    super('usage', message)
+  }
+}

@@ -1,0 +1,68 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { UsageError } from '../errors.js'
+
+type Options = NonNullable<ParseArgsConfig['options']>
+
+/** Options every command takes (with their environment variables). */
+const COMMON_OPTIONS: Record<string, OptionSpec> = {
+  redis: { type: 'string', help: 'Redis URL (env REDIS_URL; default redis://127.0.0.1:6379)' },
+  prefix: { type: 'string', help: 'key prefix of the host (env DH_PREFIX; default dh)' },
+  module: { type: 'string', short: 'm', help: 'harness module: a path or package (env HARNESS_MODULE)' },
+  help: { type: 'boolean', short: 'h', help: 'show this help' },
+}
+
+type OptionSpec = { type: 'string' | 'boolean'; short?: string; help: string; multiple?: false }
+
+/** One `harness` command: its usage line, what it does, its options, and how it runs. */
+export interface Command {
+  name: string
+  /** Positional arguments, as the usage line names them. */
+  args: string
+  summary: string
+  /** More lines for `--help`. */
+  details?: string[]
+  options: Record<string, OptionSpec>
+  /** Positional arguments it requires (more is an error too). */
+  required: number
+  optional?: number
+  /** The exit code, or "running" for a command that serves until a signal (worker, sweep, dashboard, log --follow). */
+  run(input: CommandInput): Promise<number | 'running'>
+}
+
+export interface CommandInput {
+  args: string[]
+  values: Record<string, string | boolean | undefined>
+}
+
+export function parseCommand(command: Command, argv: string[]): CommandInput & { help: boolean } {
+  const options = { ...COMMON_OPTIONS, ...command.options } as Options
+  let parsed
+  try {
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true })
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message.replace(/\. To specify.*$/s, '.')} See: harness ${command.name} --help`)
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>
+  const help = values.help === true
+  const max = command.required + (command.optional ?? 0)
+  if (!help && (parsed.positionals.length < command.required || parsed.positionals.length > max))
+    throw new UsageError(`Usage: harness ${command.name} ${command.args}. See: harness ${command.name} --help`)
+  return { args: parsed.positionals, values, help }
+}
+
+export function commandHelp(command: Command): string {
+  const rows = Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([name, spec]) => {
+    const flag = `${spec.short ? `-${spec.short}, ` : '    '}--${name}${spec.type === 'string' ? ' <value>' : ''}`
+    return `  ${flag.padEnd(28)} ${spec.help}`
+  })
+  return [
+    `Usage: harness ${command.name} ${command.args}`.trimEnd(),
+    '',
+    command.summary,
+    ...(command.details ?? []),
+    '',
+    'Options:',
+    ...rows,
+    '',
+  ].join('\n')
+}

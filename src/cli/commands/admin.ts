@@ -1,0 +1,64 @@
+import { UsageError } from '../../errors.js'
+import type { Command } from '../command.js'
+import { withHost } from '../connect.js'
+import { print, table } from '../output.js'
+
+export const abort: Command = {
+  name: 'abort',
+  args: '<sessionId> <inputId>',
+  summary: 'Aborts a turn: it settles as aborted, its running calls get their abort signal, its parked calls are cancelled.',
+  options: { reason: { type: 'string', help: 'why (the turn settles with it)' } },
+  required: 2,
+  async run({ args, values }) {
+    const aborted = await withHost(values, true, async (host) => {
+      const session = await host.find(args[0]!)
+      if (!session) throw new UsageError(`No session ${args[0]} of the module's harnesses.`)
+      return session.abort(args[1]!, typeof values.reason === 'string' ? values.reason : undefined)
+    })
+    print(aborted ? `Aborted ${args[1]}.` : `Turn ${args[1]} had settled already; nothing to abort.`)
+    return aborted ? 0 : 1
+  },
+}
+
+export const stats: Command = {
+  name: 'stats',
+  args: '',
+  summary: 'Shows queue counts per shard, parked calls, open turns, calls and questions, and sweeper recoveries by reason.',
+  details: ['Queue counts need the harness module (--module or HARNESS_MODULE); the rest does not.'],
+  options: { json: { type: 'boolean', help: 'as one JSON object' } },
+  required: 0,
+  async run({ values }) {
+    const s = await withHost(values, false, (host) => host.stats())
+    if (values.json) {
+      print(JSON.stringify(s))
+      return 0
+    }
+    if (s.queues.length > 0)
+      print(
+        table(
+          ['SHARD', 'QUEUE', 'WAITING', 'ACTIVE', 'DELAYED', 'WAITING-CHILDREN', 'FAILED', 'COMPLETED'],
+          s.queues.map((q) => [
+            q.shard,
+            q.name,
+            ...[
+              q.counts.waiting + q.counts.prioritized,
+              q.counts.active,
+              q.counts.delayed,
+              q.counts['waiting-children'],
+              q.counts.failed,
+              q.counts.completed,
+            ].map(String),
+          ]),
+        ),
+      )
+    else print('(no harness module: queue counts skipped)')
+    print('')
+    print(`parked calls    ${s.parkedCalls}`)
+    print(`open turns      ${s.openTurns}`)
+    print(`open calls      ${s.openCalls}`)
+    print(`open questions  ${s.openQuestions}`)
+    const recoveries = Object.entries(s.recoveries)
+    print(`recoveries      ${recoveries.length ? recoveries.map(([reason, n]) => `${reason}=${n}`).join(' ') : 0}`)
+    return 0
+  },
+}

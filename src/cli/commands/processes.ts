@@ -1,0 +1,64 @@
+import { startSweepTimer } from '../../harness/host.js'
+import type { Command, CommandInput } from '../command.js'
+import { withHost } from '../connect.js'
+import { startProcess } from '../processEnv.js'
+
+/** The worker process: turn and tool workers of a harness module (workers/worker.ts, `harness worker`). */
+export function runWorker(argv: string[]): Promise<void> {
+  return startProcess('worker', argv, (host) => host.startWorkers({ concurrency: Number(process.env.CONCURRENCY ?? 10) }))
+}
+
+/** The sweeper process: a recovery pass every SWEEP_EVERY_MS (workers/sweeper.ts, `harness sweep`). */
+export function runSweeper(argv: string[]): Promise<void> {
+  return startProcess('sweeper', argv, (host, logger) => {
+    const timer = startSweepTimer(() => host.sweep(), Number(process.env.SWEEP_EVERY_MS ?? 10_000), logger)
+    return { close: async () => timer.stop() }
+  })
+}
+
+/** The processes read their settings from the environment: flags given on the command line win. */
+function flagsToEnv(values: CommandInput['values'], names: Record<string, string>): void {
+  for (const [flag, env] of Object.entries(names)) if (typeof values[flag] === 'string') process.env[env] = values[flag] as string
+}
+
+const PROCESS_ENV = { redis: 'REDIS_URL', prefix: 'DH_PREFIX', module: 'HARNESS_MODULE' }
+
+export const worker: Command = {
+  name: 'worker',
+  args: '[harness-module]',
+  summary: 'Runs the turn and tool workers of a harness module until SIGTERM/SIGINT (active jobs get SHUTDOWN_GRACE_MS).',
+  details: ['Env: REDIS_URL, DH_PREFIX, HARNESS_MODULE, CONCURRENCY, SHUTDOWN_GRACE_MS, LOG_LEVEL, METRICS_PORT.'],
+  options: {
+    concurrency: { type: 'string', help: 'jobs at once per queue (env CONCURRENCY; default 10)' },
+  },
+  required: 0,
+  optional: 1,
+  async run({ args, values }) {
+    flagsToEnv(values, { ...PROCESS_ENV, concurrency: 'CONCURRENCY' })
+    await runWorker(args)
+    return 'running'
+  },
+}
+
+export const sweep: Command = {
+  name: 'sweep',
+  args: '[harness-module]',
+  summary: 'Runs the recovery sweeper of a harness module until SIGTERM/SIGINT; with --once, one pass that prints its repairs.',
+  details: ['Env: REDIS_URL, DH_PREFIX, HARNESS_MODULE, SWEEP_EVERY_MS (default 10000), LOG_LEVEL.'],
+  options: {
+    every: { type: 'string', help: 'ms between passes (env SWEEP_EVERY_MS; default 10000)' },
+    once: { type: 'boolean', help: 'one pass, print the repairs as JSON lines, exit' },
+  },
+  required: 0,
+  optional: 1,
+  async run({ args, values }) {
+    flagsToEnv(values, { ...PROCESS_ENV, every: 'SWEEP_EVERY_MS' })
+    if (values.once) {
+      const repairs = await withHost({ ...values, module: args[0] ?? (values.module as string | undefined) }, true, (host) => host.sweep())
+      for (const repair of repairs) process.stdout.write(`${JSON.stringify(repair)}\n`)
+      return 0
+    }
+    await runSweeper(args)
+    return 'running'
+  },
+}

@@ -1,0 +1,78 @@
+import { UsageError } from '../../errors.js'
+import { Timeline } from '../../timeline/index.js'
+import type { Command } from '../command.js'
+import { connect, harnessesFrom, withHost } from '../connect.js'
+import { print, table, timelineLine } from '../output.js'
+
+function count(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number above 0, not ${JSON.stringify(value)}.`)
+  return n
+}
+
+export const sessions: Command = {
+  name: 'sessions',
+  args: '',
+  summary: 'Lists recent sessions, newest first: harness, open turns, log entries, last input.',
+  options: {
+    open: { type: 'boolean', help: 'only sessions with an open turn' },
+    harness: { type: 'string', help: 'only sessions of this harness' },
+    limit: { type: 'string', help: 'at most this many (default 50)' },
+    json: { type: 'boolean', help: 'one JSON object a line' },
+  },
+  required: 0,
+  async run({ values }) {
+    const filter = {
+      limit: count(values.limit, 'limit', 50),
+      ...(values.open ? { open: true } : {}),
+      ...(typeof values.harness === 'string' ? { harness: values.harness } : {}),
+    }
+    const list = await withHost(values, false, (host) => host.sessions(filter))
+    if (values.json) for (const s of list) print(JSON.stringify(s))
+    else if (list.length === 0) print('No sessions.')
+    else
+      print(
+        table(
+          ['SESSION', 'HARNESS', 'OPEN TURNS', 'ENTRIES', 'LAST INPUT (UTC)'],
+          list.map((s) => [s.sessionId, s.harness, String(s.openTurns), String(s.entries), new Date(s.lastActivity).toISOString()]),
+        ),
+      )
+    return 0
+  },
+}
+
+export const log: Command = {
+  name: 'log',
+  args: '<sessionId>',
+  summary: "Prints a session's timeline: inputs, model calls, tool calls with their steps, sleeps, questions, answers, results, records.",
+  details: ['With --follow it goes on printing as the session runs, until Ctrl-C; --from resumes after a cursor (from --json).'],
+  options: {
+    follow: { type: 'boolean', short: 'f', help: 'keep printing new events' },
+    json: { type: 'boolean', help: 'one timeline item a line, as JSON (with its cursor)' },
+    from: { type: 'string', help: 'start after this cursor' },
+  },
+  required: 1,
+  async run({ args, values }) {
+    const host = await connect(values, await harnessesFrom(values, true))
+    const stop = new AbortController()
+    const close = () => host.close({ timeoutMs: 2_000 })
+    try {
+      const session = await host.find(args[0]!)
+      if (!session) throw new UsageError(`No session ${args[0]} of the module's harnesses (check --prefix and --module).`)
+      if (values.follow) for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort())
+      const timeline = new Timeline()
+      const events = session.events({
+        follow: values.follow === true,
+        signal: stop.signal,
+        ...(typeof values.from === 'string' ? { from: values.from } : {}),
+      })
+      for await (const event of events) {
+        for (const item of timeline.push(event)) print(values.json ? JSON.stringify(item) : timelineLine(item))
+      }
+      return 0
+    } finally {
+      await close()
+    }
+  },
+}

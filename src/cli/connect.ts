@@ -1,0 +1,50 @@
+import { pino } from 'pino'
+import { serializeError } from '../credentials.js'
+import { UsageError } from '../errors.js'
+import { createHarnessHost, type HarnessHost } from '../harness/host.js'
+import type { Harness } from '../harnessTypes.js'
+import { loadHarnesses } from './loadHarnesses.js'
+import { DEFAULT_REDIS_URL } from './processEnv.js'
+
+type Values = Record<string, string | boolean | undefined>
+
+/** The module to load: --module, else HARNESS_MODULE; `needed` makes a missing one a usage error. */
+export async function harnessesFrom(values: Values, needed: boolean): Promise<Harness[]> {
+  const specifier = (values.module as string | undefined) ?? process.env.HARNESS_MODULE
+  if (!specifier) {
+    if (needed) throw new UsageError('This command needs the harness module: pass --module <path-or-package> or set HARNESS_MODULE.')
+    return []
+  }
+  return loadHarnesses(specifier)
+}
+
+/**
+ * A host for one CLI command, from --redis/--prefix (or REDIS_URL/DH_PREFIX): it checks Redis answers
+ * first. Its logs go to stderr at LOG_LEVEL (default warn), so stdout carries only the command's output.
+ */
+export async function connect(values: Values, harnesses: Harness[]): Promise<HarnessHost> {
+  const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn', serializers: { err: serializeError } }, pino.destination(2))
+  const host = createHarnessHost({
+    redis: (values.redis as string | undefined) ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
+    prefix: (values.prefix as string | undefined) ?? process.env.DH_PREFIX ?? 'dh',
+    harnesses,
+    logger,
+  })
+  try {
+    await host.ready()
+  } catch (error) {
+    await host.close({ timeoutMs: 1_000 })
+    throw error
+  }
+  return host
+}
+
+/** Runs `fn` with a connected host and closes it after. */
+export async function withHost<T>(values: Values, needsModule: boolean, fn: (host: HarnessHost) => Promise<T>): Promise<T> {
+  const host = await connect(values, await harnessesFrom(values, needsModule))
+  try {
+    return await fn(host)
+  } finally {
+    await host.close({ timeoutMs: 5_000 })
+  }
+}

@@ -1,0 +1,55 @@
+// The `harness` CLI (package.json `bin`, through bin/harness.js): one command a module in commands/.
+import { redactCredentials } from '../credentials.js'
+import { DurableHarnessError, UsageError } from '../errors.js'
+import { commandHelp, parseCommand, type Command } from './command.js'
+import { abort, stats } from './commands/admin.js'
+import { dashboard } from './commands/dashboard.js'
+import { worker, sweep } from './commands/processes.js'
+import { answer, approve, deny, questions } from './commands/questions.js'
+import { log, sessions } from './commands/sessions.js'
+import { paint } from './output.js'
+
+const COMMANDS: Command[] = [worker, sweep, sessions, log, questions, answer, approve, deny, abort, stats, dashboard]
+
+function overview(): string {
+  return [
+    'Usage: harness <command> [options]',
+    '',
+    'Operate durable-harness: run workers, see sessions and open work, answer and approve, serve the dashboard.',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${`${c.name} ${c.args}`.padEnd(30)} ${c.summary}`),
+    '',
+    'Every command takes --redis (REDIS_URL), --prefix (DH_PREFIX) and --module (HARNESS_MODULE).',
+    'harness <command> --help shows its options. Exit codes: 0 done, 1 failed, 2 wrong usage.',
+    '',
+  ].join('\n')
+}
+
+/** Runs one command line; resolves with its exit code, or 'running' for a command that serves. */
+export async function main(argv: string[]): Promise<number | 'running'> {
+  const [name, ...rest] = argv
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(overview())
+    return name === undefined ? 2 : 0
+  }
+  const command = COMMANDS.find((c) => c.name === name)
+  try {
+    if (!command)
+      throw new UsageError(`Unknown command "${name}". Commands: ${COMMANDS.map((c) => c.name).join(', ')}. See: harness --help`)
+    const input = parseCommand(command, rest)
+    if (input.help) {
+      process.stdout.write(commandHelp(command))
+      return 0
+    }
+    return await command.run(input)
+  } catch (error) {
+    const usage = error instanceof UsageError
+    const message = error instanceof DurableHarnessError ? error.message : `harness ${name} failed: ${(error as Error).message}`
+    process.stderr.write(`${paint('red', 'error')}: ${redactCredentials(message)}\n`)
+    return usage ? 2 : 1
+  }
+}
+
+const code = await main(process.argv.slice(2))
+if (code !== 'running') process.exit(code)

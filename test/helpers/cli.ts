@@ -1,0 +1,71 @@
+// The real `harness` bin (bin/harness.js) as a child process, for the CLI tests.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('../..', import.meta.url))
+const BIN = 'bin/harness.js'
+
+export interface BinResult {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+function start(args: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [BIN, ...args], {
+    cwd: root,
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+}
+
+/** Runs the bin to its end. */
+export function runBin(args: string[], env: Record<string, string> = {}): Promise<BinResult> {
+  const proc = start(args, env)
+  let stdout = ''
+  let stderr = ''
+  proc.stdout!.on('data', (c: Buffer) => (stdout += c.toString()))
+  proc.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
+  return new Promise((resolve) => proc.once('close', (code) => resolve({ code, stdout, stderr })))
+}
+
+/** A bin that keeps running (log --follow, worker): its output so far, a wait for a line, its end. */
+export function spawnBin(args: string[], env: Record<string, string> = {}) {
+  const proc = start(args, env)
+  let stdout = ''
+  let stderr = ''
+  const waiters = new Set<() => void>()
+  proc.stdout!.on('data', (c: Buffer) => {
+    stdout += c.toString()
+    for (const w of waiters) w()
+  })
+  proc.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
+  const closed = new Promise<number | null>((resolve) => proc.once('close', (code) => resolve(code)))
+  return {
+    proc,
+    get stdout() {
+      return stdout
+    },
+    get stderr() {
+      return stderr
+    },
+    /** Resolves with the first stdout line that matches, past or future; rejects if the bin exits first. */
+    waitForLine(match: (line: string) => boolean): Promise<string> {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const found = stdout.split('\n').find(match)
+          if (found !== undefined) {
+            waiters.delete(check)
+            resolve(found)
+          }
+        }
+        waiters.add(check)
+        check()
+        void closed.then((code) => {
+          if (waiters.delete(check)) reject(new Error(`harness ${args.join(' ')} exited ${code} first: ${stdout}${stderr}`))
+        })
+      })
+    },
+    closed,
+  }
+}
