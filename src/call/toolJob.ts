@@ -12,6 +12,7 @@ import { cancelledError, type CallAborts } from './callAborts.js'
 import { keptResult } from './keptResult.js'
 import { runWithMiddleware } from './middleware.js'
 import { runCall, type CallOutcome } from './runCall.js'
+import { callBegan, callLanded, countFenced } from '../telemetry/index.js'
 
 export interface ToolJobDeps {
   harness: Harness
@@ -34,6 +35,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   const logger = deps.logger.child({ sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })
   if (begin.kind === 'done') return logger.debug('call already has its kept result; not run again')
   logger.debug({ kind: begin.kind, epoch: begin.epoch }, 'tool call started')
+  callBegan(deps.harness.name, call, begin)
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
   // opened before the turn is looked at: a settle from now on fires its signal, one before it is seen here
   const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
@@ -50,8 +52,10 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, job.data, fence, deps))
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
     await log.landResult(fence, call.name, kept)
+    callLanded(deps.harness.name, call, kept, job.timestamp)
     logger.info({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
   } catch (error) {
+    if (error instanceof FencedError) countFenced()
     if (error instanceof FencedError) return logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')
     if (error instanceof StorageError)
       logger.error({ err: error }, 'a write of this call failed after its retries; the job fails and the call is picked up again as a cut')

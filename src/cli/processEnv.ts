@@ -3,6 +3,7 @@ import { redactCredentials } from '../credentials.js'
 import { ConfigError, DurableHarnessError } from '../errors.js'
 import { createHarnessHost, type CloseOptions, type CloseResult, type HarnessHost } from '../harness/host.js'
 import { createLogger } from '../logger.js'
+import { serveMetrics } from '../telemetry/index.js'
 import { loadHarnesses } from './loadHarnesses.js'
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
@@ -16,6 +17,13 @@ function shutdownGraceMs(): number {
   if (!Number.isInteger(ms) || ms < 0)
     throw new ConfigError(`SHUTDOWN_GRACE_MS must be a whole number of milliseconds (0 or more), not ${JSON.stringify(raw)}.`)
   return ms
+}
+
+function metricsPort(raw: string): number {
+  const port = Number(raw)
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new ConfigError(`METRICS_PORT must be a port number (0 picks a free one), not ${JSON.stringify(raw)}.`)
+  return port
 }
 
 /**
@@ -45,8 +53,15 @@ export async function startProcess(
     host = createHarnessHost({ redis: redisUrl, harnesses, prefix: process.env.DH_PREFIX ?? 'dh', logger })
     await host.ready()
     const running = run(host, logger)
+    const metrics = process.env.METRICS_PORT ? await serveMetrics(host, metricsPort(process.env.METRICS_PORT)) : undefined
     logger.info(
-      { harnesses: harnesses.map((h) => h.name), prefix: host.prefix, redis: redactCredentials(redisUrl), graceMs },
+      {
+        harnesses: harnesses.map((h) => h.name),
+        prefix: host.prefix,
+        redis: redactCredentials(redisUrl),
+        graceMs,
+        metricsPort: metrics?.port,
+      },
       `${role} started`,
     )
     let stopping = false
@@ -54,6 +69,7 @@ export async function startProcess(
       if (stopping) return
       stopping = true
       logger.info({ signal, graceMs }, `${role} stopping: finishing active jobs`)
+      metrics?.close()
       const deadline = Date.now() + graceMs
       const left = () => Math.max(0, deadline - Date.now())
       // the closes below are bounded; this is the backstop if anything else hangs

@@ -3,6 +3,7 @@ import { streamSSE } from 'hono/streaming'
 import { ConfigError, DurableHarnessError, QuestionClosedError } from '../errors.js'
 import type { HarnessHost } from '../harness/host.js'
 import type { Authorize, CanAccess, Principal } from '../http/types.js'
+import { metricsText } from '../telemetry/index.js'
 import { Timeline } from '../timeline/index.js'
 import { CLIENT_JS, CSS } from './client.js'
 import { layout, questionList, questionsPage, sessionPage, sessionsPage } from './pages.js'
@@ -16,8 +17,6 @@ export interface DashboardOptions<P extends Principal = Principal> {
   canAccess?: CanAccess<P>
   /** Where the dashboard is mounted (default ''): its links and the queue views use it. */
   basePath?: string
-  /** Served at `<base>/metrics` (Prometheus text), e.g. `() => metrics.text()`. */
-  metrics?: () => Promise<{ contentType: string; body: string }>
 }
 
 type Env = { Variables: { principal: Principal } }
@@ -25,7 +24,7 @@ type Env = { Variables: { principal: Principal } }
 /**
  * The operators' web dashboard as a Hono app: recent sessions, a session's live timeline (its events
  * over SSE, as timeline lines), open questions and approvals with forms generated from their JSON
- * Schema (answering wakes the tool), and bull-board's queue views. Every request goes through the
+ * Schema (answering wakes the tool), and bull-board's queue views, and Prometheus metrics at /metrics. Every request goes through the
  * same `authorize` (and `canAccess`) as createHarnessHandler.
  */
 export function createDashboard<P extends Principal>(options: DashboardOptions<P>): Hono<Env> {
@@ -111,13 +110,11 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     await session.answer(c.req.param('questionId'), value)
     return c.json({ ok: true })
   })
-  if (options.metrics) {
-    const metrics = options.metrics
-    app.get('/metrics', async (c) => {
-      const { contentType, body } = await metrics()
-      return c.body(body, 200, { 'content-type': contentType })
-    })
-  }
+  // this process's Prometheus metrics, with the host's open work and queue depths read now
+  app.get('/metrics', async (c) => {
+    const { contentType, body } = await metricsText(host)
+    return c.body(body, 200, { 'content-type': contentType })
+  })
   mountQueueViews(app, host, base)
   return app
 }

@@ -5,6 +5,7 @@ import { processToolJob, type CallAborts } from '../call/index.js'
 import type { Harness } from '../harnessTypes.js'
 import type { SessionLog } from '../log/index.js'
 import { bullPrefix, toolQueueName, turnQueueName, type HarnessQueues, type ToolJobData, type TurnJobData } from '../queue/index.js'
+import { callAttemptSpan, observeTurn, turnSpan } from '../telemetry/index.js'
 import { processTurnJob } from '../turn/index.js'
 
 export interface WorkerSetOptions {
@@ -38,12 +39,16 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   }
   const tools = new Worker<ToolJobData>(
     toolQueueName(harness.name),
-    (job, token) => processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger }),
+    (job, token) => callAttemptSpan(job.data, () => processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger })),
     common,
   )
   const turns = new Worker<TurnJobData>(
     turnQueueName(harness.name),
-    (job, token) => processTurnJob(job, token, { harness, queues, queuesByName, logFor, logger }),
+    (job, token) =>
+      turnSpan(job.data, job.attemptsMade + 1, async () => {
+        await processTurnJob(job, token, { harness, queues, queuesByName, logFor, logger })
+        observeTurn(harness.name, job.timestamp)
+      }),
     common,
   )
   for (const worker of [tools, turns]) {

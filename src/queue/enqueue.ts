@@ -1,5 +1,6 @@
 import { Job, Queue, type ConnectionOptions } from 'bullmq'
 import type { Harness } from '../harnessTypes.js'
+import { traceField } from '../telemetry/tracing.js'
 import { toolJobId, turnJobId } from '../log/index.js'
 import { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
 
@@ -47,7 +48,7 @@ function turnJobOptions(harness: Harness) {
 export function enqueueTurn(queues: HarnessQueues, harness: Harness, sessionId: string, inputId: string) {
   return queues.turns.add(
     'turn',
-    { harness: harness.name, sessionId, inputId },
+    { harness: harness.name, sessionId, inputId, ...traceField() },
     { ...turnJobOptions(harness), jobId: turnJobId(sessionId, inputId) },
   )
 }
@@ -74,6 +75,7 @@ function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner
     input: call.input,
     ...(owner.inputId ? { inputId: owner.inputId } : {}),
     ...(call.inputTooLarge !== undefined ? { inputTooLarge: call.inputTooLarge } : {}),
+    ...traceField(),
   }
   return {
     name: call.name,

@@ -25,10 +25,14 @@ export interface ToolJobData {
   inputId?: string
   /** The model's input was this many bytes, over the limit: the call gets a tool error. */
   inputTooLarge?: number
+  /** W3C trace context of the turn that enqueued it (OpenTelemetry; absent without an SDK). */
+  traceparent?: string
 }
 
 export interface TurnJobData {
   harness: string
   sessionId: string
   inputId: string
+  /** W3C trace context of the prompt (OpenTelemetry; absent without an SDK). */
+  traceparent?: string
 }

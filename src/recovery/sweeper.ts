@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import type { Harness } from '../harnessTypes.js'
 import type { OpenItem, OpenWork, SessionLog } from '../log/index.js'
 import { enqueueCall, enqueueTurn, inspectCallJob, inspectTurnJob, type HarnessQueues } from '../queue/index.js'
+import { countRecovery } from '../telemetry/index.js'
 import { settleTurn } from '../turn/index.js'
 
 export interface SweepDeps {
@@ -65,6 +66,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
       .logFor(r.sessionId)
       .append([{ type: 'harness.recovery', reason: r.reason, ...(r.kind === 'turn' ? { inputId: r.id } : { toolCallId: r.id }) }])
     await deps.openWork.countRecovery(r.reason)
+    countRecovery(r.reason)
     deps.logger.warn({ sessionId: r.sessionId, [r.kind === 'turn' ? 'inputId' : 'toolCallId']: r.id, reason: r.reason }, 'sweeper repaired')
   }
   return repairs

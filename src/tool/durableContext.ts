@@ -7,6 +7,7 @@ import { parseDuration, parseWakeTime } from './duration.js'
 import { encodeChecked, toJsonCopy } from './json.js'
 import { Park } from './park.js'
 import type { SecretStore } from './secrets.js'
+import { stepSpan } from '../telemetry/index.js'
 import { createAsk } from './ask.js'
 
 export interface DurableContextOptions {
@@ -102,7 +103,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
         secrets.assertAbsent(stored.value === undefined ? undefined : JSON.stringify(stored.value), what)
         return stored.value
       }
-      const value = await fn({ idempotencyKey: `${log.logId}:${fence.toolCallId}:${name}` })
+      const value = await stepSpan(fence.toolCallId, name, async () => fn({ idempotencyKey: `${log.logId}:${fence.toolCallId}:${name}` }))
       const copy = checkValue(value, what)
       await staging
       const saved = await ours(

@@ -8,6 +8,7 @@ import { toToolError } from '../tool/index.js'
 import { foldTurn } from './fold.js'
 import { textDeltas } from './deltas.js'
 import { buildMessages, callModel } from './model.js'
+import { modelSpan } from '../telemetry/index.js'
 import { MiddlewareAbort, modelCallHooks } from './middleware.js'
 import { historyOf } from './history.js'
 import { settleTurn } from './settle.js'
@@ -120,7 +121,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         messages,
         context: contextOf(input),
       })
-      const response = await callModel(harness, messages, signal, deltas.push, hooks).finally(() => deltas.close())
+      const call = () => callModel(harness, messages, signal, deltas.push, hooks)
+      const response = await modelSpan({ sessionId, inputId, iteration: fold.responses.length }, call).finally(() => deltas.close())
       const logged = await log.logModelResponse(inputId, { ...response, ...(response.text ? { messageId } : {}) }, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again
       logger.info({ toolCalls: response.toolCalls.length }, 'model responded')

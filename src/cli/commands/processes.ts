@@ -27,7 +27,7 @@ export const worker: Command = {
   name: 'worker',
   args: '[harness-module]',
   summary: 'Runs the turn and tool workers of a harness module until SIGTERM/SIGINT (active jobs get SHUTDOWN_GRACE_MS).',
-  details: ['Env: REDIS_URL, DH_PREFIX, HARNESS_MODULE, CONCURRENCY, SHUTDOWN_GRACE_MS, LOG_LEVEL, METRICS_PORT.'],
+  details: ['Env: REDIS_URL, DH_PREFIX, HARNESS_MODULE, CONCURRENCY, SHUTDOWN_GRACE_MS, LOG_LEVEL, METRICS_PORT (serves /metrics).'],
   options: {
     concurrency: { type: 'string', help: 'jobs at once per queue (env CONCURRENCY; default 10)' },
   },

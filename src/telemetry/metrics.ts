@@ -1,0 +1,78 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { HarnessHost } from '../harness/host.js'
+
+/**
+ * Prometheus metrics of this process (prom-client, in a registry of our own): counters and latency
+ * histograms the workers update as calls and turns run, and gauges of open work and queue depth read
+ * from Redis (host.stats()) at each scrape. Served at /metrics by worker processes (METRICS_PORT) and
+ * by the dashboard.
+ */
+const registry = new Registry()
+
+const callsStarted = new Counter({
+  name: 'harness_calls_started_total',
+  help: 'Tool call attempts started, by how they began (fresh, resume, rerun, cut).',
+  labelNames: ['harness', 'tool', 'kind'] as const,
+  registers: [registry],
+})
+const callsLanded = new Counter({
+  name: 'harness_calls_landed_total',
+  help: 'Tool calls whose result landed, by outcome (result, error).',
+  labelNames: ['harness', 'tool', 'outcome'] as const,
+  registers: [registry],
+})
+const callSeconds = new Histogram({
+  name: 'harness_call_duration_seconds',
+  help: 'From a tool call job first enqueued to its result landing (parks included).',
+  labelNames: ['harness', 'tool', 'outcome'] as const,
+  buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600, 3600, 86_400],
+  registers: [registry],
+})
+const turnSeconds = new Histogram({
+  name: 'harness_turn_duration_seconds',
+  help: 'From a turn job enqueued (the prompt) to the job completing (the turn settled).',
+  labelNames: ['harness'] as const,
+  buckets: [0.05, 0.1, 0.5, 1, 5, 30, 120, 600, 3600, 86_400],
+  registers: [registry],
+})
+const recoveries = new Counter({
+  name: 'harness_recoveries_total',
+  help: 'Sweeper repairs made by this process, by reason.',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+})
+const fenced = new Counter({
+  name: 'harness_fenced_writes_refused_total',
+  help: 'Writes of a superseded tool call attempt that the log refused (fencing).',
+  registers: [registry],
+})
+const parked = new Gauge({ name: 'harness_parked_calls', help: 'Tool calls parked (delayed tool jobs).', registers: [registry] })
+const openTurns = new Gauge({ name: 'harness_open_turns', help: 'Turns not settled (the open turns index).', registers: [registry] })
+const openQuestions = new Gauge({ name: 'harness_open_questions', help: 'Open questions and approvals.', registers: [registry] })
+const queueJobs = new Gauge({
+  name: 'harness_queue_jobs',
+  help: 'Jobs per queue and state, per shard.',
+  labelNames: ['shard', 'queue', 'state'] as const,
+  registers: [registry],
+})
+
+export const countCallStarted = (harness: string, tool: string, kind: string) => callsStarted.inc({ harness, tool, kind })
+export function countCallLanded(harness: string, tool: string, outcome: 'result' | 'error', sinceMs: number): void {
+  callsLanded.inc({ harness, tool, outcome })
+  callSeconds.observe({ harness, tool, outcome }, Math.max(0, Date.now() - sinceMs) / 1000)
+}
+export const observeTurn = (harness: string, sinceMs: number) => turnSeconds.observe({ harness }, Math.max(0, Date.now() - sinceMs) / 1000)
+export const countRecovery = (reason: string) => recoveries.inc({ reason })
+export const countFenced = () => fenced.inc()
+
+/** The Prometheus text of this process, with the host's open work and queue depths read now. */
+export async function metricsText(host: HarnessHost): Promise<{ contentType: string; body: string }> {
+  const stats = await host.stats()
+  parked.set(stats.parkedCalls)
+  openTurns.set(stats.openTurns)
+  openQuestions.set(stats.openQuestions)
+  queueJobs.reset()
+  for (const q of stats.queues)
+    for (const [state, n] of Object.entries(q.counts)) queueJobs.set({ shard: q.shard, queue: q.name, state }, n)
+  return { contentType: registry.contentType, body: await registry.metrics() }
+}

@@ -1,0 +1,22 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { HarnessHost } from '../harness/host.js'
+import { metricsText } from './metrics.js'
+
+/** A /metrics endpoint for a worker or sweeper process (METRICS_PORT); resolves with its port and a close. */
+export function serveMetrics(host: HarnessHost, port: number, hostname = '0.0.0.0'): Promise<{ port: number; close(): void }> {
+  const server = createServer((req, res) => {
+    if (req.url !== '/metrics') return void res.writeHead(404).end('Not found: GET /metrics\n')
+    metricsText(host).then(
+      ({ contentType, body }) => res.writeHead(200, { 'content-type': contentType }).end(body),
+      (error: unknown) => {
+        host.logger.warn({ err: error }, 'metrics: reading stats failed')
+        res.writeHead(503).end('Stats unavailable; see the log.\n')
+      },
+    )
+  })
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, hostname, () => resolve({ port: (server.address() as AddressInfo).port, close: () => void server.close() }))
+  })
+}
