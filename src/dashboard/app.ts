@@ -19,6 +19,8 @@ export interface DashboardOptions<P extends Principal = Principal> {
   basePath?: string
 }
 
+const HEARTBEAT_MS = 15_000
+
 type Env = { Variables: { principal: Principal } }
 
 /**
@@ -93,7 +95,12 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     const from = c.req.header('last-event-id') || undefined
     return streamSSE(c, async (stream) => {
       const reader = new AbortController()
-      stream.onAbort(() => reader.abort())
+      // a comment line now and then keeps proxies from closing a quiet stream
+      const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(() => {}), HEARTBEAT_MS)
+      stream.onAbort(() => {
+        clearInterval(heartbeat)
+        reader.abort()
+      })
       const timeline = new Timeline()
       for await (const event of session.events({ ...(from ? { from } : {}), signal: reader.signal })) {
         for (const item of timeline.push(event)) await stream.writeSSE({ id: item.cursor, data: JSON.stringify(item) })

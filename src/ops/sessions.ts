@@ -40,14 +40,14 @@ export async function listSessions(redis: Redis, prefix: string, filter: Session
       const pipe = redis.pipeline()
       for (let i = 0; i < ids.length; i += 2) {
         const keys = sessionKeys(prefix, ids[i]!)
-        pipe.zcard(keys.line).xlen(keys.log)
+        pipe.zcard(keys.line).xlen(keys.log).hscan(keys.inputs, '0', 'COUNT', 20)
       }
       const replies = (await pipe.exec()) ?? []
       for (let i = 0; i < ids.length; i += 2) {
-        const at = i
+        const at = (i / 2) * 3
         const summary: SessionSummary = {
           sessionId: ids[i]!,
-          harness: await harnessOf(redis, prefix, ids[i]!),
+          harness: harnessIn((replies[at + 2]?.[1] as [string, string[]] | undefined)?.[1] ?? []),
           lastActivity: Number(ids[i + 1]),
           openTurns: Number(replies[at]?.[1] ?? 0),
           entries: Number(replies[at + 1]?.[1] ?? 0),
@@ -68,8 +68,12 @@ export async function listSessions(redis: Redis, prefix: string, filter: Session
  * child runs in its own session), from its inputs hash. '' for a session with no input (runTool only).
  */
 export async function harnessOf(redis: Redis, prefix: string, sessionId: string): Promise<string> {
-  const keys = sessionKeys(prefix, sessionId)
-  const [, fields] = await redis.hscan(keys.inputs, '0', 'COUNT', 20)
+  const [, fields] = await redis.hscan(sessionKeys(prefix, sessionId).inputs, '0', 'COUNT', 20)
+  return harnessIn(fields)
+}
+
+/** The harness named by the first input among HSCAN fields (name, value, name, value, ...). */
+function harnessIn(fields: string[]): string {
   for (let i = 0; i < fields.length; i += 2) {
     if (fields[i]!.startsWith('\0')) continue
     return (JSON.parse(fields[i + 1]!) as { harness?: string }).harness ?? ''

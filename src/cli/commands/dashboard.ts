@@ -1,6 +1,5 @@
 import { timingSafeEqual } from 'node:crypto'
 import { UsageError } from '../../errors.js'
-import { serveDashboard } from '../../dashboard/index.js'
 import type { Command } from '../command.js'
 import { connect, harnessesFrom } from '../connect.js'
 import { print } from '../output.js'
@@ -47,6 +46,8 @@ export const dashboard: Command = {
         `Listening on ${hostname} needs --token (or DASHBOARD_TOKEN): the dashboard answers questions and approves calls.`,
       )
     const host = await connect(values, await harnessesFrom(values, true))
+    // loaded here: the other commands do not pay for Hono and bull-board
+    const { serveDashboard } = await import('../../dashboard/index.js')
     const server = await serveDashboard({ host, port, hostname, authorize: tokenAuthorize(token) })
     print(`Dashboard: ${server.url}${token ? '?token=<your token>' : ''}`)
     const stop = async () => {
