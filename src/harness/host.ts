@@ -249,7 +249,9 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     sessions: (filter) => listSessions(redis, prefix, filter),
     async find(sessionId) {
       assertSessionId(sessionId)
-      const harness = harnesses.get(await harnessOf(redis, prefix, sessionId)) ?? (all.length === 1 ? all[0] : undefined)
+      // a session with no input (runTool only) belongs to the host's one harness, if it has one
+      const name = await harnessOf(redis, prefix, sessionId)
+      const harness = name ? harnesses.get(name) : all.length === 1 ? all[0] : undefined
       return harness ? openSession(harness, sessionId) : null
     },
     queues: () => hostQueues(harnesses.values(), queuesOf),
