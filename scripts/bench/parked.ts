@@ -109,7 +109,7 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
     for (const per of options.callsPerSession ?? [1, 100]) {
       memory.push(
         await withHost(redisUrl, 'mem', concurrency, async (host, prefix) => {
-          const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix) })
+          const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix, 0, 1) })
           // warm-up: queue metadata, loaded scripts and one finished call are in the baseline
           await host.open(bench, { sessionId: 'warm' }).runTool({ name: 'nap', input: { ms: 0 } })
           await pause(500)
@@ -133,7 +133,7 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           await pause(500) // let the last replies and client buffers drain
           const usedMemoryAfter = await usedMemory(admin)
           const sampleKeys: Record<string, number> = {}
-          const jobKey = `${bullPrefix(prefix)}:${toolQueueName(bench.name)}:${toolJobId('p-0', 'nap-0')}`
+          const jobKey = `${bullPrefix(prefix, 0, 1)}:${toolQueueName(bench.name)}:${toolJobId('p-0', 'nap-0')}`
           for (const key of [`${prefix}:{p-0}:log`, `${prefix}:{p-0}:steps`, `${prefix}:{p-0}:calls`, jobKey]) {
             sampleKeys[key.slice(prefix.length + 1)] = Number(await admin.memory('USAGE', key, 'SAMPLES', '0'))
           }

@@ -1,6 +1,6 @@
 import type { StreamChunk } from '@tanstack/ai'
 import { StorageError } from '../errors.js'
-import type { SessionLog } from '../log/index.js'
+import { duplicateClient, type SessionLog } from '../log/index.js'
 import { parseLive } from '../log/live.js'
 import { compareIds, decodeCursor, encodeCursor, type Cursor } from './cursor.js'
 import { EventMapper } from './toEvents.js'
@@ -33,7 +33,7 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
   let at: Cursor = decodeCursor(options.from)
   const follow = options.follow ?? true
   const mapper = new EventMapper(log.sessionId, { message: at.message, emitted: at.emitted })
-  const conn = follow ? log.redis.duplicate() : log.redis
+  const conn = follow ? duplicateClient(log.redis) : log.redis
   const onAbort = () => conn.disconnect()
   if (follow) options.signal?.addEventListener('abort', onAbort, { once: true })
   try {

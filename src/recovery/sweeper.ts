@@ -19,6 +19,8 @@ export interface SweepOptions {
   limit?: number
   /** Only work older than this is considered (a prompt or a call between its log write and its enqueue is young). */
   graceMs?: number
+  /** Only the open work of these shards (default all). */
+  shards?: readonly number[]
 }
 
 export interface Repair {
@@ -46,7 +48,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
     ['openTurns', repairTurn],
     ['openCalls', repairCall],
   ] as const) {
-    for (const item of await deps.openWork.olderThan(index, before, limit)) {
+    for (const item of await deps.openWork.olderThan(index, before, limit, options.shards)) {
       const release = await deps.openWork.claim(item, CLAIM_MS)
       if (!release) continue
       try {

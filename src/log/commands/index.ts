@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Redis } from 'ioredis'
+import type { RedisClient } from '../client.js'
 
 /**
  * The typed contract of our Lua scripts: for each `<name>-<numberOfKeys>.lua` of this folder, its
@@ -73,6 +73,7 @@ export interface ScriptContract {
       epoch: number,
       record: string,
       openMember: string,
+      publish: 'PUBLISH' | 'SPUBLISH',
       channel: string,
       messageKey: string,
       ...questions: string[],
@@ -81,7 +82,15 @@ export interface ScriptContract {
   }
   landResult: {
     keys: [calls: string, log: string, staged: string, openCalls: string]
-    args: [toolCallId: string, epoch: number, record: string, openMember: string, channel: string, messageKey: string]
+    args: [
+      toolCallId: string,
+      epoch: number,
+      record: string,
+      openMember: string,
+      publish: 'PUBLISH' | 'SPUBLISH',
+      channel: string,
+      messageKey: string,
+    ]
     reply: ['ok', string] | Fenced
   }
   logModelResponse: {
@@ -107,7 +116,7 @@ export interface ScriptContract {
   }
   settleInput: {
     keys: [log: string, inputs: string, openTurns: string, line: string]
-    args: [inputId: string, record: string, openMember: string, channel: string, messageKey: string]
+    args: [inputId: string, record: string, openMember: string, publish: 'PUBLISH' | 'SPUBLISH', channel: string, messageKey: string]
     reply: ['settled', string, string] | ['already', string, string] | ['unknown']
   }
   stageRecords: {
@@ -139,13 +148,13 @@ const scripts = loadScripts()
 export function scriptShas(): Map<string, string> {
   return new Map([...scripts].map(([name, { lua }]) => [createHash('sha1').update(lua).digest('hex'), name]))
 }
-const defined = new WeakSet<Redis>()
+const defined = new WeakSet<RedisClient>()
 
 type Command = (...keysAndArgs: Arg[]) => Promise<unknown>
 
 /** Runs one script with its named KEYS and ARGV; the reply is typed by the contract. */
 export async function runScript<N extends ScriptName>(
-  redis: Redis,
+  redis: RedisClient,
   name: N,
   keys: ScriptContract[N]['keys'],
   args: ScriptContract[N]['args'],
