@@ -1,11 +1,17 @@
 // What only a Redis Cluster shows: shards spread over the masters, wake-ups on sharded pub/sub, and a
 // changed shard count refused. Runs in `npm run test:cluster` (REDIS_URL lists the cluster's masters).
+import { Queue } from 'bullmq'
+import { Cluster } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 import { createHarnessHost, ShardCountError } from '../../src/index.js'
-import { defaultShards, indexKeys, isCluster, shardBase } from '../../src/log/index.js'
+import { parseClusterNodes } from '../../src/harness/connection.js'
+import { defaultShards, indexKeys, isCluster, shardBase, shardOf, toolJobId } from '../../src/log/index.js'
+import { toolQueueName } from '../../src/queue/index.js'
 import { shop } from '../fixtures/shop.js'
 import { quiet, useInProcessHosts } from '../helpers/hosts.js'
-import { cleanupPrefix, getRedisUrl, rigClient, uniquePrefix } from '../rig.js'
+import { until } from '../helpers/log.js'
+import { spawnWorker } from '../helpers/workerProcess.js'
+import { cleanupPrefix, getRedisUrl, queuePrefix, rigClient, uniquePrefix } from '../rig.js'
 
 describe('on a Redis Cluster', () => {
   const hosts = useInProcessHosts()
@@ -63,5 +69,59 @@ describe('on a Redis Cluster', () => {
     expect(refused).toMatchObject({ code: 'config', stored: 3, given: 6 })
     expect((refused as Error).message).toContain('DH_SHARDS=3')
     await expect(other.sweep()).rejects.toBeInstanceOf(ShardCountError)
+  })
+
+  it('a host takes the cluster as { cluster: nodes, options } or as an ioredis Cluster', async () => {
+    const url = await getRedisUrl()
+    const { cluster: nodes } = parseClusterNodes(url)
+    const given = new Cluster(nodes, { redisOptions: { connectionName: 'mine' } })
+    hosts.defer(() => given.disconnect())
+    for (const [label, redis] of [
+      ['nodes', { cluster: nodes, options: { slotsRefreshTimeout: 2_000 } }],
+      ['instance', given],
+    ] as const) {
+      const prefix = uniquePrefix(`cluster-${label}`)
+      hosts.defer(() => cleanupPrefix(url, prefix))
+      const host = createHarnessHost({ redis, harnesses: [shop], prefix, logger: quiet })
+      const workers = host.startWorkers({ concurrency: 2, sweepEveryMs: 0 })
+      hosts.defer(() => host.close())
+      hosts.defer(() => workers.close())
+      await host.ready()
+      expect(await host.open(shop, { sessionId: `form-${label}` }).runTool({ name: 'lookup', input: { sku: label } })).toBeDefined()
+    }
+  })
+
+  it('workers serve the shards they are given: a worker process for shard 0 (REDIS_CLUSTER_NODES, WORKER_SHARDS), a host for the rest', async () => {
+    const url = await getRedisUrl()
+    const shards = defaultShards()
+    const prefix = uniquePrefix('cluster-subset')
+    hosts.defer(() => cleanupPrefix(url, prefix))
+    // a session in shard 0 and one in another shard
+    const ids = Array.from({ length: 20 }, (_, i) => `sub-${i}`)
+    const inZero = ids.find((id) => shardOf(id, shards) === 0)!
+    const elsewhere = ids.find((id) => shardOf(id, shards) !== 0)!
+    const host = createHarnessHost({ redis: url, harnesses: [shop], prefix, logger: quiet })
+    hosts.defer(() => host.close())
+    const worker = await spawnWorker({
+      redisUrl: url, // for the fixture's own client; the worker's host takes REDIS_CLUSTER_NODES first
+      prefix,
+      env: { REDIS_CLUSTER_NODES: url.replaceAll('redis://', ''), WORKER_SHARDS: '0', DH_SHARDS: String(shards) },
+    })
+    hosts.defer(() => worker.kill('SIGKILL'))
+    const waiting = host.open(shop, { sessionId: elsewhere }).runTool({ name: 'lookup', input: { sku: 'b' }, toolCallId: 'later' })
+    // shard 0's call lands through the worker process while the other shard's job waits untaken
+    await host.open(shop, { sessionId: inZero }).runTool({ name: 'lookup', input: { sku: 'a' } })
+    const redis = rigClient(url, { maxRetriesPerRequest: null })
+    hosts.defer(() => redis.disconnect())
+    const tools = new Queue(toolQueueName(shop.name), { connection: redis, prefix: queuePrefix(prefix, elsewhere) })
+    hosts.defer(() => tools.close())
+    await until(async () => (await tools.getJobState(toolJobId(elsewhere, 'later'))) === 'waiting', 'the other shard to hold its job')
+    expect(worker.lines.some((l) => l.sessionId === elsewhere)).toBe(false)
+    // a host serving the other shards takes it
+    const rest = Array.from({ length: shards - 1 }, (_, i) => i + 1)
+    const workers = host.startWorkers({ concurrency: 2, sweepEveryMs: 0, shards: rest })
+    hosts.defer(() => workers.close())
+    expect(await waiting).toBeDefined()
+    expect(() => host.startWorkers({ shards: [shards] })).toThrow(/does not exist/)
   })
 })
