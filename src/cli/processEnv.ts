@@ -27,6 +27,19 @@ function redisFromEnv(): { redis: RedisConnection; shown: string } {
   return { redis: url, shown: redactCredentials(url) }
 }
 
+/** REDIS_WAIT_REPLICAS (and REDIS_WAIT_MS, default 200): step and result writes wait for that many replicas. */
+function waitReplicasFromEnv(): { waitReplicas: { replicas: number; timeoutMs: number } } | Record<string, never> {
+  const raw = process.env.REDIS_WAIT_REPLICAS
+  if (raw === undefined || raw === '' || raw === '0') return {}
+  const replicas = Number(raw)
+  const timeoutMs = Number(process.env.REDIS_WAIT_MS ?? 200)
+  if (!Number.isInteger(replicas) || replicas < 0 || !Number.isInteger(timeoutMs) || timeoutMs < 1)
+    throw new ConfigError(
+      `REDIS_WAIT_REPLICAS must be a whole number of replicas and REDIS_WAIT_MS of milliseconds, not ${JSON.stringify(raw)} / ${JSON.stringify(process.env.REDIS_WAIT_MS)}.`,
+    )
+  return { waitReplicas: { replicas, timeoutMs } }
+}
+
 /** WORKER_SHARDS: the shards a worker process serves (comma-separated shard numbers); unset: all. */
 export function workerShards(): number[] | undefined {
   const raw = process.env.WORKER_SHARDS
@@ -61,7 +74,7 @@ export async function startProcess(
     const graceMs = shutdownGraceMs()
     const harnesses = await loadHarnesses(argv[0] ?? process.env.HARNESS_MODULE)
     const { redis, shown } = redisFromEnv()
-    host = createHarnessHost({ redis, harnesses, prefix: process.env.DH_PREFIX ?? 'dh', logger })
+    host = createHarnessHost({ redis, harnesses, prefix: process.env.DH_PREFIX ?? 'dh', logger, ...waitReplicasFromEnv() })
     await host.ready()
     const running = run(host, logger)
     logger.info({ harnesses: harnesses.map((h) => h.name), prefix: host.prefix, redis: shown, graceMs }, `${role} started`)

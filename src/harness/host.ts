@@ -39,6 +39,12 @@ export interface HostOptions {
    * Default: DH_SHARDS, else 1.
    */
   shards?: number
+  /**
+   * Step and result writes wait for this many replicas (`WAIT replicas timeoutMs`, default 1 and 200 ms)
+   * before they count as done: with Redis's asynchronous replication a failover can otherwise lose the
+   * last writes a master acknowledged. Costs a replication round trip per step and result (docs/deploy.md).
+   */
+  waitReplicas?: { replicas?: number; timeoutMs?: number }
   harnesses: ReadonlyArray<Harness>
   /** Key prefix of every key this host writes. */
   prefix?: string
@@ -159,7 +165,13 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     const harness = harnesses.get(name)
     return harness && queuesOf(harness)
   }
-  const logOptions = { shards, ...(options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }) }
+  const logOptions = {
+    shards,
+    ...(options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }),
+    ...(options.waitReplicas
+      ? { waitReplicas: { replicas: options.waitReplicas.replicas ?? 1, timeoutMs: options.waitReplicas.timeoutMs ?? 200 } }
+      : {}),
+  }
   const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId, logOptions)
   const openSession = (harness: Harness, sessionId: string): Session => {
     assertSessionId(sessionId)

@@ -1,5 +1,5 @@
 import { DurableHarnessError, InvalidCursorError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors.js'
-import { runScript, type ScriptContract, type ScriptName } from './commands/index.js'
+import { runScript, type ReplicaWait, type ScriptContract, type ScriptName } from './commands/index.js'
 import { duplicateClient, publishCommand, type RedisClient } from './client.js'
 import { indexKeys, sessionKeys, type IndexKeys, type SessionKeys } from './keys.js'
 import { assertShards, defaultShards, shardOf } from './shards.js'
@@ -44,7 +44,16 @@ export interface SessionLogOptions {
   writeRetryMs?: number
   /** The deployment's shard count (default DH_SHARDS, else 1): the session's keys lie in its shard. */
   shards?: number
+  /**
+   * Step and result writes (saveStep, askQuestion, landResult, cancelCall) wait until this many
+   * replicas have them (`WAIT`), so a failover cannot lose them; unacknowledged writes are retried
+   * like a refused write (docs/deploy.md). Off by default.
+   */
+  waitReplicas?: ReplicaWait
 }
+
+/** The writes that must survive a failover: a step's value (its side effect happened) and a call's result. */
+const REPLICATED: ReadonlySet<ScriptName> = new Set(['saveStep', 'askQuestion', 'landResult', 'cancelCall'])
 
 /** A stream id as XRANGE takes it: `<ms>` or `<ms>-<seq>`. */
 const STREAM_ID = /^\d{1,20}(-\d{1,20})?$/
@@ -70,6 +79,7 @@ export class LogStream {
   /** Part of every idempotency key: `${logId}:${toolCallId}:${name}`. */
   readonly logId: string
   private readonly writeRetryMs: number
+  private readonly waitReplicas: ReplicaWait | undefined
 
   constructor(
     readonly redis: RedisClient,
@@ -85,6 +95,7 @@ export class LogStream {
     this.publish = publishCommand(redis)
     this.logId = sessionId
     this.writeRetryMs = options.writeRetryMs ?? DEFAULT_WRITE_RETRY_MS
+    this.waitReplicas = options.waitReplicas
   }
 
   /**
@@ -108,7 +119,8 @@ export class LogStream {
 
   /** One named Lua script through `command`. */
   protected script<N extends ScriptName>(name: N, keys: ScriptContract[N]['keys'], args: ScriptContract[N]['args'], retry = false) {
-    return this.command(name, () => runScript(this.redis, name, keys, args), retry)
+    const wait = this.waitReplicas && REPLICATED.has(name) ? this.waitReplicas : undefined
+    return this.command(name, () => runScript(this.redis, name, keys, args, wait), retry)
   }
 
   /** Adds a live entry (a model text delta, a tool's custom event): best effort, never the truth. */

@@ -152,12 +152,24 @@ const defined = new WeakSet<RedisClient>()
 
 type Command = (...keysAndArgs: Arg[]) => Promise<unknown>
 
-/** Runs one script with its named KEYS and ARGV; the reply is typed by the contract. */
+/** After a write, wait until this many replicas have it (`WAIT replicas timeoutMs`). */
+export interface ReplicaWait {
+  replicas: number
+  timeoutMs: number
+}
+
+/**
+ * Runs one script with its named KEYS and ARGV; the reply is typed by the contract. With `wait`, the
+ * script and a `WAIT` go in one pipeline, so on a Cluster the WAIT reaches the master that ran the
+ * script; fewer acknowledgements than asked throw (the caller retries: our writes
+ * are idempotent when re-sent).
+ */
 export async function runScript<N extends ScriptName>(
   redis: RedisClient,
   name: N,
   keys: ScriptContract[N]['keys'],
   args: ScriptContract[N]['args'],
+  wait?: ReplicaWait,
 ): Promise<ScriptContract[N]['reply']> {
   if (!defined.has(redis)) {
     for (const [scriptName, { numberOfKeys, lua }] of scripts) redis.defineCommand(scriptName, { numberOfKeys, lua })
@@ -167,6 +179,20 @@ export async function runScript<N extends ScriptName>(
   // the file name's key count and the contract must agree, or KEYS and ARGV would shift
   if (script?.numberOfKeys !== keys.length)
     throw new Error(`Script ${name}: the contract names ${keys.length} keys, the .lua file ${script?.numberOfKeys}.`)
-  const command = (redis as unknown as Record<string, Command>)[name]!
-  return (await command.call(redis, ...keys, ...(args as Arg[]))) as ScriptContract[N]['reply']
+  if (!wait) {
+    const command = (redis as unknown as Record<string, Command>)[name]!
+    return (await command.call(redis, ...keys, ...(args as Arg[]))) as ScriptContract[N]['reply']
+  }
+  const pipeline = redis.pipeline()
+  ;(pipeline as unknown as Record<string, (...a: Arg[]) => unknown>)[name]!.call(pipeline, ...keys, ...(args as Arg[]))
+  pipeline.call('WAIT', wait.replicas, wait.timeoutMs)
+  const [[scriptError, reply], [waitError, acked]] = (await pipeline.exec()) as Array<[Error | null, unknown]> as [
+    [Error | null, unknown],
+    [Error | null, unknown],
+  ]
+  if (scriptError) throw scriptError
+  if (waitError) throw waitError
+  if (Number(acked) < wait.replicas)
+    throw new Error(`${Number(acked)} of ${wait.replicas} replica(s) acknowledged the write within ${wait.timeoutMs} ms (WAIT)`)
+  return reply as ScriptContract[N]['reply']
 }
