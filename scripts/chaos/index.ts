@@ -353,6 +353,12 @@ async function chaosLoop(): Promise<void> {
       killedMaster = `${victim.address} at ${elapsed()}`
       counters.masterKills++
       masterKillDone = true
+      // once its replica has taken over, it comes back as that one's replica (so WAIT 1 has a replica to count again)
+      void (async () => {
+        await until(async () => [...(await cluster.roles()).values()].filter((r) => r === 'master').length === 3)
+        await victim.restart()
+        killedMaster += `, back as a replica at ${elapsed()}`
+      })()
       continue
     }
     if (!redisDone && redis && Date.now() >= redisAt) {

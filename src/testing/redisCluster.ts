@@ -86,8 +86,21 @@ export async function startRedisCluster(
             }),
           )
           const live = states.filter((s) => s !== 'down')
-          const roles = [...(await handle.roles()).values()]
-          if (live.length > 0 && live.every((s) => s === 'ok') && roles.filter((r) => r === 'master').length >= masters) return
+          const byPort = await handle.roles()
+          const roles = [...byPort.values()]
+          // a replica that has not synced cannot take over its master
+          const synced = await Promise.all(
+            nodes
+              .filter((n) => byPort.get(n.port) === 'slave')
+              .map(async (n) => /master_link_status:up/.test(await cli(n.port, 'info', 'replication').catch(() => ''))),
+          )
+          if (
+            live.length > 0 &&
+            live.every((s) => s === 'ok') &&
+            roles.filter((r) => r === 'master').length >= masters &&
+            synced.every(Boolean)
+          )
+            return
           if (Date.now() > deadline) throw new Error(`Redis Cluster not healthy within ${timeoutMs} ms: ${states.join(',')}`)
           await sleep(100)
         }
