@@ -98,13 +98,15 @@ async function scaleMain(quick: boolean): Promise<void> {
       )
     }),
   ]
-  const perMaster = rows.filter((r) => r.target === 'Cluster (3 masters)' && !r.wait)
-  const best = perMaster.reduce((a, b) => (b.callsPerSec > a.callsPerSec ? b : a))
-  const maxShare = Math.max(...Object.values(best.redisCpu))
+  // the busiest master's CPU µs per durable call: the cluster's calls/s at which that master reaches a full core
+  const busiestUs = (r: ScaleRow) => (Math.max(...Object.values(r.redisCpu)) * r.seconds * 1e6) / r.calls
+  const single = rows.filter((r) => r.target === 'one Redis')
+  const clustered = rows.filter((r) => r.target === 'Cluster (3 masters)')
+  const capacity = (list: ScaleRow[]) => list.map((r) => Math.round(1e6 / busiestUs(r)).toLocaleString('en-US')).join(' / ')
   lines.push(
     '',
-    `Projection: at ${Math.round(best.redisCpuUsPerCall)} µs of Redis CPU per durable call, one master saturates (100% of a core) at about ` +
-      `${Math.round(1e6 / best.redisCpuUsPerCall).toLocaleString('en-US')} calls/s of its own load; the busiest master here ran at ${pct(maxShare)} of a core.`,
+    `Projected capacity (calls/s at which the busiest Redis process reaches 100% of a core, from its CPU µs per call; 1 / 2 / 4 workers): ` +
+      `one Redis ${capacity(single)}; 3-master Cluster ${capacity(clustered)}.`,
     `Redis memory per parked call at ${parkedCalls.toLocaleString('en-US')} parked calls (1 a session): ${parked.bytesPerParkedCall} B ` +
       `(used_memory ${parked.usedMemoryBefore} -> ${parked.usedMemoryAfter} B).`,
   )

@@ -60,7 +60,7 @@ async function runOne(
 ): Promise<ScaleRow> {
   const shards = target === 'one Redis' ? 1 : 3
   const prefix = benchPrefix(`scale-${workerCount}`)
-  const env = { DH_SHARDS: String(shards), ...(wait ? { REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_MS: '200' } : {}), LOG_LEVEL: 'warn' }
+  const env = { DH_SHARDS: String(shards), ...(wait ? { REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_MS: '200' } : {}) }
   const workers: WorkerProcess[] = await Promise.all(
     Array.from({ length: workerCount }, () =>
       spawnWorker({ redisUrl: url, prefix, module: 'scripts/bench/scaleHarness.ts', concurrency: WORKER_CONCURRENCY, env }),
