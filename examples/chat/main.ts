@@ -9,8 +9,38 @@ const input = document.querySelector<HTMLInputElement>('#prompt')!
 const send = document.querySelector<HTMLButtonElement>('#send')!
 const status = document.querySelector<HTMLDivElement>('#status')!
 
-type Part = { type: string; content?: string; text?: string; name?: string; output?: unknown; state?: string }
+type Part = {
+  type: string
+  content?: string
+  text?: string
+  name?: string
+  arguments?: string
+  output?: unknown
+  state?: string
+  approval?: { id: string }
+}
 type Message = { id: string; role: string; parts: Part[] }
+
+// A `needsApproval` call: the run ends with TanStack's approval interrupt and the call's part waits as
+// 'approval-requested'; the decision goes back with ChatClient's addToolApprovalResponse (a resume of
+// the run through the handler), which wakes the durably parked call on whichever worker picks it up.
+function approvalCard(part: Part, approvalId: string): HTMLElement {
+  const card = document.createElement('div')
+  card.className = 'approval'
+  const text = document.createElement('p')
+  text.textContent = `Approval needed: ${part.name ?? ''} ${part.arguments ?? ''}`
+  const decide = (approved: boolean) => () => void client.addToolApprovalResponse({ id: approvalId, approved })
+  const approve = document.createElement('button')
+  approve.textContent = 'Approve'
+  approve.className = 'approve'
+  approve.onclick = decide(true)
+  const deny = document.createElement('button')
+  deny.textContent = 'Deny'
+  deny.className = 'deny'
+  deny.onclick = decide(false)
+  card.append(text, approve, deny)
+  return card
+}
 
 function render(messages: Message[]): void {
   messagesEl.replaceChildren(
@@ -20,6 +50,8 @@ function render(messages: Message[]): void {
         if (part.type === 'text') {
           el.className = `msg ${message.role === 'user' ? 'user' : 'assistant'}`
           el.textContent = part.content ?? part.text ?? ''
+        } else if (part.type === 'tool-call' && part.state === 'approval-requested' && part.approval) {
+          return approvalCard(part, part.approval.id)
         } else if (part.type === 'tool-call') {
           el.className = 'msg tool'
           el.textContent = `tool ${part.name ?? ''} ${part.state ?? ''}`
@@ -48,46 +80,6 @@ const client = new ChatClient({
     status.textContent = `Error: ${error.message}`
   },
 } as never)
-
-// Approvals: a `needsApproval` call waits as a question of kind 'approval'; while a turn runs, the page
-// reads the thread's open questions and shows each approval with its buttons (POST control answers it)
-const approvalsEl = document.querySelector<HTMLDivElement>('#approvals')!
-type Question = { questionId: string; kind?: string; message: string }
-const shown = new Set<string>()
-
-async function pollApprovals(): Promise<void> {
-  const response = await fetch(`/api/run?threadId=${encodeURIComponent(threadId)}`)
-  if (!response.ok) return
-  const { questions } = (await response.json()) as { questions: Question[] }
-  for (const question of questions.filter((q) => q.kind === 'approval' && !shown.has(q.questionId))) {
-    shown.add(question.questionId)
-    const card = document.createElement('div')
-    card.className = 'approval'
-    const text = document.createElement('p')
-    text.textContent = `Approval needed: ${question.message}`
-    const decide = (approved: boolean) => async () => {
-      card.remove()
-      await fetch('/api/control', {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ op: 'answer', threadId, questionId: question.questionId, value: { approved } }),
-      })
-    }
-    const approve = document.createElement('button')
-    approve.textContent = 'Approve'
-    approve.className = 'approve'
-    approve.onclick = decide(true)
-    const deny = document.createElement('button')
-    deny.textContent = 'Deny'
-    deny.className = 'deny'
-    deny.onclick = decide(false)
-    card.append(text, approve, deny)
-    approvalsEl.append(card)
-  }
-}
-setInterval(() => {
-  if (send.disabled) void pollApprovals().catch(() => {})
-}, 400)
 
 form.addEventListener('submit', (event) => {
   event.preventDefault()

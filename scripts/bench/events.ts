@@ -21,6 +21,8 @@ export interface EventsResult {
   rawPerSec: number
   streamedTurn: Summary
   plainTurn: Summary
+  /** Reading one run's events (a join, POST run) at the end of a short and of a long session. */
+  join: { short: Summary; long: Summary; longFromStart: Summary; shortEntries: number; longEntries: number }
 }
 
 /** Time until `readers` have each read `entries` entries written after they started. */
@@ -130,6 +132,35 @@ async function turns(redisUrl: string, streamed: boolean, count: number): Promis
   }
 }
 
+/**
+ * Reading the events of a session's last run (what a join or POST run streams) from the run's input
+ * (`fromInput`), on a session of `entries` log entries; and, for the long one, from the session's start.
+ */
+async function joins(redisUrl: string, entries: number, count: number, fromStart: boolean): Promise<Summary> {
+  const harness = defineHarness({ name: 'bench-join', adapter: scriptedModel([]) })
+  const prefix = benchPrefix('events-join')
+  const host = createHarnessHost({ redis: redisUrl, harnesses: [harness], prefix, logger: silentLogger })
+  const writer = new Redis(redisUrl)
+  try {
+    const log = new SessionLog(writer, prefix, 'long')
+    for (let i = 0; i < entries; i += 500)
+      await log.append(Array.from({ length: Math.min(500, entries - i) }, (_, j) => ({ type: 'app.filler', i: i + j })))
+    const session = host.open(harness, { sessionId: 'long' })
+    const { inputId } = await session.prompt('last') // no workers: the run is its input
+    const times: number[] = []
+    for (let i = 0; i < count + 5; i++) {
+      const t0 = performance.now()
+      for await (const _ of session.events({ ...(fromStart ? {} : { fromInput: inputId }), follow: false }));
+      if (i >= 5) times.push(performance.now() - t0)
+    }
+    return summarize(times)
+  } finally {
+    writer.disconnect()
+    await host.close()
+    await deletePrefix(redisUrl, prefix)
+  }
+}
+
 export async function measureEvents(redisUrl: string, options: { quick?: boolean; progress?: Progress } = {}): Promise<EventsResult> {
   const progress = options.progress ?? stderrProgress
   const entries = options.quick ? 500 : 2_000
@@ -139,7 +170,17 @@ export async function measureEvents(redisUrl: string, options: { quick?: boolean
   progress(`[events] ${count} turns with the final text streamed in 64 pieces, ${count} with it in one`)
   const streamedTurn = await turns(redisUrl, true, count)
   const plainTurn = await turns(redisUrl, false, count)
+  const [shortEntries, longEntries] = [100, options.quick ? 10_000 : 100_000]
+  progress(`[events] reading the last run's events of a session of ${shortEntries} and of ${longEntries} entries`)
+  const join = {
+    short: await joins(redisUrl, shortEntries, 50, false),
+    long: await joins(redisUrl, longEntries, 50, false),
+    longFromStart: await joins(redisUrl, longEntries, options.quick ? 5 : 3, true),
+    shortEntries,
+    longEntries,
+  }
   return {
+    join,
     followers: FOLLOWERS,
     entries,
     oursPerSec: (FOLLOWERS * entries) / (ours / 1000),

@@ -383,6 +383,20 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       `text in one piece ${ms(e.plainTurn.p50)}`,
       e.streamedTurn.p50 / e.plainTurn.p50,
     )
+    info(
+      '8c',
+      `last run's events (join / POST run) at ${e.join.longEntries.toLocaleString('en-US')} entries: p50`,
+      ms(e.join.long.p50),
+      `at ${e.join.shortEntries} entries ${ms(e.join.short.p50)}`,
+      e.join.long.p50 / e.join.short.p50,
+    )
+    info(
+      '8d',
+      `the same from the session's start (before fromInput) at ${e.join.longEntries.toLocaleString('en-US')}: p50`,
+      ms(e.join.longFromStart.p50),
+      `from the run's input ${ms(e.join.long.p50)}`,
+      e.join.longFromStart.p50 / e.join.long.p50,
+    )
   } else missing('8a', 'events/s delivered to followers', '(info)', 'events')
   return rows
 }

@@ -1,13 +1,8 @@
 import { toolOf, type AfterToolCallInfo, type Harness } from '../harnessTypes.js'
 import type { ToolErrorPayload } from '../log/index.js'
-import { encodeChecked, SecretStore, toJsonCopy, toToolError, validateOptional } from '../tool/index.js'
+import { encodeChecked, toJsonCopy, toToolError, validateOptional, type SecretStore } from '../tool/index.js'
 import { toolCallOf } from './middleware.js'
 import type { CallInput } from './runCall.js'
-
-/** The session's secrets from the harness resolver (user code: it runs in the worker, or the answering process). */
-export async function resolveSecrets(harness: Harness, sessionId: string): Promise<SecretStore> {
-  return new SecretStore(harness.secrets ? await harness.secrets({ sessionId, harness: harness.name }) : {})
-}
 
 /** A tool's `outputSchema` (TanStack's option) checks its result: one that fails it is a tool error. */
 async function checkOutput(harness: Harness, name: string, result: unknown): Promise<{ result: unknown } | { error: ToolErrorPayload }> {

@@ -1,8 +1,8 @@
 import type { AfterToolCallInfo, BeforeToolCallDecision, ToolCall } from '@tanstack/ai'
 import { toolOf, type Harness } from '../harnessTypes.js'
 import type { SessionLog } from '../log/index.js'
-import { middlewareRun, toToolError, validateOptional, type SecretStore } from '../tool/index.js'
-import { customEvents, type CallInput, type CallOutcome } from './runCall.js'
+import { customEvents, middlewareRun, toToolError, validateOptional, type SecretStore } from '../tool/index.js'
+import type { CallInput, CallOutcome } from './runCall.js'
 
 /** The call as TanStack's hooks get it: our stored toolCallId, the input as JSON text. */
 export function toolCallOf(call: { toolCallId: string; name: string; input: unknown }): ToolCall {
@@ -59,7 +59,12 @@ export async function runWithMiddleware(
         aborted ??= reason ?? 'Aborted by middleware.'
         attempt.abort(new Error(aborted))
       },
-      emitCustomEvent: customEvents(log, call, secrets, harness.durability.maxValueBytes),
+      emitCustomEvent: customEvents(
+        log,
+        { label: `tool "${call.name}"`, toolCallId: call.toolCallId },
+        secrets,
+        harness.durability.maxValueBytes,
+      ),
     },
     middleware,
   )

@@ -3,10 +3,9 @@ import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
 import {
   createDurableContext,
+  customEvents,
   DURABLE,
-  encodeChecked,
   isDurableTool,
-  toJsonCopy,
   toToolError,
   validateOptional,
   type Park,
@@ -53,7 +52,12 @@ export async function runCall(
     toolCallId: call.toolCallId,
     abortSignal,
     context: call.context,
-    emitCustomEvent: customEvents(log, call, secrets, harness.durability.maxValueBytes),
+    emitCustomEvent: customEvents(
+      log,
+      { label: `tool "${call.name}"`, toolCallId: call.toolCallId },
+      secrets,
+      harness.durability.maxValueBytes,
+    ),
   }
   if (!isDurableTool(tool)) {
     try {
@@ -76,20 +80,6 @@ export async function runCall(
     await handle.flush().catch(() => {})
     if (handle.failure) throw handle.failure
     return { error: toToolError(error) }
-  }
-}
-
-/**
- * A tool's `emitCustomEvent(name, value)`: to every follower of the session as a CUSTOM event, through
- * the live stream (best effort, not kept in the log). The value must be JSON within the size limit;
- * session secrets in it are redacted, since Redis never holds one.
- */
-export function customEvents(log: SessionLog, call: CallInput, secrets: SecretStore, maxValueBytes: number) {
-  return (name: string, value: Record<string, unknown>) => {
-    const what = `Custom event "${name}" of tool "${call.name}"`
-    const copy = toJsonCopy(value, what)
-    encodeChecked(copy, what, maxValueBytes)
-    void log.appendLive({ k: 'custom', toolCallId: call.toolCallId, name: String(name), value: secrets.redact(copy) }).catch(() => {})
   }
 }
 

@@ -44,3 +44,13 @@ export function compareIds(a: string, b: string): number {
   const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint]
   return am === bm ? (as === bs ? 0 : as < bs ? -1 : 1) : am < bm ? -1 : 1
 }
+
+/**
+ * A cursor right before a log entry: reading from it starts with that entry (and the live entries
+ * from the millisecond before it on, which a follower orders before it).
+ */
+export function cursorBefore(entryId: string): Cursor {
+  const [ms, seq] = entryId.split('-').map(BigInt) as [bigint, bigint]
+  const previous = seq > 0n ? `${ms}-${seq - 1n}` : ms > 0n ? `${ms - 1n}-18446744073709551615` : '0-0'
+  return { ...START, log: previous, live: ms > 0n ? `${ms - 1n}-0` : '0-0' }
+}

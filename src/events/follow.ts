@@ -1,13 +1,18 @@
 import type { StreamChunk } from '@tanstack/ai'
-import { StorageError } from '../errors.js'
+import { StorageError, UnknownInputError } from '../errors.js'
 import { duplicateClient, type SessionLog } from '../log/index.js'
 import { parseLive } from '../log/live.js'
-import { compareIds, decodeCursor, encodeCursor, type Cursor } from './cursor.js'
+import { compareIds, cursorBefore, decodeCursor, encodeCursor, type Cursor } from './cursor.js'
 import { EventMapper } from './toEvents.js'
 
 export interface EventsOptions {
   /** A cursor from an earlier event: resume right after it (exactly once, in order). Default: the beginning. */
   from?: string
+  /**
+   * Start at the record of this input (a turn's RUN_STARTED), not at the session's beginning: a
+   * turn's events cost what the turn holds, however long the session is. Ignored with `from`.
+   */
+  fromInput?: string
   signal?: AbortSignal
   /** false: stop at the end of what is there now. Default true: wait for more. */
   follow?: boolean
@@ -30,7 +35,8 @@ const PAGE = 500
  * Reads on its own connection from the last positions seen, never from `$`.
  */
 export async function* followEvents(log: SessionLog, options: EventsOptions = {}): AsyncGenerator<SessionEvent> {
-  let at: Cursor = decodeCursor(options.from)
+  let at: Cursor =
+    options.from === undefined && options.fromInput !== undefined ? await inputStart(log, options.fromInput) : decodeCursor(options.from)
   const follow = options.follow ?? true
   const mapper = new EventMapper(log.sessionId, { message: at.message, emitted: at.emitted })
   const conn = follow ? duplicateClient(log.redis) : log.redis
@@ -73,6 +79,12 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
     options.signal?.removeEventListener('abort', onAbort)
     if (follow) conn.disconnect()
   }
+}
+
+async function inputStart(log: SessionLog, inputId: string): Promise<Cursor> {
+  const input = await log.getInput(inputId)
+  if (!input) throw new UnknownInputError(inputId)
+  return cursorBefore(input.entryId)
 }
 
 function logEvents(log: SessionLog, mapper: EventMapper, id: string, fields: string[]): StreamChunk[] {

@@ -24,7 +24,8 @@ export class EventMapper {
 
   fromLive(entry: LiveEntry): StreamChunk[] {
     if (entry.k === 'custom') {
-      return [{ type: EventType.CUSTOM, name: entry.name, value: entry.value, metadata: { toolCallId: entry.toolCallId } }]
+      const from = entry.toolCallId !== undefined ? { toolCallId: entry.toolCallId } : { inputId: entry.inputId }
+      return [{ type: EventType.CUSTOM, name: entry.name, value: entry.value, metadata: from }]
     }
     const out: StreamChunk[] = []
     if (this.state.message !== entry.m) {

@@ -38,6 +38,20 @@ export type { Harness }
 
 const NAME = /^[A-Za-z0-9._/-]{1,100}$/
 
+/**
+ * ChatMiddleware members a durable turn never calls: refused, never silently ignored. (The loop's
+ * continue decision and tool-phase hooks would need the turn's batch state across processes; the
+ * interrupt hooks, chat()'s ephemeral interrupts; structured output and sandboxes are not supported.)
+ */
+const UNSUPPORTED_MIDDLEWARE = [
+  'onShouldContinue',
+  'onToolPhaseComplete',
+  'onInterruptBoundary',
+  'onInterruptResolution',
+  'onStructuredOutputConfig',
+  'sandbox',
+] as const
+
 /** Names an agent: its model adapter, its tools, hooks and durability options. */
 export function defineHarness(options: HarnessOptions): Harness {
   if (!NAME.test(options.name ?? '')) throw new ConfigError(`defineHarness: name ${JSON.stringify(options.name)} must match ${NAME}.`)
@@ -80,6 +94,14 @@ export function defineHarness(options: HarnessOptions): Harness {
   const middleware = options.middleware ?? []
   if (!Array.isArray(middleware) || middleware.some((m) => !m || typeof m !== 'object'))
     throw new ConfigError(`defineHarness "${options.name}": middleware must be an array of @tanstack/ai ChatMiddleware objects.`)
+  for (const mw of middleware) {
+    const unsupported = UNSUPPORTED_MIDDLEWARE.filter((key) => (mw as Record<string, unknown>)[key] !== undefined)
+    if (unsupported.length > 0)
+      throw new ConfigError(
+        `defineHarness "${options.name}": middleware "${mw.name ?? 'unnamed'}" uses ${unsupported.join(', ')}, which a durable turn does not run yet. ` +
+          'Remove it, or move its work to a hook that runs (see "Middleware" in docs/harness.md).',
+      )
+  }
   return {
     name: options.name,
     adapter: options.adapter,

@@ -189,10 +189,11 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       if (!(error instanceof ShardCountError)) shardCheck = undefined // Redis trouble: check again next time
       throw error
     }))
-  const cancelAborted = (harness: Harness, sessionId: string, inputId: string) => openSession(harness, sessionId).abort(inputId)
+  // session.abort of a settled turn ends its parked calls (with the reason it settled with)
+  const endParkedCalls = (harness: Harness, sessionId: string, inputId: string) => openSession(harness, sessionId).abort(inputId)
   const sweepOnce = async (sweepOptions?: SweepOptions) => {
     await checkShards()
-    return sweep({ openWork, harnesses, queuesOf, logFor, cancelAborted, logger }, sweepOptions)
+    return sweep({ openWork, harnesses, queuesOf, logFor, endParkedCalls, logger }, sweepOptions)
   }
 
   return {

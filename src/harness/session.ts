@@ -24,12 +24,11 @@ import {
   type RecordOf,
   SessionLog,
 } from '../log/index.js'
-import { resolveSecrets } from '../call/index.js'
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { enqueueCall, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
 import { settleTurn } from '../turn/index.js'
-import { encodeChecked, toJsonCopy } from '../tool/index.js'
+import { encodeChecked, resolveSecrets, toJsonCopy } from '../tool/index.js'
 import { cancelParkedCalls } from './cancel.js'
 import type { Notifier } from './notifier.js'
 
@@ -49,6 +48,8 @@ export interface SessionUsage {
 export interface LogReader {
   read(options?: ReadOptions): Promise<LogEntry[]>
   follow(options?: FollowOptions): AsyncGenerator<LogEntry>
+  /** Where an input stands: its record's entry id, whether it settled, when it came; null for none. */
+  input(inputId: string): Promise<{ entryId: string; status: 'open' | 'settled'; at: number } | null>
 }
 
 export interface SessionDeps {
@@ -77,7 +78,14 @@ export class Session {
 
   constructor(private readonly deps: SessionDeps) {
     this.sessionId = deps.log.sessionId
-    this.log = { read: (o) => deps.log.read(o), follow: (o) => deps.log.follow(o) }
+    this.log = {
+      read: (o) => deps.log.read(o),
+      follow: (o) => deps.log.follow(o),
+      input: async (inputId) => {
+        const input = await deps.log.getInput(inputId)
+        return input && { entryId: input.entryId, status: input.status, at: input.at }
+      },
+    }
   }
 
   /** Logs the input once per inputId and enqueues its turn (R15: the same inputId twice runs once). */
@@ -131,7 +139,7 @@ export class Session {
    * calls. Its running calls get `ctx.abortSignal` and land an `aborted` tool error; its parked calls
    * (sleep, ask, agent child) land a `cancelled` tool error, their questions close and an agent
    * call's child turn is aborted too. Returns false when the turn had settled already; aborting an
-   * aborted turn again finishes any cancel a crash interrupted.
+   * aborted or failed turn (a timeout) again ends any call it left parked (a cancel a crash cut short).
    */
   async abort(inputId: string, reason = 'Aborted by the caller.'): Promise<boolean> {
     assertInputId(inputId)
@@ -144,7 +152,8 @@ export class Session {
     })
     if (status === 'unknown') throw new UnknownInputError(inputId)
     const settled = status === 'settled' ? null : await log.getSettled(inputId)
-    if (settled && settled.outcome !== 'aborted') return false
+    if (settled?.outcome === 'completed') return false
+    // settled already as aborted or failed (a timeout): its parked calls end all the same
     const why = settled?.error?.message ?? reason
     const abortChild = (child: Harness, sessionId: string, childInput: string, r: string) =>
       this.deps.open(child, sessionId).abort(childInput, r)

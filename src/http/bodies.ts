@@ -14,6 +14,12 @@ export const runInputSchema = z.object({
   messages: z.array(z.object({ role: z.string(), content: z.unknown().optional() }).loose()),
   /** The client's `forwardedProps`: the turn's context (`ctx.context` of its tool calls). */
   forwardedProps: z.unknown().optional(),
+  /** A resume of an interrupted run (TanStack's interrupt flow): the run it continues and the decisions. */
+  parentRunId: id('parentRunId').optional(),
+  resume: z
+    .array(z.object({ interruptId: id('interruptId'), status: z.enum(['resolved', 'cancelled']), payload: z.unknown().optional() }))
+    .max(100)
+    .optional(),
 })
 
 export const controlSchema = z.discriminatedUnion(

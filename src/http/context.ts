@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { HttpError } from './responses.js'
 import type { Session } from '../harness/session.js'
+import type { Harness } from '../harnessTypes.js'
 import type { HarnessHandlerOptions, Principal } from './types.js'
 
 /** What a route gets: the request, its URL, and the sessions the principal may use. */
@@ -9,6 +10,8 @@ export interface RouteContext {
   url: URL
   logger: Logger
   heartbeatMs: number
+  /** The harness the handler serves (its tools: which calls need approval). */
+  harness: Harness
   /**
    * The thread's session, if the principal may use it (else 403). `existing`: a thread with nothing
    * in its log is a 404 (every route but the ones that prompt).
@@ -28,6 +31,7 @@ export function routeContext(options: HarnessHandlerOptions, request: Request, p
     url: new URL(request.url),
     logger: host.logger,
     heartbeatMs,
+    harness,
     reader,
     async open(threadId, { existing }) {
       if (options.canAccess && !(await options.canAccess(principal, threadId)))

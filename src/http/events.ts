@@ -5,16 +5,18 @@ import type { Session } from '../harness/session.js'
 import type { SessionEvent } from '../events/index.js'
 
 /**
- * The session's events after `from` (from its start without one): what is there, then new ones as they
- * come when `follow`. The first read happens before this resolves, so a bad cursor throws here (a 400)
- * and not in the middle of a response that has started.
+ * The session's events after `from` (without one: from the record of input `fromInput`, or from the
+ * session's start): what is there, then new ones as they come when `follow`. The first read happens
+ * before this resolves, so a bad cursor throws here (a 400) and not in the middle of a response that
+ * has started.
  */
 export async function openEvents(
   session: Session,
-  options: { from?: string | undefined; signal: AbortSignal; follow?: boolean },
+  options: { from?: string | undefined; fromInput?: string; signal: AbortSignal; follow?: boolean },
 ): Promise<AsyncGenerator<SessionEvent>> {
   const { from, signal, follow = true } = options
-  const there = session.events({ ...(from ? { from } : {}), signal, follow: false })
+  const start = from ? { from } : options.fromInput ? { fromInput: options.fromInput } : {}
+  const there = session.events({ ...start, signal, follow: false })
   const first = await there.next()
   return (async function* () {
     let last = from
@@ -27,7 +29,7 @@ export async function openEvents(
       await there.return(undefined)
     }
     // exactly once: the follower starts right after the last event the catch-up gave
-    if (follow && !signal.aborted) yield* session.events({ ...(last ? { from: last } : {}), signal })
+    if (follow && !signal.aborted) yield* session.events({ ...(last ? { from: last } : start), signal })
   })()
 }
 

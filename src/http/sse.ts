@@ -3,9 +3,12 @@ import type { SessionEvent } from '../events/index.js'
 
 const encoder = new TextEncoder()
 
-/** One SSE event: the cursor as its `id:` (a reconnect sends it back as Last-Event-ID), the AG-UI chunk as data. */
+/**
+ * One SSE event: the cursor as its `id:` (a reconnect sends it back as Last-Event-ID), the AG-UI chunk
+ * as data. An event of the handler's own (an interrupt) has no cursor and no id.
+ */
 function sseFrame({ cursor, event }: SessionEvent): string {
-  return `id: ${cursor}\ndata: ${JSON.stringify(event)}\n\n`
+  return `${cursor ? `id: ${cursor}\n` : ''}data: ${JSON.stringify(event)}\n\n`
 }
 
 /**

@@ -3,6 +3,8 @@
 import type { UIMessage } from '@tanstack/ai'
 import { isRecord } from '../log/index.js'
 import type { Session } from '../harness/session.js'
+import type { Harness } from '../harnessTypes.js'
+import { approvalInterrupt } from './interrupts.js'
 
 const TYPES = ['harness.input', 'harness.model.response', 'harness.tool.result', 'harness.input.settled'] as const
 
@@ -77,14 +79,27 @@ async function fold(session: Session): Promise<Folded> {
   return { messages, turns: [...turns.values()] }
 }
 
-/** `GET run?threadId=`: the shape `fetchServerSentEvents().hydrate` reads, plus the open questions. */
-export async function hydration(session: Session) {
+/**
+ * `GET run?threadId=`: the shape `fetchServerSentEvents().hydrate` reads, plus the open questions. A
+ * running turn whose calls wait on approvals comes back as its pending interrupts, and those calls'
+ * parts as `approval-requested`, so a reloaded client shows them and can decide.
+ */
+export async function hydration(session: Session, harness: Harness) {
   const [{ messages, turns }, questions] = await Promise.all([fold(session), session.questions()])
   const running = turns.filter((t) => t.status === 'running')
+  const runId = running.length > 0 ? running[running.length - 1]!.runId : undefined
+  const pending = []
+  // in the order of the calls
+  for (const part of runId ? messages.flatMap((m) => m.parts) : []) {
+    const question = part.type === 'tool-call' && questions.find((q) => q.kind === 'approval' && q.toolCallId === part.id)
+    if (!question || part.type !== 'tool-call') continue
+    Object.assign(part, { state: 'approval-requested', approval: { id: question.questionId, needsApproval: true } })
+    pending.push(approvalInterrupt(harness, question, { name: part.name, input: part.input ?? {} }, runId!))
+  }
   return {
     messages,
-    activeRun: running.length > 0 ? { runId: running[running.length - 1]!.runId } : null,
-    interrupts: null,
+    activeRun: runId ? { runId } : null,
+    interrupts: runId && pending.length > 0 ? { runId, pending } : null,
     questions,
   }
 }

@@ -15,8 +15,8 @@ const LIVE_TTL_SECONDS = 3_600
 export type LiveEntry =
   /** `text` of message `m` from character `at` on. */
   | { k: 'delta'; m: string; inputId: string; at: number; text: string }
-  /** A tool's `emitCustomEvent(name, value)`. */
-  | { k: 'custom'; toolCallId: string; name: string; value: unknown }
+  /** `emitCustomEvent(name, value)` of a tool (`toolCallId`) or of a model-call middleware hook (`inputId`). */
+  | { k: 'custom'; toolCallId?: string; inputId?: string; name: string; value: unknown }
 
 export async function appendLive(redis: RedisClient, keys: SessionKeys, entry: LiveEntry): Promise<void> {
   await redis

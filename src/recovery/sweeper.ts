@@ -9,8 +9,11 @@ export interface SweepDeps {
   harnesses: ReadonlyMap<string, Harness>
   queuesOf(harness: Harness): HarnessQueues
   logFor(sessionId: string): SessionLog
-  /** Ends the parked calls of an aborted turn (session.abort again: it finishes a cancel a crash cut short). */
-  cancelAborted(harness: Harness, sessionId: string, inputId: string): Promise<unknown>
+  /**
+   * Ends the parked calls of a turn that settled aborted or failed (session.abort again: it finishes a
+   * cancel a crash cut short, and ends the calls a timeout left parked).
+   */
+  endParkedCalls(harness: Harness, sessionId: string, inputId: string): Promise<unknown>
   logger: Logger
 }
 
@@ -36,8 +39,8 @@ const CLAIM_MS = 30_000
 /**
  * One recovery pass. It scans only the indexes of open work (open turns, open calls), never all
  * sessions, and repairs what a queue cannot: a turn past timeoutMs, a turn whose job vanished or
- * failed, a call whose job vanished, failed, or completed without a result, a parked call of an
- * aborted turn (the aborting process died before it cancelled the call). Each repair is claimed
+ * failed, a call whose job vanished, failed, or completed without a result, a parked call of a
+ * turn that was aborted (the aborting process died before it cancelled the call) or failed. Each repair is claimed
  * (two sweepers at once repair each item once) and logged with its reason.
  */
 export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promise<Repair[]> {
@@ -88,6 +91,7 @@ async function repairTurn(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
       outcome: 'failed',
       error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` },
     })
+    await deps.endParkedCalls(harness, sessionId, inputId)
     return repair('turn past timeoutMs: settled as failed')
   }
   if (input.steerInto) {
@@ -122,9 +126,10 @@ async function repairCall(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
   if (!harness) return null
   const repair = (reason: string): Repair => ({ kind: 'call', sessionId, id: toolCallId, reason })
   const turnId = call.owner?.inputId
-  if (call.status === 'parked' && turnId && (await log.getSettled(turnId))?.outcome === 'aborted') {
-    await deps.cancelAborted(harness, sessionId, turnId)
-    return (await log.getCall(toolCallId))?.status === 'done' ? repair('parked call of an aborted turn: cancelled') : null
+  const outcome = turnId && call.status === 'parked' ? (await log.getSettled(turnId))?.outcome : undefined
+  if (outcome === 'aborted' || outcome === 'failed') {
+    await deps.endParkedCalls(harness, sessionId, turnId!)
+    return (await log.getCall(toolCallId))?.status === 'done' ? repair(`parked call of a turn that ${outcome}: cancelled`) : null
   }
   const queues = deps.queuesOf(harness)
   const job = await inspectCallJob(queues, sessionId, toolCallId)

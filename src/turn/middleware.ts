@@ -8,7 +8,7 @@ import {
 } from '@tanstack/ai'
 import { type Harness } from '../harnessTypes.js'
 import { contextOf, isRecord, type RecordOf, type SessionLog } from '../log/index.js'
-import { middlewareRun } from '../tool/index.js'
+import { customEvents, middlewareRun, resolveSecrets } from '../tool/index.js'
 
 /** Raised when a model-call hook called `ctx.abort(reason)`: the turn settles as aborted. */
 export class MiddlewareAbort extends Error {
@@ -32,19 +32,35 @@ export interface ModelCallHooks {
 }
 
 /**
- * The model-call hooks of one model call, in the turn worker. Each model call made runs them, also
- * one made again after a crash (its first try's response never reached the log).
+ * The model-call hooks of one model call, in the turn worker; undefined when the harness has no
+ * middleware. Each model call made runs them, also one made again after a crash (its first try's
+ * response never reached the log). The hooks' `ctx.emitCustomEvent` reaches the session's followers.
  */
-export function modelCallHooks(
+export async function modelCallHooks(
   harness: Harness,
-  call: { sessionId: string; inputId: string; iteration: number; messages: ModelMessage[]; context?: unknown },
-): ModelCallHooks | undefined {
+  log: SessionLog,
+  call: {
+    inputId: string
+    iteration: number
+    /** The id the model call's text streams under (TanStack's currentMessageId). */
+    messageId: string
+    messages: ModelMessage[]
+    context?: unknown
+  },
+): Promise<ModelCallHooks | undefined> {
   const middleware = harness.middleware
   if (middleware.length === 0) return undefined
+  const label = `a model-call middleware hook of turn ${call.inputId}`
+  const emit = customEvents(
+    log,
+    { label, inputId: call.inputId },
+    await resolveSecrets(harness, log.sessionId),
+    harness.durability.maxValueBytes,
+  )
   const aborter = new AbortController()
   let aborted: string | undefined
   const run = middlewareRun(harness, {
-    sessionId: call.sessionId,
+    sessionId: log.sessionId,
     inputId: call.inputId,
     phase: 'init',
     iteration: call.iteration,
@@ -55,9 +71,7 @@ export function modelCallHooks(
       aborted ??= reason ?? 'Aborted by middleware.'
       aborter.abort(new MiddlewareAbort(aborted))
     },
-    emitCustomEvent(name) {
-      throw new Error(`emitCustomEvent("${name}") from a model-call middleware hook is not supported by the durable harness yet.`)
-    },
+    emitCustomEvent: emit,
   })
   const { ctx } = run
   const pipeConfig = async (config: ChatMiddlewareConfig) => {
@@ -83,6 +97,9 @@ export function modelCallHooks(
         current = await pipeConfig(current)
         for (const mw of middleware) await mw.onStart?.(ctx)
       }
+      // chat() begins each iteration with onIteration, then onConfig at 'beforeModel'
+      ctx.currentMessageId = call.messageId
+      for (const mw of middleware) await mw.onIteration?.(ctx, { iteration: call.iteration, messageId: call.messageId })
       ctx.phase = 'beforeModel'
       current = await pipeConfig(current)
       ctx.phase = 'modelStream'

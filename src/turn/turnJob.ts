@@ -113,7 +113,13 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const deltas = textDeltas((at, text) => log.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
       const messages = buildMessages([...history, ...fold.conversation])
       // middleware runs around each model call made (one made again after a crash runs it again)
-      const hooks = modelCallHooks(harness, { sessionId, inputId, iteration: fold.responses.length, messages, context: contextOf(input) })
+      const hooks = await modelCallHooks(harness, log, {
+        inputId,
+        iteration: fold.responses.length,
+        messageId,
+        messages,
+        context: contextOf(input),
+      })
       const response = await callModel(harness, messages, signal, deltas.push, hooks).finally(() => deltas.close())
       const logged = await log.logModelResponse(inputId, { ...response, ...(response.text ? { messageId } : {}) }, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again

@@ -3,12 +3,15 @@
 // processes running the shop fixture.
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
+import { toolDefinition } from '@tanstack/ai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { QuestionClosedError, type Session } from '../../src/index.js'
+import { z } from 'zod'
+import { defineHarness, durableTool, QuestionClosedError, type Session } from '../../src/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
 import { SessionLog, toolJobId } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { shop } from '../fixtures/shop.js'
-import { useWorkerProcesses } from '../helpers/hosts.js'
+import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { batch, records, until } from '../helpers/log.js'
 
 const THREE_DAYS = 3 * 24 * 3600 * 1000
@@ -115,12 +118,44 @@ describe('abort ends the parked calls of its turn', () => {
 
     const repairs = await ctx.host.sweep({ graceMs: 0 })
     expect(repairs.filter((r) => r.sessionId === s.sessionId)).toEqual([
-      expect.objectContaining({ kind: 'call', reason: 'parked call of an aborted turn: cancelled' }),
+      expect.objectContaining({ kind: 'call', reason: 'parked call of a turn that aborted: cancelled' }),
     ])
     for (const id of [napId, approveId]) {
       expect(await resultsOf(s, id)).toEqual([expect.objectContaining({ error: expect.objectContaining({ code: 'cancelled' }) })])
     }
     await expect(s.answer(questionId, { approved: true })).rejects.toMatchObject({ code: 'question_closed' })
     await jobsFinished(s, [napId, approveId])
+  })
+})
+
+describe('a turn that fails ends its parked calls too', () => {
+  const hosts = useInProcessHosts()
+
+  it('a turn past its timeoutMs, settled failed by the sweeper, ends its 3-day sleep with a cancelled tool error', async () => {
+    const sleeper = durableTool(
+      toolDefinition({ name: 'sleeper', description: 'sleeps for days', inputSchema: z.object({}) }),
+      async (_input, { step }) => {
+        await step.sleep('days', THREE_DAYS)
+        return 'woke'
+      },
+    )
+    const harness = defineHarness({
+      name: 'cancel-timeout',
+      adapter: scriptedModel([{ toolCalls: [{ name: 'sleeper', input: {} }] }, { text: 'never' }]),
+      tools: [sleeper],
+      durability: { timeoutMs: 1_000 },
+    })
+    const { host } = hosts.start(harness, 'cancel-timeout')
+    const s = host.open(harness, { sessionId: 'timed-out' })
+    const { inputId } = await s.prompt('sleep')
+    await until(async () => records(await s.log.read(), 'harness.tool.suspended').length === 1, 'the call to park')
+    // the sweeper settles the turn past its timeoutMs, and ends the call it left parked
+    await until(async () => (await host.sweep({ graceMs: 0 })).some((r) => r.kind === 'turn'), 'the sweeper to time the turn out')
+    expect(await s.settled(inputId)).toMatchObject({ outcome: 'failed', error: { code: 'timeout' } })
+    expect(records(await s.log.read(), 'harness.tool.result')).toEqual([
+      expect.objectContaining({ name: 'sleeper', error: { code: 'cancelled', message: expect.stringContaining('timeoutMs') } }),
+    ])
+    // abort of the failed turn changes nothing and says so
+    expect(await s.abort(inputId)).toBe(false)
   })
 })

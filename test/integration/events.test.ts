@@ -4,7 +4,7 @@
 import { toolDefinition, type StreamChunk } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createHarnessHost, defineHarness, durableTool, type Session, type SessionEvent } from '../../src/index.js'
+import { createHarnessHost, defineHarness, durableTool, UnknownInputError, type Session, type SessionEvent } from '../../src/index.js'
 import { SessionLog } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { LONG_TEXT, streaming } from '../fixtures/streaming.js'
@@ -106,6 +106,38 @@ describe('session.events', () => {
         `resumed after event ${i} (${all[i]!.event.type})`,
       ).toEqual(all.slice(i + 1).map((e) => e.event))
     }
+  })
+
+  it('events({ fromInput }) starts at that turn: the second turn of a session gives the same events as the slice of the whole, and an unknown input throws', async () => {
+    const twice = defineHarness({
+      name: 'events-twice',
+      adapter: scriptedModel(
+        [
+          { toolCalls: [{ name: 'progress', input: {} }] },
+          { text: 'one' },
+          { toolCalls: [{ name: 'progress', input: {} }] },
+          { text: 'two' },
+        ],
+        {
+          stream: { chars: 2, delayMs: 1 },
+        },
+      ),
+      tools: [progress],
+    })
+    const { host } = hosts.start(twice, 'events-from-input')
+    const session = host.open(twice, { sessionId: 'two-turns' })
+    for (const text of ['first', 'second']) {
+      const { inputId } = await session.prompt(text, { inputId: text })
+      await session.settled(inputId, { timeoutMs: 20_000 })
+    }
+    const all: StreamChunk[] = []
+    for await (const e of session.events({ follow: false })) all.push(e.event)
+    const second: StreamChunk[] = []
+    for await (const e of session.events({ fromInput: 'second', follow: false })) second.push(e.event)
+    const start = all.findIndex((e) => e.type === 'RUN_STARTED' && e.runId === 'second')
+    expect(start).toBeGreaterThan(0)
+    expect(second).toEqual(all.slice(start))
+    await expect(session.events({ fromInput: 'never', follow: false }).next()).rejects.toBeInstanceOf(UnknownInputError)
   })
 
   it('when the live deltas have expired, a follower gets the message whole from the log', async () => {

@@ -78,11 +78,18 @@ describe('the chat example in headless Chromium', () => {
     await page.waitForSelector('.approval button.approve', { timeout: 30_000 })
     expect(await page.textContent('.approval')).toContain('refund')
     expect(await page.textContent('#messages')).not.toContain('Refund done')
+    // the decision travels as TanStack's interrupt resume: a POST run with `resume`, not our control route
+    const posts: string[] = []
+    page.on('request', (r) => {
+      if (r.method() === 'POST') posts.push(`${new URL(r.url()).pathname} ${r.postData() ?? ''}`)
+    })
     await page.click('.approval button.approve')
     await page.waitForFunction(() => /Refund done: .*"refunded":true/.test(document.querySelector('#messages')?.textContent ?? ''), null, {
       timeout: 30_000,
     })
     expect(await page.locator('.approval').count()).toBe(0)
+    expect(posts.filter((p) => p.includes('/api/control'))).toEqual([])
+    expect(posts.some((p) => p.startsWith('/api/run') && p.includes('"resume"') && p.includes('"approved":true'))).toBe(true)
     await page.screenshot({ path: join(mkdtempSync(join(tmpdir(), 'chat-')), 'chat.png') })
     expect(errors).toEqual([])
     await page.close()

@@ -7,80 +7,14 @@ import { describe, expect, it } from 'vitest'
 import { ConfigError, type HarnessHost } from '../../src/index.js'
 import { createHarnessHandler, toNodeListener } from '../../src/http/index.js'
 import { spawnWorker } from '../../src/testing/index.js'
-import { authorize, canAccess, chat, TOKEN } from '../fixtures/chat.js'
+import { authorize, canAccess, chat } from '../fixtures/chat.js'
 import { LONG_TEXT, streaming } from '../fixtures/streaming.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
+import { auth, httpServers, post, readSse, runBody, textOf } from '../helpers/http.js'
 import { rigClient, scanKeys } from '../rig.js'
 
 const hosts = useInProcessHosts()
-const auth = { authorization: TOKEN }
-
-interface Sse {
-  id?: string
-  data: any
-}
-
-/** A host with workers and the handler on a real HTTP server; `base` is where it is mounted. */
-async function serve(label: string) {
-  const { host, prefix, url } = hosts.start(chat, label)
-  const base = await listen(host)
-  return { host, prefix, url, base }
-}
-
-async function listen(host: HarnessHost): Promise<string> {
-  const server = createServer(toNodeListener(createHarnessHandler({ host, harness: chat, authorize, canAccess })))
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  hosts.defer(() => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))))
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/chat`
-}
-
-/** Reads SSE events until the stream ends or `until` says stop (then disconnects). */
-async function readSse(response: Response, until: (e: Sse) => boolean = () => false): Promise<Sse[]> {
-  expect(response.headers.get('content-type')).toBe('text/event-stream')
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
-  const events: Sse[] = []
-  let buffer = ''
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) return events
-    buffer += value
-    let end: number
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end)
-      buffer = buffer.slice(end + 2)
-      const lines = block.split('\n').filter((l) => !l.startsWith(':'))
-      if (lines.length === 0) continue
-      const id = lines.find((l) => l.startsWith('id: '))?.slice(4)
-      const data = JSON.parse(lines.find((l) => l.startsWith('data: '))!.slice(6))
-      events.push({ ...(id !== undefined ? { id } : {}), data })
-      if (until(events[events.length - 1]!)) {
-        await reader.cancel()
-        return events
-      }
-    }
-  }
-}
-
-const runBody = (threadId: string, runId: string, content: string) =>
-  JSON.stringify({
-    threadId,
-    runId,
-    state: {},
-    messages: [{ id: `m-${runId}`, role: 'user', content }],
-    tools: [],
-    context: [],
-    forwardedProps: {},
-  })
-
-const post = (url: string, body: string, headers: Record<string, string> = auth) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
-
-const textOf = (client: ChatClient) =>
-  client
-    .getMessages()
-    .filter((m) => m.role === 'assistant')
-    .flatMap((m) => m.parts.flatMap((p) => (p.type === 'text' ? [p.content] : [])))
-    .join('')
+const { serve } = httpServers(hosts)
 
 const inputsOf = (host: HarnessHost, threadId: string) => host.open(chat, { sessionId: threadId }).log.read({ types: ['harness.input'] })
 
@@ -289,7 +223,8 @@ describe('a second host process', () => {
     expect(fromSecond).toEqual(fromFirst)
     const start = fromFirst.findIndex((e) => e.data.type === 'RUN_STARTED')
     const end = fromFirst.findIndex((e) => e.data.type === 'RUN_FINISHED')
-    expect(fromFirst.slice(start, end + 1)).toEqual(run)
+    // the same events; their cursors may differ in form (the join started at the run's input), not in where they resume
+    expect(fromFirst.slice(start, end + 1).map((e) => e.data)).toEqual(run.map((e) => e.data))
   })
 })
 

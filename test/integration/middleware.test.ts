@@ -5,7 +5,7 @@ import { toolDefinition, type ChatMiddleware } from '@tanstack/ai'
 import { contentGuardMiddleware, toolCacheMiddleware } from '@tanstack/ai/middlewares'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { defineHarness, type AfterToolCallInfo } from '../../src/index.js'
+import { ConfigError, defineHarness, type AfterToolCallInfo } from '../../src/index.js'
 import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
@@ -42,6 +42,7 @@ describe('TanStack middleware in a durable turn', () => {
       name,
       onConfig: (ctx) => void seen.push(`${name}:onConfig:${ctx.phase}`),
       onStart: () => void seen.push(`${name}:onStart`),
+      onIteration: (_ctx, info) => void seen.push(`${name}:onIteration:${info.iteration}`),
       onBeforeToolCall: (_ctx, { toolName, args }) => void seen.push(`${name}:onBeforeToolCall:${toolName}:${JSON.stringify(args)}`),
       onAfterToolCall: (_ctx, info) => void seen.push(`${name}:onAfterToolCall:${info.toolName}:${info.ok}:${JSON.stringify(info.result)}`),
       onFinish: (_ctx, info) => void seen.push(`${name}:onFinish:${info.content}`),
@@ -68,6 +69,8 @@ describe('TanStack middleware in a durable turn', () => {
       'B:onConfig:init',
       'A:onStart',
       'B:onStart',
+      'A:onIteration:0',
+      'B:onIteration:0',
       'A:onConfig:beforeModel',
       'B:onConfig:beforeModel',
       'A:onBeforeToolCall:count:{"n":1}',
@@ -75,6 +78,8 @@ describe('TanStack middleware in a durable turn', () => {
       'A:onAfterToolCall:count:true:{"counted":1}',
       'B:onAfterToolCall:count:true:{"counted":1}',
       'hook:onAfterToolCall:count',
+      'A:onIteration:1',
+      'B:onIteration:1',
       'A:onConfig:beforeModel',
       'B:onConfig:beforeModel',
       'A:onFinish:done',
@@ -215,6 +220,36 @@ describe('TanStack middleware in a durable turn', () => {
     expect(results).toEqual([
       expect.objectContaining({ toolCallId: 'call-0-0', result: { counted: 7 } }),
       expect.objectContaining({ toolCallId: 'call-1-0', result: { counted: 7 } }),
+    ])
+  })
+})
+
+describe('middleware the durable turn does not run', () => {
+  it('defineHarness refuses a middleware with a member a durable turn never calls, naming it, instead of ignoring it', () => {
+    for (const member of ['onShouldContinue', 'onToolPhaseComplete', 'onInterruptBoundary', 'onStructuredOutputConfig', 'sandbox']) {
+      const make = () =>
+        defineHarness({
+          name: 'mw-refused',
+          adapter: scriptedModel([]),
+          middleware: [{ name: 'm', [member]: () => undefined } as ChatMiddleware],
+        })
+      expect(make).toThrow(ConfigError)
+      expect(make).toThrow(new RegExp(`middleware "m" uses ${member}`))
+    }
+  })
+
+  it("ctx.emitCustomEvent from a model-call hook reaches the session's followers as a CUSTOM event of the turn", async () => {
+    const harness = defineHarness({
+      name: 'mw-emit',
+      adapter: scriptedModel([{ text: 'hi' }]),
+      middleware: [{ name: 'emitter', onIteration: (ctx, { iteration }) => ctx.emitCustomEvent('progress', { iteration }) }],
+    })
+    const { settled, session } = await runTurn(harness, 'mw-emit')
+    expect(settled).toMatchObject({ outcome: 'completed', text: 'hi' })
+    const events = []
+    for await (const { event } of session.events({ follow: false })) events.push(event)
+    expect(events.filter((e) => e.type === 'CUSTOM' && e.name === 'progress')).toEqual([
+      expect.objectContaining({ value: { iteration: 0 }, metadata: { inputId: expect.any(String) } }),
     ])
   })
 })
