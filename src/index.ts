@@ -34,6 +34,9 @@ export {
   type CloseResult,
 } from './harness/host.js'
 export type { Repair, SweepOptions } from './recovery/index.js'
+/** Where Redis is (a URL, ioredis options or a Cluster), and a client for it (for tools that need their own). */
+export { createRedisClient, type RedisConnection } from './harness/connection.js'
+export type { RedisClient } from './log/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
 export type { Session, Settled, LogReader, SessionUsage } from './harness/session.js'

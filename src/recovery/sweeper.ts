@@ -22,6 +22,8 @@ export interface SweepOptions {
   limit?: number
   /** Only work older than this is considered (a prompt or a call between its log write and its enqueue is young). */
   graceMs?: number
+  /** Only the open work of these shards (default all). */
+  shards?: readonly number[]
 }
 
 export interface Repair {
@@ -49,7 +51,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
     ['openTurns', repairTurn],
     ['openCalls', repairCall],
   ] as const) {
-    for (const item of await deps.openWork.olderThan(index, before, limit)) {
+    for (const item of await deps.openWork.olderThan(index, before, limit, options.shards)) {
       const release = await deps.openWork.claim(item, CLAIM_MS)
       if (!release) continue
       try {
