@@ -5,6 +5,8 @@ export default defineConfig({
     // the default output, then one plain closing line with the counts (test/summaryReporter.ts)
     reporters: ['default', './test/summaryReporter.ts'],
     include: ['test/**/*.test.ts'],
+    // the Cluster-only suites run in `npm run test:cluster` (vitest.cluster.config.ts)
+    exclude: ['test/cluster/**', 'node_modules/**'],
     // Type-level tests run through tsc alongside the runtime tests.
     typecheck: {
       enabled: true,

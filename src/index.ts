@@ -34,6 +34,9 @@ export {
   type CloseResult,
 } from './harness/host.js'
 export type { Repair, SweepOptions } from './recovery/index.js'
+/** Where Redis is (a URL, ioredis options or a Cluster), and a client for it (for tools that need their own). */
+export { createRedisClient, type RedisConnection } from './harness/connection.js'
+export type { RedisClient } from './log/index.js'
 /** What operators see of a host: sessions, stats, queues (the `harness` CLI and the dashboard). */
 export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef } from './ops/index.js'
 /** A session's events as readable timeline lines (CLI `log`, the dashboard). */

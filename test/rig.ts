@@ -1,7 +1,10 @@
 // Test rig shared by every integration test: where Redis comes from, and how
 // each test keeps to its own keys so files can run in parallel on one server.
 import { randomBytes } from 'node:crypto'
-import { Redis } from 'ioredis'
+import type { RedisOptions } from 'ioredis'
+import { createRedisClient, type RedisClient } from '../src/index.js'
+import { bullPrefix } from '../src/queue/index.js'
+import { defaultShards, isCluster, shardOf } from '../src/log/index.js'
 import { hasRedisServerBinary, startRedisServer, type RedisServerHandle, type RedisServerOptions } from '../src/testing/redisServer.js'
 
 // Module-level, and vitest isolates modules per test file: one Redis per file.
@@ -10,6 +13,20 @@ let redisUrl: Promise<string> | undefined
 export async function getRedisUrl(): Promise<string> {
   redisUrl ??= resolveRedisUrl()
   return redisUrl
+}
+
+/**
+ * A client for the tests' Redis: a plain Redis, or a Cluster when the URL lists several nodes (the
+ * cluster run, `npm run test:cluster`, sets REDIS_URL to the nodes of the Cluster it started).
+ */
+export function rigClient(url: string, options: RedisOptions = {}): RedisClient {
+  return createRedisClient(url, options)
+}
+
+/** The BullMQ prefix of a session's shard (DH_SHARDS shards, as the hosts of the tests use). */
+export function queuePrefix(prefix: string, sessionId: string): string {
+  const shards = defaultShards()
+  return bullPrefix(prefix, shardOf(sessionId, shards), shards)
 }
 
 async function resolveRedisUrl(): Promise<string> {
@@ -48,9 +65,9 @@ function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, '\\$&')
 }
 
-async function withClient<T>(url: string, fn: (redis: Redis) => Promise<T>): Promise<T> {
+async function withClient<T>(url: string, fn: (redis: RedisClient) => Promise<T>): Promise<T> {
   // Fail fast: a rig helper should report a dead Redis, not retry forever.
-  const redis = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: () => null, lazyConnect: true })
+  const redis = rigClient(url, { maxRetriesPerRequest: 1, retryStrategy: () => null, lazyConnect: true })
   try {
     await redis.connect()
     return await fn(redis)
@@ -59,15 +76,18 @@ async function withClient<T>(url: string, fn: (redis: Redis) => Promise<T>): Pro
   }
 }
 
-// Substring match, so both `prefix:...` keys and hash-tagged `{prefix}...` keys are found.
-async function scanMatching(redis: Redis, prefix: string, onBatch: (keys: string[]) => Promise<void>): Promise<void> {
+// Substring match, so both `prefix:...` keys and hash-tagged `{prefix}...` keys are found. On a
+// Cluster every master is scanned.
+async function scanMatching(redis: RedisClient, prefix: string, onBatch: (keys: string[]) => Promise<void>): Promise<void> {
   const match = `*${escapeGlob(prefix)}*`
-  let cursor = '0'
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 1000)
-    cursor = next
-    if (keys.length > 0) await onBatch(keys)
-  } while (cursor !== '0')
+  for (const node of isCluster(redis) ? redis.nodes('master') : [redis]) {
+    let cursor = '0'
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000)
+      cursor = next
+      if (keys.length > 0) await onBatch(keys)
+    } while (cursor !== '0')
+  }
 }
 
 export async function scanKeys(url: string, prefix: string): Promise<string[]> {
@@ -84,7 +104,8 @@ export async function scanKeys(url: string, prefix: string): Promise<string[]> {
 export async function cleanupPrefix(url: string, prefix: string): Promise<void> {
   await withClient(url, async (redis) => {
     await scanMatching(redis, prefix, async (keys) => {
-      await redis.unlink(...keys)
+      // one key a command: on a Cluster the keys of one batch lie in several slots
+      await Promise.all(keys.map((key) => redis.unlink(key)))
     })
   })
 }

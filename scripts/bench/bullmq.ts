@@ -31,7 +31,7 @@ export interface RawBullmq {
 /** Starts a raw BullMQ queue + worker (concurrency `callers`) + QueueEvents, warmed up. */
 export async function startRawBullmq(redisUrl: string, callers: number, progress: Progress): Promise<RawBullmq> {
   const prefix = benchPrefix('raw')
-  const bull = bullPrefix(prefix)
+  const bull = bullPrefix(prefix, 0, 1)
   // like the host: one shared connection for queue and worker commands (BullMQ duplicates it for blocking reads)
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null })
   const eventsConnection = new Redis(redisUrl, { maxRetriesPerRequest: null })

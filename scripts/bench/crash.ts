@@ -78,7 +78,7 @@ async function sample(redisUrl: string, env: Record<string, string>, boundMs: nu
     const step = await poll(async () => (await session.log.read({ types: ['harness.tool.step'] }))[0], 30_000, 'the first step')
     const running = (w: WorkerProcess) => w.lines.some((l) => l.toolCallId === toolCallId && l.msg === 'tool call started')
     const runner = await poll(async () => workers.find(running), 10_000, 'the worker running the call')
-    const queueKey = `${bullPrefix(prefix)}:${toolQueueName(crashHarness.name)}`
+    const queueKey = `${bullPrefix(prefix, 0, 1)}:${toolQueueName(crashHarness.name)}`
     const lockLeftMs = await redis.pttl(`${queueKey}:${toolJobId('crash', toolCallId)}:lock`)
     const killedAt = Date.now()
     await runner.kill('SIGKILL')

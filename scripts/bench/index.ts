@@ -1,4 +1,5 @@
 // `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash,events]`
+// `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
 //
 // Measures the DESIGN.md §8 targets as ratios against baselines measured in the same run on the same
 // Redis (PING, raw BullMQ no-op jobs, plain XADD, the configured lock intervals), prints a table on
@@ -17,6 +18,7 @@ import { measureEvents } from './events.js'
 import { redisVersion, stderrProgress } from './lib.js'
 import { measureParked } from './parked.js'
 import { measureReplay } from './replay.js'
+import { measureScale, type ScaleRow } from './scale.js'
 import { measureSteps } from './steps.js'
 import { measureToolCalls } from './toolCalls.js'
 import { measureTurn } from './turn.js'
@@ -67,8 +69,55 @@ const x = (r: number | null, limit?: number) => {
   return `${r.toFixed(limit !== undefined && Number(r.toFixed(2)) === limit && r !== limit ? 3 : 2)}x`
 }
 
+/** `--scale`: calls/s by worker processes on one Redis and on a Cluster, Redis CPU and commands per call, memory per parked call. */
+async function scaleMain(quick: boolean): Promise<void> {
+  const progress = stderrProgress
+  const loadBefore = os.loadavg()
+  progress(`[bench --scale] load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} CPUs`)
+  const rows = await measureScale({ calls: quick ? 1_000 : 5_000, workerCounts: [1, 2, 4], progress })
+  const parkedCalls = quick ? 10_000 : 100_000
+  const server = await startRedisServer({ appendonly: false, hz: 100 })
+  let parked
+  try {
+    parked = (await measureParked(server.url, { parked: parkedCalls, sleeps: 100, callsPerSession: [1], progress })).memory[0]!
+  } finally {
+    await server.stop()
+  }
+  const pct = (c: number) => `${Math.round(c * 100)}%`
+  const lines = [
+    '| Redis | workers | WAIT | durable calls/s | p50 | Redis CPU (each process, % of a core) | Redis CPU µs / call | commands / call | commands per master |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r: ScaleRow) => {
+      const total = Object.values(r.commandsByMaster).reduce((a, b) => a + b, 0)
+      return (
+        `| ${r.target} | ${r.workers} | ${r.wait ? 'WAIT 1' : '—'} | ${Math.round(r.callsPerSec).toLocaleString('en-US')} | ${r.p50Ms.toFixed(1)} ms | ` +
+        `${Object.values(r.redisCpu).map(pct).join(' / ')} | ${Math.round(r.redisCpuUsPerCall)} | ${r.commandsPerCall.toFixed(1)} | ` +
+        `${Object.values(r.commandsByMaster)
+          .map((c) => `${Math.round((c / total) * 100)}%`)
+          .join(' / ')} |`
+      )
+    }),
+  ]
+  // the busiest master's CPU µs per durable call: the cluster's calls/s at which that master reaches a full core
+  const busiestUs = (r: ScaleRow) => (Math.max(...Object.values(r.redisCpu)) * r.seconds * 1e6) / r.calls
+  const single = rows.filter((r) => r.target === 'one Redis')
+  const clustered = rows.filter((r) => r.target === 'Cluster (3 masters)')
+  const capacity = (list: ScaleRow[]) => list.map((r) => Math.round(1e6 / busiestUs(r)).toLocaleString('en-US')).join(' / ')
+  lines.push(
+    '',
+    `Projected capacity (calls/s at which the busiest Redis process reaches 100% of a core, from its CPU µs per call; 1 / 2 / 4 workers): ` +
+      `one Redis ${capacity(single)}; 3-master Cluster ${capacity(clustered)}.`,
+    `Redis memory per parked call at ${parkedCalls.toLocaleString('en-US')} parked calls (1 a session): ${parked.bytesPerParkedCall} B ` +
+      `(used_memory ${parked.usedMemoryBefore} -> ${parked.usedMemoryAfter} B).`,
+  )
+  process.stdout.write(`${lines.join('\n')}\n`)
+  mkdirSync(join(root, 'bench'), { recursive: true })
+  writeFileSync(join(root, 'bench', 'scale.json'), `${JSON.stringify({ rows, parked, loadBefore, loadAfter: os.loadavg() }, null, 2)}\n`)
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2)
+  if (argv.includes('--scale')) return scaleMain(argv.includes('--quick'))
   const { quick, only } = parseArgs(argv)
   const progress = stderrProgress
   const viaNpm = process.env.npm_lifecycle_event === 'bench'

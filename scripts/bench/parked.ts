@@ -11,7 +11,7 @@ import { pino } from 'pino'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError, type HarnessHost } from '../../src/index.js'
 import type { RecordOf } from '../../src/log/index.js'
-import { toolJobId } from '../../src/log/index.js'
+import { shardBase, toolJobId } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
 
@@ -109,7 +109,7 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
     for (const per of options.callsPerSession ?? [1, 100]) {
       memory.push(
         await withHost(redisUrl, 'mem', concurrency, async (host, prefix) => {
-          const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix) })
+          const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix, 0, 1) })
           // warm-up: queue metadata, loaded scripts and one finished call are in the baseline
           await host.open(bench, { sessionId: 'warm' }).runTool({ name: 'nap', input: { ms: 0 } })
           await pause(500)
@@ -133,8 +133,13 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           await pause(500) // let the last replies and client buffers drain
           const usedMemoryAfter = await usedMemory(admin)
           const sampleKeys: Record<string, number> = {}
-          const jobKey = `${bullPrefix(prefix)}:${toolQueueName(bench.name)}:${toolJobId('p-0', 'nap-0')}`
-          for (const key of [`${prefix}:{p-0}:log`, `${prefix}:{p-0}:steps`, `${prefix}:{p-0}:calls`, jobKey]) {
+          const jobKey = `${bullPrefix(prefix, 0, 1)}:${toolQueueName(bench.name)}:${toolJobId('p-0', 'nap-0')}`
+          for (const key of [
+            `${shardBase(prefix, 0, 1)}:p-0:log`,
+            `${shardBase(prefix, 0, 1)}:p-0:steps`,
+            `${shardBase(prefix, 0, 1)}:p-0:calls`,
+            jobKey,
+          ]) {
             sampleKeys[key.slice(prefix.length + 1)] = Number(await admin.memory('USAGE', key, 'SAMPLES', '0'))
           }
           await delayed.close()

@@ -1,4 +1,9 @@
-// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S]`
+// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]]`
+//
+// --cluster: the same run on a Redis Cluster of 3 masters with a replica each (DH_SHARDS=3), and instead
+// of the Redis restart, one planned failover (CLUSTER FAILOVER on a replica) and later a SIGKILL of
+// another master (its replica is promoted after cluster-node-timeout). --wait: step and result writes
+// wait for a replica (REDIS_WAIT_REPLICAS=1), so the SIGKILLed master cannot take them with it.
 //
 // Proves that a crash anywhere never charges a card twice, never loses a tool result and never leaves
 // a turn hanging. It runs a private redis-server (AOF, appendfsync always), a fake provider in another
@@ -36,11 +41,17 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { Redis } from 'ioredis'
 import { pino } from 'pino'
-import { createHarnessHost, type LogEntry, type Settled } from '../../src/index.js'
+import { createHarnessHost, createRedisClient, type LogEntry, type Settled } from '../../src/index.js'
 import { SessionLog } from '../../src/log/index.js'
-import { spawnWorker, startRedisServer, type RedisServerHandle, type WorkerProcess } from '../../src/testing/index.js'
+import {
+  spawnWorker,
+  startRedisCluster,
+  startRedisServer,
+  type RedisClusterHandle,
+  type RedisServerHandle,
+  type WorkerProcess,
+} from '../../src/testing/index.js'
 import { chaos, PROMPT_PREFIX, type ChaosCall } from './harness.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -57,6 +68,8 @@ const SWEEP_EVERY_MS = 2_000
 function parseArgs(argv: string[]) {
   const opts = { calls: 1_000, kills: 30, workers: 4, concurrency: 10, deadlineS: 600 }
   const quick = argv.includes('--quick')
+  const cluster = argv.includes('--cluster')
+  const wait = argv.includes('--wait')
   if (quick) Object.assign(opts, { calls: 200, kills: 8, deadlineS: 180 })
   const flags: Record<string, keyof typeof opts> = {
     '--calls': 'calls',
@@ -67,7 +80,7 @@ function parseArgs(argv: string[]) {
   }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
-    if (arg === '--quick') continue
+    if (arg === '--quick' || arg === '--cluster' || arg === '--wait') continue
     if (arg === '--help' || arg === '-h') {
       process.stdout.write('npm run chaos -- [--quick] [--calls N] [--kills N] [--workers N] [--concurrency N] [--deadline SECONDS]\n')
       process.exit(0)
@@ -85,7 +98,7 @@ function parseArgs(argv: string[]) {
     process.stderr.write('chaos: --workers and --calls must be at least 1\n')
     process.exit(2)
   }
-  return opts
+  return { ...opts, cluster, wait }
 }
 
 const opts = parseArgs(process.argv.slice(2))
@@ -178,6 +191,8 @@ const counters = {
   kills: 0,
   pauses: 0,
   redisRestarts: 0,
+  failovers: 0,
+  masterKills: 0,
   landed: 0,
   fencedLines: 0,
   zombieFenced: 0,
@@ -214,7 +229,7 @@ function progress(final = false): void {
   const filled = Math.round((done / allTurns.length) * width)
   const line =
     `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] turns ${done}/${allTurns.length} | calls landed ${counters.landed}` +
-    ` | kills ${counters.kills} | pauses ${counters.pauses} | redis restarts ${counters.redisRestarts} | ${elapsed()}`
+    ` | kills ${counters.kills} | pauses ${counters.pauses} | ${cluster ? `failovers ${counters.failovers + counters.masterKills}` : `redis restarts ${counters.redisRestarts}`} | ${elapsed()}`
   if (tty) process.stderr.write(`\r\x1b[2K${line}${final ? '\n' : ''}`)
   else if ((final && line !== lastLine) || Date.now() - lastPlain >= 3_000) {
     lastPlain = Date.now()
@@ -225,16 +240,29 @@ function progress(final = false): void {
 
 // ---- the run ----
 
-const redis: RedisServerHandle = await startRedisServer({ appendonly: true, hz: 100 })
+// one Redis with AOF, or a Cluster of 3 masters with a replica each (no disk: no node is restarted)
+const cluster: RedisClusterHandle | undefined = opts.cluster ? await startRedisCluster({ masters: 3, replicas: 1 }) : undefined
+const redis: RedisServerHandle | undefined = cluster ? undefined : await startRedisServer({ appendonly: true, hz: 100 })
+// every node is a seed: whichever dies, a starting worker finds the others
+const redisUrl = cluster ? cluster.nodes.map((n) => `redis://${n.address}`).join(',') : redis!.url
+if (cluster) process.env.DH_SHARDS = '3'
+if (opts.wait) Object.assign(process.env, { REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_MS: '200' })
 const billing = await startBilling()
 process.env.BILLING_URL = billing.url
 const prefix = `chaos-${runId}`
-const host = createHarnessHost({ redis: redis.url, harnesses: [chaos], prefix, logger: pino({ level: 'silent' }) })
+const host = createHarnessHost({
+  redis: redisUrl,
+  harnesses: [chaos],
+  prefix,
+  logger: pino({ level: 'silent' }),
+  ...(opts.wait ? { waitReplicas: { replicas: 1, timeoutMs: 200 } } : {}),
+})
 const workerEnv = { BILLING_URL: billing.url, LOG_LEVEL: 'info' }
 process.stderr.write(
   `chaos: ${allTurns.length} turns x ${CALLS_PER_TURN} calls in ${sessions.length} sessions,` +
     ` ${opts.workers} workers (concurrency ${opts.concurrency}),` +
-    ` >= ${opts.kills} kills; redis ${redis.url} (AOF), billing ${billing.url}, prefix ${prefix}\n`,
+    ` >= ${opts.kills} kills; redis ${cluster ? `cluster of 3 masters + 3 replicas${opts.wait ? ', WAIT 1 on steps and results' : ''}` : `${redisUrl} (AOF)`},` +
+    ` billing ${billing.url}, prefix ${prefix}\n`,
 )
 
 const workers = new Set<Worker>()
@@ -243,7 +271,7 @@ const spawning = new Set<Promise<void>>()
 function startWorker(): Promise<void> {
   const p = (async () => {
     try {
-      const w = await spawnWorker({ redisUrl: redis.url, prefix, module: HARNESS_MODULE, concurrency: opts.concurrency, env: workerEnv })
+      const w = await spawnWorker({ redisUrl, prefix, module: HARNESS_MODULE, concurrency: opts.concurrency, env: workerEnv })
       children.add(w.proc)
       const worker: Worker = { w, paused: false, zombie: false, killedByUs: false }
       workers.add(worker)
@@ -298,18 +326,47 @@ async function chaosLoop(): Promise<void> {
   // by time, not by kill count: both land mid-run whatever the kill pace
   const redisAt = t0 + spreadMs * 0.35
   const pauseAt = t0 + spreadMs * 0.6
+  const masterKillAt = t0 + spreadMs * 0.5
   let redisDone = opts.kills === 0
   let pauseDone = opts.kills === 0
-  while (!allSettled && Date.now() < deadline && (counters.kills < opts.kills || !redisDone || !pauseDone)) {
+  let masterKillDone = opts.kills === 0 || !cluster
+  while (!allSettled && Date.now() < deadline && (counters.kills < opts.kills || !redisDone || !pauseDone || !masterKillDone)) {
     await sleep(rand(KILL_EVERY_MS * 0.7, KILL_EVERY_MS * 1.3))
     if (allSettled) break
     const live = [...workers].filter((w) => !w.paused)
-    if (!redisDone && Date.now() >= redisAt) {
+    if (cluster && !redisDone && Date.now() >= redisAt) {
+      // planned failover: a replica takes over its master's slots (no write lost: the master waits for it)
+      const roles = await cluster.roles()
+      const replica = cluster.nodes.find((n) => roles.get(n.port) === 'slave')!
+      await cluster.cli(replica.port, 'cluster', 'failover')
+      await until(async () => (await cluster.roles()).get(replica.port) === 'master')
+      failedOver.push(`${replica.address} at ${elapsed()}`)
+      counters.failovers++
+      redisDone = true
+      continue
+    }
+    if (cluster && !masterKillDone && Date.now() >= masterKillAt) {
+      // a crash: SIGKILL a master that was not just promoted; its replica is promoted after cluster-node-timeout
+      const roles = await cluster.roles()
+      const victim = cluster.nodes.find((n) => roles.get(n.port) === 'master' && !failedOver.some((f) => f.startsWith(`${n.address} `)))!
+      await victim.kill()
+      killedMaster = `${victim.address} at ${elapsed()}`
+      counters.masterKills++
+      masterKillDone = true
+      // once its replica has taken over, it comes back as that one's replica (so WAIT 1 has a replica to count again)
+      void (async () => {
+        await until(async () => [...(await cluster.roles()).values()].filter((r) => r === 'master').length === 3)
+        await victim.restart()
+        killedMaster += `, back as a replica at ${elapsed()}`
+      })()
+      continue
+    }
+    if (!redisDone && redis && Date.now() >= redisAt) {
       // no worker may be starting while Redis is down: its start-up ping would fail
       await Promise.all([...spawning])
-      await redis.kill()
+      await redis!.kill()
       await sleep(REDIS_DOWN_MS)
-      await redis.restart()
+      await redis!.restart()
       counters.redisRestarts++
       redisDone = true
       continue
@@ -339,6 +396,12 @@ async function chaosLoop(): Promise<void> {
     counters.kills++
     void startWorker()
   }
+}
+
+const failedOver: string[] = []
+let killedMaster = ''
+async function until(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await sleep(100)
 }
 
 async function sweepLoop(): Promise<void> {
@@ -473,7 +536,7 @@ const neverResent = stats.replayedByKind.mail + stats.replayedByKind.lookup
 const neverRerun = calls.filter((c) => isNever(c) && c.reasons.includes('rerun'))
 const cutNever = calls.filter((c) => isNever(c) && c.results.some((r) => r.error?.code === 'interrupted'))
 // a cut notify call's mail step, if it was stored, must still be in the log (stored value <-> its record)
-const direct = new Redis(redis.url, { maxRetriesPerRequest: null })
+const direct = createRedisClient(redisUrl, { maxRetriesPerRequest: null })
 const mailStored = new Set<CallFacts>()
 for (const c of cutNever) {
   if (c.name === 'notify' && (await new SessionLog(direct, prefix, c.sessionId).getStep(c.toolCallId, 'mail')).found) mailStored.add(c)
@@ -503,7 +566,8 @@ await Promise.all(
 )
 await host.close()
 billing.proc.kill('SIGTERM')
-await redis.stop()
+await redis?.stop()
+await cluster?.stop()
 
 // ---- the table ----
 
@@ -520,7 +584,17 @@ const rows: Row[] = [
   ['workers SIGKILLed (replaced)', `${counters.kills} (asked ${opts.kills})`, counters.kills >= opts.kills],
   ['workers paused past the lock (zombies)', `${counters.pauses}`],
   ['  zombie writes refused by fencing', `${counters.zombieFenced} (all workers: ${counters.fencedLines})`],
-  ['Redis SIGKILLed + restarted (AOF)', `${counters.redisRestarts}`],
+  ...(cluster
+    ? ([
+        ['Redis failover: CLUSTER FAILOVER on a replica', `${counters.failovers} (${failedOver.join(', ')})`, counters.failovers === 1],
+        [
+          'Redis failover: a master SIGKILLed, its replica promoted',
+          `${counters.masterKills} (${killedMaster})`,
+          counters.masterKills === 1,
+        ],
+        ['WAIT 1 after step and result writes', opts.wait ? 'on' : 'off'],
+      ] satisfies Row[])
+    : ([['Redis SIGKILLed + restarted (AOF)', `${counters.redisRestarts}`]] satisfies Row[])),
   ['sweeper passes (in-process)', sweepAvailable ? `${counters.sweeps} (errors ${counters.sweepErrors})` : 'n/a (host.sweep not there)'],
   ['  repairs made by them', sweepRepairs.length ? `${sweepRepairs.length}: ${[...new Set(sweepRepairs)].join(', ')}` : '0'],
   ['workers that died on their own', `${counters.crashedWorkers}`, counters.crashedWorkers === 0],

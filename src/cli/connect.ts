@@ -4,7 +4,7 @@ import { UsageError } from '../errors.js'
 import { createHarnessHost, type HarnessHost } from '../harness/host.js'
 import type { Harness } from '../harnessTypes.js'
 import { loadHarnesses } from './loadHarnesses.js'
-import { DEFAULT_REDIS_URL } from './processEnv.js'
+import { redisFromEnv } from './processEnv.js'
 
 type Values = Record<string, string | boolean | undefined>
 
@@ -19,13 +19,13 @@ export async function harnessesFrom(values: Values, needed: boolean): Promise<Ha
 }
 
 /**
- * A host for one CLI command, from --redis/--prefix (or REDIS_URL/DH_PREFIX): it checks Redis answers
+ * A host for one CLI command, from --redis/--prefix (or REDIS_URL or REDIS_CLUSTER_NODES, DH_PREFIX; DH_SHARDS): it checks Redis answers
  * first. Its logs go to stderr at LOG_LEVEL (default warn), so stdout carries only the command's output.
  */
 export async function connect(values: Values, harnesses: Harness[]): Promise<HarnessHost> {
   const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn', serializers: { err: serializeError } }, pino.destination(2))
   const host = createHarnessHost({
-    redis: (values.redis as string | undefined) ?? process.env.REDIS_URL ?? DEFAULT_REDIS_URL,
+    redis: typeof values.redis === 'string' ? values.redis : redisFromEnv().redis,
     prefix: (values.prefix as string | undefined) ?? process.env.DH_PREFIX ?? 'dh',
     harnesses,
     logger,

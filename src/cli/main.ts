@@ -20,7 +20,8 @@ function overview(): string {
     'Commands:',
     ...COMMANDS.map((c) => `  ${`${c.name} ${c.args}`.padEnd(30)} ${c.summary}`),
     '',
-    'Every command takes --redis (REDIS_URL), --prefix (DH_PREFIX) and --module (HARNESS_MODULE).',
+    'Every command takes --redis (REDIS_URL, or REDIS_CLUSTER_NODES), --prefix (DH_PREFIX) and --module (HARNESS_MODULE);',
+    'DH_SHARDS names the shard count, as for the workers.',
     'harness <command> --help shows its options. Exit codes: 0 done, 1 failed, 2 wrong usage.',
     '',
   ].join('\n')

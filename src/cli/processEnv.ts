@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { redactCredentials } from '../credentials.js'
 import { ConfigError, DurableHarnessError } from '../errors.js'
+import { parseClusterNodes, type RedisConnection } from '../harness/connection.js'
 import { createHarnessHost, type CloseOptions, type CloseResult, type HarnessHost } from '../harness/host.js'
 import { createLogger } from '../logger.js'
 import { serveMetrics } from '../telemetry/index.js'
@@ -26,6 +27,37 @@ function metricsPort(raw: string): number {
   return port
 }
 
+/** REDIS_CLUSTER_NODES (a Cluster's seed nodes, comma-separated) if set, else REDIS_URL. */
+export function redisFromEnv(): { redis: RedisConnection; shown: string } {
+  const nodes = process.env.REDIS_CLUSTER_NODES
+  if (nodes) return { redis: parseClusterNodes(nodes), shown: `cluster ${redactCredentials(nodes)}` }
+  const url = process.env.REDIS_URL ?? DEFAULT_REDIS_URL
+  return { redis: url, shown: redactCredentials(url) }
+}
+
+/** REDIS_WAIT_REPLICAS (and REDIS_WAIT_MS, default 200): step and result writes wait for that many replicas. */
+function waitReplicasFromEnv(): { waitReplicas: { replicas: number; timeoutMs: number } } | Record<string, never> {
+  const raw = process.env.REDIS_WAIT_REPLICAS
+  if (raw === undefined || raw === '' || raw === '0') return {}
+  const replicas = Number(raw)
+  const timeoutMs = Number(process.env.REDIS_WAIT_MS ?? 200)
+  if (!Number.isInteger(replicas) || replicas < 0 || !Number.isInteger(timeoutMs) || timeoutMs < 1)
+    throw new ConfigError(
+      `REDIS_WAIT_REPLICAS must be a whole number of replicas and REDIS_WAIT_MS of milliseconds, not ${JSON.stringify(raw)} / ${JSON.stringify(process.env.REDIS_WAIT_MS)}.`,
+    )
+  return { waitReplicas: { replicas, timeoutMs } }
+}
+
+/** WORKER_SHARDS: the shards a worker process serves (comma-separated shard numbers); unset: all. */
+export function workerShards(): number[] | undefined {
+  const raw = process.env.WORKER_SHARDS
+  if (raw === undefined || raw.trim() === '') return undefined
+  const shards = raw.split(',').map((p) => Number(p.trim()))
+  if (shards.some((n) => !Number.isInteger(n) || n < 0))
+    throw new ConfigError(`WORKER_SHARDS must be shard numbers separated by commas (e.g. 0,2), not ${JSON.stringify(raw)}.`)
+  return shards
+}
+
 /**
  * Shared start-up of the worker and sweeper processes: load the harness module, connect, and stop on
  * SIGTERM/SIGINT: active jobs get SHUTDOWN_GRACE_MS to finish, then the process leaves anyway (exit 1).
@@ -49,19 +81,13 @@ export async function startProcess(
   try {
     const graceMs = shutdownGraceMs()
     const harnesses = await loadHarnesses(argv[0] ?? process.env.HARNESS_MODULE)
-    const redisUrl = process.env.REDIS_URL ?? DEFAULT_REDIS_URL
-    host = createHarnessHost({ redis: redisUrl, harnesses, prefix: process.env.DH_PREFIX ?? 'dh', logger })
+    const { redis, shown } = redisFromEnv()
+    host = createHarnessHost({ redis, harnesses, prefix: process.env.DH_PREFIX ?? 'dh', logger, ...waitReplicasFromEnv() })
     await host.ready()
     const running = run(host, logger)
     const metrics = process.env.METRICS_PORT ? await serveMetrics(host, metricsPort(process.env.METRICS_PORT)) : undefined
     logger.info(
-      {
-        harnesses: harnesses.map((h) => h.name),
-        prefix: host.prefix,
-        redis: redactCredentials(redisUrl),
-        graceMs,
-        metricsPort: metrics?.port,
-      },
+      { harnesses: harnesses.map((h) => h.name), prefix: host.prefix, redis: shown, graceMs, metricsPort: metrics?.port },
       `${role} started`,
     )
     let stopping = false

@@ -107,6 +107,24 @@ export class ConfigError extends DurableHarnessError {
   }
 }
 
+/**
+ * The host's shard count differs from the one the deployment's data was written with: sessions would
+ * be looked for in the wrong shard. The count is fixed per deployment (docs/deploy.md).
+ */
+export class ShardCountError extends ConfigError {
+  constructor(
+    readonly prefix: string,
+    readonly stored: number,
+    readonly given: number,
+  ) {
+    super(
+      `Prefix ${JSON.stringify(prefix)} was created with ${stored} shard(s), but this host was given ${given}. ` +
+        `The shard count of a deployment is fixed (a session's keys and queues live in the shard its id hashes to): ` +
+        `start every host, worker and sweeper with shards: ${stored} (DH_SHARDS=${stored}), or use a new prefix for a deployment with ${given} shards.`,
+    )
+  }
+}
+
 /** A `harness` CLI command used wrongly (unknown command or option, a missing or bad argument): exit code 2. */
 export class UsageError extends DurableHarnessError {
   constructor(message: string) {

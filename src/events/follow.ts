@@ -1,6 +1,6 @@
 import type { StreamChunk } from '@tanstack/ai'
 import { StorageError, UnknownInputError } from '../errors.js'
-import type { SessionLog } from '../log/index.js'
+import { duplicateClient, type SessionLog } from '../log/index.js'
 import { parseLive } from '../log/live.js'
 import { compareIds, cursorBefore, decodeCursor, encodeCursor, type Cursor } from './cursor.js'
 import { EventMapper } from './toEvents.js'
@@ -39,7 +39,7 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
     options.from === undefined && options.fromInput !== undefined ? await inputStart(log, options.fromInput) : decodeCursor(options.from)
   const follow = options.follow ?? true
   const mapper = new EventMapper(log.sessionId, { message: at.message, emitted: at.emitted })
-  const conn = follow ? log.redis.duplicate() : log.redis
+  const conn = follow ? duplicateClient(log.redis) : log.redis
   const onAbort = () => conn.disconnect()
   if (follow) options.signal?.addEventListener('abort', onAbort, { once: true })
   try {

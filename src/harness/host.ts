@@ -1,10 +1,22 @@
-import { Redis, type RedisOptions } from 'ioredis'
 import type { Worker } from 'bullmq'
 import type { Logger } from 'pino'
-import { isAuthFailure, redactCredentials, serializeError } from '../credentials.js'
-import { ConfigError, RedisAuthError, RedisUnavailableError, UnknownHarnessError } from '../errors.js'
+import { isAuthFailure, serializeError } from '../credentials.js'
+import { ConfigError, RedisAuthError, RedisUnavailableError, ShardCountError, UnknownHarnessError } from '../errors.js'
 import { createLogger } from '../logger.js'
-import { assertSessionId, indexKeys, OpenWork, openMember, SessionLog, type OpenItem, type Question } from '../log/index.js'
+import {
+  assertSessionId,
+  assertShards,
+  defaultShards,
+  indexKeys,
+  OpenWork,
+  openMember,
+  SessionLog,
+  shardCountKey,
+  type OpenItem,
+  type Question,
+  type RedisClient,
+} from '../log/index.js'
+import { resolveRedis, type RedisConnection } from './connection.js'
 import { CallAborts } from '../call/index.js'
 import { createQueues, type HarnessQueues } from '../queue/index.js'
 import { closeWorkers, settleWithin, startWorkerSet, type CloseOptions, type CloseResult } from './workers.js'
@@ -25,8 +37,24 @@ import {
 } from '../ops/index.js'
 
 export interface HostOptions {
-  /** A redis:// URL or ioredis options. */
-  redis: string | RedisOptions
+  /**
+   * A redis:// or rediss:// URL, ioredis options, or a Redis Cluster: `{ cluster: nodes, options? }`, an
+   * ioredis `Cluster`, or a comma-separated list of node URLs (see RedisConnection).
+   */
+  redis: RedisConnection
+  /**
+   * Sessions map to this many shards by a stable hash of their id; each shard has its own queues,
+   * indexes and wake-up channel under its own hash tag (on a Cluster, they spread over the masters).
+   * Fixed per deployment (prefix): a host with another count is refused with ShardCountError.
+   * Default: DH_SHARDS, else 1.
+   */
+  shards?: number
+  /**
+   * Step and result writes wait for this many replicas (`WAIT replicas timeoutMs`, default 1 and 200 ms)
+   * before they count as done: with Redis's asynchronous replication a failover can otherwise lose the
+   * last writes a master acknowledged. Costs a replication round trip per step and result (docs/deploy.md).
+   */
+  waitReplicas?: { replicas?: number; timeoutMs?: number }
   harnesses: ReadonlyArray<Harness>
   /** Key prefix of every key this host writes. */
   prefix?: string
@@ -57,9 +85,10 @@ export interface HarnessHost {
   open(harness: Harness, options: { sessionId: string }): Session
   /**
    * Turn and tool workers for every harness of this host, in this process. They also run a sweep
-   * every `sweepEveryMs` (default 30 s; 0 turns it off).
+   * every `sweepEveryMs` (default 30 s; 0 turns it off). `shards`: serve only these shards (default
+   * all); concurrency is per queue of each shard served. They start once the shard count is checked.
    */
-  startWorkers(options?: { concurrency?: number; sweepEveryMs?: number }): WorkersHandle
+  startWorkers(options?: { concurrency?: number; sweepEveryMs?: number; shards?: readonly number[] }): WorkersHandle
   /** One recovery pass over open work; returns the repairs it made (each also logged). */
   sweep(options?: SweepOptions): Promise<Repair[]>
   /** Open step.ask questions across the host's sessions (oldest first). */
@@ -118,15 +147,13 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   if (!PREFIX.test(prefix)) throw new ConfigError(`createHarnessHost: prefix ${JSON.stringify(prefix)} must match ${PREFIX}.`)
   // errors logged through the host are redacted, whoever made the logger
   const logger = (options.logger ?? createLogger()).child({}, { serializers: { err: serializeError } })
-  // lazy: nothing connects (or logs) until first use, so ready() can report an unreachable Redis in one line
-  const redisOptions: RedisOptions = { maxRetriesPerRequest: null, lazyConnect: true }
-  // commands wait across a Redis restart instead of failing (workers reconnect, no job lost)
-  const redis =
-    typeof options.redis === 'string' ? new Redis(options.redis, redisOptions) : new Redis({ ...options.redis, ...redisOptions })
-  const where =
-    typeof options.redis === 'string'
-      ? redactCredentials(options.redis)
-      : `${options.redis.host ?? '127.0.0.1'}:${options.redis.port ?? 6379}`
+  const shards = options.shards ?? defaultShards()
+  assertShards(shards)
+  // lazy: nothing connects (or logs) until first use, so ready() can report an unreachable Redis in one line;
+  // commands wait across a Redis restart or failover instead of failing (workers reconnect, no job lost)
+  const target = resolveRedis(options.redis)
+  const redis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true }, { lazyConnect: true })
+  const where = target.where
   let lastError = 0
   redis.on('error', (err) => {
     // one line per 10 s, not a stack per retry
@@ -137,7 +164,10 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     }
     lastError = Date.now()
   })
-  const notifier = new Notifier(redis, indexKeys(prefix).events)
+  const notifier = new Notifier(
+    redis,
+    Array.from({ length: shards }, (_, shard) => indexKeys(prefix, shard, shards).events),
+  )
   const all = withAgentHarnesses(options.harnesses)
   const harnesses = new Map(all.map((h) => [h.name, h]))
   const queues = new Map<string, HarnessQueues>()
@@ -146,29 +176,52 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const queuesOf = (harness: Harness): HarnessQueues => {
     if (harnesses.get(harness.name) !== harness) throw new UnknownHarnessError(harness.name)
     let q = queues.get(harness.name)
-    if (!q) queues.set(harness.name, (q = createQueues(harness, redis, prefix)))
+    if (!q) queues.set(harness.name, (q = createQueues(harness, redis, prefix, shards)))
     return q
   }
   const queuesByName = (name: string) => {
     const harness = harnesses.get(name)
     return harness && queuesOf(harness)
   }
-  const logOptions = options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }
+  const logOptions = {
+    shards,
+    ...(options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }),
+    ...(options.waitReplicas
+      ? { waitReplicas: { replicas: options.waitReplicas.replicas ?? 1, timeoutMs: options.waitReplicas.timeoutMs ?? 200 } }
+      : {}),
+  }
   const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId, logOptions)
   const openSession = (harness: Harness, sessionId: string): Session => {
     assertSessionId(sessionId)
     return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier, open: openSession })
   }
-  const openWork = new OpenWork(redis, prefix)
+  const openWork = new OpenWork(redis, prefix, shards)
+  // the deployment's shard count: the first host writes it, every later one must agree (checked once)
+  let shardCheck: Promise<void> | undefined
+  const checkShards = () =>
+    (shardCheck ??= (async () => {
+      const key = shardCountKey(prefix)
+      const stored = (await redis.set(key, String(shards), 'NX')) === 'OK' ? String(shards) : await redis.get(key)
+      if (stored !== null && Number(stored) !== shards) throw new ShardCountError(prefix, Number(stored), shards)
+    })().catch((error: unknown) => {
+      if (!(error instanceof ShardCountError)) shardCheck = undefined // Redis trouble: check again next time
+      throw error
+    }))
   // session.abort of a settled turn ends its parked calls (with the reason it settled with)
   const endParkedCalls = (harness: Harness, sessionId: string, inputId: string) => openSession(harness, sessionId).abort(inputId)
-  const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ openWork, harnesses, queuesOf, logFor, endParkedCalls, logger }, sweepOptions)
+  const sweepOnce = async (sweepOptions?: SweepOptions) => {
+    await checkShards()
+    return sweep({ openWork, harnesses, queuesOf, logFor, endParkedCalls, logger }, sweepOptions)
+  }
 
   return {
     prefix,
     logger,
     async ready(timeoutMs = 3_000) {
-      const probe = redis.duplicate({ maxRetriesPerRequest: 0, retryStrategy: () => null })
+      const probe = target.open(
+        { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true },
+        { lazyConnect: true, clusterRetryStrategy: () => null },
+      )
       let refused: Error | undefined
       probe.on('error', (err) => {
         if (isAuthFailure(err)) refused = err
@@ -185,11 +238,12 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       } finally {
         probe.disconnect()
       }
+      await checkShards()
     },
     open(harness, { sessionId }) {
       return openSession(harness, sessionId)
     },
-    startWorkers({ concurrency = 10, sweepEveryMs = 30_000 } = {}) {
+    startWorkers({ concurrency = 10, sweepEveryMs = 30_000, shards: served } = {}) {
       // a turn that settled (aborted, timed out, from any process) ends its calls still running here:
       // their ctx.abortSignal fires and each lands an 'aborted' tool error
       const aborts = new CallAborts()
@@ -198,21 +252,37 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
         const settled = parseSettled(message.payload)
         aborts.abortTurn(openMember(message.sessionId, message.id), settled?.error?.message ?? `Turn ${settled?.outcome ?? 'settled'}.`)
       })
+      const serving = served ?? Array.from({ length: shards }, (_, shard) => shard)
+      for (const shard of serving)
+        if (!Number.isInteger(shard) || shard < 0 || shard >= shards)
+          throw new ConfigError(`startWorkers: shard ${JSON.stringify(shard)} does not exist (shards are 0 to ${shards - 1}).`)
       const workers = all.flatMap((harness) =>
-        startWorkerSet({
-          harness,
-          queues: queuesOf(harness),
-          connection: redis,
-          prefix,
-          concurrency,
-          logFor,
-          queuesOf,
-          queuesByName,
-          aborts,
-          logger,
-        }),
+        serving.flatMap((shard) =>
+          startWorkerSet({
+            harness,
+            queues: queuesOf(harness),
+            connection: redis,
+            prefix,
+            shard,
+            shards,
+            concurrency,
+            logFor,
+            queuesOf,
+            queuesByName,
+            aborts,
+            logger,
+          }),
+        ),
       )
-      const sweeper = sweepEveryMs > 0 ? startSweepTimer(() => sweepOnce(), sweepEveryMs, logger) : null
+      // the workers take jobs once the shard count is known to match; a mismatch is logged and they stay idle
+      checkShards().then(
+        () => {
+          for (const worker of workers)
+            if (!worker.closing) worker.run().catch((err: unknown) => logger.error({ err, queue: worker.name }, 'worker stopped'))
+        },
+        (err: unknown) => logger.error({ err }, 'workers not started'),
+      )
+      const sweeper = sweepEveryMs > 0 ? startSweepTimer(() => sweepOnce({ shards: serving }), sweepEveryMs, logger) : null
       const handle: WorkersHandle = {
         workers,
         async close(closeOptions) {
@@ -246,22 +316,22 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       }
       return out
     },
-    sessions: (filter) => listSessions(redis, prefix, filter),
+    sessions: (filter) => listSessions(redis, prefix, shards, filter),
     async find(sessionId) {
       assertSessionId(sessionId)
       // a session with no input (runTool only) belongs to the host's one harness, if it has one
-      const name = await harnessOf(redis, prefix, sessionId)
+      const name = await harnessOf(redis, prefix, shards, sessionId)
       const harness = name ? harnesses.get(name) : all.length === 1 ? all[0] : undefined
       return harness ? openSession(harness, sessionId) : null
     },
     queues: () => hostQueues(harnesses.values(), queuesOf),
-    stats: () => hostStats(redis, prefix, hostQueues(harnesses.values(), queuesOf)),
+    stats: () => hostStats(redis, prefix, shards, hostQueues(harnesses.values(), queuesOf)),
     async close({ timeoutMs } = {}) {
       const deadline = Date.now() + (timeoutMs ?? Infinity)
       const left = () => (timeoutMs === undefined ? undefined : Math.max(0, deadline - Date.now()))
       const closed = await Promise.all([...running].map((w) => w.close({ timeoutMs: left() })))
       // the queues share `redis`, whose commands wait for a reconnect, so this wait is bounded too
-      await settleWithin(Promise.all([...queues.values()].flatMap((q) => [q.turns.close(), q.tools.close()])), left())
+      await settleWithin(Promise.all([...queues.values()].map((q) => q.close())), left())
       await notifier.close()
       redis.disconnect()
       return { forced: closed.flatMap((c) => c.forced) }

@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis'
 import { WaitTimeoutError } from '../errors.js'
-import { parseMessage, type Message } from '../log/index.js'
+import { duplicateClient, isCluster, parseMessage, type Message, type RedisClient } from '../log/index.js'
 
 /** Runs `fn`; what it throws is dropped (the caller re-checks durable state instead). */
 function guard<T>(fn: () => T): T | undefined {
@@ -16,19 +15,20 @@ const RECHECK_MS = 1_000
 
 /**
  * Wakes waiters (runTool, settled) when a Lua script PUBLISHes that a result landed or a turn settled.
- * One subscriber connection per host; the waiter always re-checks the durable state, so the message
- * is a hint, never the truth.
+ * One subscriber per host, on every shard's channel: SUBSCRIBE on one Redis, SSUBSCRIBE on a Cluster
+ * (ioredis keeps one sharded subscriber connection per master, and follows a failover). The waiter
+ * always re-checks the durable state, so the message is a hint, never the truth.
  */
 export class Notifier {
-  private subscriber: Redis | null = null
+  private subscriber: RedisClient | null = null
   private subscribed: Promise<void> | null = null
   private closed = false
   private readonly waiters = new Map<string, Set<(payload: string) => void>>()
   private readonly listeners = new Set<(message: Message) => void>()
 
   constructor(
-    private readonly redis: Redis,
-    private readonly channel: string,
+    private readonly redis: RedisClient,
+    private readonly channels: readonly string[],
   ) {}
 
   /**
@@ -107,16 +107,20 @@ export class Notifier {
   private subscribe(): Promise<void> {
     this.closed = false
     this.subscribed ??= (async () => {
-      this.subscriber = this.redis.duplicate()
-      this.subscriber.on('error', () => {}) // the main client reports connection trouble
-      this.subscriber.on('message', (_channel: string, message: string) => {
+      const sharded = isCluster(this.redis)
+      const subscriber = duplicateClient(this.redis, {}, sharded ? { shardedSubscribers: true } : {})
+      this.subscriber = subscriber
+      subscriber.on('error', () => {}) // the main client reports connection trouble
+      subscriber.on(sharded ? 'smessage' : 'message', (_channel: string, message: string) => {
         const parsed = parseMessage(message)
         // a payload that trips a waiter or listener must not throw out of the subscriber: each is
         // isolated, and a waiter re-checks the durable state anyway
         for (const wake of this.waiters.get(parsed.key) ?? []) guard(() => wake(parsed.payload))
         for (const listener of this.listeners) guard(() => listener(parsed))
       })
-      await this.subscriber.subscribe(this.channel)
+      // each shard's channel lies in its own slot: one SSUBSCRIBE per channel
+      if (sharded) for (const channel of this.channels) await subscriber.ssubscribe(channel)
+      else await subscriber.subscribe(...this.channels)
     })().catch((error: unknown) => {
       // forget the failed attempt so the next subscribe() tries again on a new connection
       this.subscriber?.disconnect()

@@ -13,6 +13,9 @@ export interface WorkerSetOptions {
   queues: HarnessQueues
   connection: ConnectionOptions
   prefix: string
+  /** The shard these workers serve, of `shards`. */
+  shard: number
+  shards: number
   concurrency: number
   logFor(sessionId: string): SessionLog
   queuesOf(harness: Harness): HarnessQueues
@@ -23,15 +26,17 @@ export interface WorkerSetOptions {
 }
 
 /**
- * The turn and tool workers of one harness. Lock and stalled-check intervals come from the harness's
+ * The turn and tool workers of one harness in one shard; they start when the caller runs them
+ * (`autorun: false`: the host first checks the deployment's shard count). Lock and stalled-check intervals come from the harness's
  * durability options so a dead worker's job is picked up again in seconds; a stalled job is never
  * failed by BullMQ (maxStalledCount is unbounded): our begin/fold classifies it instead.
  */
 export function startWorkerSet(options: WorkerSetOptions): Worker[] {
-  const { harness, queues, connection, prefix, concurrency, logFor, queuesOf, queuesByName, aborts, logger } = options
+  const { harness, queues, connection, prefix, shard, shards, concurrency, logFor, queuesOf, queuesByName, aborts, logger } = options
   const common = {
     connection,
-    prefix: bullPrefix(prefix),
+    prefix: bullPrefix(prefix, shard, shards),
+    autorun: false,
     concurrency,
     lockDuration: harness.durability.lockMs,
     stalledInterval: harness.durability.stalledMs,

@@ -1,7 +1,7 @@
 import { FencedError } from '../errors.js'
 import { callFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
-import { indexKeys, requestField, stepField } from './keys.js'
+import { requestField, stepField } from './keys.js'
 import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
 import { SessionInputs, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { encodeRecord } from './stream.js'
@@ -104,7 +104,7 @@ export class SessionLog extends SessionInputs {
   async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', owner?: CallOwner): Promise<BeginResult> {
     const [kind, epoch, attempt] = await this.script(
       'beginCall',
-      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), indexKeys(this.prefix).openCalls],
+      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), this.index.openCalls],
       [toolCallId, name, replay, Date.now(), openMember(this.sessionId, toolCallId), owner?.harness ?? '', owner?.inputId ?? ''],
     )
     return { kind, epoch: Number(epoch), attempt: Number(attempt) }
@@ -130,7 +130,7 @@ export class SessionLog extends SessionInputs {
     const value = { questionId: question.questionId }
     const reply = await this.script(
       'askQuestion',
-      [this.keys.calls, this.keys.steps, this.keys.log, this.keys.questions, indexKeys(this.prefix).openQuestions],
+      [this.keys.calls, this.keys.steps, this.keys.log, this.keys.questions, this.index.openQuestions],
       [
         fence.toolCallId,
         fence.epoch,
@@ -175,11 +175,19 @@ export class SessionLog extends SessionInputs {
       name,
       ...(outcome.error ? { error: outcome.error } : { result: outcome.result }),
     })
-    const idx = indexKeys(this.prefix)
+    const idx = this.index
     const reply = await this.script(
       'landResult',
       [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls],
-      [toolCallId, fence.epoch, record, openMember(this.sessionId, toolCallId), idx.events, messageKey('call', this.sessionId, toolCallId)],
+      [
+        toolCallId,
+        fence.epoch,
+        record,
+        openMember(this.sessionId, toolCallId),
+        this.publish,
+        idx.events,
+        messageKey('call', this.sessionId, toolCallId),
+      ],
       true,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
@@ -208,7 +216,7 @@ export class SessionLog extends SessionInputs {
   ): Promise<'ok' | 'done' | 'running' | 'moved' | 'unknown'> {
     const { toolCallId } = fence
     const record = encodeRecord({ type: 'harness.tool.result', toolCallId, name, error })
-    const idx = indexKeys(this.prefix)
+    const idx = this.index
     const [status] = await this.script(
       'cancelCall',
       [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls, this.keys.questions, idx.openQuestions],
@@ -217,6 +225,7 @@ export class SessionLog extends SessionInputs {
         fence.epoch,
         record,
         openMember(this.sessionId, toolCallId),
+        this.publish,
         idx.events,
         messageKey('call', this.sessionId, toolCallId),
         ...questionIds.flatMap((q) => [q, openMember(this.sessionId, q)]),

@@ -1,7 +1,7 @@
 import { StorageError } from '../errors.js'
 import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
-import { assertInputId, assertQuestionId, indexKeys, requestField } from './keys.js'
+import { assertInputId, assertQuestionId, requestField } from './keys.js'
 import type { BusyMode } from './commands/index.js'
 import type { ModelUsage, RecordOf, ToolCallRecord } from './records.js'
 import { encodeRecord, LogStream } from './stream.js'
@@ -69,7 +69,7 @@ export class SessionInputs extends LogStream {
   ): Promise<AddedInput> {
     const { parent, busy = 'queue', context } = options
     assertInputId(inputId)
-    const idx = indexKeys(this.prefix)
+    const idx = this.index
     const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now(), ...(context !== undefined ? { context } : {}) })
     const reply = await this.script(
       'addInput',
@@ -113,7 +113,7 @@ export class SessionInputs extends LogStream {
    * the caller: settleTurn, the one settler every path uses).
    */
   async settle(record: RecordOf<'harness.input.settled'>): Promise<{ status: 'settled' | 'already' | 'unknown'; next?: string }> {
-    const idx = indexKeys(this.prefix)
+    const idx = this.index
     const reply = await this.script(
       'settleInput',
       [this.keys.log, this.keys.inputs, idx.openTurns, this.keys.line],
@@ -121,6 +121,7 @@ export class SessionInputs extends LogStream {
         record.inputId,
         encodeRecord(record),
         openMember(this.sessionId, record.inputId),
+        this.publish,
         idx.events,
         messageKey('input', this.sessionId, record.inputId),
       ],
@@ -211,7 +212,7 @@ export class SessionInputs extends LogStream {
     const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value })
     const reply = await this.script(
       'answerQuestion',
-      [this.keys.questions, this.keys.log, indexKeys(this.prefix).openQuestions],
+      [this.keys.questions, this.keys.log, this.index.openQuestions],
       [questionId, JSON.stringify(value), record, Date.now(), openMember(this.sessionId, questionId)],
     )
     return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }

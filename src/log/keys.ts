@@ -1,4 +1,5 @@
 import { InvalidIdError } from '../errors.js'
+import { shardOf, shardTag } from './shards.js'
 
 /** Session ids and input ids: safe in Redis keys, BullMQ job ids and idempotency keys. */
 const ID_PATTERN = /^[A-Za-z0-9._-]{1,200}$/
@@ -26,8 +27,9 @@ export function isSafeId(id: string): boolean {
 }
 
 /**
- * Every key of one session shares the hash tag `{sid}` so one Lua script may touch them all on a
- * Redis Cluster. All key names live here and nowhere else.
+ * Every key of one session shares the hash tag of the session's shard (`{<shard tag>}`, shards.ts), as
+ * do the shard's open-work indexes and queues, so one Lua script may touch them all on a Redis
+ * Cluster. All key names live here and nowhere else.
  */
 export interface SessionKeys {
   log: string
@@ -42,9 +44,14 @@ export interface SessionKeys {
   live: string
 }
 
-export function sessionKeys(prefix: string, sessionId: string): SessionKeys {
+/** The start of every key of shard `shard`: `<prefix>:{<shard tag>}`. */
+export function shardBase(prefix: string, shard: number, shards: number): string {
+  return `${prefix}:{${shardTag(shard, shards)}}`
+}
+
+export function sessionKeys(prefix: string, sessionId: string, shards: number): SessionKeys {
   assertSessionId(sessionId)
-  const base = `${prefix}:{${sessionId}}`
+  const base = `${shardBase(prefix, shardOf(sessionId, shards), shards)}:${sessionId}`
   return {
     log: `${base}:log`,
     steps: `${base}:steps`,
@@ -57,19 +64,29 @@ export function sessionKeys(prefix: string, sessionId: string): SessionKeys {
   }
 }
 
-/** Host-wide indexes the sweeper scans (cost O(open work)). */
-export function indexKeys(prefix: string) {
+/** The indexes of one shard that the sweeper scans (cost O(open work)), and its wake-up channel. */
+export function indexKeys(prefix: string, shard: number, shards: number) {
+  const base = shardBase(prefix, shard, shards)
   return {
-    sessions: `${prefix}:sessions`,
-    openCalls: `${prefix}:open-batches`,
-    openQuestions: `${prefix}:open-questions`,
-    openTurns: `${prefix}:open-turns`,
-    corrupt: `${prefix}:corrupt-sessions`,
+    sessions: `${base}:sessions`,
+    openCalls: `${base}:open-batches`,
+    openQuestions: `${base}:open-questions`,
+    openTurns: `${base}:open-turns`,
+    corrupt: `${base}:corrupt-sessions`,
     /** Hash: sweeper repairs by reason, counted for operators (`harness stats`, metrics). */
-    recoveries: `${prefix}:recoveries`,
-    /** Pub/sub channel: "call|<sid>|<toolCallId>\n<result record>" when a result lands, "input|<sid>|<inputId>\n<settled record>" when a turn settles. */
-    events: `${prefix}:events`,
+    recoveries: `${base}:recoveries`,
+    /**
+     * (Sharded) pub/sub channel: "call|<sid>|<toolCallId>\n<result record>" when a result lands,
+     * "input|<sid>|<inputId>\n<settled record>" when a turn settles.
+     */
+    events: `${base}:events`,
   }
+}
+export type IndexKeys = ReturnType<typeof indexKeys>
+
+/** The deployment's shard count, written by the first host; a host with another count is refused. */
+export function shardCountKey(prefix: string): string {
+  return `${prefix}:shards`
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis'
+import type { RedisClient } from './client.js'
 import type { SessionKeys } from './keys.js'
 
 /**
@@ -18,7 +18,7 @@ export type LiveEntry =
   /** `emitCustomEvent(name, value)` of a tool (`toolCallId`) or of a model-call middleware hook (`inputId`). */
   | { k: 'custom'; toolCallId?: string; inputId?: string; name: string; value: unknown }
 
-export async function appendLive(redis: Redis, keys: SessionKeys, entry: LiveEntry): Promise<void> {
+export async function appendLive(redis: RedisClient, keys: SessionKeys, entry: LiveEntry): Promise<void> {
   await redis
     .multi()
     .xadd(keys.live, 'MAXLEN', '~', LIVE_MAX_ENTRIES, '*', 'e', JSON.stringify(entry))

@@ -1,7 +1,8 @@
-import type { Redis } from 'ioredis'
+import type { RedisClient } from './client.js'
 import { StorageError } from '../errors.js'
 import { parseMember } from './formats.js'
-import { indexKeys } from './keys.js'
+import { indexKeys, type IndexKeys } from './keys.js'
+import { shardOf } from './shards.js'
 
 /** One item of an open-work index. */
 export interface OpenItem {
@@ -14,37 +15,50 @@ export interface OpenItem {
 type Index = 'openTurns' | 'openCalls' | 'openQuestions'
 
 /**
- * The host-wide indexes of open work (turns, calls, questions), which the sweeper and the question
- * list scan: their cost is O(open work), never O(all sessions). Members are written by the session
- * log's scripts; here they are listed, dropped once closed, and claimed for a repair.
+ * The indexes of open work (turns, calls, questions), one set per shard, which the sweeper and the
+ * question list scan: their cost is O(open work), never O(all sessions). Members are written by the
+ * session log's scripts; here they are listed, dropped once closed, and claimed for a repair.
  */
 export class OpenWork {
-  private readonly keys: ReturnType<typeof indexKeys>
+  private readonly keys: IndexKeys[]
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
+    private readonly shards: number,
   ) {
-    this.keys = indexKeys(prefix)
+    this.keys = Array.from({ length: shards }, (_, shard) => indexKeys(prefix, shard, shards))
   }
 
-  /** Items opened before `before` (ms), oldest first. */
-  olderThan(index: Index, before: number, limit: number): Promise<OpenItem[]> {
-    return this.run(`list ${index}`, async () =>
-      toItems(await this.redis.zrangebyscore(this.keys[index], '-inf', before, 'LIMIT', 0, limit)),
-    )
+  /** Items opened before `before` (ms), oldest first per shard, at most `limit` per shard; `shards`: only these. */
+  async olderThan(index: Index, before: number, limit: number, shards?: readonly number[]): Promise<OpenItem[]> {
+    const out: OpenItem[] = []
+    for (const shard of shards ?? this.keys.keys()) {
+      const key = this.keys[shard]![index]
+      out.push(...toItems(await this.run(`list ${index}`, () => this.redis.zrangebyscore(key, '-inf', before, 'LIMIT', 0, limit))))
+    }
+    return out
   }
 
-  /** A page of items by rank, oldest first. */
-  page(index: Index, start: number, count: number): Promise<OpenItem[]> {
-    return this.run(`list ${index}`, async () =>
-      toItems(await this.redis.zrange(this.keys[index], String(start), String(start + count - 1))),
-    )
+  /** A page of items by rank over all shards, oldest first. */
+  async page(index: Index, start: number, count: number): Promise<OpenItem[]> {
+    const scored: Array<[string, number]> = []
+    for (const keys of this.keys) {
+      const flat = await this.run(`list ${index}`, () => this.redis.zrange(keys[index], '0', String(start + count - 1), 'WITHSCORES'))
+      for (let i = 0; i < flat.length; i += 2) scored.push([flat[i]!, Number(flat[i + 1])])
+    }
+    if (this.keys.length > 1) scored.sort((a, b) => a[1] - b[1])
+    return toItems(scored.slice(start, start + count).map(([member]) => member))
   }
 
   /** Drops items found closed (settled, landed, answered, expired or gone). */
   async drop(index: Index, items: OpenItem[]): Promise<void> {
-    if (items.length > 0) await this.run(`drop ${index}`, () => this.redis.zrem(this.keys[index], ...items.map((i) => i.member)))
+    const byShard = new Map<number, string[]>()
+    for (const item of items) {
+      const shard = shardOf(item.sessionId, this.shards)
+      byShard.set(shard, [...(byShard.get(shard) ?? []), item.member])
+    }
+    for (const [shard, members] of byShard) await this.run(`drop ${index}`, () => this.redis.zrem(this.keys[shard]![index], ...members))
   }
 
   /** Claims an item for one repair (two sweepers at once repair it once); returns its release, or null when taken. */
@@ -54,9 +68,10 @@ export class OpenWork {
     return async () => void (await this.redis.del(lock))
   }
 
-  /** Counts one sweeper repair by its reason, for operators (`harness stats`). */
-  async countRecovery(reason: string): Promise<void> {
-    await this.run('count recovery', () => this.redis.hincrby(this.keys.recoveries, reason, 1))
+  /** Counts one sweeper repair by its reason in the session's shard, for operators (`harness stats`). */
+  async countRecovery(sessionId: string, reason: string): Promise<void> {
+    const key = this.keys[shardOf(sessionId, this.shards)]!.recoveries
+    await this.run('count recovery', () => this.redis.hincrby(key, reason, 1))
   }
 
   private async run<T>(operation: string, fn: () => Promise<T>): Promise<T> {

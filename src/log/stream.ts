@@ -1,7 +1,8 @@
-import type { Redis } from 'ioredis'
 import { DurableHarnessError, InvalidCursorError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors.js'
-import { runScript, type ScriptContract, type ScriptName } from './commands/index.js'
-import { indexKeys, sessionKeys, type SessionKeys } from './keys.js'
+import { runScript, type ReplicaWait, type ScriptContract, type ScriptName } from './commands/index.js'
+import { duplicateClient, publishCommand, type RedisClient } from './client.js'
+import { indexKeys, sessionKeys, type IndexKeys, type SessionKeys } from './keys.js'
+import { assertShards, defaultShards, shardOf } from './shards.js'
 import { appendLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
 
@@ -41,7 +42,18 @@ const DEFAULT_WRITE_RETRY_MS = 10_000
 export interface SessionLogOptions {
   /** See DEFAULT_WRITE_RETRY_MS. */
   writeRetryMs?: number
+  /** The deployment's shard count (default DH_SHARDS, else 1): the session's keys lie in its shard. */
+  shards?: number
+  /**
+   * Step and result writes (saveStep, askQuestion, landResult, cancelCall) wait until this many
+   * replicas have them (`WAIT`), so a failover cannot lose them; unacknowledged writes are retried
+   * like a refused write (docs/deploy.md). Off by default.
+   */
+  waitReplicas?: ReplicaWait
 }
+
+/** The writes that must survive a failover: a step's value (its side effect happened) and a call's result. */
+const REPLICATED: ReadonlySet<ScriptName> = new Set(['saveStep', 'askQuestion', 'landResult', 'cancelCall'])
 
 /** A stream id as XRANGE takes it: `<ms>` or `<ms>-<seq>`. */
 const STREAM_ID = /^\d{1,20}(-\d{1,20})?$/
@@ -59,19 +71,31 @@ type RawEntry = [string, string[]]
  */
 export class LogStream {
   readonly keys: SessionKeys
+  /** The session's shard, and that shard's open-work indexes and wake-up channel. */
+  readonly shard: number
+  readonly index: IndexKeys
+  /** PUBLISH, or SPUBLISH on a Cluster (the wake-up stays on the shard's master). */
+  readonly publish: 'PUBLISH' | 'SPUBLISH'
   /** Part of every idempotency key: `${logId}:${toolCallId}:${name}`. */
   readonly logId: string
   private readonly writeRetryMs: number
+  private readonly waitReplicas: ReplicaWait | undefined
 
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     readonly prefix: string,
     readonly sessionId: string,
     options: SessionLogOptions = {},
   ) {
-    this.keys = sessionKeys(prefix, sessionId)
+    const shards = options.shards ?? defaultShards()
+    assertShards(shards)
+    this.keys = sessionKeys(prefix, sessionId, shards)
+    this.shard = shardOf(sessionId, shards)
+    this.index = indexKeys(prefix, this.shard, shards)
+    this.publish = publishCommand(redis)
     this.logId = sessionId
     this.writeRetryMs = options.writeRetryMs ?? DEFAULT_WRITE_RETRY_MS
+    this.waitReplicas = options.waitReplicas
   }
 
   /**
@@ -95,7 +119,8 @@ export class LogStream {
 
   /** One named Lua script through `command`. */
   protected script<N extends ScriptName>(name: N, keys: ScriptContract[N]['keys'], args: ScriptContract[N]['args'], retry = false) {
-    return this.command(name, () => runScript(this.redis, name, keys, args), retry)
+    const wait = this.waitReplicas && REPLICATED.has(name) ? this.waitReplicas : undefined
+    return this.command(name, () => runScript(this.redis, name, keys, args, wait), retry)
   }
 
   /** Adds a live entry (a model text delta, a tool's custom event): best effort, never the truth. */
@@ -141,7 +166,7 @@ export class LogStream {
   async *follow(options: FollowOptions = {}): AsyncGenerator<LogEntry> {
     assertCursor('follow({ after })', options.after)
     let last = options.after ?? '0-0'
-    const conn = this.redis.duplicate()
+    const conn = duplicateClient(this.redis)
     const onAbort = () => conn.disconnect()
     options.signal?.addEventListener('abort', onAbort, { once: true })
     try {
@@ -175,7 +200,7 @@ export class LogStream {
       if (fields[0] !== 'r' || rawJson === undefined) throw new Error('no "r" field')
       record = parseRecord(JSON.parse(rawJson), 'read')
     } catch (error) {
-      void this.redis.hset(indexKeys(this.prefix).corrupt, this.sessionId, id).catch(() => {})
+      void this.redis.hset(this.index.corrupt, this.sessionId, id).catch(() => {})
       throw new MalformedEntryError(this.sessionId, id, (error as Error).message)
     }
     return record === 'skip' ? null : { id, record }

@@ -6,21 +6,21 @@ import type { HarnessQueues } from '../queue/index.js'
 export interface QueueRef {
   harness: string
   kind: 'turns' | 'tools'
-  /** The Redis Cluster slot group its keys share; one (`jobs`) until queues are sharded. */
-  shard: string
+  /** The shard whose queues it is (0 to shards - 1). */
+  shard: number
   queue: Queue
 }
 
-/**
- * Every queue of a host's harnesses: the one list stats, metrics and the dashboard read, so sharded
- * queues (one set per shard) plug in here.
- */
+/** Every queue of a host's harnesses, per shard: the one list stats, metrics and the dashboard read. */
 export function hostQueues(harnesses: Iterable<Harness>, queuesOf: (harness: Harness) => HarnessQueues): QueueRef[] {
   return [...harnesses].flatMap((harness) => {
     const q = queuesOf(harness)
-    return [
-      { harness: harness.name, kind: 'turns' as const, shard: 'jobs', queue: q.turns as Queue },
-      { harness: harness.name, kind: 'tools' as const, shard: 'jobs', queue: q.tools as Queue },
-    ]
+    return Array.from({ length: q.shards }, (_, shard) => {
+      const { turns, tools } = q.shard(shard)
+      return [
+        { harness: harness.name, kind: 'turns' as const, shard, queue: turns as Queue },
+        { harness: harness.name, kind: 'tools' as const, shard, queue: tools as Queue },
+      ]
+    }).flat()
   })
 }

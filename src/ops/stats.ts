@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis'
 import { StorageError } from '../errors.js'
+import type { RedisClient } from '../log/client.js'
 import { indexKeys } from '../log/keys.js'
 import type { QueueRef } from './queues.js'
 
@@ -8,7 +8,7 @@ const STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children
 export interface QueueStats {
   harness: string
   kind: 'turns' | 'tools'
-  shard: string
+  shard: number
   name: string
   counts: Record<(typeof STATES)[number], number>
 }
@@ -21,14 +21,13 @@ export interface HostStats {
   openTurns: number
   openCalls: number
   openQuestions: number
-  /** Sweeper repairs since the prefix was first used, by reason (`<prefix>:recoveries`). */
+  /** Sweeper repairs since the prefix was first used, by reason (`<prefix>:{S}:recoveries`, summed over shards). */
   recoveries: Record<string, number>
 }
 
-export async function hostStats(redis: Redis, prefix: string, queues: QueueRef[]): Promise<HostStats> {
-  const keys = indexKeys(prefix)
+export async function hostStats(redis: RedisClient, prefix: string, shards: number, queues: QueueRef[]): Promise<HostStats> {
   try {
-    const [queueStats, [openTurns, openCalls, openQuestions, recoveries]] = await Promise.all([
+    const [queueStats, perShard] = await Promise.all([
       Promise.all(
         queues.map(async ({ harness, kind, shard, queue }) => ({
           harness,
@@ -38,20 +37,29 @@ export async function hostStats(redis: Redis, prefix: string, queues: QueueRef[]
           counts: (await queue.getJobCounts(...STATES)) as QueueStats['counts'],
         })),
       ),
-      Promise.all([
-        redis.zcard(keys.openTurns),
-        redis.zcard(keys.openCalls),
-        redis.zcard(keys.openQuestions),
-        redis.hgetall(keys.recoveries),
-      ]),
+      Promise.all(
+        Array.from({ length: shards }, (_, shard) => {
+          const keys = indexKeys(prefix, shard, shards)
+          return Promise.all([
+            redis.zcard(keys.openTurns),
+            redis.zcard(keys.openCalls),
+            redis.zcard(keys.openQuestions),
+            redis.hgetall(keys.recoveries),
+          ])
+        }),
+      ),
     ])
+    const recoveries: Record<string, number> = {}
+    for (const [, , , byReason] of perShard)
+      for (const [reason, n] of Object.entries(byReason)) recoveries[reason] = (recoveries[reason] ?? 0) + Number(n)
+    const sum = (i: 0 | 1 | 2) => perShard.reduce((total, counts) => total + counts[i], 0)
     return {
       queues: queueStats,
-      parkedCalls: queueStats.filter((q) => q.kind === 'tools').reduce((sum, q) => sum + q.counts.delayed, 0),
-      openTurns,
-      openCalls,
-      openQuestions,
-      recoveries: Object.fromEntries(Object.entries(recoveries).map(([reason, n]) => [reason, Number(n)])),
+      parkedCalls: queueStats.filter((q) => q.kind === 'tools').reduce((total, q) => total + q.counts.delayed, 0),
+      openTurns: sum(0),
+      openCalls: sum(1),
+      openQuestions: sum(2),
+      recoveries,
     }
   } catch (error) {
     throw new StorageError('stats', '(host indexes)', error)

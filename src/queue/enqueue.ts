@@ -1,30 +1,61 @@
 import { Job, Queue, type ConnectionOptions } from 'bullmq'
 import type { Harness } from '../harnessTypes.js'
 import { traceField } from '../telemetry/tracing.js'
-import { toolJobId, turnJobId } from '../log/index.js'
+import { shardOf, toolJobId, turnJobId } from '../log/index.js'
 import { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
 
-/**
- * The one place that adds, wakes and inspects jobs. Every id is deterministic, so adding a job again
- * is a no-op while it exists: each caller (prompt, runTool, the turn, an agent call, the sweeper) may
- * add again after a crash.
- */
-export interface HarnessQueues {
+/** The turn and tool queues of one harness in one shard. */
+export interface ShardQueues {
   turns: Queue<TurnJobData>
   tools: Queue<ToolJobData>
 }
 
-export function createQueues(harness: Harness, connection: ConnectionOptions, prefix: string): HarnessQueues {
-  const opts = { connection, prefix: bullPrefix(prefix) }
-  const queues = {
-    turns: new Queue<TurnJobData>(turnQueueName(harness.name), opts),
-    tools: new Queue<ToolJobData>(toolQueueName(harness.name), opts),
+/**
+ * The one place that adds, wakes and inspects jobs. Every id is deterministic, so adding a job again
+ * is a no-op while it exists: each caller (prompt, runTool, the turn, an agent call, the sweeper) may
+ * add again after a crash. A harness has one pair of queues per shard; a session's jobs go to its
+ * shard's pair (made on first use).
+ */
+export class HarnessQueues {
+  private readonly made = new Map<number, ShardQueues>()
+
+  constructor(
+    readonly harness: Harness,
+    private readonly connection: ConnectionOptions,
+    readonly prefix: string,
+    readonly shards: number,
+  ) {}
+
+  /** The queues of shard `shard`. */
+  shard(shard: number): ShardQueues {
+    let queues = this.made.get(shard)
+    if (!queues) {
+      const opts = { connection: this.connection, prefix: bullPrefix(this.prefix, shard, this.shards) }
+      queues = {
+        turns: new Queue<TurnJobData>(turnQueueName(this.harness.name), opts),
+        tools: new Queue<ToolJobData>(toolQueueName(this.harness.name), opts),
+      }
+      // with no 'error' listener BullMQ console.errors a stack per reconnect attempt while Redis is down;
+      // the connection's owner (the host's client) already reports it
+      queues.turns.on('error', () => {})
+      queues.tools.on('error', () => {})
+      this.made.set(shard, queues)
+    }
+    return queues
   }
-  // with no 'error' listener BullMQ console.errors a stack per reconnect attempt while Redis is down;
-  // the connection's owner (the host's client) already reports it
-  queues.turns.on('error', () => {})
-  queues.tools.on('error', () => {})
-  return queues
+
+  /** The queues of the session's shard. */
+  of(sessionId: string): ShardQueues {
+    return this.shard(shardOf(sessionId, this.shards))
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.made.values()].flatMap((q) => [q.turns.close(), q.tools.close()]))
+  }
+}
+
+export function createQueues(harness: Harness, connection: ConnectionOptions, prefix: string, shards: number): HarnessQueues {
+  return new HarnessQueues(harness, connection, prefix, shards)
 }
 
 /** A tool job retries only infrastructure failures (a tool's own error is a landed tool error). */
@@ -46,11 +77,13 @@ function turnJobOptions(harness: Harness) {
 }
 
 export function enqueueTurn(queues: HarnessQueues, harness: Harness, sessionId: string, inputId: string) {
-  return queues.turns.add(
-    'turn',
-    { harness: harness.name, sessionId, inputId, ...traceField() },
-    { ...turnJobOptions(harness), jobId: turnJobId(sessionId, inputId) },
-  )
+  return queues
+    .of(sessionId)
+    .turns.add(
+      'turn',
+      { harness: harness.name, sessionId, inputId, ...traceField() },
+      { ...turnJobOptions(harness), jobId: turnJobId(sessionId, inputId) },
+    )
 }
 
 export interface CallToEnqueue {
@@ -86,12 +119,12 @@ function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner
 
 /** Enqueues the calls of a batch (or one runTool call) under their deterministic ids. */
 export function enqueueCalls(queues: HarnessQueues, harness: Harness, sessionId: string, calls: CallToEnqueue[], owner: CallOwnerJob = {}) {
-  return queues.tools.addBulk(calls.map((call) => toolJob(harness, sessionId, call, owner)))
+  return queues.of(sessionId).tools.addBulk(calls.map((call) => toolJob(harness, sessionId, call, owner)))
 }
 
 export function enqueueCall(queues: HarnessQueues, harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob = {}) {
   const job = toolJob(harness, sessionId, call, owner)
-  return queues.tools.add(job.name, job.data, job.opts)
+  return queues.of(sessionId).tools.add(job.name, job.data, job.opts)
 }
 
 /**
@@ -99,7 +132,7 @@ export function enqueueCall(queues: HarnessQueues, harness: Harness, sessionId: 
  * (still running or parking: it re-checks after it parks) or gone.
  */
 export async function wakeCall(queues: HarnessQueues, sessionId: string, toolCallId: string): Promise<void> {
-  await (await Job.fromId(queues.tools, toolJobId(sessionId, toolCallId)))?.promote().catch(() => {})
+  await (await Job.fromId(queues.of(sessionId).tools, toolJobId(sessionId, toolCallId)))?.promote().catch(() => {})
 }
 
 /**
@@ -134,9 +167,9 @@ async function inspect(queue: Queue, id: string): Promise<JobHandle> {
 }
 
 export function inspectTurnJob(queues: HarnessQueues, sessionId: string, inputId: string): Promise<JobHandle> {
-  return inspect(queues.turns, turnJobId(sessionId, inputId))
+  return inspect(queues.of(sessionId).turns, turnJobId(sessionId, inputId))
 }
 
 export function inspectCallJob(queues: HarnessQueues, sessionId: string, toolCallId: string): Promise<JobHandle> {
-  return inspect(queues.tools, toolJobId(sessionId, toolCallId))
+  return inspect(queues.of(sessionId).tools, toolJobId(sessionId, toolCallId))
 }

@@ -9,5 +9,5 @@ export {
   finishCancelledCall,
   inspectTurnJob,
   inspectCallJob,
-  type HarnessQueues,
+  HarnessQueues,
 } from './enqueue.js'

@@ -1,10 +1,13 @@
+import { shardBase } from '../log/index.js'
+
 /**
- * BullMQ names. All queues share one hash tag (`{jobs}`) so a turn (parent) and its tool jobs
- * (children) live in one Redis Cluster slot. Job ids are built in log/formats.ts: they never contain
- * ':' and never look like integers.
+ * BullMQ names. The queues of one shard carry the shard's hash tag (`<prefix>:{<shard tag>}:jobs`), so
+ * a turn (parent) and its tool jobs (children), all of one session, live in one Redis Cluster slot,
+ * and the shards' queues spread over the masters. Job ids are built in log/formats.ts: they never
+ * contain ':' and never look like integers.
  */
-export function bullPrefix(prefix: string): string {
-  return `${prefix}:{jobs}`
+export function bullPrefix(prefix: string, shard: number, shards: number): string {
+  return `${shardBase(prefix, shard, shards)}:jobs`
 }
 
 export function turnQueueName(harness: string): string {

@@ -23,6 +23,8 @@ export interface SweepOptions {
   limit?: number
   /** Only work older than this is considered (a prompt or a call between its log write and its enqueue is young). */
   graceMs?: number
+  /** Only the open work of these shards (default all). */
+  shards?: readonly number[]
 }
 
 export interface Repair {
@@ -50,7 +52,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
     ['openTurns', repairTurn],
     ['openCalls', repairCall],
   ] as const) {
-    for (const item of await deps.openWork.olderThan(index, before, limit)) {
+    for (const item of await deps.openWork.olderThan(index, before, limit, options.shards)) {
       const release = await deps.openWork.claim(item, CLAIM_MS)
       if (!release) continue
       try {
@@ -65,7 +67,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
     await deps
       .logFor(r.sessionId)
       .append([{ type: 'harness.recovery', reason: r.reason, ...(r.kind === 'turn' ? { inputId: r.id } : { toolCallId: r.id }) }])
-    await deps.openWork.countRecovery(r.reason)
+    await deps.openWork.countRecovery(r.sessionId, r.reason)
     countRecovery(r.reason)
     deps.logger.warn({ sessionId: r.sessionId, [r.kind === 'turn' ? 'inputId' : 'toolCallId']: r.id, reason: r.reason }, 'sweeper repaired')
   }

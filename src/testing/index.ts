@@ -1,3 +1,4 @@
 export { scriptedModel, type ScriptEntry, type ScriptedResponse, type ScriptedToolCall } from './scriptedModel.js'
 export { startRedisServer, hasRedisServerBinary, isRedisReachable, type RedisServerHandle, type RedisServerOptions } from './redisServer.js'
 export { spawnWorker, type SpawnWorkerOptions, type WorkerProcess } from './workerProcess.js'
+export { startRedisCluster, type RedisClusterHandle, type ClusterNodeHandle } from './redisCluster.js'

@@ -16,6 +16,8 @@ export interface RedisServerOptions {
   hz?: number
   /** Sets `requirepass`; `url` then carries it (`redis://:<password>@…`). */
   password?: string
+  /** More redis-server arguments (e.g. `--cluster-enabled yes`). */
+  args?: string[]
 }
 
 export interface RedisServerHandle {
@@ -208,6 +210,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     '--daemonize',
     'no',
     ...(opts.password === undefined ? [] : ['--requirepass', opts.password]),
+    ...(opts.args ?? []),
   ]
 
   let stopped = false

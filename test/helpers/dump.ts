@@ -1,9 +1,9 @@
 // Reads everything a test left in Redis, to show that no copy of a secret is stored (R6).
-import type { Redis } from 'ioredis'
+import type { RedisClient } from '../../src/index.js'
 import { scanKeys } from '../rig.js'
 
 /** Reads every key of the prefix, whatever its type, into one text (key names included). */
-export async function dumpPrefix(redis: Redis, url: string, prefix: string): Promise<string> {
+export async function dumpPrefix(redis: RedisClient, url: string, prefix: string): Promise<string> {
   const parts: string[] = []
   for (const key of await scanKeys(url, prefix)) {
     parts.push(key)

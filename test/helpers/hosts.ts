@@ -1,11 +1,11 @@
 // The shared set-ups of the integration tests: a host over worker processes for a describe block,
 // and in-process hosts made per test. Each closes what it opened.
-import { Redis } from 'ioredis'
+import type { RedisClient } from '../../src/index.js'
 import { pino } from 'pino'
 import { afterAll, afterEach, beforeAll } from 'vitest'
 import { createHarnessHost, type Harness, type HarnessHost } from '../../src/index.js'
 import { shop } from '../fixtures/shop.js'
-import { cleanupPrefix, getRedisUrl, uniquePrefix } from '../rig.js'
+import { cleanupPrefix, getRedisUrl, uniquePrefix, rigClient } from '../rig.js'
 import { spawnWorker, type WorkerProcess } from './workerProcess.js'
 
 export const quiet = pino({ level: 'silent' })
@@ -18,7 +18,7 @@ export interface WorkerProcessesContext {
   /** A second such host with its own connections: another server of the same deployment. */
   other: HarnessHost
   /** A plain client for looking at keys (the shop fixture counts side effects under `${prefix}:billing`). */
-  redis: Redis
+  redis: RedisClient
   /** The worker processes; a test may kill some and push others, all are killed after the block. */
   workers: WorkerProcess[]
   /** Starts one more worker process with the block's module, Redis and prefix. */
@@ -51,7 +51,7 @@ export function useWorkerProcesses(options: {
     process.env.DH_PREFIX = ctx.prefix
     ctx.host = createHarnessHost({ redis: ctx.url, harnesses: options.harnesses ?? [shop], prefix: ctx.prefix, logger: quiet })
     ctx.other = createHarnessHost({ redis: ctx.url, harnesses: options.harnesses ?? [shop], prefix: ctx.prefix, logger: quiet })
-    ctx.redis = new Redis(ctx.url)
+    ctx.redis = rigClient(ctx.url)
     for (let i = 0; i < (options.workers ?? 2); i++) ctx.workers.push(await ctx.spawn())
   })
   afterAll(async () => {

@@ -14,7 +14,7 @@ describe('agentTool over worker processes', () => {
   const ctx = useWorkerProcesses({ label: 'agents', harnesses: [boss], module: 'test/fixtures/agents.ts', workers: 1 })
   let tools: Queue
   beforeAll(() => {
-    tools = new Queue(toolQueueName('boss'), { connection: ctx.redis, prefix: bullPrefix(ctx.prefix) })
+    tools = new Queue(toolQueueName('boss'), { connection: ctx.redis, prefix: bullPrefix(ctx.prefix, 0, 1) })
   })
   afterAll(() => tools.close())
 

@@ -107,7 +107,7 @@ describe('an approval cut before it parked', () => {
     const redis = new Redis(url)
     hosts.defer(() => redis.disconnect())
     expect((await new SessionLog(redis, prefix, 'cut').beginCall('p1', 'pay', 'never', { harness: harness.name })).kind).toBe('resume')
-    const tools = new Queue(toolQueueName(harness.name), { connection: { url }, prefix: bullPrefix(prefix) })
+    const tools = new Queue(toolQueueName(harness.name), { connection: { url }, prefix: bullPrefix(prefix, 0, 1) })
     hosts.defer(() => tools.close())
     await (await Job.fromId(tools, toolJobId('cut', 'p1')))!.promote()
     await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 2, 'the call to park again')

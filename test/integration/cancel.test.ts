@@ -27,7 +27,7 @@ describe('abort ends the parked calls of its turn', () => {
   beforeAll(() => {
     tools = new Queue(toolQueueName(shop.name), {
       connection: new Redis(ctx.url, { maxRetriesPerRequest: null }),
-      prefix: bullPrefix(ctx.prefix),
+      prefix: bullPrefix(ctx.prefix, 0, 1),
     })
   })
   afterAll(async () => {

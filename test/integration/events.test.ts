@@ -2,7 +2,6 @@
 // writes it, every event reaches a follower once and in order across reconnects, tools' custom events
 // arrive, and a model call cut mid-stream is marked before its retry.
 import { toolDefinition, type StreamChunk } from '@tanstack/ai'
-import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, UnknownInputError, type Session, type SessionEvent } from '../../src/index.js'
@@ -10,6 +9,7 @@ import { SessionLog } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { LONG_TEXT, streaming } from '../fixtures/streaming.js'
 import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
+import { rigClient } from '../rig.js'
 
 const hosts = useInProcessHosts()
 const TEXT = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ') + '. ' + 'x'.repeat(600)
@@ -145,7 +145,7 @@ describe('session.events', () => {
     const session = host.open(harness, { sessionId: 'expired' })
     const { inputId } = await session.prompt('go')
     await session.settled(inputId, { timeoutMs: 20_000 })
-    const redis = new Redis(url)
+    const redis = rigClient(url)
     hosts.defer(() => redis.disconnect())
     await redis.del(new SessionLog(redis, host.prefix, 'expired').keys.live)
     const events: SessionEvent[] = []
@@ -156,7 +156,7 @@ describe('session.events', () => {
 
   it('a model call cut mid-stream: its message is closed after a harness.model.retry marker, and the retry streams whole', async () => {
     const { host, url } = hosts.start(harness, 'events-retry')
-    const redis = new Redis(url)
+    const redis = rigClient(url)
     hosts.defer(() => redis.disconnect())
     // what a worker that died mid-stream leaves: deltas of a message whose response was never logged,
     // then the retried call's response under another message id (its deltas expired here)

@@ -1,5 +1,4 @@
 import { toolDefinition } from '@tanstack/ai'
-import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, InputConflictError, type Harness } from '../../src/index.js'
@@ -7,7 +6,7 @@ import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
 import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { batch, records, until } from '../helpers/log.js'
-import { scanKeys } from '../rig.js'
+import { scanKeys, rigClient } from '../rig.js'
 
 describe('harness with worker processes', () => {
   const ctx = useWorkerProcesses({ label: 'harness' })
@@ -173,7 +172,7 @@ describe('harness in process', () => {
     // the second hook saw the first hook's replacement
     expect(seen).toContainEqual({ replaced: true, was: `charge failed for key ${SECRET}` })
     // Redis holds no copy of the secret, in any key of this host
-    const client = new Redis(url())
+    const client = rigClient(url())
     try {
       for (const key of await scanKeys(url(), prefix)) {
         const type = await client.type(key)

@@ -1,15 +1,15 @@
 import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FencedError, InvalidIdError, InvalidRecordError, MalformedEntryError } from '../../src/errors.js'
-import { indexKeys, openMember, SessionLog, type LogEntry, type LogRecord } from '../../src/log/index.js'
+import { defaultShards, openMember, SessionLog, shardBase, type LogEntry, type LogRecord, type RedisClient } from '../../src/log/index.js'
 import type { RedisServerHandle } from '../../src/testing/redisServer.js'
-import { cleanupPrefix, getRedisUrl, startPrivateRedis, uniquePrefix } from '../rig.js'
+import { cleanupPrefix, getRedisUrl, rigClient, startPrivateRedis, uniquePrefix } from '../rig.js'
 
 let url: string
-let redis: Redis
-let other: Redis
+let redis: RedisClient
+let other: RedisClient
 const prefixes: string[] = []
-const extraClients: Redis[] = []
+const extraClients: RedisClient[] = []
 
 function prefixFor(label: string): string {
   const prefix = uniquePrefix(`log-${label}`)
@@ -17,8 +17,8 @@ function prefixFor(label: string): string {
   return prefix
 }
 
-function client(at: string, options: RedisOptions = {}): Redis {
-  const c = new Redis(at, { maxRetriesPerRequest: null, ...options })
+function client(at: string, options: RedisOptions = {}): RedisClient {
+  const c = rigClient(at, { maxRetriesPerRequest: null, ...options })
   c.on('error', () => {}) // restarts and closes are expected here; commands report their own failures
   extraClients.push(c)
   return c
@@ -42,7 +42,7 @@ async function waitFor(check: () => boolean, what: string, timeoutMs = 10_000): 
 }
 
 /** calls per command from INFO commandstats, e.g. { hget: 3, xrange: 1 } */
-async function commandCalls(admin: Redis): Promise<Record<string, number>> {
+async function commandCalls(admin: RedisClient): Promise<Record<string, number>> {
   const info = await admin.info('commandstats')
   const out: Record<string, number> = {}
   for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out[match[1]!] = Number(match[2])
@@ -147,7 +147,7 @@ describe('session log: all-or-nothing writes', () => {
     expect(at).toBeGreaterThan(20)
     expect(await redis.llen(log.stagedKey('c1'))).toBe(0)
     expect(await log.getCall('c1')).toMatchObject({ status: 'done', result: { result: { charged: true } } })
-    expect(await redis.zscore(indexKeys(log.prefix).openCalls, openMember(log.sessionId, 'c1'))).toBeNull()
+    expect(await redis.zscore(log.index.openCalls, openMember(log.sessionId, 'c1'))).toBeNull()
   })
 
   it('append of several records where one is invalid throws InvalidRecordError and writes none', async () => {
@@ -352,7 +352,7 @@ describe('session log: ids', () => {
     const prefix = prefixFor('ids')
     for (const id of ['a.b_c-D9', '-', '.', 'x'.repeat(200)]) {
       const log = new SessionLog(redis, prefix, id)
-      expect(log.keys.log).toBe(`${prefix}:{${id}}:log`)
+      expect(log.keys.log).toBe(`${shardBase(prefix, log.shard, defaultShards())}:${id}:log`)
       const [entryId] = await log.append([{ type: 'app.hello', id }])
       expect(await log.read()).toEqual([{ id: entryId, record: { type: 'app.hello', id } }])
     }
@@ -362,7 +362,6 @@ describe('session log: ids', () => {
 describe('session log: malformed and unknown entries', () => {
   it('a malformed entry is reported with its stream id and the session is marked; other sessions read fine', async () => {
     const prefix = prefixFor('malformed')
-    const corrupt = indexKeys(prefix).corrupt
     const good = new SessionLog(redis, prefix, 'good')
     await good.append([{ type: 'app.fine', n: 1 }])
 
@@ -385,10 +384,10 @@ describe('session log: malformed and unknown entries', () => {
       await expect(log.readEntry(badId)).rejects.toBeInstanceOf(MalformedEntryError)
       // entries before the bad one still read; the mark is written on the same connection, so it is there now
       expect((await log.read({ limit: 1 })).map((e) => e.record.type)).toEqual(['app.before'])
-      expect(await log.redis.hget(corrupt, sessionId)).toBe(badId)
+      expect(await log.redis.hget(log.index.corrupt, sessionId)).toBe(badId)
     }
     expect((await good.read()).map((e) => e.record)).toEqual([{ type: 'app.fine', n: 1 }])
-    expect(await redis.hexists(corrupt, 'good')).toBe(0)
+    expect(await redis.hexists(good.index.corrupt, 'good')).toBe(0)
   })
 
   it('a malformed entry ends follow with MalformedEntryError', async () => {
@@ -454,7 +453,7 @@ describe('session log: call lifecycle (beginCall)', () => {
     const log = new SessionLog(redis, prefixFor('begin-done'), 's1')
     const begin = await log.beginCall('c1', 'charge', 'safe')
     expect(begin).toEqual({ kind: 'fresh', epoch: 1, attempt: 1 })
-    expect(await redis.zscore(indexKeys(log.prefix).openCalls, openMember(log.sessionId, 'c1'))).not.toBeNull()
+    expect(await redis.zscore(log.index.openCalls, openMember(log.sessionId, 'c1'))).not.toBeNull()
     await log.landResult({ toolCallId: 'c1', epoch: 1 }, 'charge', { result: 42 })
     expect(await log.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'done', epoch: 1, attempt: 1 })
     expect(await log.beginCall('c1', 'charge', 'never')).toMatchObject({ kind: 'done' })
@@ -526,7 +525,7 @@ describe('session log: call lifecycle (beginCall)', () => {
 describe('session log: inputs', () => {
   it('R15: addInput is idempotent per inputId; another text is a conflict; settleInput logs once', async () => {
     const log = new SessionLog(redis, prefixFor('inputs'), 's1')
-    const idx = indexKeys(log.prefix)
+    const idx = log.index
     const added = await log.addInput('in-1', 'Charge order 42')
     if (added.status !== 'added') throw new Error(`not added: ${added.status}`)
     expect(added.disposition).toBe('run')

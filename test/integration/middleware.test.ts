@@ -9,9 +9,10 @@ import { ConfigError, defineHarness, type AfterToolCallInfo } from '../../src/in
 import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
+import { queuePrefix } from '../rig.js'
 import { Job, Queue } from 'bullmq'
 import { toolJobId } from '../../src/log/index.js'
-import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
+import { toolQueueName } from '../../src/queue/index.js'
 
 const hosts = useInProcessHosts()
 
@@ -269,7 +270,7 @@ describe('middleware durability', () => {
     expect(calls).toEqual(['before:k1', 'after:k1'])
     // what a crash after the landing leaves: the call's job runs again. Here its finished job is removed
     // and the caller's retry adds a new one, which a worker runs: begin finds the kept result
-    const tools = new Queue(toolQueueName(harness.name), { connection: { url: hosts.url() }, prefix: bullPrefix(prefix) })
+    const tools = new Queue(toolQueueName(harness.name), { connection: { url: hosts.url() }, prefix: queuePrefix(prefix, 'kept') })
     hosts.defer(() => tools.close())
     await (await Job.fromId(tools, toolJobId('kept', 'k1')))!.remove()
     expect(await session.runTool({ name: 'count', input: { n: 3 }, toolCallId: 'k1' })).toEqual({ counted: 3 })

@@ -1,17 +1,16 @@
 import { toolDefinition } from '@tanstack/ai'
 import { Job, Worker } from 'bullmq'
-import { Redis } from 'ioredis'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, type HarnessHost } from '../../src/index.js'
 import { SessionLog, toolJobId, turnJobId } from '../../src/log/index.js'
-import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
+import { toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
 
 import { batch, records, until } from '../helpers/log.js'
-import { getRedisUrl, uniquePrefix } from '../rig.js'
+import { getRedisUrl, queuePrefix, rigClient, uniquePrefix } from '../rig.js'
 import { quiet, useWorkerProcesses } from '../helpers/hosts.js'
 
 describe('crash recovery over worker processes', () => {
@@ -139,12 +138,13 @@ describe('the recovery sweeper', () => {
   }
 
   it('settles a turn past timeoutMs that waits on a parked call', async () => {
-    const { harness, host } = make('sweep-timeout', { timeoutMs: 300 })
+    // long enough for the call to park first on a cold Cluster connection (test:cluster), short enough to wait out
+    const { harness, host } = make('sweep-timeout', { timeoutMs: 1_500 })
     startWorkers(host)
     const session = host.open(harness, { sessionId: 's1' })
     const { inputId } = await session.prompt('go')
     await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 1, 'the call to park')
-    await new Promise((r) => setTimeout(r, 400))
+    await new Promise((r) => setTimeout(r, 1_600))
     const repairs = await host.sweep({ graceMs: 0 })
     expect(repairs).toEqual([{ kind: 'turn', sessionId: 's1', id: inputId, reason: 'turn past timeoutMs: settled as failed' }])
     expect(await session.settled(inputId)).toMatchObject({ outcome: 'failed', error: { code: 'timeout' } })
@@ -157,10 +157,10 @@ describe('the recovery sweeper', () => {
     const { harness, host, prefix } = make('sweep-turn')
     const session = host.open(harness, { sessionId: 's2' })
     const { inputId } = await session.prompt('go')
-    const redis = new Redis(url)
+    const redis = rigClient(url)
     closers.push(async () => redis.disconnect())
     const q = (await import('bullmq')).Queue
-    const turns = new q(`turns.${harness.name}`, { connection: redis, prefix: bullPrefix(prefix) })
+    const turns = new q(`turns.${harness.name}`, { connection: redis, prefix: queuePrefix(prefix, 's2') })
     closers.push(() => turns.close())
     await (await Job.fromId(turns, turnJobId('s2', inputId)))!.remove()
     expect(await host.sweep({ graceMs: 0 })).toEqual([
@@ -176,7 +176,7 @@ describe('the recovery sweeper', () => {
 
   it('repairs a batch logged with calls that have no job (a crash between the log write and the enqueue, and the turn job lost)', async () => {
     const { harness, host, prefix } = make('sweep-batch')
-    const redis = new Redis(url)
+    const redis = rigClient(url)
     closers.push(async () => redis.disconnect())
     const log = new SessionLog(redis, prefix, 's5')
     // what a turn job left behind: its input and its model response with a batch, no job of any kind
@@ -213,12 +213,12 @@ describe('the recovery sweeper', () => {
     startWorkers(host)
     const session = host.open(harness, { sessionId: 's4' })
     void session.runTool({ name: 'echo', input: { text: 'parked', sleepMs: 3_600_000 }, toolCallId: 'real' }).catch(() => {})
-    const redis = new Redis(url)
+    const redis = rigClient(url)
     closers.push(async () => redis.disconnect())
     const log = new SessionLog(redis, prefix, 's4')
     await until(async () => (await log.getCall('real'))?.status === 'parked', 'the call to park')
     const { Queue } = await import('bullmq')
-    const tools = new Queue(toolQueueName(harness.name), { connection: redis, prefix: bullPrefix(prefix) })
+    const tools = new Queue(toolQueueName(harness.name), { connection: redis, prefix: queuePrefix(prefix, 's4') })
     closers.push(() => tools.close())
     await (await Job.fromId(tools, toolJobId('s4', 'real')))!.remove()
     expect(await host.sweep({ graceMs: 0 })).toEqual([
@@ -236,7 +236,7 @@ describe('the recovery sweeper', () => {
     const { harness, host, prefix } = make('sweep-call')
     const second = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
     hosts.push(second)
-    const redis = new Redis(url)
+    const redis = rigClient(url)
     closers.push(async () => redis.disconnect())
     const log = new SessionLog(redis, prefix, 's3')
     // three runTool calls a worker began and then lost: vanished job, failed job, job completed with no result
@@ -249,11 +249,11 @@ describe('the recovery sweeper', () => {
       async (job) => {
         if (job.data.toolCallId === 'failed') throw new Error('redis went away')
       },
-      { connection: redis.duplicate({ maxRetriesPerRequest: null }), prefix: bullPrefix(prefix) },
+      { connection: rigClient(url, { maxRetriesPerRequest: null }), prefix: queuePrefix(prefix, 's3') },
     )
     closers.push(() => raw.close())
     const { Queue } = await import('bullmq')
-    const tools = new Queue(toolQueueName(harness.name), { connection: redis, prefix: bullPrefix(prefix) })
+    const tools = new Queue(toolQueueName(harness.name), { connection: redis, prefix: queuePrefix(prefix, 's3') })
     closers.push(() => tools.close())
     for (const id of ['failed', 'empty']) {
       await tools.add(

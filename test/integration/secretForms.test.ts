@@ -2,16 +2,16 @@
 // an ask message is refused before anything is stored; a result or error holding a secret, in any
 // form, lands redacted; and afterwards no key under the test's prefix holds any form of the secret.
 import { toolDefinition } from '@tanstack/ai'
-import { Redis } from 'ioredis'
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { defineHarness, durableTool, type Session } from '../../src/index.js'
+import { defineHarness, durableTool, type RedisClient, type Session } from '../../src/index.js'
 import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
 import { SecretStore } from '../../src/tool/index.js'
 import { dumpPrefix } from '../helpers/dump.js'
 import { records } from '../helpers/log.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
+import { rigClient } from '../rig.js'
 
 // '"' and '\\' change under JSON escaping, 'ü' under URL encoding; 19 bytes, so base64 has padding
 const SECRET = 'sk_live_>>>?~"q\\üx'
@@ -94,7 +94,7 @@ it('the test forms differ from each other and cover every encoding (precondition
 describe('R6: secrets in names, and in every encoded form, through a host', () => {
   let prefix: string
   let url: string
-  let redis: Redis
+  let redis: RedisClient
   let session: Session
   let stepFnRuns = 0
 
@@ -175,7 +175,7 @@ describe('R6: secrets in names, and in every encoded form, through a host', () =
   const hosts = useInProcessHosts()
   beforeAll(() => {
     url = hosts.url()
-    redis = new Redis(url)
+    redis = rigClient(url)
   })
   afterAll(() => redis?.disconnect())
 

@@ -4,7 +4,7 @@
 // The last block runs tools through a host with in-process workers (session.runTool).
 import { randomUUID } from 'node:crypto'
 import { toolDefinition } from '@tanstack/ai'
-import { Redis } from 'ioredis'
+import type { RedisClient } from '../../src/index.js'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
@@ -31,14 +31,14 @@ import { SessionLog, type LogRecord } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { createDurableContext, DURABLE, replayOf, SecretStore, type DurableContextHandle } from '../../src/tool/index.js'
 import { dumpPrefix } from '../helpers/dump.js'
-import { getRedisUrl, uniquePrefix } from '../rig.js'
+import { getRedisUrl, uniquePrefix, rigClient } from '../rig.js'
 
 let url: string
-let redis: Redis
+let redis: RedisClient
 
 beforeAll(async () => {
   url = await getRedisUrl()
-  redis = new Redis(url)
+  redis = rigClient(url)
 })
 
 afterAll(() => {
@@ -373,7 +373,7 @@ describe('durable steps, driven directly', () => {
     const tool = probe('copy', async ({ step }) => {
       const value = await step.do('v', () => {
         made = { a: undefined, b: [undefined], keep: 1, nested: { x: 1 } }
-        // a change after fn returned, while the value is on its way to Redis
+        // a change after fn returned, while the value is on its way to RedisClient
         setImmediate(() => {
           made!.keep = 2
           made!.nested.x = 2

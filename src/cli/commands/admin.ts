@@ -38,7 +38,7 @@ export const stats: Command = {
         table(
           ['SHARD', 'QUEUE', 'WAITING', 'ACTIVE', 'DELAYED', 'WAITING-CHILDREN', 'FAILED', 'COMPLETED'],
           s.queues.map((q) => [
-            q.shard,
+            String(q.shard),
             q.name,
             ...[
               q.counts.waiting + q.counts.prioritized,

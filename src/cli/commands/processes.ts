@@ -1,11 +1,14 @@
 import { startSweepTimer } from '../../harness/host.js'
 import type { Command, CommandInput } from '../command.js'
 import { withHost } from '../connect.js'
-import { startProcess } from '../processEnv.js'
+import { startProcess, workerShards } from '../processEnv.js'
 
 /** The worker process: turn and tool workers of a harness module (workers/worker.ts, `harness worker`). */
 export function runWorker(argv: string[]): Promise<void> {
-  return startProcess('worker', argv, (host) => host.startWorkers({ concurrency: Number(process.env.CONCURRENCY ?? 10) }))
+  return startProcess('worker', argv, (host) => {
+    const shards = workerShards()
+    return host.startWorkers({ concurrency: Number(process.env.CONCURRENCY ?? 10), ...(shards ? { shards } : {}) })
+  })
 }
 
 /** The sweeper process: a recovery pass every SWEEP_EVERY_MS (workers/sweeper.ts, `harness sweep`). */

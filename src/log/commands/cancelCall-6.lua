@@ -15,16 +15,18 @@
     ARGV[2] the parked epoch the caller saw
     ARGV[3] harness.tool.result record JSON (error code 'cancelled')
     ARGV[4] open calls member
-    ARGV[5] events channel
-    ARGV[6] message key (formats.ts) of the landed result
-    ARGV[7..] pairs: questionId of the call, its open questions member
+    ARGV[5] 'PUBLISH', or 'SPUBLISH' on a Cluster
+    ARGV[6] events channel of the session's shard
+    ARGV[7] message key (formats.ts) of the landed result
+    ARGV[8..] pairs: questionId of the call, its open questions member
 
   Output:
     {'ok', resultEntryId} | {'done'} | {'running'} | {'moved'} | {'unknown'}
     'moved': parked under another epoch (it woke, asked again and parked): read its questions again
 ]]
 local callsKey, logKey, stagedKey, openCallsKey, questionsKey, openQuestionsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local toolCallId, epoch, record, openMember, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local toolCallId, epoch, record, openMember = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local publish, channel, messageKey = ARGV[5], ARGV[6], ARGV[7]
 
 --@include land
 local stateJson = redis.call('HGET', callsKey, toolCallId)
@@ -34,8 +36,8 @@ if state.s == 'done' then return {'done'} end
 if state.s ~= 'parked' then return {'running'} end
 if tostring(state.e) ~= epoch then return {'moved'} end
 -- the waiters hear of the landing when the script ends, with its questions closed below
-local id = landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, channel, messageKey)
-for i = 7, #ARGV, 2 do
+local id = landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, publish, channel, messageKey)
+for i = 8, #ARGV, 2 do
   local questionId = ARGV[i]
   -- an answer that came first stays; the question is closed either way
   if redis.call('HEXISTS', questionsKey, questionId .. '\0answer') == 0 then

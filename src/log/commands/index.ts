@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Redis } from 'ioredis'
+import type { RedisClient } from '../client.js'
 
 /**
  * The typed contract of our Lua scripts: for each `<name>-<numberOfKeys>.lua` of this folder, its
@@ -73,6 +73,7 @@ export interface ScriptContract {
       epoch: number,
       record: string,
       openMember: string,
+      publish: 'PUBLISH' | 'SPUBLISH',
       channel: string,
       messageKey: string,
       ...questions: string[],
@@ -81,7 +82,15 @@ export interface ScriptContract {
   }
   landResult: {
     keys: [calls: string, log: string, staged: string, openCalls: string]
-    args: [toolCallId: string, epoch: number, record: string, openMember: string, channel: string, messageKey: string]
+    args: [
+      toolCallId: string,
+      epoch: number,
+      record: string,
+      openMember: string,
+      publish: 'PUBLISH' | 'SPUBLISH',
+      channel: string,
+      messageKey: string,
+    ]
     reply: ['ok', string] | Fenced
   }
   logModelResponse: {
@@ -107,7 +116,7 @@ export interface ScriptContract {
   }
   settleInput: {
     keys: [log: string, inputs: string, openTurns: string, line: string]
-    args: [inputId: string, record: string, openMember: string, channel: string, messageKey: string]
+    args: [inputId: string, record: string, openMember: string, publish: 'PUBLISH' | 'SPUBLISH', channel: string, messageKey: string]
     reply: ['settled', string, string] | ['already', string, string] | ['unknown']
   }
   stageRecords: {
@@ -139,16 +148,28 @@ const scripts = loadScripts()
 export function scriptShas(): Map<string, string> {
   return new Map([...scripts].map(([name, { lua }]) => [createHash('sha1').update(lua).digest('hex'), name]))
 }
-const defined = new WeakSet<Redis>()
+const defined = new WeakSet<RedisClient>()
 
 type Command = (...keysAndArgs: Arg[]) => Promise<unknown>
 
-/** Runs one script with its named KEYS and ARGV; the reply is typed by the contract. */
+/** After a write, wait until this many replicas have it (`WAIT replicas timeoutMs`). */
+export interface ReplicaWait {
+  replicas: number
+  timeoutMs: number
+}
+
+/**
+ * Runs one script with its named KEYS and ARGV; the reply is typed by the contract. With `wait`, the
+ * script and a `WAIT` go in one pipeline, so on a Cluster the WAIT reaches the master that ran the
+ * script; fewer acknowledgements than asked throw (the caller retries: our writes
+ * are idempotent when re-sent).
+ */
 export async function runScript<N extends ScriptName>(
-  redis: Redis,
+  redis: RedisClient,
   name: N,
   keys: ScriptContract[N]['keys'],
   args: ScriptContract[N]['args'],
+  wait?: ReplicaWait,
 ): Promise<ScriptContract[N]['reply']> {
   if (!defined.has(redis)) {
     for (const [scriptName, { numberOfKeys, lua }] of scripts) redis.defineCommand(scriptName, { numberOfKeys, lua })
@@ -158,6 +179,20 @@ export async function runScript<N extends ScriptName>(
   // the file name's key count and the contract must agree, or KEYS and ARGV would shift
   if (script?.numberOfKeys !== keys.length)
     throw new Error(`Script ${name}: the contract names ${keys.length} keys, the .lua file ${script?.numberOfKeys}.`)
-  const command = (redis as unknown as Record<string, Command>)[name]!
-  return (await command.call(redis, ...keys, ...(args as Arg[]))) as ScriptContract[N]['reply']
+  if (!wait) {
+    const command = (redis as unknown as Record<string, Command>)[name]!
+    return (await command.call(redis, ...keys, ...(args as Arg[]))) as ScriptContract[N]['reply']
+  }
+  const pipeline = redis.pipeline()
+  ;(pipeline as unknown as Record<string, (...a: Arg[]) => unknown>)[name]!.call(pipeline, ...keys, ...(args as Arg[]))
+  pipeline.call('WAIT', wait.replicas, wait.timeoutMs)
+  const [[scriptError, reply], [waitError, acked]] = (await pipeline.exec()) as Array<[Error | null, unknown]> as [
+    [Error | null, unknown],
+    [Error | null, unknown],
+  ]
+  if (scriptError) throw scriptError
+  if (waitError) throw waitError
+  if (Number(acked) < wait.replicas)
+    throw new Error(`${Number(acked)} of ${wait.replicas} replica(s) acknowledged the write within ${wait.timeoutMs} ms (WAIT)`)
+  return reply as ScriptContract[N]['reply']
 }

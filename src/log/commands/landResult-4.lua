@@ -11,19 +11,21 @@
     ARGV[2] caller's epoch
     ARGV[3] harness.tool.result record JSON
     ARGV[4] open calls member
-    ARGV[5] events channel
-    ARGV[6] message key (formats.ts): PUBLISH "<key>\n<result record>" wakes waiters such as runTool
+    ARGV[5] 'PUBLISH', or 'SPUBLISH' on a Cluster (the channel carries the shard's hash tag)
+    ARGV[6] events channel of the session's shard
+    ARGV[7] message key (formats.ts): PUBLISH "<key>\n<result record>" wakes waiters such as runTool
             (a lost message only delays them: they re-check)
 
   Output:
     {'ok', resultEntryId} | {'fenced', currentEpoch}
 ]]
 local callsKey, logKey, stagedKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local toolCallId, epoch, record, openMember, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local toolCallId, epoch, record, openMember = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local publish, channel, messageKey = ARGV[5], ARGV[6], ARGV[7]
 
 --@include fence
 --@include land
 local state, fenced, ownEpoch = loadFence(callsKey, toolCallId, epoch)
 if ownEpoch and state.s == 'done' then return {'ok', state.id} end
 if fenced then return fencedReply(state) end
-return {'ok', landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, channel, messageKey)}
+return {'ok', landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, publish, channel, messageKey)}

@@ -10,15 +10,16 @@
     ARGV[1] inputId
     ARGV[2] harness.input.settled record JSON
     ARGV[3] open turns member
-    ARGV[4] events channel
-    ARGV[5] message key (formats.ts): PUBLISH "<key>\n<settled record>" wakes settled() waiters and
+    ARGV[4] 'PUBLISH', or 'SPUBLISH' on a Cluster
+    ARGV[5] events channel of the session's shard
+    ARGV[6] message key (formats.ts): PUBLISH "<key>\n<settled record>" wakes settled() waiters and
             tells workers to end the turn's running calls (the record's outcome is a field of it)
 
   Output:
     {'settled', entryId, nextInputId or ''} | {'already', settledEntryId, nextInputId or ''} | {'unknown'}
 ]]
 local logKey, inputsKey, openTurnsKey, lineKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local inputId, record, openMember, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local inputId, record, openMember, publish, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
 local existing = redis.call('HGET', inputsKey, inputId)
 if not existing then return {'unknown'} end
@@ -32,5 +33,5 @@ input.settledId = id
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))
 redis.call('ZREM', openTurnsKey, openMember)
 redis.call('ZREM', lineKey, inputId)
-redis.call('PUBLISH', channel, messageKey .. '\n' .. record)
+redis.call(publish, channel, messageKey .. '\n' .. record)
 return {'settled', id, redis.call('ZRANGE', lineKey, 0, 0)[1] or ''}

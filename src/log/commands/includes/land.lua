@@ -1,9 +1,9 @@
 -- Landing a call's kept result (landResult, cancelCall): its staged `append` records, then the
 -- harness.tool.result record, into the log; the call state 'done' with the result's entry id and the
--- result kept beside it; the call out of the open-calls index; a PUBLISH that wakes waiters.
--- landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, channel, messageKey)
+-- result kept beside it; the call out of the open-calls index; a (S)PUBLISH that wakes waiters.
+-- landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, publish, channel, messageKey)
 -- returns the result's entry id.
-local function landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, channel, messageKey)
+local function landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, publish, channel, messageKey)
   local staged = redis.call('LRANGE', stagedKey, 0, -1)
   for i = 1, #staged do redis.call('XADD', logKey, '*', 'r', staged[i]) end
   local id = redis.call('XADD', logKey, '*', 'r', record)
@@ -13,6 +13,6 @@ local function landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, s
   redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
   redis.call('HSET', callsKey, toolCallId .. '\0result', record)
   redis.call('ZREM', openCallsKey, openMember)
-  redis.call('PUBLISH', channel, messageKey .. '\n' .. record)
+  redis.call(publish, channel, messageKey .. '\n' .. record)
   return id
 end
