@@ -109,8 +109,15 @@ describe('the dashboard in headless Chromium', () => {
     const page = await openPage()
     await page.goto(dashboard.url)
     expect(await page.locator('table a').allTextContents()).toEqual(expect.arrayContaining(['deploy-1', 'refund-1']))
+    if (SHOTS) await page.screenshot({ path: 'docs/dashboard-sessions.png' })
     await page.goto(`${dashboard.url}queues`)
-    await page.waitForSelector('text=tools.ops')
+    // bull-board's own page: its queue cards, with their job counts
+    await page
+      .getByText(/^\d+ Jobs?$/)
+      .first()
+      .waitFor()
+    expect(await page.textContent('body')).toContain('tools.ops')
+    if (SHOTS) await page.screenshot({ path: 'docs/dashboard-queues.png' })
     await page.context().close()
   })
 })
