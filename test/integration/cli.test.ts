@@ -86,7 +86,17 @@ describe('the harness CLI', () => {
       }
     }
     const q1 = await waitQuestion()
-    expect(await runBin(['approve', q1.questionId, '--reason', 'ok by ops'], env)).toMatchObject({ code: 0 })
+    // the same call in another session asks under the same question id: the CLI asks which session
+    const other = host.open(ops, { sessionId: 'cli-refund-2' })
+    await other.prompt('refund:1')
+    for (;;) {
+      if ((await other.questions()).length > 0) break
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    const ambiguous = await runBin(['approve', q1.questionId], env)
+    expect(ambiguous.code).toBe(2)
+    expect(ambiguous.stderr).toMatch(/open in 2 sessions \((cli-refund, cli-refund-2|cli-refund-2, cli-refund)\): pass --session/)
+    expect(await runBin(['approve', q1.questionId, '--session', 'cli-refund', '--reason', 'ok by ops'], env)).toMatchObject({ code: 0 })
     expect(await session.settled(first.inputId)).toMatchObject({ outcome: 'completed', text: expect.stringContaining('"refunded":7') })
 
     const second = await session.prompt('refund:9')

@@ -11,7 +11,11 @@ async function sessionOfQuestion(host: HarnessHost, questionId: string, given: u
   const open = await host.questions({ limit: 10_000 })
   const matches = open.filter((q) => q.questionId === questionId && (given === undefined || q.sessionId === given))
   const sessionId = typeof given === 'string' ? given : matches[0]?.sessionId
-  if (matches.length > 1) throw new UsageError(`Question ${questionId} is open in ${matches.length} sessions: pass --session <id>.`)
+  // question ids are per session (made from the call and step), so the same id may be open in several
+  if (matches.length > 1)
+    throw new UsageError(
+      `Question ${questionId} is open in ${matches.length} sessions (${matches.map((q) => q.sessionId).join(', ')}): pass --session <id>.`,
+    )
   if (!sessionId) throw new UsageError(`No open question ${questionId} (see: harness questions), or pass --session <id>.`)
   const session = await host.find(sessionId)
   if (!session) throw new UsageError(`No session ${sessionId} of the module's harnesses (check --prefix and --module).`)
