@@ -48,6 +48,11 @@ const fenced = new Counter({
 })
 const parked = new Gauge({ name: 'harness_parked_calls', help: 'Tool calls parked (delayed tool jobs).', registers: [registry] })
 const openTurns = new Gauge({ name: 'harness_open_turns', help: 'Turns not settled (the open turns index).', registers: [registry] })
+const openCalls = new Gauge({
+  name: 'harness_open_calls',
+  help: 'Tool calls begun and not landed (the open calls index).',
+  registers: [registry],
+})
 const openQuestions = new Gauge({ name: 'harness_open_questions', help: 'Open questions and approvals.', registers: [registry] })
 const queueJobs = new Gauge({
   name: 'harness_queue_jobs',
@@ -70,6 +75,7 @@ export async function metricsText(host: HarnessHost): Promise<{ contentType: str
   const stats = await host.stats()
   parked.set(stats.parkedCalls)
   openTurns.set(stats.openTurns)
+  openCalls.set(stats.openCalls)
   openQuestions.set(stats.openQuestions)
   queueJobs.reset()
   for (const q of stats.queues)
