@@ -63,7 +63,14 @@ export const CLIENT_JS = String.raw`
   async function refreshQuestions() {
     if (!questions || !sessionId) return
     const response = await fetch(base + '/sessions/' + encodeURIComponent(sessionId) + '/questions')
-    if (response.ok) questions.innerHTML = await response.text()
+    if (!response.ok) return
+    // the server's escaped HTML; a card already shown is kept as it is (a form being filled in stays)
+    const fresh = document.createElement('div')
+    fresh.innerHTML = await response.text()
+    const shown = new Map([...questions.querySelectorAll('[data-question]')].map((el) => [el.dataset.question, el]))
+    const open = [...fresh.querySelectorAll('[data-question]')]
+    if (open.length === 0) questions.replaceChildren(...fresh.childNodes)
+    else questions.replaceChildren(...open.map((el) => shown.get(el.dataset.question) || el))
   }
 
   if (timeline && sessionId) {
