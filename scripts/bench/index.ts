@@ -265,7 +265,9 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       if (!turnBase) break
       const turn = size.turn!.p50
       const figure = `turn (1 call) p50 on a session of ${entries(size.entries)}`
-      info('3b', figure, ms(turn), `at 100 entries ${ms(turnBase.p50)}`, turn / turnBase.p50)
+      // issue 15: a turn reads the session's conversation projection, not the log
+      if (size.entries >= 100_000) atMost('3b', figure, ms(turn), `at 100 entries ${ms(turnBase.p50)}`, turn / turnBase.p50, 1.5)
+      else info('3b', figure, ms(turn), `at 100 entries ${ms(turnBase.p50)}`, turn / turnBase.p50)
     }
   } else missing('3a', 'replay p50 at 100k entries', '<= 1.2x', 'replay')
 

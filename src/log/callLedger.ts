@@ -178,7 +178,7 @@ export class SessionLog extends SessionInputs {
     const idx = indexKeys(this.prefix)
     const reply = await this.script(
       'landResult',
-      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls],
+      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls, this.keys.conversation],
       [toolCallId, fence.epoch, record, openMember(this.sessionId, toolCallId), idx.events, messageKey('call', this.sessionId, toolCallId)],
       true,
     )
@@ -188,9 +188,7 @@ export class SessionLog extends SessionInputs {
 
   /** The stored ids of every call the model gave the turn of `inputId`, in log order. */
   async turnCallIds(inputId: string): Promise<string[]> {
-    const input = await this.getInput(inputId)
-    if (!input) return []
-    return (await this.read({ from: input.entryId, types: ['harness.model.response'] })).flatMap(({ record }) =>
+    return (await this.conversation()).flatMap(({ record }) =>
       hasType(record, 'harness.model.response') && record.inputId === inputId ? record.toolCalls.map((c) => c.toolCallId) : [],
     )
   }
@@ -211,7 +209,15 @@ export class SessionLog extends SessionInputs {
     const idx = indexKeys(this.prefix)
     const [status] = await this.script(
       'cancelCall',
-      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls, this.keys.questions, idx.openQuestions],
+      [
+        this.keys.calls,
+        this.keys.log,
+        this.stagedKey(toolCallId),
+        idx.openCalls,
+        this.keys.questions,
+        idx.openQuestions,
+        this.keys.conversation,
+      ],
       [
         toolCallId,
         fence.epoch,

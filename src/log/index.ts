@@ -9,6 +9,7 @@ export {
   parseRecord,
   hasType,
   RESERVED_PREFIX,
+  CONVERSATION_TYPES,
   type HarnessRecord,
   type HarnessRecordType,
   type AppRecord,

@@ -40,6 +40,8 @@ export interface SessionKeys {
   line: string
   /** Live events (model text deltas, tools' custom events): capped and expiring, never the source of truth. */
   live: string
+  /** The conversation projection: ids of the log's conversation records (commands/includes/conversation.lua). */
+  conversation: string
 }
 
 export function sessionKeys(prefix: string, sessionId: string): SessionKeys {
@@ -54,6 +56,7 @@ export function sessionKeys(prefix: string, sessionId: string): SessionKeys {
     inputs: `${base}:inputs`,
     line: `${base}:line`,
     live: `${base}:live`,
+    conversation: `${base}:conv`,
   }
 }
 

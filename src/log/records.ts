@@ -92,6 +92,9 @@ export type LogRecord = HarnessRecord | AppRecord
 
 export const RESERVED_PREFIX = 'harness.'
 
+/** The record types of a session's conversation: what its projection indexes (commands/includes/conversation.lua). */
+export const CONVERSATION_TYPES = ['harness.input', 'harness.model.response', 'harness.tool.result', 'harness.input.settled'] as const
+
 /** Narrows a record on its type (an app record's `type: string` keeps `===` from narrowing the union). */
 export function hasType<K extends HarnessRecordType>(record: LogRecord, type: K): record is RecordOf<K> {
   return record.type === type
