@@ -26,12 +26,13 @@ export function createQueues(harness: Harness, connection: ConnectionOptions, pr
   return queues
 }
 
-/** A tool job retries only infrastructure failures (a tool's own error is a landed tool error). */
+/**
+ * A tool job retries only infrastructure failures (a tool's own error is a landed tool error). How
+ * long finished jobs are kept is a worker option (finishedJobs), not repeated in every job's hash.
+ */
 export const toolJobOptions = {
   attempts: 5,
   backoff: { type: 'exponential', delay: 500 },
-  removeOnComplete: { age: 24 * 3600, count: 100_000 },
-  removeOnFail: { age: 7 * 24 * 3600 },
 } as const
 
 /** A turn's attempts are `durability.maxAttempts` (R15); model failures retry with backoff. */
@@ -39,8 +40,21 @@ function turnJobOptions(harness: Harness) {
   return {
     attempts: harness.durability.maxAttempts,
     backoff: { type: 'exponential', delay: 500 },
-    removeOnComplete: { age: 24 * 3600 },
-    removeOnFail: { age: 7 * 24 * 3600 },
+  }
+}
+
+/** Default: completed jobs are kept a day (at most 100,000 a queue), failed ones a week. */
+const DEFAULT_FINISHED_JOBS = { completedMs: 24 * 3600_000, failedMs: 7 * 24 * 3600_000 }
+
+/**
+ * How long BullMQ keeps finished jobs, as worker options (BullMQ applies them when a job finishes).
+ * Removing a finished job is always safe for us: a job added again under its id finds its call done
+ * (begin answers 'done') or its turn settled, and does nothing.
+ */
+export function finishedJobs(keep: { completedMs: number; failedMs: number } = DEFAULT_FINISHED_JOBS) {
+  return {
+    removeOnComplete: { age: Math.ceil(keep.completedMs / 1000), count: 100_000 },
+    removeOnFail: { age: Math.ceil(keep.failedMs / 1000) },
   }
 }
 
@@ -67,7 +81,6 @@ export interface CallOwnerJob {
 
 function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob) {
   const data: ToolJobData = {
-    harness: harness.name,
     sessionId,
     toolCallId: call.toolCallId,
     name: call.name,

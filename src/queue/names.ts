@@ -15,8 +15,8 @@ export function toolQueueName(harness: string): string {
   return `tools.${harness}`
 }
 
+/** A tool job's data (its queue names its harness). */
 export interface ToolJobData {
-  harness: string
   sessionId: string
   toolCallId: string
   name: string
