@@ -1,6 +1,6 @@
 import { DelayedError, type Job } from 'bullmq'
-import type { Logger } from 'pino'
 import { FencedError, StorageError } from '../errors.js'
+import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOf, type Harness } from '../harnessTypes.js'
 import { contextOf, openMember, type BeginResult, type Fence, type SessionLog } from '../log/index.js'
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
@@ -31,7 +31,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   const tool = toolOf(deps.harness, call.name)
   const owner = { harness: deps.harness.name, ...(call.inputId ? { inputId: call.inputId } : {}) }
   const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner)
-  const logger = deps.logger.child({ sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })
+  const logger = lazyChild(deps.logger, { sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })
   if (begin.kind === 'done') return logger.debug('call already has its kept result; not run again')
   logger.debug({ kind: begin.kind, epoch: begin.epoch }, 'tool call started')
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
@@ -50,7 +50,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, job.data, fence, deps))
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
     await log.landResult(fence, call.name, kept)
-    logger.info({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
+    logger.debug({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
   } catch (error) {
     if (error instanceof FencedError) return logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')
     if (error instanceof StorageError)
@@ -73,7 +73,7 @@ async function attemptOutcome(
   begin: BeginResult,
   log: SessionLog,
   deps: ToolJobDeps,
-  logger: Logger,
+  logger: LineLogger,
   attempt: Attempt,
 ): Promise<{ outcome: CallOutcome; secrets: SecretStore; duration: number }> {
   const { harness } = deps
@@ -139,12 +139,12 @@ async function park(
   log: SessionLog,
   fence: Fence,
   p: Park,
-  logger: Logger,
+  logger: LineLogger,
   isWoken: () => Promise<boolean>,
 ): Promise<never> {
   await log.parkCall(fence, p.kind, p.until)
   await job.moveToDelayed(p.until, token)
-  logger.info({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
+  logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
   if (await isWoken()) await job.promote().catch(() => {})
   throw new DelayedError()
 }

@@ -121,7 +121,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const response = await callModel(harness, messages, signal, deltas.push, hooks).finally(() => deltas.close())
       const logged = await log.logModelResponse(inputId, { ...response, ...(response.text ? { messageId } : {}) }, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again
-      logger.info({ toolCalls: response.toolCalls.length }, 'model responded')
+      logger.debug({ toolCalls: response.toolCalls.length }, 'model responded')
       // (with 'steer', fold again first: an input that joined meanwhile gets another model call)
       if (response.toolCalls.length === 0 && harness.busy !== 'steer') {
         return await settle({ outcome: 'completed', ...(response.text ? { text: response.text } : {}) }, response)
