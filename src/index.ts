@@ -34,6 +34,8 @@ export {
   type CloseResult,
 } from './harness/host.js'
 export type { Repair, SweepOptions } from './recovery/index.js'
+/** Retention: what is kept for how long, and the export of a session's log before it is removed. */
+export type { RetentionOptions } from './retention/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
 export type { Session, Settled, LogReader, SessionUsage } from './harness/session.js'

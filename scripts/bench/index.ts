@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash,events]`
+// `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash,events,retention]`
 //
 // Measures the DESIGN.md §8 targets as ratios against baselines measured in the same run on the same
 // Redis (PING, raw BullMQ no-op jobs, plain XADD, the configured lock intervals), prints a table on
@@ -16,13 +16,14 @@ import { measureCrash } from './crash.js'
 import { measureEvents } from './events.js'
 import { redisVersion, stderrProgress } from './lib.js'
 import { measureParked } from './parked.js'
+import { measureRetention } from './retention.js'
 import { measureReplay } from './replay.js'
 import { measureSteps } from './steps.js'
 import { measureToolCalls } from './toolCalls.js'
 import { measureTurn } from './turn.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const MEASUREMENTS = ['steps', 'calls', 'replay', 'turn', 'append', 'parked', 'crash', 'events'] as const
+const MEASUREMENTS = ['steps', 'calls', 'replay', 'turn', 'append', 'parked', 'crash', 'events', 'retention'] as const
 type Name = (typeof MEASUREMENTS)[number]
 
 interface Row {
@@ -102,6 +103,7 @@ async function main(): Promise<void> {
       parked: () => measureParked(url, { parked: quick ? 1_000 : 10_000, sleeps: quick ? 200 : 1_000, progress }),
       crash: () => measureCrash(url, { quick, progress }),
       events: () => measureEvents(url, { quick, progress }),
+      retention: () => measureRetention(url, { quick, progress }),
     }
     for (const name of MEASUREMENTS) {
       if (!only.includes(name)) continue
@@ -163,6 +165,7 @@ type Results = {
   parked?: Awaited<ReturnType<typeof measureParked>>
   crash?: Awaited<ReturnType<typeof measureCrash>>
   events?: Awaited<ReturnType<typeof measureEvents>>
+  retention?: Awaited<ReturnType<typeof measureRetention>>
 }
 
 function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name[]): Row[] {
@@ -293,6 +296,16 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
     missing('5a', 'Redis memory per parked call', '<= 1x (2 KiB)', 'parked')
     missing('5b', 'wake-up lateness p99', '<= 1x (100 ms)', 'parked')
   }
+
+  // 5c. memory per settled turn, without and with retention (issue 15)
+  if (r.retention) {
+    const [kept, retained] = r.retention
+    if (kept && retained) {
+      const figure = `Redis memory per settled turn (${kept.turns.toLocaleString('en-US')} sessions of 1 turn), with retention`
+      const base = `without retention ${kept.bytesPerSettledTurn} B`
+      info('5c', figure, `${retained.bytesPerSettledTurn} B`, base, retained.bytesPerSettledTurn / kept.bytesPerSettledTurn)
+    }
+  } else missing('5c', 'Redis memory per settled turn, with and without retention', '(info)', 'retention')
 
   // 6. turn latency against its Redis round trips
   if (r.turn) {

@@ -106,3 +106,10 @@ export class ConfigError extends DurableHarnessError {
     super('config', message)
   }
 }
+
+/** A bad `retention` option of `createHarnessHost` (docs/retention.md). */
+export class RetentionConfigError extends ConfigError {
+  constructor(message: string) {
+    super(`createHarnessHost retention: ${message}`)
+  }
+}

@@ -9,6 +9,7 @@ import { CallAborts } from '../call/index.js'
 import { createQueues, type HarnessQueues } from '../queue/index.js'
 import { closeWorkers, settleWithin, startWorkerSet, type CloseOptions, type CloseResult } from './workers.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/index.js'
+import { retainOnce, retentionOf, type RetentionOptions } from '../retention/index.js'
 import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
@@ -26,6 +27,8 @@ export interface HostOptions {
    * the call is picked up again as a cut (default 10 s). A write of ours never lands as a tool error.
    */
   writeRetryMs?: number
+  /** What is kept for how long (docs/retention.md); without it nothing of a session is removed. */
+  retention?: RetentionOptions
 }
 
 export type { CloseOptions, CloseResult }
@@ -52,6 +55,12 @@ export interface HarnessHost {
   startWorkers(options?: { concurrency?: number; sweepEveryMs?: number }): WorkersHandle
   /** One recovery pass over open work; returns the repairs it made (each also logged). */
   sweep(options?: SweepOptions): Promise<Repair[]>
+  /**
+   * One retention pass (docs/retention.md): exports and removes up to `limit` sessions idle past
+   * `retention.sessionMs` with nothing open; returns their ids. Workers run it with each sweep. Without a
+   * `retention` option it removes nothing.
+   */
+  retain(options?: { limit?: number }): Promise<string[]>
   /** Open step.ask questions across the host's sessions (oldest first). */
   questions(options?: { limit?: number }): Promise<Array<Question & { sessionId: string }>>
   /** Closes running workers (see WorkersHandle.close), then the connections; bounded by `timeoutMs` if given. */
@@ -144,6 +153,9 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const openWork = new OpenWork(redis, prefix)
   const cancelAborted = (harness: Harness, sessionId: string, inputId: string) => openSession(harness, sessionId).abort(inputId)
   const sweepOnce = (sweepOptions?: SweepOptions) => sweep({ openWork, harnesses, queuesOf, logFor, cancelAborted, logger }, sweepOptions)
+  const retention = options.retention ? retentionOf(options.retention) : undefined
+  const retain = async (retainOptions?: { limit?: number }) =>
+    retention ? retainOnce({ redis, prefix, logFor, retention, logger }, retainOptions) : []
 
   return {
     prefix,
@@ -191,9 +203,10 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
           queuesByName,
           aborts,
           logger,
+          ...(retention ? { keepJobs: retention.keepJobs } : {}),
         }),
       )
-      const sweeper = sweepEveryMs > 0 ? startSweepTimer(() => sweepOnce(), sweepEveryMs, logger) : null
+      const sweeper = sweepEveryMs > 0 ? startSweepTimer(async () => (await sweepOnce(), await retain()), sweepEveryMs, logger) : null
       const handle: WorkersHandle = {
         workers,
         async close(closeOptions) {
@@ -208,6 +221,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       return handle
     },
     sweep: sweepOnce,
+    retain,
     async questions({ limit = 100 } = {}) {
       const out: Array<Question & { sessionId: string }> = []
       // an expired (or vanished) question is never answerable again: drop it from the index as we pass, so

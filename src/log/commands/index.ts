@@ -105,6 +105,11 @@ export interface ScriptContract {
     args: []
     reply: [header: string, entries: Array<[string, string[]]>]
   }
+  removeSession: {
+    keys: [log: string, steps: string, calls: string, questions: string, inputs: string, line: string, conversation: string, live: string]
+    args: [mode: 'check' | 'remove', exportedLastId: string]
+    reply: ['open', 'turn' | 'call'] | ['idle', string] | ['moved', string] | ['removed']
+  }
   requestCall: {
     keys: [calls: string, log: string]
     args: [toolCallId: string, fingerprint: string, record: string]
