@@ -30,15 +30,22 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   const log = deps.logFor(call.sessionId)
   const tool = toolOf(deps.harness, call.name)
   const owner = { harness: deps.harness.name, ...(call.inputId ? { inputId: call.inputId } : {}) }
-  const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner)
+  // opened before the turn's input is read (beginCall returns it): a settle from now on fires its
+  // signal, one before it is seen there
+  const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
+  const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner).catch((error: unknown) => {
+    attempt.done()
+    throw error
+  })
   const logger = lazyChild(deps.logger, { sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })
-  if (begin.kind === 'done') return logger.debug('call already has its kept result; not run again')
+  if (begin.kind === 'done') {
+    attempt.done()
+    return logger.debug('call already has its kept result; not run again')
+  }
   logger.debug({ kind: begin.kind, epoch: begin.epoch }, 'tool call started')
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
-  // opened before the turn is looked at: a settle from now on fires its signal, one before it is seen here
-  const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
   try {
-    const input = call.inputId ? await log.getInput(call.inputId) : null
+    const input = begin.input ?? null
     const aborted = input?.status === 'settled' ? await abortedTurn(log, call.inputId!) : undefined
     if (aborted !== undefined) {
       // woken (or picked up again) after its turn was aborted: it ends as cancelled, the tool does not run

@@ -3,7 +3,7 @@ import { callFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { indexKeys, requestField, stepField } from './keys.js'
 import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
-import { SessionInputs, type Question, type StepLookup, type StoredValue } from './inputs.js'
+import { SessionInputs, type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { encodeRecord } from './stream.js'
 
 type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
@@ -11,6 +11,8 @@ export interface BeginResult {
   kind: BeginKind
   epoch: number
   attempt: number
+  /** The state of the call's turn input, read in the same script (a call of a turn that began). */
+  input?: InputState | null
 }
 
 export interface CallState {
@@ -102,12 +104,13 @@ export class SessionLog extends SessionInputs {
 
   /** `owner` is kept in the call state so the sweeper can enqueue the call again if its job is lost. */
   async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', owner?: CallOwner): Promise<BeginResult> {
-    const [kind, epoch, attempt] = await this.script(
+    const [kind, epoch, attempt, input] = await this.script(
       'beginCall',
-      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), indexKeys(this.prefix).openCalls],
+      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), indexKeys(this.prefix).openCalls, this.keys.inputs],
       [toolCallId, name, replay, Date.now(), openMember(this.sessionId, toolCallId), owner?.harness ?? '', owner?.inputId ?? ''],
     )
-    return { kind, epoch: Number(epoch), attempt: Number(attempt) }
+    const begun = { kind, epoch: Number(epoch), attempt: Number(attempt) }
+    return owner?.inputId && kind !== 'done' ? { ...begun, input: input ? (JSON.parse(input) as InputState) : null } : begun
   }
 
   /**

@@ -61,9 +61,9 @@ export interface ScriptContract {
     reply: ['ok'] | ['exists', string] | Fenced
   }
   beginCall: {
-    keys: [calls: string, log: string, staged: string, openCalls: string]
+    keys: [calls: string, log: string, staged: string, openCalls: string, inputs: string]
     args: [toolCallId: string, name: string, replay: 'safe' | 'never', now: number, openMember: string, harness: string, inputId: string]
-    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number]
+    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string]
   }
   cancelCall: {
     keys: [calls: string, log: string, staged: string, openCalls: string, questions: string, openQuestions: string, conversation: string]
