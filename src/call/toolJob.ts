@@ -26,7 +26,8 @@ export interface ToolJobDeps {
  * outcome (run, or the cut path) → park, or keep (hooks, redaction) and land in one fenced write.
  */
 export async function processToolJob(job: Job<ToolJobData>, token: string | undefined, deps: ToolJobDeps): Promise<void> {
-  const call = job.data
+  // the job's name is the tool's name (not repeated in its data)
+  const call: ToolCall = { ...job.data, name: job.name }
   const log = deps.logFor(call.sessionId)
   const tool = toolOf(deps.harness, call.name)
   const owner = { harness: deps.harness.name, ...(call.inputId ? { inputId: call.inputId } : {}) }
@@ -76,7 +77,7 @@ async function abortedTurn(log: SessionLog, inputId: string): Promise<string | u
 
 /** What this attempt comes to: the tool's outcome, the interrupted error of a cut call, or a park. */
 async function attemptOutcome(
-  call: ToolJobData & { context: unknown },
+  call: ToolCall & { context: unknown },
   begin: BeginResult,
   log: SessionLog,
   deps: ToolJobDeps,
@@ -125,6 +126,9 @@ async function attemptOutcome(
 }
 
 type Attempt = ReturnType<CallAborts['open']>
+
+/** A tool job's call: its data and the tool's name. */
+type ToolCall = ToolJobData & { name: string }
 
 /** True when a parked call's wake-up already happened (its answer, its child agent's settle, or a cancel). */
 async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {

@@ -14,7 +14,8 @@ export interface HarnessQueues {
 }
 
 export function createQueues(harness: Harness, connection: ConnectionOptions, prefix: string): HarnessQueues {
-  const opts = { connection, prefix: bullPrefix(prefix) }
+  // BullMQ's events stream (QueueEvents) is not read by us: a short one keeps its memory small
+  const opts = { connection, prefix: bullPrefix(prefix), streams: { events: { maxLen: EVENTS_MAX_LEN } } }
   const queues = {
     turns: new Queue<TurnJobData>(turnQueueName(harness.name), opts),
     tools: new Queue<ToolJobData>(toolQueueName(harness.name), opts),
@@ -25,6 +26,9 @@ export function createQueues(harness: Harness, connection: ConnectionOptions, pr
   queues.tools.on('error', () => {})
   return queues
 }
+
+/** Entries BullMQ keeps in a queue's events stream (its default is 10,000; about 4 a parked call). */
+const EVENTS_MAX_LEN = 1_000
 
 /**
  * A tool job retries only infrastructure failures (a tool's own error is a landed tool error). How
@@ -83,7 +87,6 @@ function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner
   const data: ToolJobData = {
     sessionId,
     toolCallId: call.toolCallId,
-    name: call.name,
     input: call.input,
     ...(owner.inputId ? { inputId: owner.inputId } : {}),
     ...(call.inputTooLarge !== undefined ? { inputTooLarge: call.inputTooLarge } : {}),

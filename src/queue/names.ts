@@ -15,11 +15,10 @@ export function toolQueueName(harness: string): string {
   return `tools.${harness}`
 }
 
-/** A tool job's data (its queue names its harness). */
+/** A tool job's data (its queue names its harness, the job's name is the tool's name). */
 export interface ToolJobData {
   sessionId: string
   toolCallId: string
-  name: string
   input: unknown
   /** The turn whose batch holds this call; absent for runTool. */
   inputId?: string
