@@ -10,6 +10,7 @@ export {
   hasType,
   RESERVED_PREFIX,
   CONVERSATION_TYPES,
+  conversationOf,
   type HarnessRecord,
   type HarnessRecordType,
   type AppRecord,

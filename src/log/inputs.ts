@@ -3,7 +3,7 @@ import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, indexKeys, requestField } from './keys.js'
 import type { BusyMode } from './commands/index.js'
-import { CONVERSATION_TYPES, type ModelUsage, type RecordOf, type ToolCallRecord } from './records.js'
+import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord } from './records.js'
 import { encodeRecord, LogStream, type LogEntry } from './stream.js'
 
 /** A step.ask question as logged and kept in the questions hash. */
@@ -139,7 +139,7 @@ export class SessionInputs extends LogStream {
       const [header, raw] = await this.script('readConversation', [this.keys.conversation, this.keys.log], [])
       if (header === '^') return raw.flatMap((entry) => this.parseEntry(entry) ?? [])
       const first = header.slice(1)
-      const older = await this.read({ ...(first ? { before: first } : {}), types: CONVERSATION_TYPES })
+      const older = conversationOf(await this.read({ ...(first ? { before: first } : {}), types: CONVERSATION_TYPES }))
       await this.script(
         'fillConversation',
         [this.keys.conversation],

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
-import { CONVERSATION_TYPES, hasType, SessionLog } from '../../src/log/index.js'
+import { CONVERSATION_TYPES, conversationOf, hasType, SessionLog } from '../../src/log/index.js'
 import { shop } from '../fixtures/shop.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { batch } from '../helpers/log.js'
@@ -11,7 +11,7 @@ describe('conversation projection', () => {
   const ctx = useWorkerProcesses({ label: 'conversation', workers: 2 })
 
   /** The ids of the log's conversation records, read from the log itself. */
-  const fromLog = async (log: SessionLog) => (await log.read({ types: CONVERSATION_TYPES })).map((e) => e.id)
+  const fromLog = async (log: SessionLog) => conversationOf(await log.read({ types: CONVERSATION_TYPES })).map((e) => e.id)
   /** The ids the projection holds, after its header. */
   const projected = async (log: SessionLog) => {
     const ids = await ctx.redis.lrange(log.keys.conversation, 0, -1)
@@ -25,7 +25,7 @@ describe('conversation projection', () => {
       const sessions = ['conv-a', 'conv-b']
       const turns = sessions.map(async (sessionId, s) => {
         const session = ctx.host.open(shop, { sessionId })
-        // a runTool call first: its result is in the log (and the projection) without a model response
+        // a runTool call first: its result is in the log, not in the conversation (no model response asked for it)
         await session.runTool({ name: 'checkout', input: { orderId: `${sessionId}-r` } })
         for (let t = 0; t < 3; t++) {
           const { inputId } = await session.prompt(
@@ -64,7 +64,9 @@ describe('conversation projection', () => {
       for (const sessionId of sessions) {
         const log = new SessionLog(redis, ctx.prefix, sessionId)
         const logIds = await fromLog(log)
-        expect(logIds.length).toBe(1 + 3 * 6) // the runTool result; per turn: input, 2 responses, 2 results, settle
+        expect(logIds.length).toBe(3 * 6) // per turn: input, 2 responses, 2 results, settle
+        // the runTool call's result is in the log, not in the conversation (no model asked for it)
+        expect((await log.read({ types: ['harness.tool.result'] })).length).toBe(1 + 3 * 2)
         expect(await projected(log)).toEqual(logIds)
         expect((await log.conversation()).map((e) => e.id)).toEqual(logIds)
         // rebuilt from the log: the same
