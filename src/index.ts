@@ -37,6 +37,8 @@ export type { Repair, SweepOptions } from './recovery/index.js'
 /** Where Redis is (a URL, ioredis options or a Cluster), and a client for it (for tools that need their own). */
 export { createRedisClient, type RedisConnection } from './harness/connection.js'
 export type { RedisClient } from './log/index.js'
+/** Retention: what is kept for how long, and the export of a session's log before it is removed. */
+export type { RetentionOptions } from './retention/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
 export type { Session, Settled, LogReader, SessionUsage } from './harness/session.js'

@@ -124,3 +124,10 @@ export class ShardCountError extends ConfigError {
     )
   }
 }
+
+/** A bad `retention` option of `createHarnessHost` (docs/retention.md). */
+export class RetentionConfigError extends ConfigError {
+  constructor(message: string) {
+    super(`createHarnessHost retention: ${message}`)
+  }
+}

@@ -21,6 +21,7 @@ import { CallAborts } from '../call/index.js'
 import { createQueues, type HarnessQueues } from '../queue/index.js'
 import { closeWorkers, settleWithin, startWorkerSet, type CloseOptions, type CloseResult } from './workers.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/index.js'
+import { retainOnce, retentionOf, type RetentionOptions } from '../retention/index.js'
 import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
@@ -54,6 +55,8 @@ export interface HostOptions {
    * the call is picked up again as a cut (default 10 s). A write of ours never lands as a tool error.
    */
   writeRetryMs?: number
+  /** What is kept for how long (docs/retention.md); without it nothing of a session is removed. */
+  retention?: RetentionOptions
 }
 
 export type { CloseOptions, CloseResult }
@@ -81,6 +84,12 @@ export interface HarnessHost {
   startWorkers(options?: { concurrency?: number; sweepEveryMs?: number; shards?: readonly number[] }): WorkersHandle
   /** One recovery pass over open work; returns the repairs it made (each also logged). */
   sweep(options?: SweepOptions): Promise<Repair[]>
+  /**
+   * One retention pass (docs/retention.md): exports and removes up to `limit` sessions idle past
+   * `retention.sessionMs` with nothing open; returns their ids. Workers run it with each sweep. Without a
+   * `retention` option it removes nothing.
+   */
+  retain(options?: { limit?: number }): Promise<string[]>
   /** Open step.ask questions across the host's sessions (oldest first). */
   questions(options?: { limit?: number }): Promise<Array<Question & { sessionId: string }>>
   /** Closes running workers (see WorkersHandle.close), then the connections; bounded by `timeoutMs` if given. */
@@ -195,6 +204,9 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     await checkShards()
     return sweep({ openWork, harnesses, queuesOf, logFor, endParkedCalls, logger }, sweepOptions)
   }
+  const retention = options.retention ? retentionOf(options.retention) : undefined
+  const retain = async (retainOptions?: { limit?: number; shards?: readonly number[] }) =>
+    retention ? retainOnce({ redis, prefix, shards, logFor, retention, logger }, retainOptions) : []
 
   return {
     prefix,
@@ -253,6 +265,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
             queuesByName,
             aborts,
             logger,
+            ...(retention ? { keepJobs: retention.keepJobs } : {}),
           }),
         ),
       )
@@ -264,7 +277,10 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
         },
         (err: unknown) => logger.error({ err }, 'workers not started'),
       )
-      const sweeper = sweepEveryMs > 0 ? startSweepTimer(() => sweepOnce({ shards: serving }), sweepEveryMs, logger) : null
+      const sweeper =
+        sweepEveryMs > 0
+          ? startSweepTimer(async () => (await sweepOnce({ shards: serving }), await retain({ shards: serving })), sweepEveryMs, logger)
+          : null
       const handle: WorkersHandle = {
         workers,
         async close(closeOptions) {
@@ -279,6 +295,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       return handle
     },
     sweep: sweepOnce,
+    retain,
     async questions({ limit = 100 } = {}) {
       const out: Array<Question & { sessionId: string }> = []
       // an expired (or vanished) question is never answerable again: drop it from the index as we pass, so

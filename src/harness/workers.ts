@@ -4,7 +4,15 @@ import { isAuthFailure } from '../credentials.js'
 import { processToolJob, type CallAborts } from '../call/index.js'
 import type { Harness } from '../harnessTypes.js'
 import type { SessionLog } from '../log/index.js'
-import { bullPrefix, toolQueueName, turnQueueName, type HarnessQueues, type ToolJobData, type TurnJobData } from '../queue/index.js'
+import {
+  bullPrefix,
+  finishedJobs,
+  toolQueueName,
+  turnQueueName,
+  type HarnessQueues,
+  type ToolJobData,
+  type TurnJobData,
+} from '../queue/index.js'
 import { processTurnJob } from '../turn/index.js'
 
 export interface WorkerSetOptions {
@@ -22,6 +30,8 @@ export interface WorkerSetOptions {
   queuesByName(name: string): HarnessQueues | undefined
   aborts: CallAborts
   logger: Logger
+  /** How long finished jobs are kept (retention; default DEFAULT_FINISHED_JOBS). */
+  keepJobs?: { completedMs: number; failedMs: number }
 }
 
 /**
@@ -40,6 +50,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
     lockDuration: harness.durability.lockMs,
     stalledInterval: harness.durability.stalledMs,
     maxStalledCount: Number.MAX_SAFE_INTEGER,
+    ...finishedJobs(options.keepJobs),
   }
   const tools = new Worker<ToolJobData>(
     toolQueueName(harness.name),
