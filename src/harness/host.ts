@@ -144,9 +144,15 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   // commands wait across a Redis restart or failover instead of failing (workers reconnect, no job lost)
   const target = resolveRedis(options.redis)
   const redis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true }, { lazyConnect: true })
+  // the log's commands on a connection of their own that pipelines what is sent in one tick (fewer
+  // socket writes; BullMQ's commands are not written for it, so its queues and workers keep `redis`)
+  const logRedis: RedisClient = target.open(
+    { maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: true },
+    { lazyConnect: true, enableAutoPipelining: true },
+  )
   const where = target.where
   let lastError = 0
-  redis.on('error', (err) => {
+  const onError = (err: Error) => {
     // one line per 10 s, not a stack per retry
     if (Date.now() - lastError > 10_000) {
       if (isAuthFailure(err))
@@ -154,7 +160,9 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       else logger.warn({ err: err.message, redis: where }, 'Redis connection error; retrying')
     }
     lastError = Date.now()
-  })
+  }
+  redis.on('error', onError)
+  logRedis.on('error', onError)
   const notifier = new Notifier(
     redis,
     Array.from({ length: shards }, (_, shard) => indexKeys(prefix, shard, shards).events),
@@ -181,7 +189,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       ? { waitReplicas: { replicas: options.waitReplicas.replicas ?? 1, timeoutMs: options.waitReplicas.timeoutMs ?? 200 } }
       : {}),
   }
-  const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId, logOptions)
+  const logFor = (sessionId: string) => new SessionLog(logRedis, prefix, sessionId, logOptions)
   const openSession = (harness: Harness, sessionId: string): Session => {
     assertSessionId(sessionId)
     return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier, open: openSession })
@@ -323,6 +331,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       await settleWithin(Promise.all([...queues.values()].map((q) => q.close())), left())
       await notifier.close()
       redis.disconnect()
+      logRedis.disconnect()
       return { forced: closed.flatMap((c) => c.forced) }
     },
   }
