@@ -37,6 +37,8 @@ export type { Repair, SweepOptions } from './recovery/index.js'
 /** Where Redis is (a URL, ioredis options or a Cluster), and a client for it (for tools that need their own). */
 export { createRedisClient, type RedisConnection } from './harness/connection.js'
 export type { RedisClient } from './log/index.js'
+/** Retention: what is kept for how long, and the export of a session's log before it is removed. */
+export type { RetentionOptions } from './retention/index.js'
 /** What operators see of a host: sessions, stats, queues (the `harness` CLI and the dashboard). */
 export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef } from './ops/index.js'
 /** A session's events as readable timeline lines (CLI `log`, the dashboard). */

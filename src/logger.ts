@@ -1,4 +1,4 @@
-import { pino, type Logger, type LoggerOptions } from 'pino'
+import { pino, type Bindings, type Logger, type LoggerOptions } from 'pino'
 import { serializeError } from './credentials.js'
 
 /**
@@ -13,6 +13,25 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     return pino({ ...options, level, transport: { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,hostname' } } })
   }
   return pino({ ...options, level })
+}
+
+/** The levels a per-call logger writes at. */
+export type LineLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
+
+/**
+ * A child logger made on its first line at an enabled level: a call or turn whose lines are all below
+ * the level (per-call lines are debug) costs no child and no serialized bindings.
+ */
+export function lazyChild(logger: Logger, bindings: Bindings): LineLogger {
+  let child: Logger | undefined
+  const at =
+    (level: keyof LineLogger) =>
+    (...args: Parameters<Logger['info']>) => {
+      if (!logger.isLevelEnabled(level)) return
+      child ??= logger.child(bindings)
+      child[level](...args)
+    }
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as LineLogger
 }
 
 export type { Logger }

@@ -5,7 +5,7 @@
 import { Queue, QueueEvents, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { DEFAULT_DURABILITY } from '../../src/harness/defineHarness.js'
-import { bullPrefix, toolJobOptions } from '../../src/queue/index.js'
+import { bullPrefix, finishedJobs, toolJobOptions } from '../../src/queue/index.js'
 import { benchPrefix, deletePrefix, profileCommands, type CommandProfile, type Progress } from './lib.js'
 
 const rawWorkerOptions = (concurrency: number) => ({
@@ -13,6 +13,8 @@ const rawWorkerOptions = (concurrency: number) => ({
   lockDuration: DEFAULT_DURABILITY.lockMs,
   stalledInterval: DEFAULT_DURABILITY.stalledMs,
   maxStalledCount: Number.MAX_SAFE_INTEGER,
+  // as our workers keep finished jobs
+  ...finishedJobs(),
 })
 
 export interface RawBullmq {

@@ -28,6 +28,8 @@ export function childSessionId(sessionId: string, toolCallId: string): string {
 }
 
 export interface AgentCallDeps {
+  /** The harness of the parent call. */
+  harness: Harness
   logFor(sessionId: string): SessionLog
   queuesOf(harness: Harness): HarnessQueues
 }
@@ -56,7 +58,7 @@ export async function runAgentCall(
   const input = await childLog.getInput(CHILD_INPUT_ID)
   if (!input) {
     const prompt = (data.input as { prompt?: unknown })?.prompt
-    const parent: ParentCall = { harness: data.harness, sessionId: data.sessionId, toolCallId: data.toolCallId }
+    const parent: ParentCall = { harness: deps.harness.name, sessionId: data.sessionId, toolCallId: data.toolCallId }
     await childLog.addInput(CHILD_INPUT_ID, typeof prompt === 'string' ? prompt : JSON.stringify(data.input), child.name, { parent })
   }
   // enqueued again on every wake-up too: a no-op while the turn job exists, a repair if it was lost

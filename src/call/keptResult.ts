@@ -25,8 +25,9 @@ export async function keptResult(
   duration: number,
 ): Promise<{ result: unknown } | { error: ToolErrorPayload }> {
   let kept = outcome
-  const toolCall = toolCallOf(call)
+  let toolCall: ReturnType<typeof toolCallOf> | undefined
   for (const hook of harness.hooks.onAfterToolCall) {
+    toolCall ??= toolCallOf(call)
     const info: AfterToolCallInfo = {
       sessionId: call.sessionId,
       toolCallId: call.toolCallId,

@@ -1,6 +1,6 @@
 import { DelayedError, type Job } from 'bullmq'
-import type { Logger } from 'pino'
 import { FencedError, StorageError } from '../errors.js'
+import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOf, type Harness } from '../harnessTypes.js'
 import { contextOf, openMember, type BeginResult, type Fence, type SessionLog } from '../log/index.js'
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
@@ -27,20 +27,28 @@ export interface ToolJobDeps {
  * outcome (run, or the cut path) → park, or keep (hooks, redaction) and land in one fenced write.
  */
 export async function processToolJob(job: Job<ToolJobData>, token: string | undefined, deps: ToolJobDeps): Promise<void> {
-  const call = job.data
+  // the job's name is the tool's name (not repeated in its data)
+  const call: ToolCall = { ...job.data, name: job.name }
   const log = deps.logFor(call.sessionId)
   const tool = toolOf(deps.harness, call.name)
   const owner = { harness: deps.harness.name, ...(call.inputId ? { inputId: call.inputId } : {}) }
-  const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner)
-  const logger = deps.logger.child({ sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })
-  if (begin.kind === 'done') return logger.debug('call already has its kept result; not run again')
+  // opened before the turn's input is read (beginCall returns it): a settle from now on fires its
+  // signal, one before it is seen there
+  const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
+  const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner).catch((error: unknown) => {
+    attempt.done()
+    throw error
+  })
+  const logger = lazyChild(deps.logger, { sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })
+  if (begin.kind === 'done') {
+    attempt.done()
+    return logger.debug('call already has its kept result; not run again')
+  }
   logger.debug({ kind: begin.kind, epoch: begin.epoch }, 'tool call started')
   callBegan(deps.harness.name, call, begin)
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
-  // opened before the turn is looked at: a settle from now on fires its signal, one before it is seen here
-  const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
   try {
-    const input = call.inputId ? await log.getInput(call.inputId) : null
+    const input = begin.input ?? null
     const aborted = input?.status === 'settled' ? await abortedTurn(log, call.inputId!) : undefined
     if (aborted !== undefined) {
       // woken (or picked up again) after its turn was aborted: it ends as cancelled, the tool does not run
@@ -53,7 +61,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
     await log.landResult(fence, call.name, kept)
     callLanded(deps.harness.name, call, kept, job.timestamp)
-    logger.info({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
+    logger.debug({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
   } catch (error) {
     if (error instanceof FencedError) countFenced()
     if (error instanceof FencedError) return logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')
@@ -73,11 +81,11 @@ async function abortedTurn(log: SessionLog, inputId: string): Promise<string | u
 
 /** What this attempt comes to: the tool's outcome, the interrupted error of a cut call, or a park. */
 async function attemptOutcome(
-  call: ToolJobData & { context: unknown },
+  call: ToolCall & { context: unknown },
   begin: BeginResult,
   log: SessionLog,
   deps: ToolJobDeps,
-  logger: Logger,
+  logger: LineLogger,
   attempt: Attempt,
 ): Promise<{ outcome: CallOutcome; secrets: SecretStore; duration: number }> {
   const { harness } = deps
@@ -125,6 +133,9 @@ async function attemptOutcome(
 
 type Attempt = ReturnType<CallAborts['open']>
 
+/** A tool job's call: its data and the tool's name. */
+type ToolCall = ToolJobData & { name: string }
+
 /** True when a parked call's wake-up already happened (its answer, its child agent's settle, or a cancel). */
 async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {
   if ((await deps.logFor(call.sessionId).getCall(fence.toolCallId))?.status === 'done') return true
@@ -145,12 +156,12 @@ async function park(
   log: SessionLog,
   fence: Fence,
   p: Park,
-  logger: Logger,
+  logger: LineLogger,
   isWoken: () => Promise<boolean>,
 ): Promise<never> {
   await log.parkCall(fence, p.kind, p.until)
   await job.moveToDelayed(p.until, token)
-  logger.info({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
+  logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
   if (await isWoken()) await job.promote().catch(() => {})
   throw new DelayedError()
 }

@@ -125,6 +125,13 @@ export class ShardCountError extends ConfigError {
   }
 }
 
+/** A bad `retention` option of `createHarnessHost` (docs/retention.md). */
+export class RetentionConfigError extends ConfigError {
+  constructor(message: string) {
+    super(`createHarnessHost retention: ${message}`)
+  }
+}
+
 /** A `harness` CLI command used wrongly (unknown command or option, a missing or bad argument): exit code 2. */
 export class UsageError extends DurableHarnessError {
   constructor(message: string) {

@@ -21,6 +21,7 @@ import { CallAborts } from '../call/index.js'
 import { createQueues, type HarnessQueues } from '../queue/index.js'
 import { closeWorkers, settleWithin, startWorkerSet, type CloseOptions, type CloseResult } from './workers.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/index.js'
+import { retainOnce, retentionOf, type RetentionOptions } from '../retention/index.js'
 import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
@@ -64,6 +65,8 @@ export interface HostOptions {
    * the call is picked up again as a cut (default 10 s). A write of ours never lands as a tool error.
    */
   writeRetryMs?: number
+  /** What is kept for how long (docs/retention.md); without it nothing of a session is removed. */
+  retention?: RetentionOptions
 }
 
 export type { CloseOptions, CloseResult }
@@ -91,6 +94,12 @@ export interface HarnessHost {
   startWorkers(options?: { concurrency?: number; sweepEveryMs?: number; shards?: readonly number[] }): WorkersHandle
   /** One recovery pass over open work; returns the repairs it made (each also logged). */
   sweep(options?: SweepOptions): Promise<Repair[]>
+  /**
+   * One retention pass (docs/retention.md): exports and removes up to `limit` sessions idle past
+   * `retention.sessionMs` with nothing open; returns their ids. Workers run it with each sweep. Without a
+   * `retention` option it removes nothing.
+   */
+  retain(options?: { limit?: number }): Promise<string[]>
   /** Open step.ask questions across the host's sessions (oldest first). */
   questions(options?: { limit?: number }): Promise<Array<Question & { sessionId: string }>>
   /** Recent sessions, newest first (the sessions index), with filters: for operators (CLI, dashboard). */
@@ -153,9 +162,15 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   // commands wait across a Redis restart or failover instead of failing (workers reconnect, no job lost)
   const target = resolveRedis(options.redis)
   const redis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true }, { lazyConnect: true })
+  // the log's commands on a connection of their own that pipelines what is sent in one tick (fewer
+  // socket writes; BullMQ's commands are not written for it, so its queues and workers keep `redis`)
+  const logRedis: RedisClient = target.open(
+    { maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: true },
+    { lazyConnect: true, enableAutoPipelining: true },
+  )
   const where = target.where
   let lastError = 0
-  redis.on('error', (err) => {
+  const onError = (err: Error) => {
     // one line per 10 s, not a stack per retry
     if (Date.now() - lastError > 10_000) {
       if (isAuthFailure(err))
@@ -163,7 +178,9 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       else logger.warn({ err: err.message, redis: where }, 'Redis connection error; retrying')
     }
     lastError = Date.now()
-  })
+  }
+  redis.on('error', onError)
+  logRedis.on('error', onError)
   const notifier = new Notifier(
     redis,
     Array.from({ length: shards }, (_, shard) => indexKeys(prefix, shard, shards).events),
@@ -190,7 +207,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       ? { waitReplicas: { replicas: options.waitReplicas.replicas ?? 1, timeoutMs: options.waitReplicas.timeoutMs ?? 200 } }
       : {}),
   }
-  const logFor = (sessionId: string) => new SessionLog(redis, prefix, sessionId, logOptions)
+  const logFor = (sessionId: string) => new SessionLog(logRedis, prefix, sessionId, logOptions)
   const openSession = (harness: Harness, sessionId: string): Session => {
     assertSessionId(sessionId)
     return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier, open: openSession })
@@ -213,6 +230,9 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     await checkShards()
     return sweep({ openWork, harnesses, queuesOf, logFor, endParkedCalls, logger }, sweepOptions)
   }
+  const retention = options.retention ? retentionOf(options.retention) : undefined
+  const retain = async (retainOptions?: { limit?: number; shards?: readonly number[] }) =>
+    retention ? retainOnce({ redis, prefix, shards, logFor, retention, logger }, retainOptions) : []
 
   return {
     prefix,
@@ -271,6 +291,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
             queuesByName,
             aborts,
             logger,
+            ...(retention ? { keepJobs: retention.keepJobs } : {}),
           }),
         ),
       )
@@ -282,7 +303,10 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
         },
         (err: unknown) => logger.error({ err }, 'workers not started'),
       )
-      const sweeper = sweepEveryMs > 0 ? startSweepTimer(() => sweepOnce({ shards: serving }), sweepEveryMs, logger) : null
+      const sweeper =
+        sweepEveryMs > 0
+          ? startSweepTimer(async () => (await sweepOnce({ shards: serving }), await retain({ shards: serving })), sweepEveryMs, logger)
+          : null
       const handle: WorkersHandle = {
         workers,
         async close(closeOptions) {
@@ -297,6 +321,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       return handle
     },
     sweep: sweepOnce,
+    retain,
     async questions({ limit = 100 } = {}) {
       const out: Array<Question & { sessionId: string }> = []
       // an expired (or vanished) question is never answerable again: drop it from the index as we pass, so
@@ -334,6 +359,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       await settleWithin(Promise.all([...queues.values()].map((q) => q.close())), left())
       await notifier.close()
       redis.disconnect()
+      logRedis.disconnect()
       return { forced: closed.flatMap((c) => c.forced) }
     },
   }

@@ -195,7 +195,11 @@ export class Session {
     // one connection keeps the order: the request is in the log before the job can run. Added again for
     // a caller's retry too: a no-op while the job exists, a repair if it was lost
     const requesting = fresh ? log.requestCall(toolCallId, call.name, input) : null
-    await Promise.all([requesting, enqueueCall(queues, harness, this.sessionId, { toolCallId, name: call.name, input })]).catch((error) => {
+    await Promise.all([
+      requesting,
+      log.indexSession(),
+      enqueueCall(queues, harness, this.sessionId, { toolCallId, name: call.name, input }),
+    ]).catch((error) => {
       cancel.abort()
       throw error
     })

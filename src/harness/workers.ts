@@ -4,7 +4,15 @@ import { isAuthFailure } from '../credentials.js'
 import { processToolJob, type CallAborts } from '../call/index.js'
 import type { Harness } from '../harnessTypes.js'
 import type { SessionLog } from '../log/index.js'
-import { bullPrefix, toolQueueName, turnQueueName, type HarnessQueues, type ToolJobData, type TurnJobData } from '../queue/index.js'
+import {
+  bullPrefix,
+  finishedJobs,
+  toolQueueName,
+  turnQueueName,
+  type HarnessQueues,
+  type ToolJobData,
+  type TurnJobData,
+} from '../queue/index.js'
 import { callAttemptSpan, observeTurn, turnSpan } from '../telemetry/index.js'
 import { processTurnJob } from '../turn/index.js'
 
@@ -23,6 +31,8 @@ export interface WorkerSetOptions {
   queuesByName(name: string): HarnessQueues | undefined
   aborts: CallAborts
   logger: Logger
+  /** How long finished jobs are kept (retention; default DEFAULT_FINISHED_JOBS). */
+  keepJobs?: { completedMs: number; failedMs: number }
 }
 
 /**
@@ -41,10 +51,12 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
     lockDuration: harness.durability.lockMs,
     stalledInterval: harness.durability.stalledMs,
     maxStalledCount: Number.MAX_SAFE_INTEGER,
+    ...finishedJobs(options.keepJobs),
   }
   const tools = new Worker<ToolJobData>(
     toolQueueName(harness.name),
-    (job, token) => callAttemptSpan(job.data, () => processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger })),
+    (job, token) =>
+      callAttemptSpan({ ...job.data, name: job.name }, () => processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger })),
     common,
   )
   const turns = new Worker<TurnJobData>(

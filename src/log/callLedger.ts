@@ -3,7 +3,7 @@ import { callFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { requestField, stepField } from './keys.js'
 import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
-import { SessionInputs, type Question, type StepLookup, type StoredValue } from './inputs.js'
+import { SessionInputs, type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { encodeRecord } from './stream.js'
 
 type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
@@ -11,6 +11,8 @@ export interface BeginResult {
   kind: BeginKind
   epoch: number
   attempt: number
+  /** The state of the call's turn input, read in the same script (a call of a turn that began). */
+  input?: InputState | null
 }
 
 export interface CallState {
@@ -102,12 +104,13 @@ export class SessionLog extends SessionInputs {
 
   /** `owner` is kept in the call state so the sweeper can enqueue the call again if its job is lost. */
   async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', owner?: CallOwner): Promise<BeginResult> {
-    const [kind, epoch, attempt] = await this.script(
+    const [kind, epoch, attempt, input] = await this.script(
       'beginCall',
-      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), this.index.openCalls],
+      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), this.index.openCalls, this.keys.inputs],
       [toolCallId, name, replay, Date.now(), openMember(this.sessionId, toolCallId), owner?.harness ?? '', owner?.inputId ?? ''],
     )
-    return { kind, epoch: Number(epoch), attempt: Number(attempt) }
+    const begun = { kind, epoch: Number(epoch), attempt: Number(attempt) }
+    return owner?.inputId && kind !== 'done' ? { ...begun, input: input ? (JSON.parse(input) as InputState) : null } : begun
   }
 
   /**
@@ -178,7 +181,7 @@ export class SessionLog extends SessionInputs {
     const idx = this.index
     const reply = await this.script(
       'landResult',
-      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls],
+      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls, this.keys.conversation],
       [
         toolCallId,
         fence.epoch,
@@ -196,9 +199,7 @@ export class SessionLog extends SessionInputs {
 
   /** The stored ids of every call the model gave the turn of `inputId`, in log order. */
   async turnCallIds(inputId: string): Promise<string[]> {
-    const input = await this.getInput(inputId)
-    if (!input) return []
-    return (await this.read({ from: input.entryId, types: ['harness.model.response'] })).flatMap(({ record }) =>
+    return (await this.conversation()).flatMap(({ record }) =>
       hasType(record, 'harness.model.response') && record.inputId === inputId ? record.toolCalls.map((c) => c.toolCallId) : [],
     )
   }
@@ -219,7 +220,15 @@ export class SessionLog extends SessionInputs {
     const idx = this.index
     const [status] = await this.script(
       'cancelCall',
-      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls, this.keys.questions, idx.openQuestions],
+      [
+        this.keys.calls,
+        this.keys.log,
+        this.stagedKey(toolCallId),
+        idx.openCalls,
+        this.keys.questions,
+        idx.openQuestions,
+        this.keys.conversation,
+      ],
       [
         toolCallId,
         fence.epoch,

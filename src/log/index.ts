@@ -11,6 +11,8 @@ export {
   parseRecord,
   hasType,
   RESERVED_PREFIX,
+  CONVERSATION_TYPES,
+  conversationOf,
   type HarnessRecord,
   type HarnessRecordType,
   type AppRecord,

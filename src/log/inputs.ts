@@ -3,8 +3,8 @@ import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, requestField } from './keys.js'
 import type { BusyMode } from './commands/index.js'
-import type { ModelUsage, RecordOf, ToolCallRecord } from './records.js'
-import { encodeRecord, LogStream } from './stream.js'
+import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord } from './records.js'
+import { encodeRecord, LogStream, type LogEntry } from './stream.js'
 
 /** A step.ask question as logged and kept in the questions hash. */
 export type Question = Omit<RecordOf<'harness.tool.ask'>, 'type'>
@@ -73,7 +73,7 @@ export class SessionInputs extends LogStream {
     const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now(), ...(context !== undefined ? { context } : {}) })
     const reply = await this.script(
       'addInput',
-      [this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns, this.keys.line],
+      [this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns, this.keys.line, this.keys.conversation],
       [
         inputId,
         text,
@@ -116,7 +116,7 @@ export class SessionInputs extends LogStream {
     const idx = this.index
     const reply = await this.script(
       'settleInput',
-      [this.keys.log, this.keys.inputs, idx.openTurns, this.keys.line],
+      [this.keys.log, this.keys.inputs, idx.openTurns, this.keys.line, this.keys.conversation],
       [
         record.inputId,
         encodeRecord(record),
@@ -127,6 +127,26 @@ export class SessionInputs extends LogStream {
       ],
     )
     return reply[0] === 'unknown' ? { status: 'unknown' } : { status: reply[0], ...(reply[2] ? { next: reply[2] } : {}) }
+  }
+
+  /**
+   * The session's conversation: its inputs, model responses, tool results and settles, in log order,
+   * from the conversation projection in one round trip (O(the conversation), not O(the log)). A
+   * projection that misses older entries (none yet, or made on a log that held entries) is filled in
+   * from the log once, then read again.
+   */
+  async conversation(): Promise<LogEntry[]> {
+    for (;;) {
+      const [header, raw] = await this.script('readConversation', [this.keys.conversation, this.keys.log], [])
+      if (header === '^') return raw.flatMap((entry) => this.parseEntry(entry) ?? [])
+      const first = header.slice(1)
+      const older = conversationOf(await this.read({ ...(first ? { before: first } : {}), types: CONVERSATION_TYPES }))
+      await this.script(
+        'fillConversation',
+        [this.keys.conversation],
+        older.map((e) => e.id),
+      )
+    }
   }
 
   /** The input first in the session's line (its turn is the one that runs), if any. */
@@ -158,7 +178,7 @@ export class SessionInputs extends LogStream {
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input)])
       const [status] = await this.script(
         'logModelResponse',
-        [this.keys.log, this.keys.inputs, this.keys.calls],
+        [this.keys.log, this.keys.inputs, this.keys.calls, this.keys.conversation],
         [inputId, expected, record, ...used],
       )
       if (status === 'ok') return toolCalls

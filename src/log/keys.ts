@@ -42,6 +42,8 @@ export interface SessionKeys {
   line: string
   /** Live events (model text deltas, tools' custom events): capped and expiring, never the source of truth. */
   live: string
+  /** The conversation projection: ids of the log's conversation records (commands/includes/conversation.lua). */
+  conversation: string
 }
 
 /** The start of every key of shard `shard`: `<prefix>:{<shard tag>}`. */
@@ -61,6 +63,7 @@ export function sessionKeys(prefix: string, sessionId: string, shards: number): 
     inputs: `${base}:inputs`,
     line: `${base}:line`,
     live: `${base}:live`,
+    conversation: `${base}:conv`,
   }
 }
 

@@ -92,6 +92,12 @@ export type LogRecord = HarnessRecord | AppRecord
 
 export const RESERVED_PREFIX = 'harness.'
 
+/**
+ * The record types of a session's conversation: what its projection indexes (commands/includes/conversation.lua);
+ * of harness.tool.result, only the results of calls a model response asked for (conversationOf).
+ */
+export const CONVERSATION_TYPES = ['harness.input', 'harness.model.response', 'harness.tool.result', 'harness.input.settled'] as const
+
 /** Narrows a record on its type (an app record's `type: string` keeps `===` from narrowing the union). */
 export function hasType<K extends HarnessRecordType>(record: LogRecord, type: K): record is RecordOf<K> {
   return record.type === type
@@ -119,4 +125,14 @@ export function parseRecord(raw: unknown, mode: 'write' | 'read' = 'write'): Log
   // on read the value came from JSON.parse: it is JSON by construction
   if (mode === 'write' && !json.safeParse(raw).success) throw new Error(`${type}: not JSON`)
   return raw as AppRecord
+}
+
+/** The entries of a session's conversation, from entries of its log in log order (what its projection holds). */
+export function conversationOf<E extends { record: LogRecord }>(entries: E[]): E[] {
+  const calls = new Set<string>()
+  return entries.filter(({ record }) => {
+    if (hasType(record, 'harness.model.response')) for (const call of record.toolCalls) calls.add(call.toolCallId)
+    if (hasType(record, 'harness.tool.result')) return calls.has(record.toolCallId)
+    return (CONVERSATION_TYPES as readonly string[]).includes(record.type)
+  })
 }

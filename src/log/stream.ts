@@ -153,6 +153,44 @@ export class LogStream {
     }
   }
 
+  /**
+   * The whole log as JSON Lines, one `{"id":"<stream id>","record":<record>}` a line in log order (the
+   * records as stored, unparsed), with the id of its last entry ('' for an empty log).
+   */
+  async exportJsonl(): Promise<{ jsonl: string; lastId: string }> {
+    const lines: string[] = []
+    let from = '-'
+    let lastId = ''
+    for (;;) {
+      const raw = (await this.command('export', () => this.redis.xrange(this.keys.log, from, '+', 'COUNT', 1000))) as RawEntry[]
+      for (const [id, fields] of raw) {
+        lines.push(`{"id":${JSON.stringify(id)},"record":${fields[1] ?? 'null'}}\n`)
+        lastId = id
+      }
+      if (raw.length < 1000) return { jsonl: lines.join(''), lastId }
+      from = `(${lastId}`
+    }
+  }
+
+  /**
+   * Retention (removeSession-8.lua): 'check' answers whether the session has open work and names its
+   * last log entry; 'remove' deletes every key of the session unless it has open work or its log grew
+   * past `exportedLastId`.
+   */
+  removeSession(mode: 'check' | 'remove', exportedLastId = '') {
+    const k = this.keys
+    return this.script(
+      'removeSession',
+      [k.log, k.steps, k.calls, k.questions, k.inputs, k.line, k.conversation, k.live],
+      [mode, exportedLastId],
+    )
+  }
+
+  /** Lists the session in the sessions index if it is not (runTool: its retention starts from there). */
+  indexSession(): Promise<unknown> {
+    return this.command('indexSession', () => this.redis.zadd(this.index.sessions, 'NX', Date.now(), this.sessionId))
+  }
+
   /** One entry by its stream id. */
   async readEntry(id: string): Promise<LogEntry | null> {
     const [raw] = (await this.command('read', () => this.redis.xrange(this.keys.log, id, id))) as RawEntry[]

@@ -30,7 +30,12 @@ export class HarnessQueues {
   shard(shard: number): ShardQueues {
     let queues = this.made.get(shard)
     if (!queues) {
-      const opts = { connection: this.connection, prefix: bullPrefix(this.prefix, shard, this.shards) }
+      // BullMQ's events stream (QueueEvents) is not read by us: a short one keeps its memory small
+      const opts = {
+        connection: this.connection,
+        prefix: bullPrefix(this.prefix, shard, this.shards),
+        streams: { events: { maxLen: EVENTS_MAX_LEN } },
+      }
       queues = {
         turns: new Queue<TurnJobData>(turnQueueName(this.harness.name), opts),
         tools: new Queue<ToolJobData>(toolQueueName(this.harness.name), opts),
@@ -58,12 +63,16 @@ export function createQueues(harness: Harness, connection: ConnectionOptions, pr
   return new HarnessQueues(harness, connection, prefix, shards)
 }
 
-/** A tool job retries only infrastructure failures (a tool's own error is a landed tool error). */
+/** Entries BullMQ keeps in a queue's events stream (its default is 10,000; about 4 a parked call). */
+const EVENTS_MAX_LEN = 1_000
+
+/**
+ * A tool job retries only infrastructure failures (a tool's own error is a landed tool error). How
+ * long finished jobs are kept is a worker option (finishedJobs), not repeated in every job's hash.
+ */
 export const toolJobOptions = {
   attempts: 5,
   backoff: { type: 'exponential', delay: 500 },
-  removeOnComplete: { age: 24 * 3600, count: 100_000 },
-  removeOnFail: { age: 7 * 24 * 3600 },
 } as const
 
 /** A turn's attempts are `durability.maxAttempts` (R15); model failures retry with backoff. */
@@ -71,8 +80,21 @@ function turnJobOptions(harness: Harness) {
   return {
     attempts: harness.durability.maxAttempts,
     backoff: { type: 'exponential', delay: 500 },
-    removeOnComplete: { age: 24 * 3600 },
-    removeOnFail: { age: 7 * 24 * 3600 },
+  }
+}
+
+/** Default: completed jobs are kept a day (at most 100,000 a queue), failed ones a week. */
+const DEFAULT_FINISHED_JOBS = { completedMs: 24 * 3600_000, failedMs: 7 * 24 * 3600_000 }
+
+/**
+ * How long BullMQ keeps finished jobs, as worker options (BullMQ applies them when a job finishes).
+ * Removing a finished job is always safe for us: a job added again under its id finds its call done
+ * (begin answers 'done') or its turn settled, and does nothing.
+ */
+export function finishedJobs(keep: { completedMs: number; failedMs: number } = DEFAULT_FINISHED_JOBS) {
+  return {
+    removeOnComplete: { age: Math.ceil(keep.completedMs / 1000), count: 100_000 },
+    removeOnFail: { age: Math.ceil(keep.failedMs / 1000) },
   }
 }
 
@@ -101,10 +123,8 @@ export interface CallOwnerJob {
 
 function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob) {
   const data: ToolJobData = {
-    harness: harness.name,
     sessionId,
     toolCallId: call.toolCallId,
-    name: call.name,
     input: call.input,
     ...(owner.inputId ? { inputId: owner.inputId } : {}),
     ...(call.inputTooLarge !== undefined ? { inputTooLarge: call.inputTooLarge } : {}),

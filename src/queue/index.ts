@@ -2,6 +2,7 @@ export { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJo
 export {
   createQueues,
   toolJobOptions,
+  finishedJobs,
   enqueueTurn,
   enqueueCall,
   enqueueCalls,

@@ -18,11 +18,10 @@ export function toolQueueName(harness: string): string {
   return `tools.${harness}`
 }
 
+/** A tool job's data (its queue names its harness, the job's name is the tool's name). */
 export interface ToolJobData {
-  harness: string
   sessionId: string
   toolCallId: string
-  name: string
   input: unknown
   /** The turn whose batch holds this call; absent for runTool. */
   inputId?: string

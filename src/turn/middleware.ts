@@ -7,7 +7,7 @@ import {
   type TokenUsage,
 } from '@tanstack/ai'
 import { type Harness } from '../harnessTypes.js'
-import { contextOf, isRecord, type RecordOf, type SessionLog } from '../log/index.js'
+import { contextOf, isRecord, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { customEvents, middlewareRun, resolveSecrets } from '../tool/index.js'
 
 /** Raised when a model-call hook called `ctx.abort(reason)`: the turn settles as aborted. */
@@ -152,6 +152,7 @@ export async function terminalHooks(
   log: SessionLog,
   input: { entryId: string; at: number; responses?: number; context?: string },
   record: RecordOf<'harness.input.settled'>,
+  known?: { usage?: ModelUsage },
 ): Promise<void> {
   const middleware: ReadonlyArray<ChatMiddleware> = harness.middleware
   const hook = record.outcome === 'completed' ? 'onFinish' : record.outcome === 'aborted' ? 'onAbort' : 'onError'
@@ -168,11 +169,7 @@ export async function terminalHooks(
   })
   const duration = Math.max(0, Date.now() - input.at)
   if (record.outcome === 'completed') {
-    const responses = (await log.read({ from: input.entryId, types: ['harness.model.response'] })).filter(
-      (e) => isRecord(e, 'harness.model.response') && e.record.inputId === record.inputId,
-    )
-    const last = responses.at(-1)
-    const usage = last && isRecord(last, 'harness.model.response') ? last.record.usage : undefined
+    const usage = known ? known.usage : await lastUsage(log, record.inputId)
     const info = { finishReason: 'stop', duration, content: record.text ?? '', ...(usage ? { usage } : {}) }
     for (const mw of middleware) await mw.onFinish?.(run.ctx, info)
   } else if (record.outcome === 'aborted') {
@@ -182,4 +179,11 @@ export async function terminalHooks(
     for (const mw of middleware) await mw.onError?.(run.ctx, { error, duration })
   }
   await run.drain()
+}
+
+/** The token usage of a turn's last model response, from the session's conversation. */
+async function lastUsage(log: SessionLog, inputId: string): Promise<ModelUsage | undefined> {
+  const responses = (await log.conversation()).filter((e) => isRecord(e, 'harness.model.response') && e.record.inputId === inputId)
+  const last = responses.at(-1)
+  return last && isRecord(last, 'harness.model.response') ? last.record.usage : undefined
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import type { Harness } from '../harnessTypes.js'
-import { contextOf, type InputState, type RecordOf, type SessionLog } from '../log/index.js'
+import { contextOf, type InputState, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { enqueueCalls, wakeCall, type HarnessQueues, type TurnJobData } from '../queue/index.js'
 import { toToolError } from '../tool/index.js'
 import { foldTurn } from './fold.js'
@@ -38,8 +38,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   const log = deps.logFor(sessionId)
   const logger = deps.logger.child({ sessionId, inputId, attempt: job.attemptsMade + 1 })
   let input: InputState | null = null
-  const settle = async (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>) => {
-    if ((await settleTurn(log, deps.queues, harness, { type: 'harness.input.settled', inputId, ...record })) !== 'settled') return // settled by abort or the sweeper
+  const settle = async (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>, last?: { usage?: ModelUsage }) => {
+    if ((await settleTurn(log, deps.queues, harness, { type: 'harness.input.settled', inputId, ...record }, last)) !== 'settled') return // settled by abort or the sweeper
     logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled')
     // the turn of a child session answers an agent tool call: wake that call (it re-checks on its own too)
     const parent = (input ?? (await log.getInput(inputId)))?.parent
@@ -64,11 +64,14 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     let lastProgress = -1
     let idlePasses = 0
     for (;;) {
-      // the fold needs only this turn's own entries; the history before it is read for model calls
+      // the session's conversation (its projection: O(the conversation), not O(the log)); the fold
+      // takes this turn's entries from its input on, the model calls the history before them too
       const { entryId } = input
       // inputs that joined the turn (busy 'steer') are part of its conversation
       const steered = harness.busy === 'steer' ? new Set((await log.getInput(inputId))?.steered) : new Set<string>()
-      const fold = foldTurn(await log.read({ from: entryId }), inputId, steered)
+      const conversation = await log.conversation()
+      const start = conversation.findIndex((e) => e.id === entryId)
+      const fold = foldTurn(start < 0 ? [] : conversation.slice(start), inputId, steered)
       if (!fold.input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
       if (fold.settled) return
       const progress = fold.responses.length + fold.results.size
@@ -87,7 +90,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       // the last response was the answer: settle, unless an input joined after it (busy 'steer')
       const last = fold.responses.at(-1)
       if (last && last.toolCalls.length === 0 && !fold.steeredSinceAnswer) {
-        return await settle({ outcome: 'completed', ...(last.text ? { text: last.text } : {}) })
+        return await settle({ outcome: 'completed', ...(last.text ? { text: last.text } : {}) }, last)
       }
       if (fold.pending.length > 0) {
         await enqueueCalls(deps.queues, harness, sessionId, fold.pending, {
@@ -108,7 +111,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         })
       }
       const signal = Number.isFinite(remaining) ? AbortSignal.timeout(remaining) : undefined
-      const history = await historyOf(log, entryId, fold.conversation[1]?.id)
+      const firstOwn = fold.conversation[1]
+      const history = historyOf(conversation, start, firstOwn ? conversation.indexOf(firstOwn) : undefined)
       // the text streams to followers under a message id of this model call (a retry streams anew)
       const messageId = `${inputId}.${fold.responses.length}.${randomBytes(4).toString('hex')}`
       const deltas = textDeltas((at, text) => log.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
@@ -125,10 +129,10 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const response = await modelSpan({ sessionId, inputId, iteration: fold.responses.length }, call).finally(() => deltas.close())
       const logged = await log.logModelResponse(inputId, { ...response, ...(response.text ? { messageId } : {}) }, fold.responses.length)
       if (!logged) continue // another run of this turn logged first: fold again
-      logger.info({ toolCalls: response.toolCalls.length }, 'model responded')
+      logger.debug({ toolCalls: response.toolCalls.length }, 'model responded')
       // (with 'steer', fold again first: an input that joined meanwhile gets another model call)
       if (response.toolCalls.length === 0 && harness.busy !== 'steer') {
-        return await settle({ outcome: 'completed', ...(response.text ? { text: response.text } : {}) })
+        return await settle({ outcome: 'completed', ...(response.text ? { text: response.text } : {}) }, response)
       }
     }
   } catch (error) {

@@ -3,7 +3,7 @@
 import type { RedisClient } from '../../src/index.js'
 import { pino } from 'pino'
 import { afterAll, afterEach, beforeAll } from 'vitest'
-import { createHarnessHost, type Harness, type HarnessHost } from '../../src/index.js'
+import { createHarnessHost, type Harness, type HarnessHost, type RetentionOptions } from '../../src/index.js'
 import { shop } from '../fixtures/shop.js'
 import { cleanupPrefix, getRedisUrl, uniquePrefix, rigClient } from '../rig.js'
 import { spawnWorker, type WorkerProcess } from './workerProcess.js'
@@ -69,7 +69,7 @@ export function useInProcessHosts(): {
   start(
     harness: Harness,
     label: string,
-    options?: { redis?: string; writeRetryMs?: number; concurrency?: number },
+    options?: { redis?: string; writeRetryMs?: number; concurrency?: number; retention?: RetentionOptions },
   ): { host: HarnessHost; prefix: string; url: string }
   /** Closed after the test too (a client, a second host). */
   defer(close: () => Promise<unknown> | unknown): void
@@ -94,6 +94,7 @@ export function useInProcessHosts(): {
         prefix,
         logger: quiet,
         ...(options.writeRetryMs ? { writeRetryMs: options.writeRetryMs } : {}),
+        ...(options.retention ? { retention: options.retention } : {}),
       })
       const workers = host.startWorkers({ concurrency: options.concurrency ?? 4, sweepEveryMs: 0 })
       closers.push(

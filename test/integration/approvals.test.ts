@@ -8,7 +8,8 @@ import { Job, Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { ConfigError, defineHarness } from '../../src/index.js'
 import { SessionLog, toolJobId } from '../../src/log/index.js'
-import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
+import { toolQueueName } from '../../src/queue/index.js'
+import { queuePrefix } from '../rig.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { approvals, expiring, harnesses } from '../fixtures/approvals.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
@@ -107,7 +108,7 @@ describe('an approval cut before it parked', () => {
     const redis = new Redis(url)
     hosts.defer(() => redis.disconnect())
     expect((await new SessionLog(redis, prefix, 'cut').beginCall('p1', 'pay', 'never', { harness: harness.name })).kind).toBe('resume')
-    const tools = new Queue(toolQueueName(harness.name), { connection: { url }, prefix: bullPrefix(prefix, 0, 1) })
+    const tools = new Queue(toolQueueName(harness.name), { connection: { url }, prefix: queuePrefix(prefix, 'cut') })
     hosts.defer(() => tools.close())
     await (await Job.fromId(tools, toolJobId('cut', 'p1')))!.promote()
     await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 2, 'the call to park again')

@@ -16,7 +16,7 @@ type Fenced = ['fenced', number]
 
 export interface ScriptContract {
   addInput: {
-    keys: [log: string, inputs: string, sessions: string, openTurns: string, line: string]
+    keys: [log: string, inputs: string, sessions: string, openTurns: string, line: string, conversation: string]
     args: [
       inputId: string,
       text: string,
@@ -61,12 +61,12 @@ export interface ScriptContract {
     reply: ['ok'] | ['exists', string] | Fenced
   }
   beginCall: {
-    keys: [calls: string, log: string, staged: string, openCalls: string]
+    keys: [calls: string, log: string, staged: string, openCalls: string, inputs: string]
     args: [toolCallId: string, name: string, replay: 'safe' | 'never', now: number, openMember: string, harness: string, inputId: string]
-    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number]
+    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string]
   }
   cancelCall: {
-    keys: [calls: string, log: string, staged: string, openCalls: string, questions: string, openQuestions: string]
+    keys: [calls: string, log: string, staged: string, openCalls: string, questions: string, openQuestions: string, conversation: string]
     /** toolCallId, the parked epoch seen, the result record, then pairs of questionId and open questions member */
     args: [
       toolCallId: string,
@@ -80,8 +80,13 @@ export interface ScriptContract {
     ]
     reply: ['ok', string] | ['done'] | ['running'] | ['moved'] | ['unknown']
   }
+  fillConversation: {
+    keys: [conversation: string]
+    args: string[]
+    reply: ['filled'] | ['complete']
+  }
   landResult: {
-    keys: [calls: string, log: string, staged: string, openCalls: string]
+    keys: [calls: string, log: string, staged: string, openCalls: string, conversation: string]
     args: [
       toolCallId: string,
       epoch: number,
@@ -94,7 +99,7 @@ export interface ScriptContract {
     reply: ['ok', string] | Fenced
   }
   logModelResponse: {
-    keys: [log: string, inputs: string, calls: string]
+    keys: [log: string, inputs: string, calls: string, conversation: string]
     /** inputId, expected responses, record, then pairs of stored call id and fingerprint */
     args: [inputId: string, expected: number, record: string, ...idsAndFingerprints: string[]]
     reply: ['ok', string] | ['stale'] | ['unknown'] | ['taken', string]
@@ -103,6 +108,16 @@ export interface ScriptContract {
     keys: [calls: string, log: string]
     args: [toolCallId: string, epoch: number, record: string]
     reply: ['ok'] | Fenced
+  }
+  readConversation: {
+    keys: [conversation: string, log: string]
+    args: []
+    reply: [header: string, entries: Array<[string, string[]]>]
+  }
+  removeSession: {
+    keys: [log: string, steps: string, calls: string, questions: string, inputs: string, line: string, conversation: string, live: string]
+    args: [mode: 'check' | 'remove', exportedLastId: string]
+    reply: ['open', 'turn' | 'call'] | ['idle', string] | ['moved', string] | ['removed']
   }
   requestCall: {
     keys: [calls: string, log: string]
@@ -115,7 +130,7 @@ export interface ScriptContract {
     reply: ['ok'] | ['exists', string] | Fenced
   }
   settleInput: {
-    keys: [log: string, inputs: string, openTurns: string, line: string]
+    keys: [log: string, inputs: string, openTurns: string, line: string, conversation: string]
     args: [inputId: string, record: string, openMember: string, publish: 'PUBLISH' | 'SPUBLISH', channel: string, messageKey: string]
     reply: ['settled', string, string] | ['already', string, string] | ['unknown']
   }

@@ -7,6 +7,7 @@
     KEYS[2] inputs hash
     KEYS[3] open turns index
     KEYS[4] the session's open inputs in line
+    KEYS[5] the session's conversation projection (includes/conversation.lua)
     ARGV[1] inputId
     ARGV[2] harness.input.settled record JSON
     ARGV[3] open turns member
@@ -18,9 +19,10 @@
   Output:
     {'settled', entryId, nextInputId or ''} | {'already', settledEntryId, nextInputId or ''} | {'unknown'}
 ]]
-local logKey, inputsKey, openTurnsKey, lineKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local logKey, inputsKey, openTurnsKey, lineKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local inputId, record, openMember, publish, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
+--@include conversation
 local existing = redis.call('HGET', inputsKey, inputId)
 if not existing then return {'unknown'} end
 local input = cjson.decode(existing)
@@ -28,6 +30,7 @@ if input.status == 'settled' then
   return {'already', input.settledId, redis.call('ZRANGE', lineKey, 0, 0)[1] or ''}
 end
 local id = redis.call('XADD', logKey, '*', 'r', record)
+indexConversation(convKey, logKey, id)
 input.status = 'settled'
 input.settledId = id
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))

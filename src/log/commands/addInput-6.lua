@@ -11,6 +11,7 @@
     KEYS[3] sessions index (sorted set, score = last activity ms)
     KEYS[4] open turns index (sorted set, member = the open turn member, score = start ms)
     KEYS[5] the session's open inputs in line (sorted set, score = arrival order)
+    KEYS[6] the session's conversation projection (includes/conversation.lua)
     ARGV[1] inputId
     ARGV[2] text
     ARGV[3] harness.input record JSON
@@ -26,10 +27,11 @@
     {'added', entryId, 'run' | 'queued' | 'steered', runningInputId or ''} | {'busy', runningInputId}
     | {'exists', entryId, status, 'first' | ''} | {'conflict'}
 ]]
-local logKey, inputsKey, sessionsKey, openTurnsKey, lineKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local logKey, inputsKey, sessionsKey, openTurnsKey, lineKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local inputId, text, record, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local sessionId, openMember, harness, parent, busy, context = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 
+--@include conversation
 local existing = redis.call('HGET', inputsKey, inputId)
 if existing then
   local input = cjson.decode(existing)
@@ -41,6 +43,7 @@ end
 local running = redis.call('ZRANGE', lineKey, 0, 0)[1]
 if running and busy == 'reject' then return {'busy', running} end
 local id = redis.call('XADD', logKey, '*', 'r', record)
+indexConversation(convKey, logKey, id)
 local input = {text = text, entryId = id, status = 'open', harness = harness, at = tonumber(now)}
 if parent ~= '' then input.parent = cjson.decode(parent) end
 if context ~= '' then input.context = context end

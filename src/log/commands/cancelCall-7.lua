@@ -11,6 +11,7 @@
     KEYS[4] open calls index
     KEYS[5] questions hash
     KEYS[6] open questions index
+    KEYS[7] the session's conversation projection (includes/conversation.lua)
     ARGV[1] toolCallId
     ARGV[2] the parked epoch the caller saw
     ARGV[3] harness.tool.result record JSON (error code 'cancelled')
@@ -24,10 +25,11 @@
     {'ok', resultEntryId} | {'done'} | {'running'} | {'moved'} | {'unknown'}
     'moved': parked under another epoch (it woke, asked again and parked): read its questions again
 ]]
-local callsKey, logKey, stagedKey, openCallsKey, questionsKey, openQuestionsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local callsKey, logKey, stagedKey, openCallsKey, questionsKey, openQuestionsKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local toolCallId, epoch, record, openMember = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local publish, channel, messageKey = ARGV[5], ARGV[6], ARGV[7]
 
+--@include conversation
 --@include land
 local stateJson = redis.call('HGET', callsKey, toolCallId)
 if not stateJson then return {'unknown'} end
@@ -36,7 +38,7 @@ if state.s == 'done' then return {'done'} end
 if state.s ~= 'parked' then return {'running'} end
 if tostring(state.e) ~= epoch then return {'moved'} end
 -- the waiters hear of the landing when the script ends, with its questions closed below
-local id = landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, publish, channel, messageKey)
+local id = landCall(callsKey, logKey, convKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, publish, channel, messageKey)
 for i = 8, #ARGV, 2 do
   local questionId = ARGV[i]
   -- an answer that came first stays; the question is closed either way

@@ -7,6 +7,7 @@
     KEYS[2] session log stream
     KEYS[3] staged records list of this call
     KEYS[4] open calls index (sorted set)
+    KEYS[5] inputs hash: the turn's input state is returned with the begin (the attempt needs its status and context)
     ARGV[1] toolCallId
     ARGV[2] tool name
     ARGV[3] replay: 'safe' | 'never'
@@ -16,14 +17,15 @@
             state so the sweeper can enqueue the call again (it finds the input in the log)
 
   Output:
-    {kind, epoch, attempt} with kind:
+    {kind, epoch, attempt, input} with input the turn's input state JSON ('' for a runTool call or
+    none; not sent with 'done') and kind:
       'done'   the call has its kept result: do not run it
       'fresh'  first attempt
       'resume' a parked call woke up (sleep or answer): planned, not a crash
       'rerun'  the previous attempt was cut and the call is replay 'safe': run it again
       'cut'    the previous attempt was cut and the call is replay 'never': land a tool error
 ]]
-local callsKey, logKey, stagedKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local callsKey, logKey, stagedKey, openCallsKey, inputsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local toolCallId, name, replay, now, openMember, harness, inputId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
 local stateJson = redis.call('HGET', callsKey, toolCallId)
@@ -62,4 +64,6 @@ if kind ~= 'resume' then
     type = 'harness.tool.started', toolCallId = toolCallId, name = state.n,
     attempt = state.a, replay = state.r, reason = kind}))
 end
-return {kind, state.e, state.a}
+local input = ''
+if inputId ~= '' then input = redis.call('HGET', inputsKey, inputId) or '' end
+return {kind, state.e, state.a, input}

@@ -7,6 +7,7 @@
     KEYS[2] session log stream
     KEYS[3] staged records list of this call
     KEYS[4] open calls index
+    KEYS[5] the session's conversation projection (includes/conversation.lua)
     ARGV[1] toolCallId
     ARGV[2] caller's epoch
     ARGV[3] harness.tool.result record JSON
@@ -19,13 +20,14 @@
   Output:
     {'ok', resultEntryId} | {'fenced', currentEpoch}
 ]]
-local callsKey, logKey, stagedKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local callsKey, logKey, stagedKey, openCallsKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local toolCallId, epoch, record, openMember = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local publish, channel, messageKey = ARGV[5], ARGV[6], ARGV[7]
 
 --@include fence
+--@include conversation
 --@include land
 local state, fenced, ownEpoch = loadFence(callsKey, toolCallId, epoch)
 if ownEpoch and state.s == 'done' then return {'ok', state.id} end
 if fenced then return fencedReply(state) end
-return {'ok', landCall(callsKey, logKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, publish, channel, messageKey)}
+return {'ok', landCall(callsKey, logKey, convKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, publish, channel, messageKey)}

@@ -8,6 +8,7 @@
     KEYS[1] session log stream
     KEYS[2] inputs hash
     KEYS[3] calls hash ("<toolCallId>\0req" -> fingerprint of the call's tool and input)
+    KEYS[4] the session's conversation projection (includes/conversation.lua)
     ARGV[1] inputId
     ARGV[2] number of responses the caller folded from the log
     ARGV[3] harness.model.response record JSON
@@ -16,9 +17,10 @@
   Output:
     {'ok', entryId} | {'stale'} | {'unknown'} | {'taken', toolCallId}
 ]]
-local logKey, inputsKey, callsKey = KEYS[1], KEYS[2], KEYS[3]
+local logKey, inputsKey, callsKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local inputId, expected, record = ARGV[1], ARGV[2], ARGV[3]
 
+--@include conversation
 local raw = redis.call('HGET', inputsKey, inputId)
 if not raw then return {'unknown'} end
 local input = cjson.decode(raw)
@@ -28,6 +30,7 @@ for i = 4, #ARGV, 2 do
 end
 for i = 4, #ARGV, 2 do redis.call('HSET', callsKey, ARGV[i] .. '\0req', ARGV[i + 1]) end
 local id = redis.call('XADD', logKey, '*', 'r', record)
+indexConversation(convKey, logKey, id)
 input.responses = (input.responses or 0) + 1
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))
 return {'ok', id}

@@ -1,0 +1,54 @@
+--[[
+  Retention: removes every key of a session that needs nothing any more, after its log was exported.
+  Nothing is removed while the session has open work: an input not settled (a turn running or in
+  line), or a call requested or begun and not landed (queued, running, parked on a sleep, an ask or an
+  approval, or waiting for an agent child). In 'check' mode it only answers whether it could.
+
+  Input:
+    KEYS[1] session log stream
+    KEYS[2] steps hash
+    KEYS[3] calls hash
+    KEYS[4] questions hash
+    KEYS[5] inputs hash
+    KEYS[6] the session's open inputs in line
+    KEYS[7] the session's conversation projection
+    KEYS[8] the session's live stream
+    ARGV[1] 'check' | 'remove'
+    ARGV[2] ('remove') the id of the log's last entry when it was exported ('' for an empty log)
+
+  Output:
+    {'open', 'turn' | 'call'}      open work: nothing removed
+    {'idle', lastEntryId or ''}    ('check') nothing open; the log's last entry
+    {'moved', lastEntryId}         ('remove') the log grew since it was exported: nothing removed
+    {'removed'}
+]]
+local logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local mode, exported = ARGV[1], ARGV[2]
+
+if redis.call('ZCARD', lineKey) > 0 then return {'open', 'turn'} end
+local inputs = redis.call('HGETALL', inputsKey)
+for i = 1, #inputs, 2 do
+  -- '\0seq' is the line's counter, not an input
+  if string.byte(inputs[i], 1) ~= 0 and cjson.decode(inputs[i + 1]).status ~= 'settled' then return {'open', 'turn'} end
+end
+-- a call is open from its request ("<id>\0req") or its begin ("<id>": the state) until it lands (state 'done')
+local calls = redis.call('HGETALL', callsKey)
+local states = {}
+for i = 1, #calls, 2 do
+  if not string.find(calls[i], '\0', 1, true) then states[calls[i]] = cjson.decode(calls[i + 1]).s end
+end
+for i = 1, #calls, 2 do
+  local field = calls[i]
+  local nul = string.find(field, '\0', 1, true)
+  local id = field
+  if nul then id = string.sub(field, 1, nul - 1) end
+  if states[id] ~= 'done' then return {'open', 'call'} end
+end
+local last = redis.call('XREVRANGE', logKey, '+', '-', 'COUNT', 1)[1]
+local lastId = ''
+if last then lastId = last[1] end
+if mode == 'check' then return {'idle', lastId} end
+if lastId ~= exported then return {'moved', lastId} end
+redis.call('DEL', logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey)
+return {'removed'}

@@ -1,0 +1,2 @@
+export { retentionOf, type RetentionOptions } from './options.js'
+export { retainOnce } from './pass.js'

@@ -1,0 +1,72 @@
+import type { Logger } from 'pino'
+import { indexKeys, type RedisClient, type SessionLog } from '../log/index.js'
+import type { Retention } from './options.js'
+
+export interface RetentionDeps {
+  redis: RedisClient
+  prefix: string
+  /** The deployment's shard count: each shard has its own sessions index. */
+  shards: number
+  logFor(sessionId: string): SessionLog
+  retention: Retention
+  logger: Logger
+}
+
+/**
+ * One retention pass over the sessions index (score: last activity known), oldest first, at most
+ * `limit` sessions: a session idle for `sessionMs` with nothing open is exported, then removed in one
+ * script that checks again that nothing is open and that its log did not grow since the export. A
+ * session that is not due gets its true last activity as its score and is looked at again then.
+ * Returns the ids of the sessions removed.
+ */
+export async function retainOnce(
+  deps: RetentionDeps,
+  options: { limit?: number; now?: number; shards?: readonly number[] } = {},
+): Promise<string[]> {
+  const removed: string[] = []
+  const shards = options.shards ?? Array.from({ length: deps.shards }, (_, shard) => shard)
+  for (const shard of shards) removed.push(...(await retainShard(deps, indexKeys(deps.prefix, shard, deps.shards).sessions, options)))
+  return removed
+}
+
+async function retainShard(
+  deps: RetentionDeps,
+  index: string,
+  { limit = 100, now = Date.now() }: { limit?: number; now?: number },
+): Promise<string[]> {
+  const { redis, retention, logger } = deps
+  const cutoff = now - retention.sessionMs
+  const due = await redis.zrangebyscore(index, '-inf', cutoff, 'LIMIT', 0, limit)
+  const removed: string[] = []
+  const later = (sessionId: string, at: number) => redis.zadd(index, 'XX', at, sessionId)
+  for (const sessionId of due) {
+    const log = deps.logFor(sessionId)
+    const check = await log.removeSession('check')
+    // open work: looked at again one retention period from now
+    if (check[0] === 'open') {
+      await later(sessionId, now)
+      continue
+    }
+    const lastAt = check[0] === 'idle' && check[1] ? Number(check[1].split('-')[0]) : 0
+    if (lastAt > cutoff) {
+      await later(sessionId, lastAt)
+      continue
+    }
+    const { jsonl, lastId } = await log.exportJsonl()
+    try {
+      await retention.export(sessionId, jsonl)
+    } catch (err) {
+      logger.warn({ err, sessionId }, 'retention: the export of a session failed; it is kept and tried again later')
+      await later(sessionId, now)
+      continue
+    }
+    const reply = await log.removeSession('remove', lastId)
+    if (reply[0] === 'removed') {
+      // the shard's index is written apart from the session's keys: removeSession's keys stay the session's
+      await redis.zrem(index, sessionId)
+      removed.push(sessionId)
+      logger.debug({ sessionId }, 'retention: session exported and removed')
+    } else await later(sessionId, now)
+  }
+  return removed
+}
