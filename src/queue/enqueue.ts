@@ -63,8 +63,8 @@ export function createQueues(harness: Harness, connection: ConnectionOptions, pr
   return new HarnessQueues(harness, connection, prefix, shards)
 }
 
-/** Entries BullMQ keeps in a queue's events stream (its default is 10,000; about 4 a parked call). */
-const EVENTS_MAX_LEN = 1_000
+/** Entries BullMQ keeps in a queue's events stream (its default is 10,000; about 4 a parked call); only a live QueueEvents listener reads it. */
+const EVENTS_MAX_LEN = 100
 
 /**
  * A tool job retries only infrastructure failures (a tool's own error is a landed tool error). How
