@@ -38,6 +38,8 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
   let at: Cursor =
     options.from === undefined && options.fromInput !== undefined ? await inputStart(log, options.fromInput) : decodeCursor(options.from)
   const follow = options.follow ?? true
+  // from an input: text deltas of a turn whose input is not in this read are an earlier turn's
+  const inputs = options.from === undefined && options.fromInput !== undefined ? new Set<string>() : undefined
   const mapper = new EventMapper(log.sessionId, { message: at.message, emitted: at.emitted })
   const conn = follow ? duplicateClient(log.redis) : log.redis
   const onAbort = () => conn.disconnect()
@@ -64,7 +66,8 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
       const entries = mergeByID(reply, log.keys.log, PAGE)
       if (entries.length === 0 && !follow) return
       for (const { stream, id, fields } of entries) {
-        const events = stream === 'log' ? logEvents(log, mapper, id, fields) : liveEvents(mapper, fields)
+        const events = stream === 'log' ? logEvents(log, mapper, id, fields) : liveEvents(mapper, fields, inputs)
+        if (inputs) for (const e of events) if (e.type === 'RUN_STARTED') inputs.add(e.runId)
         const before = at
         const after: Cursor = { ...before, [stream]: id, message: mapper.state.message, emitted: mapper.state.emitted, skip: 0 }
         for (let i = before.skip; i < events.length; i++) {
@@ -92,9 +95,10 @@ function logEvents(log: SessionLog, mapper: EventMapper, id: string, fields: str
   return record ? mapper.fromLog(record.record, id) : []
 }
 
-function liveEvents(mapper: EventMapper, fields: string[]): StreamChunk[] {
+function liveEvents(mapper: EventMapper, fields: string[], inputs?: Set<string>): StreamChunk[] {
   const entry = parseLive(fields)
-  return entry ? mapper.fromLive(entry) : []
+  if (!entry || (inputs && entry.k === 'delta' && !inputs.has(entry.inputId))) return []
+  return mapper.fromLive(entry)
 }
 
 /**

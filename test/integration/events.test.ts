@@ -9,7 +9,7 @@ import { SessionLog } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { LONG_TEXT, streaming } from '../fixtures/streaming.js'
 import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
-import { rigClient } from '../rig.js'
+import { rigClient, uniquePrefix } from '../rig.js'
 
 const hosts = useInProcessHosts()
 const TEXT = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ') + '. ' + 'x'.repeat(600)
@@ -138,6 +138,25 @@ describe('session.events', () => {
     expect(start).toBeGreaterThan(0)
     expect(second).toEqual(all.slice(start))
     await expect(session.events({ fromInput: 'never', follow: false }).next()).rejects.toBeInstanceOf(UnknownInputError)
+  })
+
+  it("events({ fromInput }) leaves out an earlier turn's text deltas that the live stream holds around the input", async () => {
+    const idle = defineHarness({ name: 'events-idle', adapter: scriptedModel([]) })
+    const prefix = uniquePrefix('events-idle')
+    const host = createHarnessHost({ redis: hosts.url(), harnesses: [idle], prefix, logger: quiet })
+    hosts.defer(() => host.close())
+    const redis = rigClient(hosts.url())
+    hosts.defer(() => redis.disconnect())
+    const log = new SessionLog(redis, prefix, 'late')
+    // no workers: the second input's turn does not run. A delta of the first turn right before and right after it
+    await log.appendLive({ k: 'delta', m: 'first.0.x', inputId: 'first', at: 0, text: 'old ' })
+    await host.open(idle, { sessionId: 'late' }).prompt('second', { inputId: 'second' })
+    await log.appendLive({ k: 'delta', m: 'first.0.x', inputId: 'first', at: 4, text: 'text' })
+    await log.appendLive({ k: 'delta', m: 'second.0.y', inputId: 'second', at: 0, text: 'new' })
+    const events: StreamChunk[] = []
+    for await (const e of host.open(idle, { sessionId: 'late' }).events({ fromInput: 'second', follow: false })) events.push(e.event)
+    expect(events.map((e) => e.type)).toEqual(['RUN_STARTED', 'CUSTOM', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT'])
+    expect(events[3]).toMatchObject({ messageId: 'second.0.y', delta: 'new' })
   })
 
   it('when the live deltas have expired, a follower gets the message whole from the log', async () => {
