@@ -37,13 +37,18 @@ export function useWorkerProcesses(options: {
   concurrency?: number
 }): WorkerProcessesContext {
   const ctx = { workers: [] as WorkerProcess[] } as unknown as WorkerProcessesContext
-  ctx.spawn = (o = {}) =>
-    spawnWorker({
+  // every process spawned is killed after the block, also one a test did not keep in ctx.workers
+  const spawned: WorkerProcess[] = []
+  ctx.spawn = async (o = {}) => {
+    const worker = await spawnWorker({
       redisUrl: ctx.url,
       prefix: ctx.prefix,
       ...(options.module ? { module: options.module } : {}),
       ...((o.concurrency ?? options.concurrency) ? { concurrency: o.concurrency ?? options.concurrency } : {}),
     })
+    spawned.push(worker)
+    return worker
+  }
   beforeAll(async () => {
     ctx.url = await getRedisUrl()
     ctx.prefix = uniquePrefix(options.label)
@@ -55,7 +60,7 @@ export function useWorkerProcesses(options: {
     for (let i = 0; i < (options.workers ?? 2); i++) ctx.workers.push(await ctx.spawn())
   })
   afterAll(async () => {
-    await Promise.all(ctx.workers.map((w) => w.kill('SIGKILL')))
+    await Promise.all([...ctx.workers, ...spawned].map((w) => w.kill('SIGKILL')))
     await ctx.host?.close()
     await ctx.other?.close()
     ctx.redis?.disconnect()
