@@ -66,6 +66,10 @@ export function shardTag(shard: number, shards: number): string {
   const id = `${shard}/${shards}`
   let tag = tags.get(id)
   if (tag === undefined) {
+    // the search below ends only for a real shard: anything else would spin forever
+    assertShards(shards)
+    if (!Number.isInteger(shard) || shard < 0 || shard >= shards)
+      throw new ConfigError(`shard ${JSON.stringify(shard)} does not exist (shards are 0 to ${shards - 1}).`)
     const width = SLOTS / shards
     const lo = shard * width + width / 4
     const hi = shard * width + (3 * width) / 4
