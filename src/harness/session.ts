@@ -50,6 +50,11 @@ export interface LogReader {
   follow(options?: FollowOptions): AsyncGenerator<LogEntry>
   /** Where an input stands: its record's entry id, whether it settled, when it came; null for none. */
   input(inputId: string): Promise<{ entryId: string; status: 'open' | 'settled'; at: number } | null>
+  /**
+   * The conversation: inputs, model responses, the results of turns' calls and settles, in log order,
+   * from the session's conversation projection (its cost follows the conversation, not the log).
+   */
+  conversation(): Promise<LogEntry[]>
 }
 
 export interface SessionDeps {
@@ -81,6 +86,7 @@ export class Session {
     this.log = {
       read: (o) => deps.log.read(o),
       follow: (o) => deps.log.follow(o),
+      conversation: () => deps.log.conversation(),
       input: async (inputId) => {
         const input = await deps.log.getInput(inputId)
         return input && { entryId: input.entryId, status: input.status, at: input.at }

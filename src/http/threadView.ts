@@ -6,8 +6,6 @@ import type { Session } from '../harness/session.js'
 import type { Harness } from '../harnessTypes.js'
 import { approvalInterrupt } from './interrupts.js'
 
-const TYPES = ['harness.input', 'harness.model.response', 'harness.tool.result', 'harness.input.settled'] as const
-
 interface Turn {
   runId: string
   prompt: string
@@ -24,7 +22,8 @@ interface Folded {
 
 /** The thread's messages in the UIMessage form `useChat` shows, and its turns, from the log. */
 async function fold(session: Session): Promise<Folded> {
-  const entries = await session.log.read({ types: TYPES })
+  // the conversation projection: a reload costs what the conversation holds, not what the log does
+  const entries = await session.log.conversation()
   const messages: UIMessage[] = []
   const turns = new Map<string, Turn>()
   const assistants = new Map<string, UIMessage>()
