@@ -39,13 +39,14 @@ export function approvalInterrupt(
 ): Interrupt {
   const tool = toolOf(harness, call.name)
   const schema = normalizeApprovalSchema(undefined, tool?.inputSchema)
+  const expires = question.expiresAt !== undefined ? { expiresAt: new Date(question.expiresAt).toISOString() } : {}
   const descriptor = {
     id: question.questionId,
     reason: 'approval_required',
     message: question.message,
     toolCallId: question.toolCallId,
     responseSchema: schema.responseSchema,
-    ...(question.expiresAt !== undefined ? { expiresAt: new Date(question.expiresAt).toISOString() } : {}),
+    ...expires,
     metadata: { kind: 'approval', toolName: call.name, input: call.input },
   } as Interrupt
   return withInterruptBinding(
@@ -60,7 +61,7 @@ export function approvalInterrupt(
       inputSchemaHash: hashSchemaInput(tool?.inputSchema),
       approvalSchemaHash: schema.approvalSchemaHash,
       responseSchemaHash: schema.responseSchemaHash,
-      ...(question.expiresAt !== undefined ? { expiresAt: new Date(question.expiresAt).toISOString() } : {}),
+      ...expires,
       interruptedRunId,
       generation: 0,
     } as never,

@@ -5,6 +5,7 @@ import { requestField, stepField } from './keys.js'
 import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
 import { SessionInputs, type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { encodeRecord } from './stream.js'
+import type { LandArgs } from './commands/index.js'
 
 type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
 export interface BeginResult {
@@ -178,19 +179,10 @@ export class SessionLog extends SessionInputs {
       name,
       ...(outcome.error ? { error: outcome.error } : { result: outcome.result }),
     })
-    const idx = this.index
     const reply = await this.script(
       'landResult',
-      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), idx.openCalls, this.keys.conversation],
-      [
-        toolCallId,
-        fence.epoch,
-        record,
-        openMember(this.sessionId, toolCallId),
-        this.publish,
-        idx.events,
-        messageKey('call', this.sessionId, toolCallId),
-      ],
+      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), this.index.openCalls, this.keys.conversation],
+      this.landArgs(fence, record),
       true,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
@@ -229,18 +221,23 @@ export class SessionLog extends SessionInputs {
         idx.openQuestions,
         this.keys.conversation,
       ],
-      [
-        toolCallId,
-        fence.epoch,
-        record,
-        openMember(this.sessionId, toolCallId),
-        this.publish,
-        idx.events,
-        messageKey('call', this.sessionId, toolCallId),
-        ...questionIds.flatMap((q) => [q, openMember(this.sessionId, q)]),
-      ],
+      [...this.landArgs(fence, record), ...questionIds.flatMap((q) => [q, openMember(this.sessionId, q)])],
     )
     return status
+  }
+
+  /** The landing of a call's result (includes/land.lua): what it writes under which epoch, and whom it wakes. */
+  private landArgs(fence: Fence, record: string): LandArgs {
+    const { toolCallId, epoch } = fence
+    return [
+      toolCallId,
+      epoch,
+      record,
+      openMember(this.sessionId, toolCallId),
+      this.publish,
+      this.index.events,
+      messageKey('call', this.sessionId, toolCallId),
+    ]
   }
 
   stagedKey(toolCallId: string): string {

@@ -14,6 +14,17 @@ type Arg = string | number
 export type BusyMode = 'queue' | 'steer' | 'reject'
 type Fenced = ['fenced', number]
 
+/** What landing a call's result takes (includes/land.lua), the same for landResult and cancelCall. */
+export type LandArgs = [
+  toolCallId: string,
+  epoch: number,
+  record: string,
+  openMember: string,
+  publish: 'PUBLISH' | 'SPUBLISH',
+  channel: string,
+  messageKey: string,
+]
+
 export interface ScriptContract {
   addInput: {
     keys: [log: string, inputs: string, sessions: string, openTurns: string, line: string, conversation: string]
@@ -67,17 +78,8 @@ export interface ScriptContract {
   }
   cancelCall: {
     keys: [calls: string, log: string, staged: string, openCalls: string, questions: string, openQuestions: string, conversation: string]
-    /** toolCallId, the parked epoch seen, the result record, then pairs of questionId and open questions member */
-    args: [
-      toolCallId: string,
-      epoch: number,
-      record: string,
-      openMember: string,
-      publish: 'PUBLISH' | 'SPUBLISH',
-      channel: string,
-      messageKey: string,
-      ...questions: string[],
-    ]
+    /** the landing (the parked epoch seen as its epoch), then pairs of questionId and open questions member */
+    args: [...LandArgs, ...questions: string[]]
     reply: ['ok', string] | ['done'] | ['running'] | ['moved'] | ['unknown']
   }
   fillConversation: {
@@ -87,15 +89,7 @@ export interface ScriptContract {
   }
   landResult: {
     keys: [calls: string, log: string, staged: string, openCalls: string, conversation: string]
-    args: [
-      toolCallId: string,
-      epoch: number,
-      record: string,
-      openMember: string,
-      publish: 'PUBLISH' | 'SPUBLISH',
-      channel: string,
-      messageKey: string,
-    ]
+    args: LandArgs
     reply: ['ok', string] | Fenced
   }
   logModelResponse: {
