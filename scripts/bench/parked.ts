@@ -109,7 +109,11 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
     for (const per of options.callsPerSession ?? [1, 100]) {
       memory.push(
         await withHost(redisUrl, 'mem', concurrency, async (host, prefix) => {
-          const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix, 0, 1) })
+          const delayed = new Queue(toolQueueName(bench.name), {
+            connection: admin,
+            prefix: bullPrefix(prefix, 0, 1),
+            skipMetasUpdate: true,
+          })
           // warm-up: queue metadata, loaded scripts and one finished call are in the baseline
           await host.open(bench, { sessionId: 'warm' }).runTool({ name: 'nap', input: { ms: 0 } })
           await pause(500)

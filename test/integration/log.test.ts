@@ -520,6 +520,37 @@ describe('session log: call lifecycle (beginCall)', () => {
     // the parked attempt's epoch is stale now
     await expect(log.parkCall({ toolCallId: 'c1', epoch: 1 }, 'sleep', until)).rejects.toBeInstanceOf(FencedError)
   })
+
+  it('a park gives back the unused bytes of a one-node log: the same entries and ids, and a blocked follower reads on', async () => {
+    const log = new SessionLog(redis, prefixFor('compact'), 's1')
+    const followerLog = new SessionLog(client(url), log.prefix, 's1')
+    await log.beginCall('c1', 'nap', 'safe')
+    await log.saveStep({ toolCallId: 'c1', epoch: 1 }, 'before', 1, stepRecord('c1', 'before', 1))
+    const bytes = async () => Number(await redis.memory('USAGE', log.keys.log, 'SAMPLES', '0'))
+    // Redis preallocates the stream's first node (4 KiB on a default server): what the park gives back
+    const preallocated = await bytes()
+    const before = await log.read()
+    const seen: LogEntry[] = []
+    const controller = new AbortController()
+    const following = (async () => {
+      for await (const entry of followerLog.follow({ after: before.at(-1)!.id, signal: controller.signal, blockMs: 600_000 }))
+        seen.push(entry)
+    })()
+    await new Promise((r) => setTimeout(r, 100)) // the follower is in XREAD BLOCK when the log is rewritten
+    await log.parkCall({ toolCallId: 'c1', epoch: 1 }, 'sleep', Date.now() + 60_000)
+    const compacted = await bytes()
+    expect(compacted).toBeLessThan(preallocated - 2048)
+    const after = await log.read()
+    expect(after.slice(0, before.length)).toEqual(before)
+    expect(after.map((e) => e.record.type)).toEqual(['harness.tool.started', 'harness.tool.step', 'harness.tool.suspended'])
+    // the rewritten stream keeps its last id: a new entry gets a later one, and the blocked follower gets both
+    expect(await log.beginCall('c1', 'nap', 'safe')).toMatchObject({ kind: 'resume', epoch: 2 })
+    const [appended] = await log.append([{ type: 'app.after-wake' }])
+    await waitFor(() => seen.length === 2, 'the suspended record and the record after the wake-up')
+    expect(seen.map((e) => e.id)).toEqual([after[2]!.id, appended])
+    controller.abort()
+    await following
+  })
 })
 
 describe('session log: inputs', () => {

@@ -30,6 +30,7 @@ local toolCallId, epoch, record, openMember = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local publish, channel, messageKey = ARGV[5], ARGV[6], ARGV[7]
 
 --@include conversation
+--@include compactLog
 --@include land
 local stateJson = redis.call('HGET', callsKey, toolCallId)
 if not stateJson then return {'unknown'} end

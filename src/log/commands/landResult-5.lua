@@ -26,6 +26,7 @@ local publish, channel, messageKey = ARGV[5], ARGV[6], ARGV[7]
 
 --@include fence
 --@include conversation
+--@include compactLog
 --@include land
 local state, fenced, ownEpoch = loadFence(callsKey, toolCallId, epoch)
 if ownEpoch and state.s == 'done' then return {'ok', state.id} end

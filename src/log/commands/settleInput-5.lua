@@ -1,6 +1,7 @@
 --[[
   Settles an input once: logs harness.input.settled, closes the turn, and takes it out of the
-  session's line; the reply names the input now first in line, whose turn the caller enqueues.
+  session's line; the reply names the input now first in line, whose turn the caller enqueues. A
+  settled turn leaves its session idle, so a small log gives back its unused bytes (includes/compactLog.lua).
 
   Input:
     KEYS[1] session log stream
@@ -23,6 +24,7 @@ local logKey, inputsKey, openTurnsKey, lineKey, convKey = KEYS[1], KEYS[2], KEYS
 local inputId, record, openMember, publish, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
 --@include conversation
+--@include compactLog
 local existing = redis.call('HGET', inputsKey, inputId)
 if not existing then return {'unknown'} end
 local input = cjson.decode(existing)
@@ -36,5 +38,6 @@ input.settledId = id
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))
 redis.call('ZREM', openTurnsKey, openMember)
 redis.call('ZREM', lineKey, inputId)
+compactLog(logKey)
 redis.call(publish, channel, messageKey .. '\n' .. record)
 return {'settled', id, redis.call('ZRANGE', lineKey, 0, 0)[1] or ''}
