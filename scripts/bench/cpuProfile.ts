@@ -4,7 +4,8 @@
 // top frames by self time and the self time per package; writes the .cpuprofile for a viewer.
 // `--raw`: the same for raw BullMQ no-op jobs (our job options and worker settings), for comparison.
 // Uses REDIS_URL when set (only its own key prefix, deleted afterwards); else a private redis-server.
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { Session } from 'node:inspector'
 import { toolDefinition } from '@tanstack/ai'
 import { Queue, Worker } from 'bullmq'
@@ -123,6 +124,7 @@ try {
   const { profile } = (await post('Profiler.stop')) as { profile: Profile }
   await workers.close()
   const out = arg('out', 'bench/drain.cpuprofile')
+  mkdirSync(dirname(out), { recursive: true }) // bench/ is git-ignored: a fresh clone has none
   writeFileSync(out, JSON.stringify(profile))
   const summary = summarizeProfile(profile)
   console.log(

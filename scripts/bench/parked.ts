@@ -45,6 +45,11 @@ interface MemoryFigure {
   bytesPerParkedCall: number
   /** MEMORY USAGE of the keys of the first session and of its first call's BullMQ job. */
   sampleKeys: Record<string, number>
+  /**
+   * MEMORY USAGE a parked call, summed over every key the parking wrote or grew and grouped by the
+   * key's kind (the session ids and job ids in a name replaced by placeholders): where the bytes go.
+   */
+  perKind: Record<string, number>
 }
 
 export interface ParkedResult {
@@ -73,6 +78,21 @@ async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
     cursor = c
     if (keys.length) await redis.unlink(...keys)
   } while (cursor !== '0')
+}
+
+/** MEMORY USAGE (exact: SAMPLES 0) of every key of the prefix. */
+async function keySizes(redis: Redis, prefix: string): Promise<Map<string, number>> {
+  const sizes = new Map<string, number>()
+  let cursor = '0'
+  do {
+    const [c, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+    cursor = c
+    const pipeline = redis.pipeline()
+    for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', '0')
+    const replies = (await pipeline.exec()) ?? []
+    keys.forEach((key, i) => sizes.set(key, Number(replies[i]?.[1] ?? 0)))
+  } while (cursor !== '0')
+  return sizes
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -117,6 +137,7 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           // warm-up: queue metadata, loaded scripts and one finished call are in the baseline
           await host.open(bench, { sessionId: 'warm' }).runTool({ name: 'nap', input: { ms: 0 } })
           await pause(500)
+          const sizesBefore = await keySizes(admin, prefix)
           const usedMemoryBefore = await usedMemory(admin)
           progress(`memory: used_memory ${usedMemoryBefore} B before; parking ${parked} nap calls (1 h each), ${per} a session`)
           await pool(parked, 200, async (i) => {
@@ -146,10 +167,22 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           ]) {
             sampleKeys[key.slice(prefix.length + 1)] = Number(await admin.memory('USAGE', key, 'SAMPLES', '0'))
           }
+          const perKind: Record<string, number> = {}
+          for (const [key, bytes] of await keySizes(admin, prefix)) {
+            const kind = key
+              .slice(prefix.length + 1)
+              .replace(/p-\d+/g, '<session>')
+              .replace(/call\|[^:]+$/, '<job>')
+            perKind[kind] = (perKind[kind] ?? 0) + bytes - (sizesBefore.get(key) ?? 0)
+          }
+          for (const kind of Object.keys(perKind)) {
+            perKind[kind] = Math.round(perKind[kind]! / parked)
+            if (Math.abs(perKind[kind]!) < 2) delete perKind[kind]
+          }
           await delayed.close()
           const bytesPerParkedCall = Math.round((usedMemoryAfter - usedMemoryBefore) / parked)
           progress(`memory: ${bytesPerParkedCall} B per parked call (${per} a session)`)
-          return { parked, callsPerSession: per, usedMemoryBefore, usedMemoryAfter, bytesPerParkedCall, sampleKeys }
+          return { parked, callsPerSession: per, usedMemoryBefore, usedMemoryAfter, bytesPerParkedCall, sampleKeys, perKind }
         }),
       )
     }
@@ -200,6 +233,7 @@ if (isMain) {
           `(used_memory ${m.usedMemoryBefore} -> ${m.usedMemoryAfter} B over ${m.parked} parked calls)`,
       )
       console.log(`  first session's keys and first job (MEMORY USAGE, B): ${JSON.stringify(m.sampleKeys)}`)
+      console.log(`  MEMORY USAGE a parked call, by key (B): ${JSON.stringify(m.perKind)}`)
     }
     console.log(
       `Wake-up lateness over ${l.sleeps} sleeps of 1-2 s: p50 ${l.p50} ms, p90 ${l.p90} ms, p99 ${l.p99} ms, max ${l.max} ms (min ${l.min})`,
