@@ -144,7 +144,8 @@ describe('session log: all-or-nothing writes', () => {
       { type: 'harness.tool.result', toolCallId: 'c1', name: 'charge', result: { charged: true } },
     ])
     expect(own[3]!.id).toBe(resultId)
-    expect(at).toBeGreaterThan(20)
+    // the log held 20 entries (the started record and 19 or more of the noise) before the landing
+    expect(at).toBeGreaterThanOrEqual(20)
     expect(await redis.llen(log.stagedKey('c1'))).toBe(0)
     expect(await log.getCall('c1')).toMatchObject({ status: 'done', result: { result: { charged: true } } })
     expect(await redis.zscore(log.index.openCalls, openMember(log.sessionId, 'c1'))).toBeNull()
