@@ -3,6 +3,9 @@
 // workers under the V8 profiler (as `node --cpu-prof` does) until the last one completes. Prints the
 // top frames by self time and the self time per package; writes the .cpuprofile for a viewer.
 // `--raw`: the same for raw BullMQ no-op jobs (our job options and worker settings), for comparison.
+// `--floor`: the same durable calls drained by a bare BullMQ worker that only sends the three scripts
+// a 1-step call cannot do without (beginCall, saveStep, landResult) on an auto-pipelined connection:
+// the design's floor, with none of the harness around it (hooks, signals, timeouts, spans, metrics).
 // Uses REDIS_URL when set (only its own key prefix, deleted afterwards); else a private redis-server.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
@@ -14,7 +17,8 @@ import { pino } from 'pino'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError } from '../../src/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
-import { bullPrefix, finishedJobs, toolJobOptions } from '../../src/queue/index.js'
+import { SessionLog } from '../../src/log/index.js'
+import { bullPrefix, finishedJobs, toolJobOptions, toolQueueName, type ToolJobData } from '../../src/queue/index.js'
 import { benchPrefix, deletePrefix, pool, silentLogger } from './lib.js'
 
 const one = durableTool(
@@ -68,6 +72,24 @@ const arg = (name: string, fallback: string) => {
   return i >= 0 ? process.argv[i + 1]! : fallback
 }
 
+/** The floor: a BullMQ worker on the tool queue whose processor only begins, saves the step and lands. */
+function floorWorkers(url: string, concurrency: number) {
+  const logRedis = new Redis(url, { maxRetriesPerRequest: null, enableAutoPipelining: true })
+  const worker = new Worker<ToolJobData>(
+    toolQueueName(harness.name),
+    async (job) => {
+      const { sessionId, toolCallId } = job.data
+      const log = new SessionLog(logRedis, prefix, sessionId)
+      const { epoch } = await log.beginCall(toolCallId, job.name, 'safe', { harness: harness.name })
+      const fence = { toolCallId, epoch }
+      await log.saveStep(fence, 'a', 1, { type: 'harness.tool.step', toolCallId, name: 'a', value: 1 })
+      await log.landResult(fence, job.name, { result: { ok: true } })
+    },
+    { connection, prefix: bullPrefix(prefix, 0, 1), concurrency, ...finishedJobs() },
+  )
+  return { workers: [worker], close: async () => void (await worker.close(), logRedis.disconnect()) }
+}
+
 const calls = Number(arg('calls', '4000'))
 const concurrency = Number(arg('concurrency', '10'))
 let stop = async () => {}
@@ -83,6 +105,7 @@ const logger = arg('log', '') ? pino({ level: arg('log', 'info') }, pino.destina
 const host = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger })
 const session = new Session()
 const raw = process.argv.includes('--raw')
+const floor = process.argv.includes('--floor')
 const connection = new Redis(url, { maxRetriesPerRequest: null })
 const queue = new Queue('raw', { connection, prefix: bullPrefix(prefix, 0, 1) })
 try {
@@ -111,7 +134,9 @@ try {
         const worker = new Worker('raw', async () => {}, { connection, prefix: bullPrefix(prefix, 0, 1), concurrency, ...finishedJobs() })
         return { workers: [worker], close: () => worker.close() }
       })()
-    : host.startWorkers({ concurrency, sweepEveryMs: 0 })
+    : floor
+      ? floorWorkers(url, concurrency)
+      : host.startWorkers({ concurrency, sweepEveryMs: 0 })
   let done = 0
   await new Promise<void>((resolve) => {
     for (const w of workers.workers)
@@ -128,7 +153,7 @@ try {
   writeFileSync(out, JSON.stringify(profile))
   const summary = summarizeProfile(profile)
   console.log(
-    `${calls} ${raw ? 'raw no-op jobs' : 'durable calls'} drained at concurrency ${concurrency} in ${Math.round(ms)} ms (${Math.round((calls / ms) * 1000)}/s); profile: ${out}`,
+    `${calls} ${raw ? 'raw no-op jobs' : floor ? 'durable calls (floor: the three scripts only)' : 'durable calls'} drained at concurrency ${concurrency} in ${Math.round(ms)} ms (${Math.round((calls / ms) * 1000)}/s); profile: ${out}`,
   )
   console.log(
     `Node CPU while draining: ${Math.round((cpu.user + cpu.system) / calls)} µs a call (user ${Math.round(cpu.user / 1000)} ms, system ${Math.round(cpu.system / 1000)} ms)`,
