@@ -13,11 +13,13 @@ describe('harness with worker processes', () => {
 
   it('runs the calls of a batch in parallel and gives the model their results in call order', async () => {
     const session = ctx.host.open(shop, { sessionId: 'parallel' })
-    // call 0 is slow, call 1 fast: results land 1 then 0, but the model must read 0 then 1
+    // call 0 is slow, call 1 fast: results land 1 then 0, but the model must read 0 then 1. The fast
+    // one takes 1 s too, so a worker process slow to take its first job (a cold Cluster connection
+    // on a loaded machine once took longer than an instant call) still starts call 0 before it ends
     const { inputId } = await session.prompt(
       batch([
-        { name: 'safeLookup', input: { sku: 'slow', pauseMs: 1000 } },
-        { name: 'lookup', input: { sku: 'fast' } },
+        { name: 'safeLookup', input: { sku: 'slow', pauseMs: 3000 } },
+        { name: 'lookup', input: { sku: 'fast', pauseMs: 1000 } },
       ]),
     )
     const settled = await session.settled(inputId, { timeoutMs: 30_000 })
