@@ -116,13 +116,14 @@ export class SessionLog extends SessionInputs {
 
   /**
    * Stores a step value with its log record (fenced). Returns the stored value: ours, or the one a
-   * racing attempt stored first. `value === undefined` stores "done, no value".
+   * racing attempt stored first. `value === undefined` stores "done, no value". `encoded`: the
+   * value's JSON text when the caller has it already (JSON.stringify(value)), so it is not made twice.
    */
-  async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord): Promise<StoredValue> {
+  async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord, encoded?: string): Promise<StoredValue> {
     const reply = await this.script(
       'saveStep',
       [this.keys.calls, this.keys.steps, this.keys.log],
-      [fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encodeValue(value), encodeRecord(record)],
+      [fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encoded ?? encodeValue(value), encodeRecord(record)],
       true,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])

@@ -75,11 +75,14 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     used.add(name)
   }
   const lookup = (name: string) => (options.fresh ? Promise.resolve({ found: false as const }) : ours(log.getStep(fence.toolCallId, name)))
-  const checkValue = (value: unknown, what: string) => {
+  /** The value's JSON copy and its JSON text (encoded once: the size check, R6's scan and the store share it). */
+  const encodeValue = (value: unknown, what: string) => {
     const copy = toJsonCopy(value, what)
-    secrets.assertAbsent(encodeChecked(copy, what, maxValueBytes), what)
-    return copy
+    const encoded = encodeChecked(copy, what, maxValueBytes)
+    secrets.assertAbsent(encoded, what)
+    return { copy, encoded }
   }
+  const checkValue = (value: unknown, what: string) => encodeValue(value, what).copy
   const park = (p: Park): never => {
     parked = p
     throw p
@@ -104,15 +107,16 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
         return stored.value
       }
       const value = await stepSpan(fence.toolCallId, name, async () => fn({ idempotencyKey: `${log.logId}:${fence.toolCallId}:${name}` }))
-      const copy = checkValue(value, what)
+      const { copy, encoded } = encodeValue(value, what)
       await staging
       const saved = await ours(
-        log.saveStep(fence, name, copy, {
-          type: 'harness.tool.step',
-          toolCallId: fence.toolCallId,
+        log.saveStep(
+          fence,
           name,
-          ...(copy === undefined ? {} : { value: copy as never }),
-        }),
+          copy,
+          { type: 'harness.tool.step', toolCallId: fence.toolCallId, name, ...(copy === undefined ? {} : { value: copy as never }) },
+          encoded,
+        ),
       )
       return saved.value
     }) as Step['do'],

@@ -8,6 +8,7 @@ import {
   type HarnessRecordType,
   type LogRecord,
 } from '../../src/log/index.js'
+import { isJsonData } from '../../src/log/records.js'
 
 /** One valid record of every harness type. */
 const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } = {
@@ -196,5 +197,47 @@ describe('encodeRecord', () => {
     expect(() => encodeRecord({ n: 1 } as never)).toThrow(InvalidRecordError)
     expect(() => encodeRecord(null as never)).toThrow(InvalidRecordError)
     expect(() => encodeRecord([] as never)).toThrow(InvalidRecordError)
+  })
+})
+
+describe("isJsonData (the records' JSON check)", () => {
+  it('accepts what JSON.parse returns, deep and wide', () => {
+    const deep: Record<string, unknown> = {}
+    let at = deep
+    for (let i = 0; i < 500; i++) at = (at.next = { i, list: [i, `${i}`, null, true] }) as Record<string, unknown>
+    const bare = Object.assign(Object.create(null) as object, { a: 1 })
+    for (const ok of ['', 'x', 0, -0, 1.5, true, false, null, [], {}, [[[]]], { a: [1, { b: null }] }, deep, bare])
+      expect(isJsonData(ok)).toBe(true)
+    expect(isJsonData(JSON.parse(JSON.stringify(deep)))).toBe(true)
+  })
+
+  it('refuses what JSON would change or lose, as z.json() does', () => {
+    const cycle: Record<string, unknown> = { a: 1 }
+    cycle.self = cycle
+    // eslint-disable-next-line no-sparse-arrays
+    const sparse = [1, , 3]
+    class Point {
+      x = 1
+    }
+    for (const bad of [
+      undefined,
+      NaN,
+      Infinity,
+      1n,
+      () => 1,
+      Symbol('s'),
+      new Date(),
+      new Map(),
+      new Point(),
+      { a: undefined },
+      [undefined],
+      sparse,
+      cycle,
+      { nested: [{ at: new Date() }] },
+    ])
+      expect(isJsonData(bad)).toBe(false)
+    // the same object twice (not a cycle) is JSON
+    const shared = { n: 1 }
+    expect(isJsonData({ a: shared, b: [shared, shared] })).toBe(true)
   })
 })
