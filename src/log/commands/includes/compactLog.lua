@@ -10,7 +10,10 @@ local function compactLog(logKey)
   for i = 1, #info, 2 do
     if info[i] == 'radix-tree-keys' then
       if info[i + 1] ~= 1 then return end
-      redis.call('RESTORE', logKey, 0, redis.call('DUMP', logKey), 'REPLACE')
+      -- a TTL an operator may have set is kept (PTTL: -1 none, which RESTORE takes as 0)
+      local ttl = redis.call('PTTL', logKey)
+      if ttl < 0 then ttl = 0 end
+      redis.call('RESTORE', logKey, ttl, redis.call('DUMP', logKey), 'REPLACE')
       return
     end
   end
