@@ -6,6 +6,8 @@
 // `--floor`: the same durable calls drained by a bare BullMQ worker that only sends the three scripts
 // a 1-step call cannot do without (beginCall, saveStep, landResult) on an auto-pipelined connection:
 // the design's floor, with none of the harness around it (hooks, signals, timeouts, spans, metrics).
+// `--floor --two`: the same with two scripts (no saveStep): the floor of a design that folds the begin
+// into the first fenced write.
 // Uses REDIS_URL when set (only its own key prefix, deleted afterwards); else a private redis-server.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
@@ -82,7 +84,8 @@ function floorWorkers(url: string, concurrency: number) {
       const log = new SessionLog(logRedis, prefix, sessionId)
       const { epoch } = await log.beginCall(toolCallId, job.name, 'safe', { harness: harness.name })
       const fence = { toolCallId, epoch }
-      await log.saveStep(fence, 'a', 1, { type: 'harness.tool.step', toolCallId, name: 'a', value: 1 })
+      // `--two`: a floor of two scripts a call, what a begin folded into the first fenced write would leave
+      if (!two) await log.saveStep(fence, 'a', 1, { type: 'harness.tool.step', toolCallId, name: 'a', value: 1 })
       await log.landResult(fence, job.name, { result: { ok: true } })
     },
     { connection, prefix: bullPrefix(prefix, 0, 1), concurrency, ...finishedJobs() },
@@ -106,6 +109,7 @@ const host = createHarnessHost({ redis: url, harnesses: [harness], prefix, logge
 const session = new Session()
 const raw = process.argv.includes('--raw')
 const floor = process.argv.includes('--floor')
+const two = process.argv.includes('--two')
 const connection = new Redis(url, { maxRetriesPerRequest: null })
 const queue = new Queue('raw', { connection, prefix: bullPrefix(prefix, 0, 1) })
 try {
@@ -153,7 +157,7 @@ try {
   writeFileSync(out, JSON.stringify(profile))
   const summary = summarizeProfile(profile)
   console.log(
-    `${calls} ${raw ? 'raw no-op jobs' : floor ? 'durable calls (floor: the three scripts only)' : 'durable calls'} drained at concurrency ${concurrency} in ${Math.round(ms)} ms (${Math.round((calls / ms) * 1000)}/s); profile: ${out}`,
+    `${calls} ${raw ? 'raw no-op jobs' : floor ? `durable calls (floor: ${two ? 'two' : 'the three'} scripts only)` : 'durable calls'} drained at concurrency ${concurrency} in ${Math.round(ms)} ms (${Math.round((calls / ms) * 1000)}/s); profile: ${out}`,
   )
   console.log(
     `Node CPU while draining: ${Math.round((cpu.user + cpu.system) / calls)} µs a call (user ${Math.round(cpu.user / 1000)} ms, system ${Math.round(cpu.system / 1000)} ms)`,
