@@ -212,12 +212,13 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const logFor = (sessionId: string) => new SessionLog(logRedis, prefix, sessionId, logOptions)
   const openSession = (harness: Harness, sessionId: string): Session => {
     assertSessionId(sessionId)
-    return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier, open: openSession })
+    return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier, open: openSession, deployment: checkShards })
   }
   const openWork = new OpenWork(redis, prefix, shards)
-  // the deployment's shard count: the first host writes it, every later one must agree (checked once)
+  // the deployment's shard count: the first host writes it, every later one must agree (checked once;
+  // ready(), the workers, the sweeper and every session write wait for it)
   let shardCheck: Promise<void> | undefined
-  const checkShards = () =>
+  const checkShards = (): Promise<void> =>
     (shardCheck ??= (async () => {
       const key = shardCountKey(prefix)
       const stored = (await redis.set(key, String(shards), 'NX')) === 'OK' ? String(shards) : await redis.get(key)

@@ -7,6 +7,8 @@ import {
   ToolCallConflictError,
   ToolCallError,
   SessionBusyError,
+  ShardCountError,
+  StorageError,
   UnknownInputError,
   UnknownToolCallError,
   UnknownToolError,
@@ -64,6 +66,11 @@ export interface SessionDeps {
   notifier: Notifier
   /** Another session of the host (an agent tool call's child, whose turn an abort ends too). */
   open(harness: Harness, sessionId: string): Session
+  /**
+   * Resolves once the deployment's shard count is known to be this host's (checked once a host);
+   * rejects with ShardCountError when it is not, so a host with another count writes nothing.
+   */
+  deployment(): Promise<void>
 }
 
 export interface PromptOptions {
@@ -94,6 +101,13 @@ export class Session {
     }
   }
 
+  /** Before a write: the deployment's shard count is this host's (ShardCountError), or Redis failed checking (StorageError). */
+  private async checkDeployment(): Promise<void> {
+    await this.deps.deployment().catch((error: unknown) => {
+      throw error instanceof ShardCountError ? error : new StorageError('the shard count check', this.sessionId, error)
+    })
+  }
+
   /** Logs the input once per inputId and enqueues its turn (R15: the same inputId twice runs once). */
   async prompt(text: string, options: PromptOptions = {}): Promise<{ inputId: string }> {
     if (typeof text !== 'string') throw new TypeError('prompt(text): text must be a string.')
@@ -109,6 +123,7 @@ export class Session {
       const secrets = await resolveSecrets(harness, this.sessionId)
       secrets.assertAbsent(encodeChecked(context, what, maxValueBytes), what)
     }
+    await this.checkDeployment()
     const added = await this.deps.log.addInput(inputId, text, harness.name, { busy: harness.busy, context })
     if (added.status === 'conflict') throw new InputConflictError(inputId)
     if (added.status === 'busy') throw new SessionBusyError(this.sessionId, added.running)
@@ -150,6 +165,7 @@ export class Session {
   async abort(inputId: string, reason = 'Aborted by the caller.'): Promise<boolean> {
     assertInputId(inputId)
     const { log, harness, queues } = this.deps
+    await this.checkDeployment()
     const status = await settleTurn(log, queues, harness, {
       type: 'harness.input.settled',
       inputId,
@@ -180,6 +196,7 @@ export class Session {
     const what = `Input of tool "${call.name}"`
     const input = toJsonCopy(call.input, what)
     encodeChecked(input, what, harness.durability.maxValueBytes)
+    await this.checkDeployment()
     // a generated id is new: no call to look up, and no result to check for before the first message
     const fresh = call.toolCallId === undefined
     // the caller's own id: the same call again (a retry) waits for it; another call under it is refused
@@ -272,6 +289,7 @@ export class Session {
     secrets.assertAbsent(encodeChecked(copy, what, this.deps.harness.durability.maxValueBytes), what)
     const parsed = z.fromJSONSchema(question.schema as never).safeParse(copy)
     if (!parsed.success) throw new InvalidAnswerError(questionId, z.prettifyError(parsed.error).replace(/\n\s*/g, ' '))
+    await this.checkDeployment()
     const answered = await this.deps.log.answerQuestion(questionId, copy, question.toolCallId)
     if (answered.status !== 'ok') throw new QuestionClosedError(questionId, answered.status)
     // not delayed yet (the tool is still parking): it re-checks the answer after its moveToDelayed

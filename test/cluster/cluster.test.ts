@@ -11,7 +11,7 @@ import { shop } from '../fixtures/shop.js'
 import { quiet, useInProcessHosts } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
 import { spawnWorker } from '../helpers/workerProcess.js'
-import { cleanupPrefix, getRedisUrl, queuePrefix, rigClient, uniquePrefix } from '../rig.js'
+import { cleanupPrefix, getRedisUrl, queuePrefix, rigClient, scanKeys, uniquePrefix } from '../rig.js'
 
 describe('on a Redis Cluster', () => {
   const hosts = useInProcessHosts()
@@ -69,6 +69,14 @@ describe('on a Redis Cluster', () => {
     expect(refused).toMatchObject({ code: 'config', stored: 3, given: 6 })
     expect((refused as Error).message).toContain('DH_SHARDS=3')
     await expect(other.sweep()).rejects.toBeInstanceOf(ShardCountError)
+    // a session of that host writes nothing either, also from a process that never called ready()
+    const bare = createHarnessHost({ redis: url, harnesses: [shop], prefix, logger: quiet, shards: 6 })
+    hosts.defer(() => bare.close())
+    const session = bare.open(shop, { sessionId: 'wrong-count' })
+    await expect(session.prompt('hello')).rejects.toBeInstanceOf(ShardCountError)
+    await expect(session.runTool({ name: 'lookup', input: { sku: 'x' } })).rejects.toBeInstanceOf(ShardCountError)
+    await expect(session.abort('some-input')).rejects.toBeInstanceOf(ShardCountError)
+    expect((await scanKeys(url, prefix)).filter((key) => key.includes('wrong-count'))).toEqual([])
   })
 
   it('a host takes the cluster as { cluster: nodes, options } or as an ioredis Cluster', async () => {
