@@ -1,8 +1,9 @@
 // Parked calls (R7): Redis memory per parked call, and how late a step.sleep wakes.
-//   npx tsx scripts/bench/parked.ts [--parked 10000] [--sleeps 1000]
+//   npx tsx scripts/bench/parked.ts [--parked 10000] [--sleeps 1000] [--uuid]
+// (--uuid: UUID session ids and provider-style call ids instead of the short ids of the bench's rows)
 // Uses REDIS_URL when set (only its own key prefixes, deleted afterwards); else a private redis-server
 // with hz 100. Progress goes to stderr, the figures to stdout.
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import { toolDefinition } from '@tanstack/ai'
 import { Queue } from 'bullmq'
@@ -34,6 +35,12 @@ export interface ParkedOptions {
   concurrency?: number
   /** Memory runs, one per figure: how many of the parked calls share one session. Default [1, 100]. */
   callsPerSession?: number[]
+  /**
+   * 'short' (default): session ids `p-<n>` and call ids `nap-<n>`, as in every earlier run. 'uuid':
+   * a UUID session id and a provider-style call id (`toolu_` and 24 characters), what a deployment
+   * stores: every key name, index member and job id grows with them.
+   */
+  ids?: 'short' | 'uuid'
   progress?: (line: string) => void
 }
 
@@ -126,7 +133,14 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
   try {
     // ---- memory: `parked` calls parked for an hour, `per` calls a session ----
     const memory: MemoryFigure[] = []
+    // the ids of the n-th session and the i-th call; the first session's keys are sampled by name
+    const uuid = options.ids === 'uuid'
+    const sessionIdOf = (n: number) => (uuid ? `${randomUUID().slice(0, 30)}${String(n).padStart(6, '0')}` : `p-${n}`)
+    const callIdOf = (i: number) => (uuid ? `toolu_${randomBytes(9).toString('hex')}${String(i).padStart(6, '0')}` : `nap-${i}`)
     for (const per of options.callsPerSession ?? [1, 100]) {
+      const sessionIds = new Map<number, string>()
+      const sessionOf = (n: number) => sessionIds.get(n) ?? (sessionIds.set(n, sessionIdOf(n)), sessionIds.get(n)!)
+      const firstCall = callIdOf(0)
       memory.push(
         await withHost(redisUrl, 'mem', concurrency, async (host, prefix) => {
           const delayed = new Queue(toolQueueName(bench.name), {
@@ -141,11 +155,13 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           const usedMemoryBefore = await usedMemory(admin)
           progress(`memory: used_memory ${usedMemoryBefore} B before; parking ${parked} nap calls (1 h each), ${per} a session`)
           await pool(parked, 200, async (i) => {
-            const s = host.open(bench, { sessionId: `p-${Math.floor(i / per)}` })
+            const s = host.open(bench, { sessionId: sessionOf(Math.floor(i / per)) })
             // enqueue only: a zero wait returns at once (WaitTimeoutError) and the call goes on durably
-            await s.runTool({ name: 'nap', input: { ms: 3_600_000 }, toolCallId: `nap-${i}` }, { timeoutMs: 0 }).catch((e: unknown) => {
-              if (!(e instanceof WaitTimeoutError)) throw e
-            })
+            await s
+              .runTool({ name: 'nap', input: { ms: 3_600_000 }, toolCallId: i === 0 ? firstCall : callIdOf(i) }, { timeoutMs: 0 })
+              .catch((e: unknown) => {
+                if (!(e instanceof WaitTimeoutError)) throw e
+              })
             if ((i + 1) % 2000 === 0) progress(`  enqueued ${i + 1}/${parked}`)
           })
           for (let last = -1; ;) {
@@ -158,11 +174,11 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           await pause(500) // let the last replies and client buffers drain
           const usedMemoryAfter = await usedMemory(admin)
           const sampleKeys: Record<string, number> = {}
-          const jobKey = `${bullPrefix(prefix, 0, 1)}:${toolQueueName(bench.name)}:${toolJobId('p-0', 'nap-0')}`
+          const jobKey = `${bullPrefix(prefix, 0, 1)}:${toolQueueName(bench.name)}:${toolJobId(sessionOf(0), firstCall)}`
           for (const key of [
-            `${shardBase(prefix, 0, 1)}:p-0:log`,
-            `${shardBase(prefix, 0, 1)}:p-0:steps`,
-            `${shardBase(prefix, 0, 1)}:p-0:calls`,
+            `${shardBase(prefix, 0, 1)}:${sessionOf(0)}:log`,
+            `${shardBase(prefix, 0, 1)}:${sessionOf(0)}:steps`,
+            `${shardBase(prefix, 0, 1)}:${sessionOf(0)}:calls`,
             jobKey,
           ]) {
             sampleKeys[key.slice(prefix.length + 1)] = Number(await admin.memory('USAGE', key, 'SAMPLES', '0'))
@@ -171,7 +187,7 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           for (const [key, bytes] of await keySizes(admin, prefix)) {
             const kind = key
               .slice(prefix.length + 1)
-              .replace(/p-\d+/g, '<session>')
+              .replace(/p-\d+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{6}\d{6}/g, '<session>')
               .replace(/call\|[^:]+$/, '<job>')
             perKind[kind] = (perKind[kind] ?? 0) + bytes - (sizesBefore.get(key) ?? 0)
           }
@@ -225,7 +241,8 @@ if (isMain) {
     stop = () => server.stop()
   }
   try {
-    const result = await measureParked(url, { parked: arg('parked', 10_000), sleeps: arg('sleeps', 1_000) })
+    const ids = process.argv.includes('--uuid') ? 'uuid' : 'short'
+    const result = await measureParked(url, { parked: arg('parked', 10_000), sleeps: arg('sleeps', 1_000), ids })
     const { memory, lateness: l } = result
     for (const m of memory) {
       console.log(
