@@ -50,6 +50,14 @@ export function parseCommand(command: Command, argv: string[]): CommandInput & {
   return { args: parsed.positionals, values, help }
 }
 
+/** A whole-number option above 0 (`--limit 20`), or `fallback` when it was not given. */
+export function countOption(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number above 0, not ${JSON.stringify(value)}.`)
+  return n
+}
+
 export function commandHelp(command: Command): string {
   const rows = Object.entries({ ...command.options, ...COMMON_OPTIONS }).map(([name, spec]) => {
     const flag = `${spec.short ? `-${spec.short}, ` : '    '}--${name}${spec.type === 'string' ? ' <value>' : ''}`

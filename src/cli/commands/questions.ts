@@ -1,6 +1,6 @@
 import { UsageError } from '../../errors.js'
 import type { HarnessHost } from '../../harness/host.js'
-import type { Command } from '../command.js'
+import { countOption, type Command } from '../command.js'
 import { withHost } from '../connect.js'
 import { print, table } from '../output.js'
 
@@ -40,9 +40,7 @@ export const questions: Command = {
   },
   required: 0,
   async run({ values }) {
-    const limit = values.limit === undefined ? 100 : Number(values.limit)
-    if (!Number.isInteger(limit) || limit < 1)
-      throw new UsageError(`--limit must be a whole number above 0, not ${JSON.stringify(values.limit)}.`)
+    const limit = countOption(values.limit, 'limit', 100)
     const list = await withHost(values, false, (host) => host.questions({ limit }))
     if (values.json) for (const q of list) print(JSON.stringify(q))
     else if (list.length === 0) print('No open questions.')

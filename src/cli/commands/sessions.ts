@@ -1,15 +1,8 @@
 import { UsageError } from '../../errors.js'
 import { Timeline } from '../../timeline/index.js'
-import type { Command } from '../command.js'
+import { countOption, type Command } from '../command.js'
 import { connect, harnessesFrom, withHost } from '../connect.js'
 import { print, table, timelineLine } from '../output.js'
-
-function count(value: unknown, name: string, fallback: number): number {
-  if (value === undefined) return fallback
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number above 0, not ${JSON.stringify(value)}.`)
-  return n
-}
 
 export const sessions: Command = {
   name: 'sessions',
@@ -24,7 +17,7 @@ export const sessions: Command = {
   required: 0,
   async run({ values }) {
     const filter = {
-      limit: count(values.limit, 'limit', 50),
+      limit: countOption(values.limit, 'limit', 50),
       ...(values.open ? { open: true } : {}),
       ...(typeof values.harness === 'string' ? { harness: values.harness } : {}),
     }
