@@ -133,14 +133,14 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
   try {
     // ---- memory: `parked` calls parked for an hour, `per` calls a session ----
     const memory: MemoryFigure[] = []
-    // the ids of the n-th session and the i-th call; the first session's keys are sampled by name
+    // the ids of the n-th session and the i-th call (the first session's keys are sampled by name);
+    // 'uuid': a UUID-shaped tag and a provider-style one of this run, ending in the number
     const uuid = options.ids === 'uuid'
-    const sessionIdOf = (n: number) => (uuid ? `${randomUUID().slice(0, 30)}${String(n).padStart(6, '0')}` : `p-${n}`)
-    const callIdOf = (i: number) => (uuid ? `toolu_${randomBytes(9).toString('hex')}${String(i).padStart(6, '0')}` : `nap-${i}`)
+    const tag = randomUUID().slice(0, 30)
+    const hex = randomBytes(9).toString('hex')
+    const sessionOf = (n: number) => (uuid ? `${tag}${String(n).padStart(6, '0')}` : `p-${n}`)
+    const callIdOf = (i: number) => (uuid ? `toolu_${hex}${String(i).padStart(6, '0')}` : `nap-${i}`)
     for (const per of options.callsPerSession ?? [1, 100]) {
-      const sessionIds = new Map<number, string>()
-      const sessionOf = (n: number) => sessionIds.get(n) ?? (sessionIds.set(n, sessionIdOf(n)), sessionIds.get(n)!)
-      const firstCall = callIdOf(0)
       memory.push(
         await withHost(redisUrl, 'mem', concurrency, async (host, prefix) => {
           const delayed = new Queue(toolQueueName(bench.name), {
@@ -157,11 +157,9 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           await pool(parked, 200, async (i) => {
             const s = host.open(bench, { sessionId: sessionOf(Math.floor(i / per)) })
             // enqueue only: a zero wait returns at once (WaitTimeoutError) and the call goes on durably
-            await s
-              .runTool({ name: 'nap', input: { ms: 3_600_000 }, toolCallId: i === 0 ? firstCall : callIdOf(i) }, { timeoutMs: 0 })
-              .catch((e: unknown) => {
-                if (!(e instanceof WaitTimeoutError)) throw e
-              })
+            await s.runTool({ name: 'nap', input: { ms: 3_600_000 }, toolCallId: callIdOf(i) }, { timeoutMs: 0 }).catch((e: unknown) => {
+              if (!(e instanceof WaitTimeoutError)) throw e
+            })
             if ((i + 1) % 2000 === 0) progress(`  enqueued ${i + 1}/${parked}`)
           })
           for (let last = -1; ;) {
@@ -174,7 +172,7 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           await pause(500) // let the last replies and client buffers drain
           const usedMemoryAfter = await usedMemory(admin)
           const sampleKeys: Record<string, number> = {}
-          const jobKey = `${bullPrefix(prefix, 0, 1)}:${toolQueueName(bench.name)}:${toolJobId(sessionOf(0), firstCall)}`
+          const jobKey = `${bullPrefix(prefix, 0, 1)}:${toolQueueName(bench.name)}:${toolJobId(sessionOf(0), callIdOf(0))}`
           for (const key of [
             `${shardBase(prefix, 0, 1)}:${sessionOf(0)}:log`,
             `${shardBase(prefix, 0, 1)}:${sessionOf(0)}:steps`,
