@@ -2,7 +2,7 @@ import { Hono, type Context } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import { ConfigError, DurableHarnessError, QuestionClosedError } from '../errors.js'
 import type { HarnessHost } from '../harness/host.js'
-import type { Authorize, CanAccess, Principal } from '../http/types.js'
+import { acceptPrincipal, type Authorize, type CanAccess, type Principal } from '../http/types.js'
 import { metricsText } from '../telemetry/index.js'
 import { Timeline } from '../timeline/index.js'
 import { CLIENT_JS, CSS } from './client.js'
@@ -11,7 +11,7 @@ import { mountQueueViews } from './queues.js'
 
 export interface DashboardOptions<P extends Principal = Principal> {
   host: HarnessHost
-  /** Required, as for createHarnessHandler: decides who sends each request (null: 401). */
+  /** Required, as for createHarnessHandler: decides who sends each request (anything but a principal object: 401). */
   authorize: Authorize<P>
   /** May this principal see and answer this session? Default: yes. */
   canAccess?: CanAccess<P>
@@ -38,8 +38,8 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
   const app = new Hono<Env>()
 
   app.use('*', async (c, next) => {
-    const principal = await options.authorize(c.req.raw)
-    if (principal === null || principal === undefined) return c.json({ error: 'Unauthorized.', code: 'unauthorized' }, 401)
+    const principal = acceptPrincipal(await options.authorize(c.req.raw))
+    if (!principal) return c.json({ error: 'Unauthorized.', code: 'unauthorized' }, 401)
     c.set('principal', principal)
     await next()
   })

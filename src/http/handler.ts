@@ -4,7 +4,7 @@ import { getSnapshot, postControl } from './control.js'
 import { getEvents } from './eventsRoute.js'
 import { errorResponse, json } from './responses.js'
 import { getRun, postRun } from './run.js'
-import type { HarnessHandlerOptions, Principal } from './types.js'
+import { acceptPrincipal, type HarnessHandlerOptions, type Principal } from './types.js'
 
 type Route = (ctx: RouteContext) => Promise<Response>
 
@@ -26,7 +26,7 @@ export function createHarnessHandler<P extends Principal>(options: HarnessHandle
   if (typeof options?.authorize !== 'function')
     throw new ConfigError(
       'createHarnessHandler: `authorize(request)` is required, so that no endpoint is open by accident. ' +
-        'Return the principal (any value) or null to refuse the request with 401.',
+        'Return the principal (an object, such as { id: userId }); anything else (null, false, a string) refuses the request with 401.',
     )
   if (!options.host || !options.harness) throw new ConfigError('createHarnessHandler: `host` and `harness` are required.')
   if (options.canAccess !== undefined && typeof options.canAccess !== 'function')
@@ -37,8 +37,8 @@ export function createHarnessHandler<P extends Principal>(options: HarnessHandle
 
   return async (request) => {
     try {
-      const principal = await options.authorize(request)
-      if (principal === null || principal === undefined) return json({ error: 'Unauthorized.', code: 'unauthorized' }, 401)
+      const principal = acceptPrincipal<P>(await options.authorize(request))
+      if (!principal) return json({ error: 'Unauthorized.', code: 'unauthorized' }, 401)
       const segment = new URL(request.url).pathname.split('/').filter(Boolean).at(-1) ?? ''
       const methods = ROUTES[segment]
       if (!methods) return json({ error: `No route ${segment}: use run, events, control or snapshot.`, code: 'not_found' }, 404)

@@ -1,11 +1,24 @@
 import type { Harness } from '../harness/defineHarness.js'
 import type { HarnessHost } from '../harness/host.js'
 
-/** Who sends a request, as `authorize` returns it: any value your `canAccess` understands. */
-export type Principal = NonNullable<unknown>
+/** Who sends a request, as `authorize` returns it: an object your `canAccess` understands (`{ id: 'u1' }`). */
+export type Principal = object
 
-/** Decides who sends a request; `null` refuses it with 401. Runs first on every request. */
-export type Authorize<P extends Principal = Principal> = (request: Request) => P | null | undefined | Promise<P | null | undefined>
+/**
+ * Decides who sends a request; runs first on every request. Only an object is a principal: `null`,
+ * `undefined`, `false`, `0`, `''`, `true`, a string, a number or an array refuses the request with 401,
+ * so `(req) => req.headers.get('authorization') === expected` refuses rather than admits.
+ */
+export type Authorize<P extends Principal = Principal> = (request: Request) => P | null | undefined | false | Promise<P | null | undefined | false>
+
+/**
+ * `authorize`'s answer as a principal, or undefined for a refusal: anything but a non-array object
+ * refuses, so a boolean or a string check cannot admit everyone by accident.
+ */
+export function acceptPrincipal<P extends Principal>(answer: unknown): P | undefined {
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return undefined
+  return answer as P
+}
 
 /** May this principal use this thread (session)? `false` refuses the request with 403. */
 export type CanAccess<P extends Principal = Principal> = (principal: P, threadId: string) => boolean | Promise<boolean>
