@@ -2,43 +2,73 @@ import { Hono, type Context } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import { ConfigError, DurableHarnessError, QuestionClosedError } from '../errors.js'
 import type { HarnessHost } from '../harness/host.js'
+import { openEvents } from '../http/events.js'
 import { acceptPrincipal, type Authorize, type CanAccess, type Principal } from '../http/types.js'
 import { metricsText } from '../telemetry/index.js'
 import { Timeline } from '../timeline/index.js'
 import { CLIENT_JS, CSS } from './client.js'
 import { layout, questionList, questionsPage, sessionPage, sessionsPage } from './pages.js'
+import { hostRefusal, originRefusal, tokenExchange, tokenPrincipal } from './guard.js'
 import { mountQueueViews } from './queues.js'
 
 export interface DashboardOptions<P extends Principal = Principal> {
   host: HarnessHost
-  /** Required, as for createHarnessHandler: decides who sends each request (anything but a principal object: 401). */
-  authorize: Authorize<P>
-  /** May this principal see and answer this session? Default: yes. */
+  /**
+   * As for createHarnessHandler: decides who sends each request (anything but a principal object: 401).
+   * Required unless `token` is given instead.
+   */
+  authorize?: Authorize<P>
+  /**
+   * Instead of `authorize`: a shared secret each request carries as `Authorization: Bearer <token>` or
+   * the HttpOnly `dh_token` cookie; opening a page with `?token=<token>` sets the cookie and strips it.
+   */
+  token?: string
+  /** May this principal see and answer this session (and its jobs in the queue views)? Default: yes. */
   canAccess?: CanAccess<P>
+  /**
+   * May this principal retry, promote, clean, empty, pause and resume jobs in the queue views? Default:
+   * no one. Adding jobs and editing their data are refused for everyone.
+   */
+  canOperate?: (principal: P) => boolean | Promise<boolean>
+  /** The Host headers (host:port) the dashboard answers; another gets 403 (DNS rebinding). Default: any. */
+  allowedHosts?: readonly string[]
+  /** Origins besides the dashboard's own whose pages may send POST/PUT/PATCH/DELETE (a proxy's public origin). */
+  allowedOrigins?: readonly string[]
   /** Where the dashboard is mounted (default ''): its links and the queue views use it. */
   basePath?: string
 }
 
 const HEARTBEAT_MS = 15_000
 
-type Env = { Variables: { principal: Principal } }
+type Env = { Variables: { principal: Principal; operation: boolean } }
 
 /**
  * The operators' web dashboard as a Hono app: recent sessions, a session's live timeline (its events
  * over SSE, as timeline lines), open questions and approvals with forms generated from their JSON
- * Schema (answering wakes the tool), and bull-board's queue views, and Prometheus metrics at /metrics. Every request goes through the
- * same `authorize` (and `canAccess`) as createHarnessHandler.
+ * Schema (answering wakes the tool), bull-board's queue views, and Prometheus metrics at /metrics.
+ * Every request goes through the Host check (`allowedHosts`), the Origin check (any method but
+ * GET/HEAD), then the same `authorize` and `canAccess` as createHarnessHandler, the queue views too.
  */
 export function createDashboard<P extends Principal>(options: DashboardOptions<P>): Hono<Env> {
-  if (typeof options?.authorize !== 'function')
-    throw new ConfigError('createDashboard: `authorize(request)` is required, so that the dashboard is not open by accident.')
+  const { token } = options ?? {}
+  if ((typeof options?.authorize === 'function') === (typeof token === 'string' && token !== ''))
+    throw new ConfigError(
+      'createDashboard: pass one of `authorize(request)` and `token` (a non-empty string), so that the dashboard is not open by accident.',
+    )
   const { host } = options
   const base = options.basePath ?? ''
   const canAccess = (options.canAccess ?? (() => true)) as CanAccess
+  const canOperate = options.canOperate as ((principal: Principal) => boolean | Promise<boolean>) | undefined
+  const authorize = token ? (request: Request) => tokenPrincipal(request, token) : (options.authorize as Authorize)
   const app = new Hono<Env>()
 
   app.use('*', async (c, next) => {
-    const principal = acceptPrincipal(await options.authorize(c.req.raw))
+    const refused =
+      hostRefusal(c, options.allowedHosts) ??
+      originRefusal(c, options.allowedOrigins ?? []) ??
+      (token ? await tokenExchange(c, token, base) : undefined)
+    if (refused) return refused
+    const principal = acceptPrincipal(await authorize(c.req.raw))
     if (!principal) return c.json({ error: 'Unauthorized.', code: 'unauthorized' }, 401)
     c.set('principal', principal)
     await next()
@@ -93,8 +123,10 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     const { session, refused } = await sessionOf(c)
     if (!session) return refused
     const from = c.req.header('last-event-id') || undefined
+    const reader = new AbortController()
+    // the catch-up's first read happens here, so a bad Last-Event-ID is a 400 and not an empty stream
+    const events = await openEvents(session, { from, signal: reader.signal })
     return streamSSE(c, async (stream) => {
-      const reader = new AbortController()
       // a comment line now and then keeps proxies from closing a quiet stream
       const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(() => {}), HEARTBEAT_MS)
       stream.onAbort(() => {
@@ -102,7 +134,7 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
         reader.abort()
       })
       const timeline = new Timeline()
-      for await (const event of session.events({ ...(from ? { from } : {}), signal: reader.signal })) {
+      for await (const event of events) {
         for (const item of timeline.push(event)) await stream.writeSSE({ id: item.cursor, data: JSON.stringify(item) })
       }
     })
@@ -122,6 +154,13 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     const { contentType, body } = await metricsText(host)
     return c.body(body, 200, { 'content-type': contentType })
   })
-  mountQueueViews(app, host, base)
+  const operator = async (principal: Principal) => (canOperate ? (await canOperate(principal)) === true : false)
+  mountQueueViews(
+    app,
+    host,
+    base,
+    async (c) => ({ principal: c.get('principal'), canAccess, operator: await operator(c.get('principal')) }),
+    canOperate !== undefined,
+  )
   return app
 }

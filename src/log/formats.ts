@@ -53,3 +53,9 @@ export function turnJobId(sessionId: string, inputId: string): string {
 export function toolJobId(sessionId: string, toolCallId: string): string {
   return `call|${sessionId}|${Buffer.from(toolCallId).toString('base64url')}`
 }
+
+/** The session a job id of ours names (`turn|<sid>|…`, `call|<sid>|…`); undefined for any other id. */
+export function sessionOfJobId(jobId: string | undefined): string | undefined {
+  const [kind, sessionId, rest] = (jobId ?? '').split('|', 3)
+  return (kind === 'turn' || kind === 'call') && sessionId && rest !== undefined ? sessionId : undefined
+}

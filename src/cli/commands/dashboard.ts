@@ -1,33 +1,16 @@
-import { timingSafeEqual } from 'node:crypto'
 import { UsageError } from '../../errors.js'
 import type { Command } from '../command.js'
 import { connect, harnessesFrom } from '../connect.js'
 import { print } from '../output.js'
-
-const same = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
-
-/**
- * The dashboard's authorize for the CLI: with a token, a request needs it (Authorization: Bearer, or
- * the dh_token cookie the printed link sets through ?token=); with none, only this machine may connect.
- */
-function tokenAuthorize(token: string | undefined) {
-  return (request: Request) => {
-    if (!token) return { local: true }
-    const bearer = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1]
-    const cookie = /(?:^|;\s*)dh_token=([^;]+)/.exec(request.headers.get('cookie') ?? '')?.[1]
-    const query = new URL(request.url).searchParams.get('token') ?? undefined
-    const given = bearer ?? (cookie ? decodeURIComponent(cookie) : undefined) ?? query
-    return given !== undefined && same(given, token) ? { token: true } : null
-  }
-}
 
 export const dashboard: Command = {
   name: 'dashboard',
   args: '',
   summary: 'Serves the web dashboard: sessions, live timelines, questions and approvals to answer, queue views (bull-board), metrics.',
   details: [
-    'Without a token it listens on 127.0.0.1 only. With --token (or DASHBOARD_TOKEN) every request needs it:',
-    'open the printed link once (?token= sets a cookie), or send Authorization: Bearer <token>.',
+    'Without a token it listens on 127.0.0.1 only and answers only Host 127.0.0.1, localhost or [::1] with its port.',
+    'With --token (or DASHBOARD_TOKEN) every request needs it: open the printed link once (?token= sets an HttpOnly',
+    'cookie and is stripped from the URL), or send Authorization: Bearer <token>. Writes need an Origin of the dashboard.',
   ],
   options: {
     port: { type: 'string', short: 'p', help: 'port (env PORT; default 8080; 0 picks a free one)' },
@@ -48,7 +31,8 @@ export const dashboard: Command = {
     const host = await connect(values, await harnessesFrom(values, true))
     // loaded here: the other commands do not pay for Hono and bull-board
     const { serveDashboard } = await import('../../dashboard/index.js')
-    const server = await serveDashboard({ host, port, hostname, authorize: tokenAuthorize(token) })
+    // without a token, only this machine can connect (loopback) and only under its own names (serveDashboard's Host check)
+    const server = await serveDashboard({ host, port, hostname, ...(token ? { token } : { authorize: () => ({ local: true }) }) })
     print(`Dashboard: ${server.url}${token ? '?token=<your token>' : ''}`)
     const stop = async () => {
       await server.close()
