@@ -3,7 +3,8 @@
 // changing other sessions' jobs through bull-board, a page of another name (DNS rebinding) or another
 // site posting to it, the `harness dashboard` token link, and a bad timeline cursor.
 import { existsSync } from 'node:fs'
-import { request as httpRequest } from 'node:http'
+import { createServer, request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium } from 'playwright-core'
@@ -297,16 +298,27 @@ describe('the dashboard under attack', () => {
       // in a browser: the link leads to the page without the token, whose own script (the SSE timeline) works
       if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package.`)
       const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
+      // the link opened on another site (a chat, a mail): a cross-site navigation, whose redirect would not carry a Strict cookie
+      const elsewhere = createServer((_req, res) => res.end(`<a id="link" href="${url}sessions/alice-1?token=${token}">dashboard</a>`))
+      await new Promise<void>((resolve) => elsewhere.listen(0, 'localhost', resolve))
       try {
-        const page = await browser.newPage({ viewport: { width: 1100, height: 760 } })
-        await page.goto(`${url}sessions/alice-1?token=${token}`)
-        await page.waitForURL(`${url}sessions/alice-1`)
-        await page.waitForSelector('#timeline li.question')
-        expect(await page.locator('.qcard.ask').count()).toBe(1)
-        const [stored] = await page.context().cookies()
-        expect(stored).toMatchObject({ name: 'dh_token', httpOnly: true, sameSite: 'Strict' })
-        if (SHOTS) await page.screenshot({ path: join(tmpdir(), 'dashboard-token-link.png') })
+        for (const opened of ['typed', 'from another site']) {
+          const page = await browser.newPage({ viewport: { width: 1100, height: 760 } })
+          if (opened === 'typed') await page.goto(`${url}sessions/alice-1?token=${token}`)
+          else {
+            await page.goto(`http://localhost:${(elsewhere.address() as AddressInfo).port}/`)
+            await page.click('#link')
+          }
+          await page.waitForURL(`${url}sessions/alice-1`)
+          await page.waitForSelector('#timeline li.question')
+          expect(await page.locator('.qcard.ask').count()).toBe(1)
+          const [stored] = await page.context().cookies()
+          expect(stored).toMatchObject({ name: 'dh_token', httpOnly: true, sameSite: 'Strict' })
+          if (SHOTS) await page.screenshot({ path: join(tmpdir(), `dashboard-token-link-${opened.replace(/ /g, '-')}.png`) })
+          await page.context().close()
+        }
       } finally {
+        elsewhere.close()
         await browser.close()
       }
     })
