@@ -3,7 +3,7 @@ import type { Context } from 'hono'
 import { html, raw } from 'hono/html'
 
 /** The cookie the token exchange sets: the dashboard's credential in a browser. */
-export const TOKEN_COOKIE = 'dh_token'
+const TOKEN_COOKIE = 'dh_token'
 
 const refuse = (c: Context, status: 400 | 401 | 403, error: string, code: string) => c.json({ error, code }, status)
 

@@ -10,7 +10,7 @@ import type { CanAccess, Principal } from '../http/types.js'
 import { sessionOfJobId } from '../log/index.js'
 
 /** Who asks, for the queue views: set around each of their requests, read by the adapters. */
-export interface QueueScope {
+interface QueueScope {
   principal: Principal
   canAccess: CanAccess
   operator: boolean
