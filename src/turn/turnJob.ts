@@ -58,18 +58,6 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     // line are enqueued when the one before settles) waits and checks again; a steered input's turn
     // is the one it joined
     if (input.steerInto || input.status === 'settled') return
-    // R15: a run that stopped its worker (a crash, a lost lock) is an attempt too; BullMQ counts it
-    // on the job (its stalled counter), not in attemptsMade. A poison input ends here, not in a loop
-    const crashes = job.stalledCounter ?? 0
-    if (crashes > 0 && crashes + job.attemptsMade >= harness.durability.maxAttempts) {
-      return await settle({
-        outcome: 'failed',
-        error: {
-          code: 'attempts_exhausted',
-          message: `Turn ${inputId} stopped its worker ${crashes} times (a crash or a lost lock during the turn); maxAttempts is ${harness.durability.maxAttempts}.`,
-        },
-      })
-    }
     const first = await log.firstInLine()
     if (first !== undefined && first !== inputId) {
       logger.debug({ first }, 'another turn of the session runs first; waiting in line')
@@ -109,6 +97,19 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const last = fold.responses.at(-1)
       if (last && last.toolCalls.length === 0 && view.unseenJoined.length === 0) {
         return await settle({ outcome: 'completed', ...(last.text ? { text: last.text } : {}) }, last)
+      }
+      // R15: a run that stopped its worker (a crash, a lost lock) is an attempt too; BullMQ counts it
+      // on the job (its stalled counter), not in attemptsMade. A poison input ends here, not in a loop
+      // (an answer already logged settles it completed, above)
+      const crashes = job.stalledCounter ?? 0
+      if (crashes > 0 && crashes + job.attemptsMade >= harness.durability.maxAttempts) {
+        return await settle({
+          outcome: 'failed',
+          error: {
+            code: 'attempts_exhausted',
+            message: `Turn ${inputId} stopped its worker ${crashes} times (a crash or a lost lock during the turn); maxAttempts is ${harness.durability.maxAttempts}.`,
+          },
+        })
       }
       if (fold.pending.length > 0) {
         await enqueueCalls(deps.queues, harness, sessionId, fold.pending, {
