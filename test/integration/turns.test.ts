@@ -3,7 +3,7 @@
 // call, a steer during the final model call, a crash loop bounded by maxAttempts (R15), an abort that
 // stops the model call in flight, and tools that middleware offers.
 import { describe, expect, it } from 'vitest'
-import { boss, choosing, harnesses, killer, queued, steered, swapping, wrapping } from '../fixtures/turns.js'
+import { auditing, boss, choosing, harnesses, killer, queued, steered, swapping, wrapping } from '../fixtures/turns.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
@@ -176,5 +176,18 @@ describe('turns', () => {
     const { inputId } = await s.prompt('n6 lookpay')
     expect(await s.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
     expect(records(await s.log.read(), 'harness.tool.result').map((r) => r.result)).toEqual(['looked', 'paid'])
+  })
+
+  it("R9: records a middleware's onAfterToolCall appends with getLogRecords(ctx) land in the write of the call's result, after the tool's own", async () => {
+    const s = ctx.host.open(auditing, { sessionId: 'audit' })
+    const { inputId } = await s.prompt('a9 lookpay')
+    expect(await s.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
+    const landed = (await s.log.read())
+      .map((e) => e.record as Record<string, unknown>)
+      .filter((r) => String(r.type).startsWith('app.') || r.type === 'harness.tool.result')
+      .map((r) =>
+        r.type === 'app.audit' ? `audit:${String(r.tool)}` : r.type === 'harness.tool.result' ? `result:${String(r.result)}` : r.type,
+      )
+    expect(landed).toEqual(['audit:look', 'result:looked', 'app.receipt', 'audit:pay', 'result:paid'])
   })
 })
