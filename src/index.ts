@@ -20,6 +20,7 @@ export type {
 
 /** Harnesses: an agent's model adapter, tools, hooks and durability options. */
 export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } from './harness/defineHarness.js'
+export { getLogRecords, LogRecordsCapability, type LogRecordsWriter } from './tool/index.js'
 export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './harnessTypes.js'
 /** A whole harness as one tool of another. */
 export { agentTool, type AgentToolOptions } from './harness/agentTool.js'

@@ -1,7 +1,15 @@
 import type { AfterToolCallInfo, BeforeToolCallDecision, ToolCall } from '@tanstack/ai'
 import { toolOf, type Harness } from '../harnessTypes.js'
-import type { SessionLog } from '../log/index.js'
-import { customEvents, middlewareRun, toToolError, validateOptional, type SecretStore } from '../tool/index.js'
+import type { Fence, SessionLog } from '../log/index.js'
+import {
+  customEvents,
+  hookRecords,
+  middlewareRun,
+  provideLogRecords,
+  toToolError,
+  validateOptional,
+  type SecretStore,
+} from '../tool/index.js'
 import type { CallInput, CallOutcome } from './runCall.js'
 
 /** The call as TanStack's hooks get it: our stored toolCallId, the input as JSON text. */
@@ -30,7 +38,7 @@ export async function runWithMiddleware(
   log: SessionLog,
   call: CallInput & { inputId?: string },
   secrets: SecretStore,
-  attempt: { signal: AbortSignal; abort(reason: Error): void },
+  attempt: { signal: AbortSignal; abort(reason: Error): void; fence: Fence },
   run: (input: unknown) => Promise<CallOutcome>,
 ): Promise<MiddlewareAttempt> {
   const timed = async (input: unknown) => {
@@ -68,6 +76,14 @@ export async function runWithMiddleware(
     },
     middleware,
   )
+  // getLogRecords(ctx).append: kept here; an attempt that lands stages them after the tool's own
+  // records, so they enter the log in the write of its result (R9); one that parks drops them
+  const hooked = hookRecords(secrets, harness.durability.maxValueBytes)
+  provideLogRecords(ctx, hooked.writer)
+  const land = async (landing: MiddlewareAttempt): Promise<MiddlewareAttempt> => {
+    if (hooked.records.length > 0) await log.stageRecords(attempt.fence, hooked.records, await log.stagedCount(attempt.fence.toolCallId))
+    return landing
+  }
   const toolCall = toolCallOf(call)
   const failed = (hook: string, error: unknown): MiddlewareAttempt => ({
     outcome: { error: { code: 'middleware_failed', message: `${hook} middleware failed: ${toToolError(error).message}` } },
@@ -81,16 +97,16 @@ export async function runWithMiddleware(
       if (decision) break
     }
   } catch (error) {
-    return failed('onBeforeToolCall', error)
+    return land(failed('onBeforeToolCall', error))
   }
-  if (aborted !== undefined) return { outcome: abortError(aborted), duration: 0 }
-  if (decision?.type === 'abort') return { outcome: abortError(decision.reason || 'Aborted by middleware.'), duration: 0 }
+  if (aborted !== undefined) return land({ outcome: abortError(aborted), duration: 0 })
+  if (decision?.type === 'abort') return land({ outcome: abortError(decision.reason || 'Aborted by middleware.'), duration: 0 })
   const ran: MiddlewareAttempt =
     decision?.type === 'skip'
       ? { outcome: { result: decision.result }, duration: 0 }
       : await timed(decision?.type === 'transformArgs' ? decision.args : call.input)
   if ('park' in ran.outcome) return ran
-  if (aborted !== undefined) return { outcome: abortError(aborted), duration: ran.duration }
+  if (aborted !== undefined) return land({ outcome: abortError(aborted), duration: ran.duration })
   ctx.phase = 'afterTools'
   const { outcome } = ran
   const info: AfterToolCallInfo = {
@@ -105,7 +121,7 @@ export async function runWithMiddleware(
   try {
     for (const mw of middleware) await mw.onAfterToolCall?.(ctx, info)
   } catch (error) {
-    return { ...failed('onAfterToolCall', error), duration: ran.duration }
+    return land({ ...failed('onAfterToolCall', error), duration: ran.duration })
   }
-  return ran
+  return land(ran)
 }

@@ -122,7 +122,8 @@ async function attemptOutcome(
   }
   const timeoutMs = timeoutOf(tool) ?? harness.durability.toolTimeoutMs
   // the harness's TanStack middleware runs around the tool (onBeforeToolCall, onAfterToolCall)
-  const { outcome, duration } = await runWithMiddleware(harness, log, call, secrets, attempt, (input) =>
+  const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
+  const { outcome, duration } = await runWithMiddleware(harness, log, call, secrets, { ...attempt, fence }, (input) =>
     bounded(runCall(harness, log, { ...call, input }, begin, secrets, attempt.signal), attempt, call.name, timeoutMs),
   )
   if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {

@@ -129,3 +129,24 @@ export class SessionBusyError extends DurableHarnessError {
     )
   }
 }
+
+/**
+ * A middleware's `onConfig` offered the model a tool the harness cannot run durably: one not in
+ * `defineHarness({ tools })`, or a harness tool replaced by another object (a wrapped `execute`). A tool
+ * call runs in a tool worker that knows only the harness's tools, so such a tool could not run, and a
+ * wrapper would be skipped. The turn fails with this error (code `middleware_tool`) before the model call.
+ */
+export class MiddlewareToolError extends DurableHarnessError {
+  constructor(
+    readonly middleware: string,
+    readonly tool: string,
+    known: string[],
+  ) {
+    super(
+      'middleware_tool',
+      `Middleware ${JSON.stringify(middleware)} onConfig offered the model tool ${JSON.stringify(tool)}, which is not one of this harness's tools as defineHarness got them ` +
+        `(this harness has: ${known.join(', ') || '(none)'}). A durable turn runs only those: list the tool in defineHarness({ tools }) and let onConfig ` +
+        `choose among them (filter, reorder), and wrap a tool call with onBeforeToolCall / onAfterToolCall instead of replacing execute.`,
+    )
+  }
+}

@@ -67,7 +67,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
     turnQueueName(harness.name),
     (job, token) =>
       turnSpan(job.data, job.attemptsMade + 1, async () => {
-        await processTurnJob(job, token, { harness, queues, queuesByName, logFor, logger })
+        await processTurnJob(job, token, { harness, queues, queuesByName, logFor, logger, aborts })
         observeTurn(harness.name, job.timestamp)
       }),
     common,

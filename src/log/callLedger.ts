@@ -153,6 +153,11 @@ export class SessionLog extends SessionInputs {
     return reply[0] === 'exists' ? { found: true, value: decodeValue(reply[1]) } : { found: true, value }
   }
 
+  /** How many records the call has staged (a middleware hook's records are staged after the tool's). */
+  async stagedCount(toolCallId: string): Promise<number> {
+    return this.command('stagedCount', () => this.redis.llen(this.stagedKey(toolCallId)))
+  }
+
   /** Stages records at positions `first..` of the call's appends (positions already staged are skipped). */
   async stageRecords(fence: Fence, records: LogRecord[], first = 0): Promise<void> {
     const reply = await this.script(

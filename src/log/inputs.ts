@@ -161,7 +161,7 @@ export class SessionInputs extends LogStream {
    */
   async logModelResponse(
     inputId: string,
-    response: { text?: string; messageId?: string; toolCalls: ModelToolCall[]; usage?: ModelUsage },
+    response: { text?: string; messageId?: string; toolCalls: ModelToolCall[]; usage?: ModelUsage; joined?: string[] },
     expected: number,
   ): Promise<ToolCallRecord[] | null> {
     // another writer can take an id between our look-up and the write only by a racing runTool: pick again
@@ -174,6 +174,7 @@ export class SessionInputs extends LogStream {
         ...(response.messageId ? { messageId: response.messageId } : {}),
         toolCalls,
         ...(response.usage ? { usage: response.usage } : {}),
+        ...(response.joined ? { joined: response.joined } : {}),
       })
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input)])
       const [status] = await this.script(

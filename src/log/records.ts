@@ -77,6 +77,8 @@ export const harnessRecordSchemas = {
     messageId: z.string().optional(),
     /** The token usage the adapter reported for this model call (RUN_FINISHED), when it reported any. */
     usage: usageSchema.optional(),
+    /** busy 'steer': the joined inputs this model call was the first to be shown, in order; absent on older records. */
+    joined: z.array(z.string()).optional(),
   }),
   'harness.tool.requested': z.object({ toolCallId: z.string(), name: z.string(), input: json }),
   'harness.tool.started': z.object({

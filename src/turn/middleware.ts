@@ -6,7 +6,8 @@ import {
   type StreamChunk,
   type TokenUsage,
 } from '@tanstack/ai'
-import { type Harness } from '../harnessTypes.js'
+import { MiddlewareToolError } from '../errors.js'
+import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { contextOf, isRecord, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { customEvents, middlewareRun, resolveSecrets } from '../tool/index.js'
 
@@ -78,6 +79,9 @@ export async function modelCallHooks(
     let current = config
     for (const mw of middleware) {
       const result = await mw.onConfig?.(ctx, current)
+      // a tool call runs in a tool worker that has only the harness's tools: offer nothing else (docs/decisions.md)
+      for (const tool of result?.tools ?? [])
+        if (toolOf(harness, tool.name) !== tool) throw new MiddlewareToolError(mw.name ?? 'unnamed', tool.name, toolNames(harness))
       if (result)
         current = {
           ...current,

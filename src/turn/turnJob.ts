@@ -2,16 +2,17 @@ import { randomBytes } from 'node:crypto'
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import type { Harness } from '../harnessTypes.js'
-import { contextOf, type InputState, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
+import { contextOf, openMember, type InputState, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { enqueueCalls, wakeCall, type HarnessQueues, type TurnJobData } from '../queue/index.js'
 import { toToolError } from '../tool/index.js'
 import { foldTurn } from './fold.js'
 import { textDeltas } from './deltas.js'
 import { buildMessages, callModel } from './model.js'
 import { modelSpan } from '../telemetry/index.js'
+import { MiddlewareToolError } from '../errors.js'
 import { MiddlewareAbort, modelCallHooks } from './middleware.js'
-import { historyOf } from './history.js'
 import { settleTurn } from './settle.js'
+import { turnView } from './view.js'
 
 /** Passes in a row that change nothing before a turn attempt gives up (see the loop). */
 const MAX_IDLE_PASSES = 5
@@ -25,6 +26,8 @@ export interface TurnJobDeps {
   /** The queues of a harness by name (an agent tool's parent call may belong to another harness). */
   queuesByName(harnessName: string): HarnessQueues | undefined
   logger: Logger
+  /** The process's abort signals by turn (`<sid>|<inputId>`): a settle heard from any process fires them. */
+  aborts: { open(turn: string): { signal: AbortSignal; done(): void } }
 }
 
 /**
@@ -38,6 +41,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   const log = deps.logFor(sessionId)
   const logger = deps.logger.child({ sessionId, inputId, attempt: job.attemptsMade + 1 })
   let input: InputState | null = null
+  // an abort (or any settle) of this turn from any process stops its model call in flight
+  const stop = deps.aborts.open(openMember(sessionId, inputId))
   const settle = async (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>, last?: { usage?: ModelUsage }) => {
     if ((await settleTurn(log, deps.queues, harness, { type: 'harness.input.settled', inputId, ...record }, last)) !== 'settled') return // settled by abort or the sweeper
     logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled')
@@ -68,10 +73,11 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       // takes this turn's entries from its input on, the model calls the history before them too
       const { entryId } = input
       // inputs that joined the turn (busy 'steer') are part of its conversation
-      const steered = harness.busy === 'steer' ? new Set((await log.getInput(inputId))?.steered) : new Set<string>()
+      const joined = harness.busy === 'steer' ? ((await log.getInput(inputId))?.steered ?? []) : []
       const conversation = await log.conversation()
       const start = conversation.findIndex((e) => e.id === entryId)
-      const fold = foldTurn(start < 0 ? [] : conversation.slice(start), inputId, steered)
+      const fold = foldTurn(start < 0 ? [] : conversation.slice(start), inputId)
+      const view = turnView(conversation, inputId, joined)
       if (!fold.input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
       if (fold.settled) return
       const progress = fold.responses.length + fold.results.size
@@ -87,10 +93,23 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const remaining = timeoutMs === undefined ? Infinity : fold.input.record.at + timeoutMs - Date.now()
       if (remaining <= 0)
         return await settle({ outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
-      // the last response was the answer: settle, unless an input joined after it (busy 'steer')
+      // the last response was the answer: settle, unless an input joined that no model call saw (busy 'steer')
       const last = fold.responses.at(-1)
-      if (last && last.toolCalls.length === 0 && !fold.steeredSinceAnswer) {
+      if (last && last.toolCalls.length === 0 && view.unseenJoined.length === 0) {
         return await settle({ outcome: 'completed', ...(last.text ? { text: last.text } : {}) }, last)
+      }
+      // R15: a run that stopped its worker (a crash, a lost lock) is an attempt too; BullMQ counts it
+      // on the job (its stalled counter), not in attemptsMade. A poison input ends here, not in a loop
+      // (an answer already logged settles it completed, above)
+      const crashes = job.stalledCounter ?? 0
+      if (crashes > 0 && crashes + job.attemptsMade >= harness.durability.maxAttempts) {
+        return await settle({
+          outcome: 'failed',
+          error: {
+            code: 'attempts_exhausted',
+            message: `Turn ${inputId} stopped its worker ${crashes} times (a crash or a lost lock during the turn); maxAttempts is ${harness.durability.maxAttempts}.`,
+          },
+        })
       }
       if (fold.pending.length > 0) {
         await enqueueCalls(deps.queues, harness, sessionId, fold.pending, {
@@ -110,13 +129,11 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
           },
         })
       }
-      const signal = Number.isFinite(remaining) ? AbortSignal.timeout(remaining) : undefined
-      const firstOwn = fold.conversation[1]
-      const history = historyOf(conversation, start, firstOwn ? conversation.indexOf(firstOwn) : undefined)
+      const signal = Number.isFinite(remaining) ? AbortSignal.any([stop.signal, AbortSignal.timeout(remaining)]) : stop.signal
       // the text streams to followers under a message id of this model call (a retry streams anew)
       const messageId = `${inputId}.${fold.responses.length}.${randomBytes(4).toString('hex')}`
       const deltas = textDeltas((at, text) => log.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
-      const messages = buildMessages([...history, ...fold.conversation])
+      const messages = buildMessages(view.entries)
       // middleware runs around each model call made (one made again after a crash runs it again)
       const hooks = await modelCallHooks(harness, log, {
         inputId,
@@ -127,7 +144,11 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       })
       const call = () => callModel(harness, messages, signal, deltas.push, hooks)
       const response = await modelSpan({ sessionId, inputId, iteration: fold.responses.length }, call).finally(() => deltas.close())
-      const logged = await log.logModelResponse(inputId, { ...response, ...(response.text ? { messageId } : {}) }, fold.responses.length)
+      const logged = await log.logModelResponse(
+        inputId,
+        { ...response, ...(response.text ? { messageId } : {}), ...(harness.busy === 'steer' ? { joined: view.unseenJoined } : {}) },
+        fold.responses.length,
+      )
       if (!logged) continue // another run of this turn logged first: fold again
       logger.debug({ toolCalls: response.toolCalls.length }, 'model responded')
       // (with 'steer', fold again first: an input that joined meanwhile gets another model call)
@@ -137,6 +158,11 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     }
   } catch (error) {
     if (error instanceof WaitingChildrenError) throw error
+    // the turn settled elsewhere (session.abort, a timeout by the sweeper) and its model call was stopped
+    if (stop.signal.aborted && (await log.getInput(inputId))?.status === 'settled') return
+    // a middleware offered the model a tool this harness cannot run: no attempt would do better
+    if (error instanceof MiddlewareToolError)
+      return await settle({ outcome: 'failed', error: { code: error.code, message: error.message } })
     // a model-call hook called ctx.abort(reason): the turn ends as aborted (no call of it is parked or running now)
     if (error instanceof MiddlewareAbort) return await settle({ outcome: 'aborted', error: { code: 'aborted', message: error.reason } })
     const last = job.attemptsMade + 1 >= harness.durability.maxAttempts
@@ -152,5 +178,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
             message: `Turn failed after ${harness.durability.maxAttempts} attempts: ${toToolError(error).message}`,
           },
     })
+  } finally {
+    stop.done()
   }
 }

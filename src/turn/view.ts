@@ -1,0 +1,78 @@
+import { isRecord, type LogEntry, type RecordOf } from '../log/index.js'
+
+/** What one model call of a turn is shown, from the session's conversation. */
+export interface TurnView {
+  /** The entries, in the order the model reads them: the turns before this one, then this turn. */
+  entries: LogEntry[]
+  /** Inputs that joined this turn (busy 'steer') that no model response has seen yet, in arrival order. */
+  unseenJoined: string[]
+}
+
+type Outcome = RecordOf<'harness.input.settled'>['outcome']
+
+/**
+ * The model's view of a turn (docs/harness.md, "What a turn's model sees"), one pass over the
+ * conversation. Each turn reads as its input, then for each response the joined inputs it was shown
+ * first, the response and its results; the turns come in the order of their inputs. A turn sees the
+ * turns whose input came before its own (they ran first: the line is in log order), never an input
+ * still waiting. An input aborted before any model call saw it is left out everywhere (R18): a queued
+ * one that never ran, a joined one no response was shown. `joined`: the inputs that joined this turn.
+ */
+export function turnView(conversation: LogEntry[], inputId: string, joined: readonly string[]): TurnView {
+  const inputs = new Map<string, LogEntry>()
+  const order: string[] = []
+  const outcomes = new Map<string, Outcome>()
+  const responses = new Map<string, LogEntry<RecordOf<'harness.model.response'>>[]>()
+  const results = new Map<string, LogEntry>()
+  const seen = new Set<string>()
+  const position = new Map<string, number>()
+  for (const [at, entry] of conversation.entries()) {
+    position.set(entry.id, at)
+    if (isRecord(entry, 'harness.input')) {
+      if (!inputs.has(entry.record.inputId)) order.push(entry.record.inputId)
+      inputs.set(entry.record.inputId, entry)
+    } else if (isRecord(entry, 'harness.input.settled')) outcomes.set(entry.record.inputId, entry.record.outcome)
+    else if (isRecord(entry, 'harness.model.response')) {
+      const list = responses.get(entry.record.inputId) ?? []
+      list.push(entry)
+      responses.set(entry.record.inputId, list)
+      for (const id of entry.record.joined ?? []) seen.add(id)
+    } else if (isRecord(entry, 'harness.tool.result')) results.set(entry.record.toolCallId, entry)
+  }
+  const joinedHere = new Set(joined)
+  const reached = (id: string) => responses.has(id) || seen.has(id)
+  const dropped = (id: string) => outcomes.get(id) === 'aborted' && !reached(id)
+  const entries: LogEntry[] = []
+  const emitted = new Set<string>()
+  const emit = (id: string) => {
+    const input = inputs.get(id)
+    if (!input || emitted.has(id)) return
+    emitted.add(id)
+    entries.push(input)
+  }
+  const turnOf = (owner: string) => {
+    emit(owner)
+    for (const response of responses.get(owner) ?? []) {
+      const shown = response.record.joined
+      // a response logged before responses named what they were shown saw the joined inputs before it
+      if (shown === undefined && owner === inputId) {
+        for (const id of joined) if ((position.get(inputs.get(id)?.id ?? '') ?? Infinity) < position.get(response.id)!) emit(id)
+      }
+      for (const id of shown ?? []) emit(id)
+      entries.push(response)
+      for (const call of response.record.toolCalls) {
+        const result = results.get(call.toolCallId)
+        if (result) entries.push(result)
+      }
+    }
+  }
+  for (const id of order) {
+    if (id === inputId) break
+    if (seen.has(id) || joinedHere.has(id) || dropped(id)) continue
+    turnOf(id)
+  }
+  turnOf(inputId)
+  const unseenJoined = joined.filter((id) => inputs.has(id) && !emitted.has(id) && !dropped(id))
+  for (const id of unseenJoined) emit(id)
+  return { entries, unseenJoined }
+}
