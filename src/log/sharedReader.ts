@@ -186,7 +186,7 @@ class SharedReaders {
     // the client was closed (host.close): so are its readers; a client connected again gets new ones
     main.once('end', () => {
       shared.delete(main)
-      for (const readers of this.groups.values()) for (const r of readers) r.close(new Error('Connection is closed.'))
+      for (const readers of this.groups.values()) for (const r of readers) r.close(new Error('the Redis client was closed'))
       this.groups.clear()
     })
   }
@@ -208,7 +208,7 @@ class SharedReaders {
 
   private drop(group: string, reader: Reader): void {
     if (reader.waiters.size > 0) return
-    reader.close(new Error('Connection is closed.'))
+    reader.close(new Error('the Redis client was closed'))
     const readers = this.groups.get(group)?.filter((r) => r !== reader) ?? []
     if (readers.length > 0) this.groups.set(group, readers)
     else this.groups.delete(group)

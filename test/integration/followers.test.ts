@@ -37,6 +37,8 @@ describe('followers share Redis connections', () => {
     await server?.stop()
   })
 
+  /** The host's and the admin client's connections, without any reader. */
+  let hostConnections = 0
   const connections = async () => ((await admin.client('LIST')) as string).trim().split('\n').length
   const blockedClients = async () => Number(/blocked_clients:(\d+)/.exec(await admin.info('clients'))?.[1] ?? 0)
 
@@ -46,6 +48,7 @@ describe('followers share Redis connections', () => {
     await warm.prompt('warm')
     await warm.log.read()
     const baseline = await connections()
+    hostConnections = baseline
 
     const sessions: Session[] = Array.from({ length: SESSIONS }, (_, i) => host.open(harness, { sessionId: `f${i}` }))
     const controllers = sessions.map(() => new AbortController())
@@ -93,6 +96,25 @@ describe('followers share Redis connections', () => {
     expect(await connections()).toBeLessThanOrEqual(before)
 
     for (const c of controllers) c.abort()
+    await Promise.all(followers)
+  })
+
+  it('past 256 streams a reader is full and a second one takes the rest: 300 log followers hold 2 connections and each gets its entry', async () => {
+    const sessions = Array.from({ length: 300 }, (_, i) => host.open(harness, { sessionId: `many${i}` }))
+    const controller = new AbortController()
+    const seen = sessions.map(() => [] as string[])
+    const followers = sessions.map(async (session, i) => {
+      for await (const entry of session.log.follow({ signal: controller.signal }))
+        if (isRecord(entry, 'harness.input')) seen[i]!.push(entry.record.text)
+    })
+    // the first test's reader (idle, not yet closed) takes 256 of them, one more reader the rest
+    await until(async () => (await blockedClients()) >= 2)
+    expect(await connections()).toBe(hostConnections + 2)
+    await Promise.all(sessions.map((s, i) => s.prompt(`to many${i}`)))
+    await until(() => seen.every((s) => s.length === 1))
+    expect(seen).toEqual(sessions.map((_, i) => [`to many${i}`]))
+    expect(await connections()).toBe(hostConnections + 2)
+    controller.abort()
     await Promise.all(followers)
   })
 })
