@@ -102,6 +102,17 @@ describe('the harness CLI', () => {
       .map((l) => JSON.parse(l) as { kind: string; text: string })
     expect(items.map((i) => i.kind)).toEqual(['input', 'model', 'settled'])
     expect(items[0]!.text).toContain(hostile)
+
+    // a question whose message holds a model's value: the questions table escapes it too
+    const asking = host.open(ops, { sessionId: 'cli-hostile-q' })
+    const deploy = await asking.prompt('deploy:\u202eevil\x1b[2J\u200b')
+    let question
+    while (!(question = (await asking.questions())[0])) await new Promise((r) => setTimeout(r, 50))
+    const listed = await runBin(['questions'], env)
+    expect(listed.stdout).not.toMatch(unsafe)
+    expect(listed.stdout).toContain('Deploy \\u202eevil\\u001b[2J\\u200b v2?')
+    await asking.answer(question.questionId, { region: 'eu', replicas: 1, canary: false })
+    await asking.settled(deploy.inputId)
   })
 
   it("a session id that starts with '-' is addressed after '--' (log, abort) or as --session=<id>; without them the error says how", async () => {
