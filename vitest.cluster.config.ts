@@ -21,6 +21,7 @@ export default defineConfig({
       'test/integration/sleepAsk.test.ts',
       'test/integration/recovery.test.ts',
       'test/integration/events.test.ts',
+      'test/integration/followers.test.ts',
       'test/integration/httpHandler.test.ts',
       'test/integration/dashboard.test.ts',
       'test/integration/cli.test.ts',

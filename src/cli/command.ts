@@ -38,16 +38,31 @@ export function parseCommand(command: Command, argv: string[]): CommandInput & {
   const options = { ...COMMON_OPTIONS, ...command.options } as Options
   let parsed
   try {
+    // parseArgs takes every word after `--` as an argument: a session id may start with '-' (`-- -abc`)
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true })
   } catch (error) {
-    throw new UsageError(`${(error as Error).message.replace(/\. To specify.*$/s, '.')} See: harness ${command.name} --help`)
+    throw new UsageError(`${parseProblem(command, argv, error as Error & { code?: string })} See: harness ${command.name} --help`)
   }
   const values = parsed.values as Record<string, string | boolean | undefined>
   const help = values.help === true
   const max = command.required + (command.optional ?? 0)
-  if (!help && (parsed.positionals.length < command.required || parsed.positionals.length > max))
-    throw new UsageError(`Usage: harness ${command.name} ${command.args}. See: harness ${command.name} --help`)
+  if (!help && (parsed.positionals.length < command.required || parsed.positionals.length > max)) {
+    const afterDashes = argv.includes('--') ? " Every word after '--' is an argument: put the options before it." : ''
+    throw new UsageError(`Usage: harness ${command.name} ${command.args}.${afterDashes} See: harness ${command.name} --help`)
+  }
   return { args: parsed.positionals, values, help }
+}
+
+/** parseArgs' complaint in our words, with the way to pass a value that starts with '-'. */
+function parseProblem(command: Command, argv: string[], error: Error & { code?: string }): string {
+  const named = /'(-[^'\s]*)'/.exec(error.message)?.[1] ?? ''
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const word = argv.find((a) => a.startsWith(named)) ?? named
+    return `Unknown option ${JSON.stringify(named)}. An argument that starts with '-' (a session id may) goes after '--': harness ${command.name} -- ${word}.`
+  }
+  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && /ambiguous/.test(error.message))
+    return `Option ${named} needs a value; one that starts with '-' is written with '=': ${named}=${argv[argv.indexOf(named) + 1] ?? '-abc'}.`
+  return error.message.replace(/\. To specify.*$/s, '.')
 }
 
 /** A whole-number option above 0 (`--limit 20`), or `fallback` when it was not given. */

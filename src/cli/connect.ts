@@ -4,6 +4,7 @@ import { UsageError } from '../errors.js'
 import { createHarnessHost, type HarnessHost } from '../harness/host.js'
 import type { Harness } from '../harnessTypes.js'
 import { loadHarnesses } from './loadHarnesses.js'
+import { jsonText } from './output.js'
 import { redisFromEnv } from './processEnv.js'
 
 type Values = Record<string, string | boolean | undefined>
@@ -23,7 +24,10 @@ export async function harnessesFrom(values: Values, needed: boolean): Promise<Ha
  * first. Its logs go to stderr at LOG_LEVEL (default warn), so stdout carries only the command's output.
  */
 export async function connect(values: Values, harnesses: Harness[]): Promise<HarnessHost> {
-  const logger = pino({ level: process.env.LOG_LEVEL ?? 'warn', serializers: { err: serializeError } }, pino.destination(2))
+  const logger = pino(
+    { level: process.env.LOG_LEVEL ?? 'warn', serializers: { err: serializeError }, hooks: { streamWrite: jsonText } },
+    pino.destination(2),
+  )
   const host = createHarnessHost({
     redis: typeof values.redis === 'string' ? values.redis : redisFromEnv().redis,
     prefix: (values.prefix as string | undefined) ?? process.env.DH_PREFIX ?? 'dh',

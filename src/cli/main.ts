@@ -7,7 +7,7 @@ import { dashboard } from './commands/dashboard.js'
 import { worker, sweep } from './commands/processes.js'
 import { answer, approve, deny, questions } from './commands/questions.js'
 import { log, sessions } from './commands/sessions.js'
-import { paint } from './output.js'
+import { paint, terminalSafe } from './output.js'
 
 const COMMANDS: Command[] = [worker, sweep, sessions, log, questions, answer, approve, deny, abort, stats, dashboard]
 
@@ -47,7 +47,7 @@ export async function main(argv: string[]): Promise<number | 'running'> {
   } catch (error) {
     const usage = error instanceof UsageError
     const message = error instanceof DurableHarnessError ? error.message : `harness ${name} failed: ${(error as Error).message}`
-    process.stderr.write(`${paint('red', 'error')}: ${redactCredentials(message)}\n`)
+    process.stderr.write(`${paint('red', 'error')}: ${terminalSafe(redactCredentials(message))}\n`)
     return usage ? 2 : 1
   }
 }

@@ -38,13 +38,6 @@ export function decodeCursor(text: string | undefined): Cursor {
   return { log: log!, live: live!, message: message!, emitted: Number(emitted), skip: Number(skip) }
 }
 
-/** Orders two stream ids (`<ms>-<seq>`). */
-export function compareIds(a: string, b: string): number {
-  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint]
-  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint]
-  return am === bm ? (as === bs ? 0 : as < bs ? -1 : 1) : am < bm ? -1 : 1
-}
-
 /**
  * A cursor right before a log entry: reading from it starts with that entry (and the live entries
  * from the millisecond before it on, which a follower orders before it).

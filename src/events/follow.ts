@@ -1,8 +1,8 @@
 import type { StreamChunk } from '@tanstack/ai'
 import { StorageError, UnknownInputError } from '../errors.js'
-import { duplicateClient, type SessionLog } from '../log/index.js'
+import { compareIds, waitForEntries, type SessionLog } from '../log/index.js'
 import { parseLive } from '../log/live.js'
-import { compareIds, cursorBefore, decodeCursor, encodeCursor, type Cursor } from './cursor.js'
+import { cursorBefore, decodeCursor, encodeCursor, type Cursor } from './cursor.js'
 import { EventMapper } from './toEvents.js'
 
 export interface EventsOptions {
@@ -32,7 +32,9 @@ const PAGE = 500
 /**
  * A session's events, from its log and its live stream, merged by stream id (one XREAD on both keys,
  * which share the session's hash tag). Each event carries the cursor that resumes right after it.
- * Reads on its own connection from the last positions seen, never from `$`.
+ * Reads on the log's own connection from the last positions seen, never from `$`; while there is
+ * nothing new it waits on the connection's shared readers (log/sharedReader.ts), so a follower holds
+ * no connection of its own.
  */
 export async function* followEvents(log: SessionLog, options: EventsOptions = {}): AsyncGenerator<SessionEvent> {
   let at: Cursor =
@@ -41,46 +43,44 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
   // from an input: text deltas of a turn whose input is not in this read are an earlier turn's
   const inputs = options.from === undefined && options.fromInput !== undefined ? new Set<string>() : undefined
   const mapper = new EventMapper(log.sessionId, { message: at.message, emitted: at.emitted })
-  const conn = follow ? duplicateClient(log.redis) : log.redis
-  const onAbort = () => conn.disconnect()
-  if (follow) options.signal?.addEventListener('abort', onAbort, { once: true })
-  try {
-    while (!options.signal?.aborted) {
-      let reply: Array<[string, RawEntry[]]> | null
-      try {
-        const block = follow ? ['BLOCK', options.blockMs ?? 5_000] : []
-        reply = (await conn.xread(
-          'COUNT',
-          PAGE,
-          ...(block as ['BLOCK', number]),
-          'STREAMS',
-          log.keys.log,
-          log.keys.live,
-          at.log,
-          at.live,
-        )) as Array<[string, RawEntry[]]> | null
-      } catch (error) {
-        if (options.signal?.aborted) return
-        throw new StorageError('events', log.sessionId, error)
-      }
-      const entries = mergeByID(reply, log.keys.log, PAGE)
-      if (entries.length === 0 && !follow) return
-      for (const { stream, id, fields } of entries) {
-        const events = stream === 'log' ? logEvents(log, mapper, id, fields) : liveEvents(mapper, fields, inputs)
-        if (inputs) for (const e of events) if (e.type === 'RUN_STARTED') inputs.add(e.runId)
-        const before = at
-        const after: Cursor = { ...before, [stream]: id, message: mapper.state.message, emitted: mapper.state.emitted, skip: 0 }
-        for (let i = before.skip; i < events.length; i++) {
-          // an event that is not its entry's last resumes before the entry, skipping what came out of it
-          const cursor = i < events.length - 1 ? { ...before, skip: i + 1 } : after
-          yield { cursor: encodeCursor(cursor), event: events[i]! }
-        }
-        at = after
-      }
+  const { signal } = options
+  // a read that filled no page took everything there was: wait for more before reading again
+  let wait = false
+  while (!signal?.aborted) {
+    let reply: Array<[string, RawEntry[]]> | null
+    try {
+      if (wait)
+        await waitForEntries(
+          log.redis,
+          [
+            [log.keys.log, at.log],
+            [log.keys.live, at.live],
+          ],
+          { timeoutMs: options.blockMs ?? 5_000, signal },
+        )
+      if (signal?.aborted) return
+      reply = (await log.redis.xread('COUNT', PAGE, 'STREAMS', log.keys.log, log.keys.live, at.log, at.live)) as Array<
+        [string, RawEntry[]]
+      > | null
+    } catch (error) {
+      if (signal?.aborted) return
+      throw new StorageError('events', log.sessionId, error)
     }
-  } finally {
-    options.signal?.removeEventListener('abort', onAbort)
-    if (follow) conn.disconnect()
+    const entries = mergeByID(reply, log.keys.log, PAGE)
+    if (entries.length === 0 && !follow) return
+    wait = follow && !(reply ?? []).some(([, page]) => page.length >= PAGE)
+    for (const { stream, id, fields } of entries) {
+      const events = stream === 'log' ? logEvents(log, mapper, id, fields) : liveEvents(mapper, fields, inputs)
+      if (inputs) for (const e of events) if (e.type === 'RUN_STARTED') inputs.add(e.runId)
+      const before = at
+      const after: Cursor = { ...before, [stream]: id, message: mapper.state.message, emitted: mapper.state.emitted, skip: 0 }
+      for (let i = before.skip; i < events.length; i++) {
+        // an event that is not its entry's last resumes before the entry, skipping what came out of it
+        const cursor = i < events.length - 1 ? { ...before, skip: i + 1 } : after
+        yield { cursor: encodeCursor(cursor), event: events[i]! }
+      }
+      at = after
+    }
   }
 }
 

@@ -4,6 +4,7 @@ export { encodeRecord, isRecord, type LogEntry, type ReadOptions, type FollowOpt
 export { indexKeys, shardBase, shardCountKey, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { duplicateClient, isCluster, type RedisClient } from './client.js'
+export { compareIds, waitForEntries } from './sharedReader.js'
 export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJobId, type Message } from './formats.js'
 export { OpenWork, type OpenItem } from './openWork.js'
 export {

@@ -1,6 +1,7 @@
 import { DurableHarnessError, InvalidCursorError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors.js'
 import { runScript, type ReplicaWait, type ScriptContract, type ScriptName } from './commands/index.js'
-import { duplicateClient, publishCommand, type RedisClient } from './client.js'
+import { publishCommand, type RedisClient } from './client.js'
+import { waitForEntries } from './sharedReader.js'
 import { indexKeys, sessionKeys, type IndexKeys, type SessionKeys } from './keys.js'
 import { assertShards, defaultShards, shardOf } from './shards.js'
 import { appendLive, type LiveEntry } from './live.js'
@@ -63,6 +64,8 @@ function assertCursor(option: string, value: unknown): void {
 }
 
 type RawEntry = [string, string[]]
+
+const FOLLOW_PAGE = 500
 
 /**
  * The stream of one session's log: reading, following and unfenced appends, and the one way every
@@ -198,35 +201,33 @@ export class LogStream {
   }
 
   /**
-   * Follows the log from a known id with XREAD BLOCK on its own connection. Never reads from `$`:
-   * after a reconnect ioredis would re-send it and skip what was written in the gap.
+   * Follows the log from a known id: reads on the log's connection, and while there is nothing new
+   * waits on the connection's shared readers (sharedReader.ts), so a follower holds no connection of
+   * its own. Never reads from `$`: after a reconnect it would skip what was written in the gap.
    */
   async *follow(options: FollowOptions = {}): AsyncGenerator<LogEntry> {
     assertCursor('follow({ after })', options.after)
+    const { signal } = options
     let last = options.after ?? '0-0'
-    const conn = duplicateClient(this.redis)
-    const onAbort = () => conn.disconnect()
-    options.signal?.addEventListener('abort', onAbort, { once: true })
-    try {
-      while (!options.signal?.aborted) {
-        let reply: Array<[string, RawEntry[]]> | null
-        try {
-          reply = (await conn.xread('COUNT', 500, 'BLOCK', options.blockMs ?? 5000, 'STREAMS', this.keys.log, last)) as Array<
-            [string, RawEntry[]]
-          > | null
-        } catch (error) {
-          if (options.signal?.aborted) return
-          throw new StorageError('follow', this.sessionId, error)
-        }
-        for (const entry of reply?.[0]?.[1] ?? []) {
-          last = entry[0]
-          const parsed = this.parseEntry(entry)
-          if (parsed && (!options.types || options.types.includes(parsed.record.type))) yield parsed
-        }
+    let wait = false
+    while (!signal?.aborted) {
+      let page: RawEntry[]
+      try {
+        if (wait) await waitForEntries(this.redis, [[this.keys.log, last]], { timeoutMs: options.blockMs ?? 5000, signal })
+        if (signal?.aborted) return
+        const reply = (await this.redis.xread('COUNT', FOLLOW_PAGE, 'STREAMS', this.keys.log, last)) as Array<[string, RawEntry[]]> | null
+        page = reply?.[0]?.[1] ?? []
+      } catch (error) {
+        if (signal?.aborted) return
+        throw new StorageError('follow', this.sessionId, error)
       }
-    } finally {
-      options.signal?.removeEventListener('abort', onAbort)
-      conn.disconnect()
+      // a page not full took everything there was: wait for more before reading again
+      wait = page.length < FOLLOW_PAGE
+      for (const entry of page) {
+        last = entry[0]
+        const parsed = this.parseEntry(entry)
+        if (parsed && (!options.types || options.types.includes(parsed.record.type))) yield parsed
+      }
     }
   }
 

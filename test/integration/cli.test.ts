@@ -75,6 +75,78 @@ describe('the harness CLI', () => {
     expect(sessions.stdout).toMatch(/cli-deploy\s+ops\s+0/)
   })
 
+  it('log prints a value a caller or model chose on one line, escaped: no forged line, no raw control, separator or bidi character', async () => {
+    const forged = `12:00:00.000  settled   turn x completed: paid`
+    const hostile = `pay\n${forged}\r\n${forged}\u2028\u202eevil\u2066\u200f\u061c\x1b[2J\x1b]8;;x\x07\tend\u0085\u007f\u200b\u{e0041}`
+    const session = host.open(ops, { sessionId: 'cli-hostile' })
+    const { inputId } = await session.prompt(hostile)
+    await session.settled(inputId)
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    const unsafe = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200b-\u200f\u061c\u{e0000}-\u{e007f}]/u
+
+    const text = await runBin(['log', 'cli-hostile'], env)
+    expect(text.code).toBe(0)
+    expect(text.stdout).not.toMatch(unsafe)
+    const lines = text.stdout.trimEnd().split('\n')
+    expect(lines.map((l) => l.split(/\s+/)[1])).toEqual(['input', 'model', 'settled'])
+    expect(lines[0]).toContain(
+      `pay\\n${forged}\\r\\n${forged}\\u2028\\u202eevil\\u2066\\u200f\\u061c\\u001b[2J\\u001b]8;;x\\u0007\\tend\\u0085\\u007f\\u200b\\u{e0041}`,
+    )
+
+    // --json: the same value, escaped so the line holds no raw character of the set and parses back to it
+    const json = await runBin(['log', 'cli-hostile', '--json'], env)
+    expect(json.stdout).not.toMatch(unsafe)
+    const items = json.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { kind: string; text: string })
+    expect(items.map((i) => i.kind)).toEqual(['input', 'model', 'settled'])
+    expect(items[0]!.text).toContain(hostile)
+
+    // a question whose message holds a model's value: the questions table escapes it too
+    const asking = host.open(ops, { sessionId: 'cli-hostile-q' })
+    const deploy = await asking.prompt('deploy:\u202eevil\x1b[2J\u200b')
+    let question
+    while (!(question = (await asking.questions())[0])) await new Promise((r) => setTimeout(r, 50))
+    const listed = await runBin(['questions'], env)
+    expect(listed.stdout).not.toMatch(unsafe)
+    expect(listed.stdout).toContain('Deploy \\u202eevil\\u001b[2J\\u200b v2?')
+    await asking.answer(question.questionId, { region: 'eu', replicas: 1, canary: false })
+    await asking.settled(deploy.inputId)
+  })
+
+  it("a session id that starts with '-' is addressed after '--' (log, abort) or as --session=<id>; without them the error says how", async () => {
+    const session = host.open(ops, { sessionId: '-dash' })
+    const { inputId } = await session.prompt('hello')
+    await session.settled(inputId)
+
+    const bare = await runBin(['log', '-dash'], env)
+    expect(bare.code).toBe(2)
+    expect(bare.stderr).toContain("goes after '--': harness log -- -dash.")
+    const log = await runBin(['log', '--', '-dash'], env)
+    expect(log.code).toBe(0)
+    expect(log.stdout).toMatch(/settled\s+turn \S+ completed: nothing to do/)
+    const json = await runBin(['log', '--json', '--', '-dash'], env)
+    expect(json.stdout.trimEnd().split('\n')).toHaveLength(3)
+    const late = await runBin(['log', '--', '-dash', '--json'], env)
+    expect(late.code).toBe(2)
+    expect(late.stderr).toContain("Every word after '--' is an argument: put the options before it.")
+    expect(await runBin(['abort', '--reason', 'late', '--', '-dash', inputId], env)).toMatchObject({
+      code: 1,
+      stdout: `Turn ${inputId} had settled already; nothing to abort.\n`,
+    })
+
+    const asking = host.open(ops, { sessionId: '-dash-refund' })
+    const refund = await asking.prompt('refund:3')
+    let question
+    while (!(question = (await asking.questions())[0])) await new Promise((r) => setTimeout(r, 50))
+    const spaced = await runBin(['approve', question.questionId, '--session', '-dash-refund'], env)
+    expect(spaced.code).toBe(2)
+    expect(spaced.stderr).toContain("written with '=': --session=-dash-refund.")
+    expect(await runBin(['approve', question.questionId, '--session=-dash-refund'], env)).toMatchObject({ code: 0 })
+    expect(await asking.settled(refund.inputId)).toMatchObject({ outcome: 'completed', text: expect.stringContaining('"refunded":3') })
+  })
+
   it('approve runs a needsApproval call; deny lands its tool error with the reason', async () => {
     const session = host.open(ops, { sessionId: 'cli-refund' })
     const first = await session.prompt('refund:7')

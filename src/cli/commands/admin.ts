@@ -1,7 +1,7 @@
 import { UsageError } from '../../errors.js'
 import type { Command } from '../command.js'
 import { withHost } from '../connect.js'
-import { print, table } from '../output.js'
+import { jsonLine, print, table, terminalSafe } from '../output.js'
 
 export const abort: Command = {
   name: 'abort',
@@ -15,7 +15,8 @@ export const abort: Command = {
       if (!session) throw new UsageError(`No session ${args[0]} of the module's harnesses.`)
       return session.abort(args[1]!, typeof values.reason === 'string' ? values.reason : undefined)
     })
-    print(aborted ? `Aborted ${args[1]}.` : `Turn ${args[1]} had settled already; nothing to abort.`)
+    const inputId = terminalSafe(args[1]!)
+    print(aborted ? `Aborted ${inputId}.` : `Turn ${inputId} had settled already; nothing to abort.`)
     return aborted ? 0 : 1
   },
 }
@@ -30,7 +31,7 @@ export const stats: Command = {
   async run({ values }) {
     const s = await withHost(values, false, (host) => host.stats())
     if (values.json) {
-      print(JSON.stringify(s))
+      print(jsonLine(s))
       return 0
     }
     if (s.queues.length > 0)
@@ -58,7 +59,7 @@ export const stats: Command = {
     print(`open calls      ${s.openCalls}`)
     print(`open questions  ${s.openQuestions}`)
     const recoveries = Object.entries(s.recoveries)
-    print(`recoveries      ${recoveries.length ? recoveries.map(([reason, n]) => `${reason}=${n}`).join(' ') : 0}`)
+    print(`recoveries      ${recoveries.length ? recoveries.map(([reason, n]) => `${terminalSafe(reason)}=${n}`).join(' ') : 0}`)
     return 0
   },
 }

@@ -1,6 +1,7 @@
 import { startSweepTimer } from '../../harness/host.js'
 import type { Command, CommandInput } from '../command.js'
 import { withHost } from '../connect.js'
+import { jsonLine, print } from '../output.js'
 import { startProcess, workerShards } from '../processEnv.js'
 
 /** The worker process: turn and tool workers of a harness module (workers/worker.ts, `harness worker`). */
@@ -58,7 +59,7 @@ export const sweep: Command = {
     flagsToEnv(values, { ...PROCESS_ENV, every: 'SWEEP_EVERY_MS' })
     if (values.once) {
       const repairs = await withHost({ ...values, module: args[0] ?? (values.module as string | undefined) }, true, (host) => host.sweep())
-      for (const repair of repairs) process.stdout.write(`${JSON.stringify(repair)}\n`)
+      for (const repair of repairs) print(jsonLine(repair))
       return 0
     }
     await runSweeper(args)

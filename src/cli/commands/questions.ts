@@ -2,7 +2,7 @@ import { UsageError } from '../../errors.js'
 import type { HarnessHost } from '../../harness/host.js'
 import { countOption, type Command } from '../command.js'
 import { withHost } from '../connect.js'
-import { print, table } from '../output.js'
+import { jsonLine, print, table, terminalSafe } from '../output.js'
 
 const sessionOption = { session: { type: 'string', help: 'the session of the question (default: found among open questions)' } } as const
 
@@ -42,7 +42,7 @@ export const questions: Command = {
   async run({ values }) {
     const limit = countOption(values.limit, 'limit', 100)
     const list = await withHost(values, false, (host) => host.questions({ limit }))
-    if (values.json) for (const q of list) print(JSON.stringify(q))
+    if (values.json) for (const q of list) print(jsonLine(q))
     else if (list.length === 0) print('No open questions.')
     else
       print(
@@ -67,7 +67,7 @@ export const answer: Command = {
       const { session } = await sessionOfQuestion(host, args[0]!, values.session)
       await session.answer(args[0]!, value)
     })
-    print(`Answered ${args[0]}.`)
+    print(`Answered ${terminalSafe(args[0]!)}.`)
     return 0
   },
 }
@@ -88,7 +88,7 @@ function decide(approved: boolean): Command {
           throw new UsageError(`Question ${args[0]} is not an approval: answer it with harness answer ${args[0]} '<json>'.`)
         await session.answer(args[0]!, { approved, ...(typeof values.reason === 'string' ? { reason: values.reason } : {}) })
       })
-      print(`${approved ? 'Approved' : 'Denied'} ${args[0]}.`)
+      print(`${approved ? 'Approved' : 'Denied'} ${terminalSafe(args[0]!)}.`)
       return 0
     },
   }

@@ -2,7 +2,7 @@ import { UsageError } from '../../errors.js'
 import { Timeline } from '../../timeline/index.js'
 import { countOption, type Command } from '../command.js'
 import { connect, harnessesFrom, withHost } from '../connect.js'
-import { print, table, timelineLine } from '../output.js'
+import { jsonLine, print, table, timelineLine } from '../output.js'
 
 export const sessions: Command = {
   name: 'sessions',
@@ -22,7 +22,7 @@ export const sessions: Command = {
       ...(typeof values.harness === 'string' ? { harness: values.harness } : {}),
     }
     const list = await withHost(values, false, (host) => host.sessions(filter))
-    if (values.json) for (const s of list) print(JSON.stringify(s))
+    if (values.json) for (const s of list) print(jsonLine(s))
     else if (list.length === 0) print('No sessions.')
     else
       print(
@@ -61,7 +61,7 @@ export const log: Command = {
         ...(typeof values.from === 'string' ? { from: values.from } : {}),
       })
       for await (const event of events) {
-        for (const item of timeline.push(event)) print(values.json ? JSON.stringify(item) : timelineLine(item))
+        for (const item of timeline.push(event)) print(values.json ? jsonLine(item) : timelineLine(item))
       }
       return 0
     } finally {
