@@ -215,14 +215,13 @@ export class Session {
       { ...options, fresh, signal: cancel.signal, fromPayload: (payload) => JSON.parse(payload) as RecordOf<'harness.tool.result'> },
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
-    // one connection keeps the order: the request is in the log before the job can run. Added again for
-    // a caller's retry too: a no-op while the job exists, a repair if it was lost
-    const requesting = fresh ? log.requestCall(toolCallId, call.name, input) : null
-    await Promise.all([
-      requesting,
-      log.indexSession(),
-      enqueueCall(queues, harness, this.sessionId, { toolCallId, name: call.name, input }),
-    ]).catch((error) => {
+    // the request is logged before the job exists (a job begins only as its logged call). Added again
+    // for a caller's retry too: a no-op while the job exists, a repair if it was lost
+    const enqueue = async () => {
+      if (fresh) await log.requestCall(toolCallId, call.name, input)
+      await enqueueCall(queues, harness, this.sessionId, { toolCallId, name: call.name, input })
+    }
+    await Promise.all([enqueue(), log.indexSession()]).catch((error) => {
       cancel.abort()
       throw error
     })

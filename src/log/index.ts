@@ -1,10 +1,11 @@
-export { SessionLog, type BeginResult, type Fence } from './callLedger.js'
+export { SessionLog, type BeginResult, type Fence, type LoggedCall } from './callLedger.js'
+export { callFingerprint } from './callIds.js'
 export { contextOf, type Question, type InputState, type ParentCall, type StepLookup, type ModelToolCall } from './inputs.js'
 export { encodeRecord, isRecord, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
 export { indexKeys, shardBase, shardCountKey, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { duplicateClient, isCluster, type RedisClient } from './client.js'
-export { openMember, messageKey, parseMessage, turnJobId, toolJobId, type Message } from './formats.js'
+export { openMember, messageKey, parseMessage, turnJobId, toolJobId, parseToolJobId, type Message } from './formats.js'
 export { OpenWork, type OpenItem } from './openWork.js'
 export {
   harnessRecordSchemas,

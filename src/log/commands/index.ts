@@ -73,8 +73,17 @@ export interface ScriptContract {
   }
   beginCall: {
     keys: [calls: string, log: string, staged: string, openCalls: string, inputs: string]
-    args: [toolCallId: string, name: string, replay: 'safe' | 'never', now: number, openMember: string, harness: string, inputId: string]
-    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string]
+    args: [
+      toolCallId: string,
+      name: string,
+      replay: 'safe' | 'never',
+      now: number,
+      openMember: string,
+      harness: string,
+      inputId: string,
+      fingerprint: string,
+    ]
+    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string] | ['unverified']
   }
   cancelCall: {
     keys: [calls: string, log: string, staged: string, openCalls: string, questions: string, openQuestions: string, conversation: string]
