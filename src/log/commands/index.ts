@@ -118,8 +118,18 @@ export interface ScriptContract {
     reply: [header: string, entries: Array<[string, string[]]>]
   }
   removeSession: {
-    keys: [log: string, steps: string, calls: string, questions: string, inputs: string, line: string, conversation: string, live: string]
-    args: [mode: 'check' | 'remove', exportedLastId: string]
+    keys: [
+      log: string,
+      steps: string,
+      calls: string,
+      questions: string,
+      inputs: string,
+      line: string,
+      conversation: string,
+      live: string,
+      sessions: string,
+    ]
+    args: [mode: 'check' | 'remove', exportedLastId: string, sessionId: string]
     reply: ['open', 'turn' | 'call'] | ['idle', string] | ['moved', string] | ['removed']
   }
   requestCall: {
