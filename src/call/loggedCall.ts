@@ -87,6 +87,8 @@ function fingerprintOf(call: ToolCall): string {
 
 /** Names the fields that disagreed, never their values (job data is anyone's with queue access). */
 function warnDisagreement(deps: ToolJobDeps, ids: { sessionId: string; toolCallId: string }, fields: string[]): void {
+  // the same call, its request mark missing or of an older version: nothing to warn about
+  if (fields.length === 0) return deps.logger.debug(ids, 'tool job began from its logged call (no matching request mark)')
   deps.logger.warn(
     { ...ids, fields },
     "tool job data disagrees with the session log; it is ignored and the call runs as logged (was the job's data edited?)",
