@@ -2,14 +2,15 @@ import { DelayedError, type Job } from 'bullmq'
 import { FencedError, StorageError } from '../errors.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOf, type Harness } from '../harnessTypes.js'
-import { contextOf, openMember, type BeginResult, type Fence, type SessionLog } from '../log/index.js'
+import { contextOf, type BeginResult, type Fence, type SessionLog } from '../log/index.js'
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
-import { questionIdOf, replayOf, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
+import { questionIdOf, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
 import { approvalDecided, decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
 import { cancelledError, type CallAborts } from './callAborts.js'
 import { keptResult } from './keptResult.js'
+import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
 import { runCall, type CallOutcome } from './runCall.js'
 import { callBegan, callLanded, countFenced } from '../telemetry/index.js'
@@ -27,18 +28,8 @@ export interface ToolJobDeps {
  * outcome (run, or the cut path) → park, or keep (hooks, redaction) and land in one fenced write.
  */
 export async function processToolJob(job: Job<ToolJobData>, token: string | undefined, deps: ToolJobDeps): Promise<void> {
-  // the job's name is the tool's name (not repeated in its data)
-  const call: ToolCall = { ...job.data, name: job.name }
-  const log = deps.logFor(call.sessionId)
-  const tool = toolOf(deps.harness, call.name)
-  const owner = { harness: deps.harness.name, ...(call.inputId ? { inputId: call.inputId } : {}) }
-  // opened before the turn's input is read (beginCall returns it): a settle from now on fires its
-  // signal, one before it is seen there
-  const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
-  const begin = await log.beginCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner).catch((error: unknown) => {
-    attempt.done()
-    throw error
-  })
+  // the call as the log holds it, whatever the job's data says (the job's name is the tool's name)
+  const { call, begin, attempt, log } = await beginLoggedCall(job, deps)
   const logger = lazyChild(deps.logger, { sessionId: call.sessionId, toolCallId: call.toolCallId, attempt: begin.attempt, tool: call.name })
   if (begin.kind === 'done') {
     attempt.done()
@@ -57,7 +48,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     }
     // ctx.context: the context the turn's input was given with
     const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
-    if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, job.data, fence, deps))
+    if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, call, fence, deps))
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
     await log.landResult(fence, call.name, kept)
     callLanded(deps.harness.name, call, kept, job.timestamp)
@@ -133,9 +124,6 @@ async function attemptOutcome(
 }
 
 type Attempt = ReturnType<CallAborts['open']>
-
-/** A tool job's call: its data and the tool's name. */
-type ToolCall = ToolJobData & { name: string }
 
 /** True when a parked call's wake-up already happened (its answer, its child agent's settle, or a cancel). */
 async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {

@@ -61,6 +61,21 @@ export class SecretInValueError extends DurableHarnessError {
   }
 }
 
+/**
+ * The harness's secrets resolver failed while a prompt or a runTool input was checked for session
+ * secrets (R6): nothing was logged. Names the resolver's error only by its class (its message may hold
+ * the very secrets it failed to return).
+ */
+export class SecretsUnavailableError extends DurableHarnessError {
+  constructor(what: string, errorName: string) {
+    super(
+      'secrets_unavailable',
+      `${what} could not be checked for session secrets: the harness's secrets resolver failed (${errorName}). ` +
+        'Nothing was logged; try again when the resolver answers.',
+    )
+  }
+}
+
 /** A record type that starts with the reserved `harness.` prefix, or has no type. */
 export class ReservedRecordTypeError extends DurableHarnessError {
   constructor(type: unknown) {

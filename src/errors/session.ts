@@ -88,6 +88,20 @@ export class UnknownToolCallError extends DurableHarnessError {
   }
 }
 
+/**
+ * A tool job that names a call no model response or runTool request of its session holds (a job added
+ * by hand, e.g. in bull-board): nothing runs and nothing is written; the job fails.
+ */
+export class CallNotLoggedError extends DurableHarnessError {
+  constructor(sessionId: string, toolCallId: string) {
+    super(
+      'call_not_logged',
+      `Session ${sessionId} has no logged tool call ${JSON.stringify(toolCallId)} (no model response or runTool request holds it), so its job runs nothing. ` +
+        'Tool jobs are added by the harness (a turn, session.runTool), not by hand.',
+    )
+  }
+}
+
 /** The reason ctx.abortSignal carries when a tool call ran past its time limit. */
 export class ToolTimeoutError extends DurableHarnessError {
   constructor(

@@ -162,14 +162,10 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   // commands wait across a Redis restart or failover instead of failing (workers reconnect, no job lost)
   const target = resolveRedis(options.redis)
   const redis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true }, { lazyConnect: true })
-  // the log's commands on a connection of their own that pipelines what is sent in one tick (fewer
-  // socket writes; BullMQ's commands are not written for it, so its queues and workers keep `redis`)
-  // (one Redis only: a Cluster client's auto-pipelining showed no gain in `bench --scale` here; see
-  // docs/decisions.md. Sharing `redis` there instead saw the dashboard's approval test fail twice)
-  const logRedis: RedisClient = target.open(
-    { maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: true },
-    { lazyConnect: true },
-  )
+  // the log's commands on a connection of their own (BullMQ's queues and workers keep `redis`); not
+  // auto-pipelined: it measured +45% calls/s off on a quiet machine, no gain on a loaded one (issue 24;
+  // docs/decisions.md). runScript sends plain EVALSHA/EVAL, so turning it on again cannot break a pipeline
+  const logRedis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true }, { lazyConnect: true })
   const where = target.where
   let lastError = 0
   const onError = (err: Error) => {

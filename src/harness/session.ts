@@ -30,7 +30,8 @@ import { followEvents, type EventsOptions, type SessionEvent } from '../events/i
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { enqueueCall, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
 import { settleTurn } from '../turn/index.js'
-import { encodeChecked, resolveSecrets, toJsonCopy } from '../tool/index.js'
+import { encodeChecked, toJsonCopy } from '../tool/index.js'
+import { assertNoSecrets } from './callerSecrets.js'
 import { cancelParkedCalls } from './cancel.js'
 import type { Notifier } from './notifier.js'
 
@@ -115,14 +116,14 @@ export class Session {
     assertInputId(inputId)
     const { harness } = this.deps
     const { maxValueBytes } = harness.durability
-    encodeChecked(text, `Prompt ${inputId}`, maxValueBytes)
-    let context: unknown
-    if (options.context !== undefined) {
-      const what = `Context of prompt ${inputId}`
-      context = toJsonCopy(options.context, what)
-      const secrets = await resolveSecrets(harness, this.sessionId)
-      secrets.assertAbsent(encodeChecked(context, what, maxValueBytes), what)
-    }
+    const what = `Context of prompt ${inputId}`
+    const context = options.context === undefined ? undefined : toJsonCopy(options.context, what)
+    await assertNoSecrets(
+      harness,
+      this.sessionId,
+      { what: `Prompt ${inputId}`, encoded: encodeChecked(text, `Prompt ${inputId}`, maxValueBytes) },
+      { what, encoded: encodeChecked(context, what, maxValueBytes) },
+    )
     await this.checkDeployment()
     const added = await this.deps.log.addInput(inputId, text, harness.name, { busy: harness.busy, context })
     if (added.status === 'conflict') throw new InputConflictError(inputId)
@@ -195,7 +196,7 @@ export class Session {
     // checked before anything is written or enqueued: a bad input loses nothing and starts nothing
     const what = `Input of tool "${call.name}"`
     const input = toJsonCopy(call.input, what)
-    encodeChecked(input, what, harness.durability.maxValueBytes)
+    await assertNoSecrets(harness, this.sessionId, { what, encoded: encodeChecked(input, what, harness.durability.maxValueBytes) })
     await this.checkDeployment()
     // a generated id is new: no call to look up, and no result to check for before the first message
     const fresh = call.toolCallId === undefined
@@ -215,14 +216,13 @@ export class Session {
       { ...options, fresh, signal: cancel.signal, fromPayload: (payload) => JSON.parse(payload) as RecordOf<'harness.tool.result'> },
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
-    // one connection keeps the order: the request is in the log before the job can run. Added again for
-    // a caller's retry too: a no-op while the job exists, a repair if it was lost
-    const requesting = fresh ? log.requestCall(toolCallId, call.name, input) : null
-    await Promise.all([
-      requesting,
-      log.indexSession(),
-      enqueueCall(queues, harness, this.sessionId, { toolCallId, name: call.name, input }),
-    ]).catch((error) => {
+    // the request is logged before the job exists (a job begins only as its logged call). Added again
+    // for a caller's retry too: a no-op while the job exists, a repair if it was lost
+    const enqueue = async () => {
+      if (fresh) await log.requestCall(toolCallId, call.name, input)
+      await enqueueCall(queues, harness, this.sessionId, { toolCallId, name: call.name, input })
+    }
+    await Promise.all([enqueue(), log.indexSession()]).catch((error) => {
       cancel.abort()
       throw error
     })
@@ -285,8 +285,10 @@ export class Session {
     if (found.closed) throw new QuestionClosedError(questionId, 'closed')
     const what = `Answer to question ${questionId}`
     const copy = toJsonCopy(value, what)
-    const secrets = await resolveSecrets(this.deps.harness, this.sessionId)
-    secrets.assertAbsent(encodeChecked(copy, what, this.deps.harness.durability.maxValueBytes), what)
+    await assertNoSecrets(this.deps.harness, this.sessionId, {
+      what,
+      encoded: encodeChecked(copy, what, this.deps.harness.durability.maxValueBytes),
+    })
     const parsed = z.fromJSONSchema(question.schema as never).safeParse(copy)
     if (!parsed.success) throw new InvalidAnswerError(questionId, z.prettifyError(parsed.error).replace(/\n\s*/g, ' '))
     await this.checkDeployment()

@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import { isAuthFailure } from '../credentials.js'
 import { processToolJob, type CallAborts } from '../call/index.js'
 import type { Harness } from '../harnessTypes.js'
-import type { SessionLog } from '../log/index.js'
+import { parseToolJobId, type SessionLog } from '../log/index.js'
 import {
   bullPrefix,
   finishedJobs,
@@ -60,7 +60,10 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   const tools = new Worker<ToolJobData>(
     toolQueueName(harness.name),
     (job, token) =>
-      callAttemptSpan({ ...job.data, name: job.name }, () => processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger })),
+      // the span names the session and call of the job's id, which its data cannot change
+      callAttemptSpan({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }, () =>
+        processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger }),
+      ),
     common,
   )
   const turns = new Worker<TurnJobData>(

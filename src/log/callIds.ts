@@ -25,7 +25,17 @@ export function scopedCallId(base: string, inputId: string, response: number, in
   return `${base}~${sha(`${inputId}\0${response}\0${index}`, 12)}`
 }
 
-/** What a call id was used for: its tool and input. runTool refuses the same id for another call. */
-export function callFingerprint(name: string, input: unknown): string {
-  return sha(`${name}\0${JSON.stringify(input ?? null)}`, 20)
+/**
+ * What a call id was used for: its tool and input, and for a call of a turn the turn and the size of
+ * an input too large to keep. runTool refuses the same id for another call; a tool job begins only
+ * when its data has the fingerprint its logged call wrote (beginCall-5.lua).
+ */
+export function callFingerprint(
+  name: string,
+  input: unknown,
+  turn: { inputId?: string | undefined; inputTooLarge?: number | undefined } = {},
+): string {
+  const inputId = turn.inputId === undefined ? '' : `\0i:${turn.inputId}`
+  const tooLarge = turn.inputTooLarge === undefined ? '' : `\0t:${turn.inputTooLarge}`
+  return sha(`${name}\0${JSON.stringify(input ?? null)}${inputId}${tooLarge}`, 20)
 }

@@ -26,6 +26,15 @@ export interface CallState {
   result?: RecordOf<'harness.tool.result'>
 }
 
+/** A call as its log record holds it (findLoggedCall). */
+export interface LoggedCall {
+  name: string
+  input: unknown
+  /** The turn whose model response holds it; none for a runTool call. */
+  inputId?: string
+  inputTooLarge?: number
+}
+
 /** Where a call belongs: its harness and, for a call of a turn, the turn's inputId (none for runTool). */
 export interface CallOwner {
   harness: string
@@ -67,15 +76,19 @@ export class SessionLog extends SessionInputs {
   }
 
   /**
-   * The input of a call, from the record that asked for it (the turn's model response, or runTool's
-   * request). Reads the log: for the sweeper's rare repairs, not for a hot path.
+   * The call as the record that asked for it holds it (the turn's model response, or runTool's
+   * request): its tool, input, turn and the size of an input too large to keep. Reads the log (from
+   * the turn's input when `inputId` is given): for rare repairs, not for a hot path.
    */
-  async findCallInput(toolCallId: string, inputId?: string): Promise<unknown> {
+  async findLoggedCall(toolCallId: string, inputId?: string): Promise<LoggedCall | undefined> {
     const input = inputId ? await this.getInput(inputId) : null
     for (const { record } of await this.read(input ? { from: input.entryId } : {})) {
-      if (hasType(record, 'harness.tool.requested') && record.toolCallId === toolCallId) return record.input
+      if (hasType(record, 'harness.tool.requested') && record.toolCallId === toolCallId) return { name: record.name, input: record.input }
       const call = hasType(record, 'harness.model.response') ? record.toolCalls.find((c) => c.toolCallId === toolCallId) : undefined
-      if (call) return call.input
+      if (call) {
+        const tooLarge = call.inputTooLarge === undefined ? {} : { inputTooLarge: call.inputTooLarge }
+        return { name: call.name, input: call.input, inputId: (record as RecordOf<'harness.model.response'>).inputId, ...tooLarge }
+      }
     }
     return undefined
   }
@@ -105,11 +118,41 @@ export class SessionLog extends SessionInputs {
 
   /** `owner` is kept in the call state so the sweeper can enqueue the call again if its job is lost. */
   async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', owner?: CallOwner): Promise<BeginResult> {
-    const [kind, epoch, attempt, input] = await this.script(
+    return (await this.begin(toolCallId, name, replay, owner, '')) as BeginResult
+  }
+
+  /**
+   * beginCall of the call a tool job names, only if it is the logged one: `fingerprint` (callFingerprint
+   * of the job's tool, input and turn) must be what the logged call wrote, checked in the same script
+   * (no extra round trip). 'unverified', nothing written, when it is not or the call was never logged.
+   */
+  async beginLoggedCall(
+    toolCallId: string,
+    name: string,
+    replay: 'safe' | 'never',
+    owner: CallOwner,
+    fingerprint: string,
+  ): Promise<BeginResult | 'unverified'> {
+    return this.begin(toolCallId, name, replay, owner, fingerprint)
+  }
+
+  private async begin(toolCallId: string, name: string, replay: 'safe' | 'never', owner: CallOwner | undefined, fingerprint: string) {
+    const reply = await this.script(
       'beginCall',
       [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), this.index.openCalls, this.keys.inputs],
-      [toolCallId, name, replay, Date.now(), openMember(this.sessionId, toolCallId), owner?.harness ?? '', owner?.inputId ?? ''],
+      [
+        toolCallId,
+        name,
+        replay,
+        Date.now(),
+        openMember(this.sessionId, toolCallId),
+        owner?.harness ?? '',
+        owner?.inputId ?? '',
+        fingerprint,
+      ],
     )
+    if (reply[0] === 'unverified') return 'unverified'
+    const [kind, epoch, attempt, input] = reply
     const begun = { kind, epoch: Number(epoch), attempt: Number(attempt) }
     return owner?.inputId && kind !== 'done' ? { ...begun, input: input ? (JSON.parse(input) as InputState) : null } : begun
   }

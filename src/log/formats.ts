@@ -59,3 +59,12 @@ export function sessionOfJobId(jobId: string | undefined): string | undefined {
   const [kind, sessionId, rest] = (jobId ?? '').split('|', 3)
   return (kind === 'turn' || kind === 'call') && sessionId && rest !== undefined ? sessionId : undefined
 }
+
+/** The session and call a tool job's id names; null for an id of another shape. */
+export function parseToolJobId(jobId: string): { sessionId: string; toolCallId: string } | null {
+  const match = /^call\|([^|]+)\|([A-Za-z0-9_-]+)$/.exec(jobId)
+  if (!match) return null
+  const ids = { sessionId: match[1]!, toolCallId: Buffer.from(match[2]!, 'base64url').toString() }
+  // only the id toolJobId makes (base64url has other spellings of the same bytes)
+  return toolJobId(ids.sessionId, ids.toolCallId) === jobId ? ids : null
+}

@@ -1,11 +1,12 @@
 export { SessionLog, type BeginResult, type Fence } from './callLedger.js'
+export { callFingerprint } from './callIds.js'
 export { contextOf, type Question, type InputState, type ParentCall, type StepLookup, type ModelToolCall } from './inputs.js'
 export { encodeRecord, isRecord, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
 export { indexKeys, shardBase, shardCountKey, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { duplicateClient, isCluster, type RedisClient } from './client.js'
 export { compareIds, waitForEntries } from './sharedReader.js'
-export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJobId, type Message } from './formats.js'
+export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJobId, parseToolJobId, type Message } from './formats.js'
 export { OpenWork, type OpenItem } from './openWork.js'
 export {
   harnessRecordSchemas,

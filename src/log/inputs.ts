@@ -176,7 +176,7 @@ export class SessionInputs extends LogStream {
         ...(response.usage ? { usage: response.usage } : {}),
         ...(response.joined ? { joined: response.joined } : {}),
       })
-      const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input)])
+      const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input, { inputId, inputTooLarge: c.inputTooLarge })])
       const [status] = await this.script(
         'logModelResponse',
         [this.keys.log, this.keys.inputs, this.keys.calls, this.keys.conversation],

@@ -176,16 +176,16 @@ export class LogStream {
   }
 
   /**
-   * Retention (removeSession-8.lua): 'check' answers whether the session has open work and names its
-   * last log entry; 'remove' deletes every key of the session unless it has open work or its log grew
-   * past `exportedLastId`.
+   * Retention (removeSession-9.lua): 'check' answers whether the session has open work and names its
+   * last log entry; 'remove' deletes every key of the session and its entry in the sessions index, in
+   * one write, unless it has open work or its log grew past `exportedLastId`.
    */
   removeSession(mode: 'check' | 'remove', exportedLastId = '') {
     const k = this.keys
     return this.script(
       'removeSession',
-      [k.log, k.steps, k.calls, k.questions, k.inputs, k.line, k.conversation, k.live],
-      [mode, exportedLastId],
+      [k.log, k.steps, k.calls, k.questions, k.inputs, k.line, k.conversation, k.live, this.index.sessions],
+      [mode, exportedLastId, this.sessionId],
     )
   }
 

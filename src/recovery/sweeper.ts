@@ -142,7 +142,7 @@ async function repairCall(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
   }
   if (job.state !== 'missing' && job.state !== 'completed') return null
   const inputId = call.owner!.inputId
-  const input = await log.findCallInput(toolCallId, inputId)
+  const logged = await log.findLoggedCall(toolCallId, inputId)
   await job.remove()
   // a call of a turn goes back under its turn when the turn still waits for it; else on its own
   const turn = inputId ? await inspectTurnJob(queues, sessionId, inputId) : undefined
@@ -151,7 +151,13 @@ async function repairCall(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
     queues,
     harness,
     sessionId,
-    { toolCallId, name: call.name, input },
+    // as logged, so the job's data is the logged call's (its begin checks it)
+    {
+      toolCallId,
+      name: call.name,
+      input: logged?.input,
+      ...(logged?.inputTooLarge === undefined ? {} : { inputTooLarge: logged.inputTooLarge }),
+    },
     { ...(inputId ? { inputId } : {}), ...(parent ? { parent } : {}) },
   )
   return repair(`call job ${job.state === 'missing' ? 'vanished' : 'completed without a result'}: enqueued again`)

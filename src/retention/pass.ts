@@ -62,8 +62,7 @@ async function retainShard(
     }
     const reply = await log.removeSession('remove', lastId)
     if (reply[0] === 'removed') {
-      // the shard's index is written apart from the session's keys: removeSession's keys stay the session's
-      await redis.zrem(index, sessionId)
+      // its index entry went in the same write: a prompt that made the session again since is listed
       removed.push(sessionId)
       logger.debug({ sessionId }, 'retention: session exported and removed')
     } else await later(sessionId, now)

@@ -31,7 +31,8 @@ describe('agentTool over worker processes', () => {
 
   it('R11: a cut agent tool call gets a tool error', async () => {
     const log = new SessionLog(ctx.redis, ctx.prefix, 'cut-agent')
-    // a worker began the call and died before it parked
+    // a worker began the (logged) call and died before it parked
+    await log.requestCall('a1', 'helper', { prompt: 'book' })
     await log.beginCall('a1', 'helper', 'never', { harness: 'boss' })
     await tools.add(
       'helper',

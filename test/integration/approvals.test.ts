@@ -6,10 +6,11 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { Job, Queue } from 'bullmq'
 import { Redis } from 'ioredis'
-import { ConfigError, defineHarness } from '../../src/index.js'
+import { pino } from 'pino'
+import { ConfigError, createHarnessHost, defineHarness } from '../../src/index.js'
 import { SessionLog, toolJobId } from '../../src/log/index.js'
 import { toolQueueName } from '../../src/queue/index.js'
-import { queuePrefix } from '../rig.js'
+import { queuePrefix, uniquePrefix } from '../rig.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { approvals, expiring, harnesses } from '../fixtures/approvals.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
@@ -84,6 +85,111 @@ describe('durable approvals over a worker process', () => {
     })
     expect(await session.log.read()).toEqual(before)
     await session.answer(question.questionId, { approved: true })
+  })
+  it('a parked approval call whose job data is edited (job.updateData) runs, once approved, with its logged input in its own session', async () => {
+    const session = ctx.host.open(approvals, { sessionId: 'edited' })
+    await ctx.host.open(approvals, { sessionId: 'edited-victim' }).prompt('hello')
+    const { inputId } = await session.prompt('transfer:40')
+    const question = await approvalOf('edited')
+    await ctx.workers[0]!.waitFor((l) => l.sessionId === 'edited' && l.msg === 'tool call parked')
+    // what bull-board's "update data" does: the parked job's data, not the log
+    const tools = new Queue(toolQueueName(approvals.name), { connection: { url: ctx.url }, prefix: queuePrefix(ctx.prefix, 'edited') })
+    try {
+      const job = (await Job.fromId(tools, toolJobId('edited', question.toolCallId)))!
+      await job.updateData({ ...job.data, sessionId: 'edited-victim', toolCallId: 'other', inputId: 'other', input: { amount: 9000 } })
+    } finally {
+      await tools.close()
+    }
+    expect(question.message).toContain('40') // what the approver sees is the logged input
+    await ctx.other.open(approvals, { sessionId: 'edited' }).answer(question.questionId, { approved: true })
+    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'done: {"sent":40}' })
+    // the tool ran once, with the logged input (another test's transfer may land meanwhile: not counted here)
+    expect(records(await session.log.read(), 'harness.tool.result').map((r) => r.result)).toEqual([{ sent: 40 }])
+    const warned = ctx.workers[0]!.lines.find((l) => l.sessionId === 'edited' && String(l.msg).includes('disagrees with the session log'))
+    expect(warned).toMatchObject({
+      toolCallId: question.toolCallId,
+      fields: expect.arrayContaining(['sessionId', 'toolCallId', 'inputId', 'input']),
+    })
+    const victim = await ctx.host.open(approvals, { sessionId: 'edited-victim' }).log.read()
+    expect(records(victim, 'harness.tool.result')).toEqual([])
+    expect(records(victim, 'harness.tool.started')).toEqual([])
+  })
+})
+
+describe('a tool job runs only its logged call', () => {
+  const hosts = useInProcessHosts()
+  const ran: unknown[] = []
+  const pay = toolDefinition({ name: 'pay', description: 'x', inputSchema: z.object({ n: z.number() }) }).server(async ({ n }) => {
+    ran.push(n)
+    return { paid: n }
+  })
+  const harness = defineHarness({ name: 'logged-call', adapter: scriptedModel([]), tools: [pay] })
+
+  /** A host with no workers (its calls wait in the queue), its workers started later, and a queue handle. */
+  function deployment(label: string) {
+    const warnings: Array<Record<string, unknown>> = []
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line) as Record<string, unknown>) })
+    const prefix = uniquePrefix(label)
+    const host = createHarnessHost({ redis: hosts.url(), harnesses: [harness], prefix, logger })
+    hosts.defer(() => host.close())
+    const tools = (sessionId: string) => {
+      const queue = new Queue(toolQueueName(harness.name), { connection: { url: hosts.url() }, prefix: queuePrefix(prefix, sessionId) })
+      hosts.defer(() => queue.close())
+      return queue
+    }
+    const startWorkers = () => {
+      const workers = host.startWorkers({ concurrency: 2, sweepEveryMs: 0 })
+      hosts.defer(() => workers.close())
+    }
+    return { host, prefix, tools, startWorkers, warnings }
+  }
+
+  it('a queued runTool call whose job data is edited (job.updateData) runs with its logged input; its result lands in its own session', async () => {
+    ran.length = 0
+    const { host, tools, startWorkers, warnings } = deployment('edited-queued')
+    const session = host.open(harness, { sessionId: 'queued' })
+    await host
+      .open(harness, { sessionId: 'queued-victim' })
+      .runTool({ name: 'pay', input: { n: 1 }, toolCallId: 'v1' }, { timeoutMs: 1 })
+      .catch(() => {})
+    const paid = session.runTool({ name: 'pay', input: { n: 7 }, toolCallId: 'p1' })
+    const queue = tools('queued')
+    let job: Job | undefined
+    await until(async () => !!(job = await Job.fromId(queue, toolJobId('queued', 'p1'))), 'the call job')
+    await job!.updateData({ ...job!.data, sessionId: 'queued-victim', toolCallId: 'v1', input: { n: 666 } })
+    startWorkers()
+    expect(await paid).toEqual({ paid: 7 })
+    expect(ran).not.toContain(666)
+    expect(warnings.find((w) => String(w.msg).includes('disagrees with the session log'))).toMatchObject({
+      sessionId: 'queued',
+      toolCallId: 'p1',
+      fields: ['sessionId', 'toolCallId', 'input'],
+    })
+    const victim = host.open(harness, { sessionId: 'queued-victim' })
+    await expect(victim.runTool({ name: 'pay', input: { n: 1 }, toolCallId: 'v1' })).resolves.toEqual({ paid: 1 })
+    expect(records(await victim.log.read(), 'harness.tool.result')).toHaveLength(1)
+    expect(ran.sort()).toEqual([1, 7])
+  })
+
+  it('a tool job added by hand for a call no log holds runs nothing and fails with CallNotLoggedError', async () => {
+    ran.length = 0
+    const { host, tools, startWorkers } = deployment('forged')
+    const session = host.open(harness, { sessionId: 'forged' })
+    await session.runTool({ name: 'pay', input: { n: 1 }, toolCallId: 'real' }, { timeoutMs: 1 }).catch(() => {})
+    const queue = tools('forged')
+    const forged = await queue.add(
+      'pay',
+      { sessionId: 'forged', toolCallId: 'made-up', input: { n: 999 } },
+      { jobId: toolJobId('forged', 'made-up') },
+    )
+    startWorkers()
+    await until(
+      async () => /call_not_logged|no logged tool call/.test((await Job.fromId(queue, forged.id!))?.failedReason ?? ''),
+      'the job to fail',
+    )
+    expect(ran).not.toContain(999)
+    const log = await session.log.read()
+    expect(records(log, 'harness.tool.started').map((r) => r.toolCallId)).not.toContain('made-up')
   })
 })
 

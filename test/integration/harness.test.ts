@@ -226,8 +226,9 @@ describe('harness in process', () => {
     expect(seen[2]).toEqual(['user:first', 'assistant:', 'tool:one', 'assistant:answer 2', 'user:second'])
   })
 
-  it('a secrets resolver that fails gives the call a tool error and the tool does not run', async () => {
+  it('a secrets resolver that fails: in the worker the call gets the secrets_unavailable tool error; for a runTool or prompt it refuses them (SecretsUnavailableError, nothing logged)', async () => {
     let ran = 0
+    let resolved = 0
     const needsKey = durableTool(
       toolDefinition({ name: 'needsKey', description: 'uses a key', inputSchema: z.object({}) }),
       async () => {
@@ -240,16 +241,26 @@ describe('harness in process', () => {
       name: 'vaultdown',
       adapter: scriptedModel([]),
       tools: [needsKey],
+      // the caller's check of the input (the first resolve) passes, the worker's and every later one fails
       secrets: () => {
+        if (resolved++ === 0) return {}
         throw new Error('vault unreachable: token sk_live_should_not_leak')
       },
     })
     const { host, prefix } = start(harness, 'vault')
     const session = host.open(harness, { sessionId: 'vault' })
     const error = await session.runTool({ name: 'needsKey', input: {} }).catch((e: unknown) => e)
-    expect(error).toMatchObject({ code: 'secrets_unavailable' })
+    expect(error).toMatchObject({ name: 'ToolCallError', code: 'secrets_unavailable' })
     expect(ran).toBe(0)
-    expect(JSON.stringify(await session.log.read())).not.toContain('sk_live_should_not_leak')
+    const logged = await session.log.read()
+    for (const refused of [session.runTool({ name: 'needsKey', input: {} }), session.prompt('hello')]) {
+      const e = (await refused.catch((e: unknown) => e)) as Error
+      expect(e).toMatchObject({ name: 'SecretsUnavailableError', code: 'secrets_unavailable' })
+      expect(e.message).not.toContain('sk_live_should_not_leak')
+    }
+    expect(ran).toBe(0)
+    expect(await session.log.read()).toEqual(logged)
+    expect(JSON.stringify(logged)).not.toContain('sk_live_should_not_leak')
     expect((await scanKeys(url(), prefix)).length).toBeGreaterThan(0)
   })
 

@@ -1,8 +1,11 @@
 import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { pino } from 'pino'
 import { FencedError, InvalidIdError, InvalidRecordError, MalformedEntryError } from '../../src/errors.js'
 import { defaultShards, openMember, SessionLog, shardBase, type LogEntry, type LogRecord, type RedisClient } from '../../src/log/index.js'
 import type { RedisServerHandle } from '../../src/testing/redisServer.js'
+import { createHarnessHost } from '../../src/index.js'
+import { shop } from '../fixtures/shop.js'
 import { cleanupPrefix, getRedisUrl, rigClient, startPrivateRedis, uniquePrefix } from '../rig.js'
 
 let url: string
@@ -577,5 +580,31 @@ describe('session log: inputs', () => {
     expect(await redis.zscore(idx.openTurns, openMember(log.sessionId, 'in-1'))).toBeNull()
     // a settled input is still the same input: no new turn
     expect(await log.addInput('in-1', 'Charge order 42')).toEqual({ status: 'exists', entryId: added.entryId, settled: true, first: false })
+  })
+})
+
+describe('session log: scripts on a fresh connection (ioredis #1931)', () => {
+  it('a plain read sent in the same tick as the first script call of an auto-pipelined connection: both answer, nothing is thrown uncaught', async () => {
+    const fresh = client(url, { enableAutoPipelining: true, lazyConnect: true })
+    const log = new SessionLog(fresh, prefixFor('pipeline-first'), 's1')
+    // the read opens the tick's pipeline, the script joins it
+    const [input, begin] = await Promise.all([log.getInput('in-1'), log.beginCall('c1', 'charge', 'safe')])
+    expect(input).toBeNull()
+    expect(begin).toEqual({ kind: 'fresh', epoch: 1, attempt: 1 })
+  })
+
+  it("a fresh host's session read and its first prompt in the same tick: both answer, the process lives on", async () => {
+    const prefix = prefixFor('pipeline-host')
+    const host = createHarnessHost({ redis: url, harnesses: [shop], prefix, logger: pino({ level: 'silent' }) })
+    try {
+      await host.ready()
+      const session = host.open(shop, { sessionId: 's1' })
+      const [input, prompted] = await Promise.all([session.log.input('in-1'), session.prompt('hello', { inputId: 'in-1' })])
+      expect(input).toBeNull()
+      expect(prompted).toEqual({ inputId: 'in-1' })
+      expect(await session.log.input('in-1')).toMatchObject({ status: 'open' })
+    } finally {
+      await host.close()
+    }
   })
 })

@@ -3,7 +3,9 @@ import { createHarnessHost, RetentionConfigError, type RetentionOptions } from '
 import { shop } from '../fixtures/shop.js'
 import { quiet, useInProcessHosts } from '../helpers/hosts.js'
 import { batch, until } from '../helpers/log.js'
-import { scanKeys } from '../rig.js'
+import { defaultShards, indexKeys, SessionLog, shardOf } from '../../src/log/index.js'
+import { retainOnce, retentionOf } from '../../src/retention/index.js'
+import { rigClient, scanKeys } from '../rig.js'
 
 /** The keys of one session (under its shard's hash tag: `<prefix>:{<shard>}:<sid>:…`). */
 const keysOf = async (url: string, prefix: string, sessionId: string) =>
@@ -83,5 +85,47 @@ describe('retention (docs/retention.md)', () => {
     await pause(150)
     expect(await host.retain()).toEqual(['r-export'])
     expect(await keysOf(url, prefix, 'r-export')).toEqual([])
+  })
+  it('a session a prompt makes again right after its removal stays listed, and a later pass exports and removes it again', async () => {
+    const { host, prefix, url } = hosts.start(shop, 'retention-race')
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    const shards = defaultShards()
+    const index = indexKeys(prefix, shardOf('r-race', shards), shards).sessions
+    const session = host.open(shop, { sessionId: 'r-race' })
+    const first = await session.prompt(batch([{ name: 'lookup', input: { sku: 'a' } }]))
+    expect((await session.settled(first.inputId, { timeoutMs: 20_000 })).outcome).toBe('completed')
+
+    // the pass, run here with a hook: the prompt comes right after the removal, before the pass goes on
+    let again: { inputId: string } | undefined
+    const logFor = (sessionId: string) => {
+      const log = new SessionLog(redis, prefix, sessionId, { shards })
+      const remove = log.removeSession.bind(log)
+      log.removeSession = async (mode, exportedLastId) => {
+        const reply = await remove(mode, exportedLastId)
+        if (mode === 'remove' && reply[0] === 'removed') again = await session.prompt('hello again')
+        return reply
+      }
+      return log
+    }
+    const exported: string[] = []
+    const deps = {
+      redis,
+      prefix,
+      shards,
+      logFor,
+      logger: quiet,
+      retention: retentionOf({ sessionMs: 1_000, export: (sid) => void exported.push(sid) }),
+    }
+    expect(await retainOnce(deps, { now: Date.now() + 60_000 })).toEqual(['r-race'])
+    expect(again).toBeDefined()
+    // made again after the removal: listed, so retention sees it again
+    expect(await redis.zscore(index, 'r-race')).not.toBeNull()
+    expect((await session.settled(again!.inputId, { timeoutMs: 20_000 })).outcome).toBe('completed')
+    const plain = { ...deps, logFor: (sessionId: string) => new SessionLog(redis, prefix, sessionId, { shards }) }
+    expect(await retainOnce(plain, { now: Date.now() + 60_000 })).toEqual(['r-race'])
+    expect(exported).toEqual(['r-race', 'r-race'])
+    expect(await keysOf(url, prefix, 'r-race')).toEqual([])
+    expect(await redis.zscore(index, 'r-race')).toBeNull()
   })
 })

@@ -221,4 +221,28 @@ describe('R6: secrets in names, and in every encoded form, through a host', () =
     }
     await expectNoFormStored(['secret-forms-step-marker', `refused: ${FORMS.basicOffset2!.redacted}`])
   })
+  it('R6: a prompt (its text or context) or a runTool input holding the secret, in any form, is refused with SecretInValueError; nothing is logged or enqueued', async () => {
+    for (const [label, { make }] of Object.entries(FORMS)) {
+      const text = make(SECRET)
+      await expect(session.prompt(`please use ${text}`, { inputId: `text-${label}` }), label).rejects.toMatchObject({
+        name: 'SecretInValueError',
+        message: expect.stringContaining('holds the session secret STRIPE_KEY'),
+      })
+      await expect(session.prompt('hello', { inputId: `ctx-${label}`, context: { note: text } }), label).rejects.toMatchObject({
+        name: 'SecretInValueError',
+      })
+      await expect(session.runTool({ name: 'leakResult', input: { form: text }, toolCallId: `run-${label}` }), label).rejects.toMatchObject(
+        {
+          name: 'SecretInValueError',
+          message: expect.stringContaining('Input of tool "leakResult"'),
+        },
+      )
+    }
+    expect(await session.log.read()).toEqual([])
+    // the session works on, and the scan reads what it stored
+    expect(await session.runTool({ name: 'leakResult', input: { form: 'raw' }, toolCallId: 'run-marker' })).toEqual({
+      value: FORMS.raw!.redacted,
+    })
+    await expectNoFormStored(['run-marker'])
+  })
 })

@@ -3,7 +3,8 @@
   fencing epoch; later writes of older attempts are refused.
 
   Input:
-    KEYS[1] calls hash (toolCallId -> {s = status, e = epoch, a = attempt, r = replay, n = name, h = harness, i = inputId})
+    KEYS[1] calls hash (toolCallId -> {s = status, e = epoch, a = attempt, r = replay, n = name, h = harness, i = inputId};
+            "<toolCallId>\0req" -> the fingerprint of the logged call)
     KEYS[2] session log stream
     KEYS[3] staged records list of this call
     KEYS[4] open calls index (sorted set)
@@ -15,8 +16,12 @@
     ARGV[5] open calls member
     ARGV[6] harness name ('' for none) and ARGV[7] the turn's inputId ('' for a runTool call): kept in the
             state so the sweeper can enqueue the call again (it finds the input in the log)
+    ARGV[8] the fingerprint of the call the job names (tool, input, turn): the attempt begins only if the
+            log's request of the call ("<toolCallId>\0req", written with the logged call) has it; ''
+            begins unchecked (the caller took the call from the log itself)
 
   Output:
+    {'unverified'} (nothing written) the call is not logged, or logged with another fingerprint
     {kind, epoch, attempt, input} with input the turn's input state JSON ('' for a runTool call or
     none; not sent with 'done') and kind:
       'done'   the call has its kept result: do not run it
@@ -26,19 +31,22 @@
       'cut'    the previous attempt was cut and the call is replay 'never': land a tool error
 ]]
 local callsKey, logKey, stagedKey, openCallsKey, inputsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local toolCallId, name, replay, now, openMember, harness, inputId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local toolCallId, name, replay, now, openMember, harness, inputId, fingerprint =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 
-local stateJson = redis.call('HGET', callsKey, toolCallId)
-local state
+-- the call's state and the request its logged call wrote (model response or runTool), in one read
+local stored = redis.call('HMGET', callsKey, toolCallId, toolCallId .. '\0req')
+local state = stored[1] and cjson.decode(stored[1])
+if state and state.s == 'done' then return {'done', state.e, state.a} end
+-- the log is the truth: a job whose data was edited (or that nobody logged) begins nothing
+if fingerprint ~= '' and stored[2] ~= fingerprint then return {'unverified'} end
 local kind
-if not stateJson then
+if not state then
   state = {s = 'running', e = 1, a = 1, r = replay, n = name}
   if harness ~= '' then state.h = harness end
   if inputId ~= '' then state.i = inputId end
   kind = 'fresh'
 else
-  state = cjson.decode(stateJson)
-  if state.s == 'done' then return {'done', state.e, state.a} end
   if state.s == 'parked' then
     kind = 'resume'
   else

@@ -7,7 +7,7 @@ import type { RedisClient } from '../client.js'
 /**
  * The typed contract of our Lua scripts: for each `<name>-<numberOfKeys>.lua` of this folder, its
  * KEYS and ARGV as named tuples and its reply, in one place. `runScript` is the only way the
- * TypeScript side runs one (EVALSHA with EVAL fallback, through ioredis defineCommand).
+ * TypeScript side runs one (EVALSHA, EVAL when the server does not have it yet).
  */
 type Arg = string | number
 /** What a prompt to a busy session does (defineHarness `busy`). */
@@ -73,8 +73,17 @@ export interface ScriptContract {
   }
   beginCall: {
     keys: [calls: string, log: string, staged: string, openCalls: string, inputs: string]
-    args: [toolCallId: string, name: string, replay: 'safe' | 'never', now: number, openMember: string, harness: string, inputId: string]
-    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string]
+    args: [
+      toolCallId: string,
+      name: string,
+      replay: 'safe' | 'never',
+      now: number,
+      openMember: string,
+      harness: string,
+      inputId: string,
+      fingerprint: string,
+    ]
+    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string] | ['unverified']
   }
   cancelCall: {
     keys: [calls: string, log: string, staged: string, openCalls: string, questions: string, openQuestions: string, conversation: string]
@@ -109,8 +118,18 @@ export interface ScriptContract {
     reply: [header: string, entries: Array<[string, string[]]>]
   }
   removeSession: {
-    keys: [log: string, steps: string, calls: string, questions: string, inputs: string, line: string, conversation: string, live: string]
-    args: [mode: 'check' | 'remove', exportedLastId: string]
+    keys: [
+      log: string,
+      steps: string,
+      calls: string,
+      questions: string,
+      inputs: string,
+      line: string,
+      conversation: string,
+      live: string,
+      sessions: string,
+    ]
+    args: [mode: 'check' | 'remove', exportedLastId: string, sessionId: string]
     reply: ['open', 'turn' | 'call'] | ['idle', string] | ['moved', string] | ['removed']
   }
   requestCall: {
@@ -138,15 +157,15 @@ export type ScriptName = keyof ScriptContract
 
 const here = dirname(fileURLToPath(import.meta.url))
 
-function loadScripts(): Map<string, { numberOfKeys: number; lua: string }> {
-  const scripts = new Map<string, { numberOfKeys: number; lua: string }>()
+function loadScripts(): Map<string, { numberOfKeys: number; lua: string; sha: string }> {
+  const scripts = new Map<string, { numberOfKeys: number; lua: string; sha: string }>()
   for (const file of readdirSync(here).filter((f) => f.endsWith('.lua'))) {
     const match = /^(\w+)-(\d+)\.lua$/.exec(file)
     if (!match) throw new Error(`Lua script file name must be <name>-<keys>.lua: ${file}`)
     const lua = readFileSync(join(here, file), 'utf8').replace(/^--@include (\w+)$/gm, (_, inc: string) =>
       readFileSync(join(here, 'includes', `${inc}.lua`), 'utf8'),
     )
-    scripts.set(match[1]!, { numberOfKeys: Number(match[2]), lua })
+    scripts.set(match[1]!, { numberOfKeys: Number(match[2]), lua, sha: createHash('sha1').update(lua).digest('hex') })
   }
   return scripts
 }
@@ -155,11 +174,8 @@ const scripts = loadScripts()
 
 /** sha1 -> script name of every script, as EVALSHA names it (for the bench's command profile). */
 export function scriptShas(): Map<string, string> {
-  return new Map([...scripts].map(([name, { lua }]) => [createHash('sha1').update(lua).digest('hex'), name]))
+  return new Map([...scripts].map(([name, { sha }]) => [sha, name]))
 }
-const defined = new WeakSet<RedisClient>()
-
-type Command = (...keysAndArgs: Arg[]) => Promise<unknown>
 
 /** After a write, wait until this many replicas have it (`WAIT replicas timeoutMs`). */
 export interface ReplicaWait {
@@ -167,12 +183,7 @@ export interface ReplicaWait {
   timeoutMs: number
 }
 
-/**
- * Runs one script with its named KEYS and ARGV; the reply is typed by the contract. With `wait`, the
- * script and a `WAIT` go in one pipeline, so on a Cluster the WAIT reaches the master that ran the
- * script; fewer acknowledgements than asked throw (the caller retries: our writes
- * are idempotent when re-sent).
- */
+/** Runs one script with its named KEYS and ARGV; the reply is typed by the contract. */
 export async function runScript<N extends ScriptName>(
   redis: RedisClient,
   name: N,
@@ -180,20 +191,31 @@ export async function runScript<N extends ScriptName>(
   args: ScriptContract[N]['args'],
   wait?: ReplicaWait,
 ): Promise<ScriptContract[N]['reply']> {
-  if (!defined.has(redis)) {
-    for (const [scriptName, { numberOfKeys, lua }] of scripts) redis.defineCommand(scriptName, { numberOfKeys, lua })
-    defined.add(redis)
-  }
   const script = scripts.get(name)
   // the file name's key count and the contract must agree, or KEYS and ARGV would shift
   if (script?.numberOfKeys !== keys.length)
     throw new Error(`Script ${name}: the contract names ${keys.length} keys, the .lua file ${script?.numberOfKeys}.`)
-  if (!wait) {
-    const command = (redis as unknown as Record<string, Command>)[name]!
-    return (await command.call(redis, ...keys, ...(args as Arg[]))) as ScriptContract[N]['reply']
+  const keysAndArgs = [keys.length, ...keys, ...(args as Arg[])]
+  try {
+    return (await send(redis, ['evalsha', script.sha, ...keysAndArgs], wait)) as ScriptContract[N]['reply']
+  } catch (error) {
+    // a server that never saw the script (new, restarted, flushed): it gets the source once
+    if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error
+    return (await send(redis, ['eval', script.lua, ...keysAndArgs], wait)) as ScriptContract[N]['reply']
   }
+}
+
+/**
+ * One EVALSHA or EVAL, as a plain command (never ioredis defineCommand: a command defined after an
+ * auto-pipeline was opened is missing from it, which broke the whole pipeline with an uncaught
+ * `results[i] is not iterable`, ioredis #1931; docs/decisions.md). With `wait`, the script and a
+ * `WAIT` go in one pipeline, so on a Cluster the WAIT reaches the master that ran the script; fewer
+ * acknowledgements than asked throw (the caller retries: our writes are idempotent when re-sent).
+ */
+async function send(redis: RedisClient, [command, ...rest]: [string, ...Arg[]], wait: ReplicaWait | undefined): Promise<unknown> {
+  if (!wait) return redis.call(command, ...rest)
   const pipeline = redis.pipeline()
-  ;(pipeline as unknown as Record<string, (...a: Arg[]) => unknown>)[name]!.call(pipeline, ...keys, ...(args as Arg[]))
+  pipeline.call(command, ...rest)
   pipeline.call('WAIT', wait.replicas, wait.timeoutMs)
   const [[scriptError, reply], [waitError, acked]] = (await pipeline.exec()) as Array<[Error | null, unknown]> as [
     [Error | null, unknown],
@@ -203,5 +225,5 @@ export async function runScript<N extends ScriptName>(
   if (waitError) throw waitError
   if (Number(acked) < wait.replicas)
     throw new Error(`${Number(acked)} of ${wait.replicas} replica(s) acknowledged the write within ${wait.timeoutMs} ms (WAIT)`)
-  return reply as ScriptContract[N]['reply']
+  return reply
 }

@@ -3,6 +3,8 @@
   Nothing is removed while the session has open work: an input not settled (a turn running or in
   line), or a call requested or begun and not landed (queued, running, parked on a sleep, an ask or an
   approval, or waiting for an agent child). In 'check' mode it only answers whether it could.
+  The session leaves its shard's sessions index in the same write: a prompt that creates the
+  session again right after it finds its keys gone and lists it again, and nothing unlists it then.
 
   Input:
     KEYS[1] session log stream
@@ -13,8 +15,10 @@
     KEYS[6] the session's open inputs in line
     KEYS[7] the session's conversation projection
     KEYS[8] the session's live stream
+    KEYS[9] the shard's sessions index (sorted set)
     ARGV[1] 'check' | 'remove'
     ARGV[2] ('remove') the id of the log's last entry when it was exported ('' for an empty log)
+    ARGV[3] the session id (its member in the sessions index)
 
   Output:
     {'open', 'turn' | 'call'}      open work: nothing removed
@@ -22,9 +26,9 @@
     {'moved', lastEntryId}         ('remove') the log grew since it was exported: nothing removed
     {'removed'}
 ]]
-local logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local mode, exported = ARGV[1], ARGV[2]
+local logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey, sessionsKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local mode, exported, sessionId = ARGV[1], ARGV[2], ARGV[3]
 
 if redis.call('ZCARD', lineKey) > 0 then return {'open', 'turn'} end
 local inputs = redis.call('HGETALL', inputsKey)
@@ -51,4 +55,5 @@ if last then lastId = last[1] end
 if mode == 'check' then return {'idle', lastId} end
 if lastId ~= exported then return {'moved', lastId} end
 redis.call('DEL', logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey)
+redis.call('ZREM', sessionsKey, sessionId)
 return {'removed'}

@@ -1,0 +1,96 @@
+import type { Job } from 'bullmq'
+import { CallNotLoggedError } from '../errors.js'
+import { toolOf } from '../harnessTypes.js'
+import { callFingerprint, openMember, parseToolJobId, type BeginResult, type SessionLog } from '../log/index.js'
+import type { ToolJobData } from '../queue/index.js'
+import { replayOf } from '../tool/index.js'
+import type { ToolJobDeps } from './toolJob.js'
+
+/** A tool job's call: its session, id, turn and input, and the tool's name. */
+export type ToolCall = ToolJobData & { name: string }
+
+type Attempt = ReturnType<ToolJobDeps['aborts']['open']>
+
+/**
+ * Begins an attempt of the call a tool job names, as the log holds it (DESIGN §1: the log is the
+ * truth). The job's id names the session and the call (an id cannot be edited, its data can); the
+ * begin script checks the data's tool, input and turn against the fingerprint the logged call wrote,
+ * in the same round trip. Data that disagrees (edited in bull-board, `job.updateData`) is ignored with
+ * a warning: the call is read from the log and begins as logged. A call that was never logged runs
+ * nothing (CallNotLoggedError).
+ */
+export async function beginLoggedCall(
+  job: Job<ToolJobData>,
+  deps: ToolJobDeps,
+): Promise<{ call: ToolCall; begin: BeginResult; attempt: Attempt; log: SessionLog }> {
+  const ids = parseToolJobId(job.id ?? '')
+  if (!ids) throw new Error(`Tool job ${JSON.stringify(job.id)} is not a call's job (call|<sessionId>|<toolCallId>): nothing runs.`)
+  const log = deps.logFor(ids.sessionId)
+  const { data } = job
+  const claimed: ToolCall = {
+    ...(data.traceparent ? { traceparent: data.traceparent } : {}),
+    ...(data.inputId === undefined ? {} : { inputId: data.inputId }),
+    ...(data.inputTooLarge === undefined ? {} : { inputTooLarge: data.inputTooLarge }),
+    ...ids,
+    input: data.input,
+    name: job.name,
+  }
+  const checked = await begin(log, claimed, fingerprintOf(claimed), deps)
+  if (checked && data.sessionId === ids.sessionId && data.toolCallId === ids.toolCallId) return checked
+  if (checked) {
+    warnDisagreement(
+      deps,
+      ids,
+      ['sessionId', 'toolCallId'].filter((f) => data[f as 'sessionId'] !== ids[f as 'sessionId']),
+    )
+    return checked
+  }
+  const logged = await log.findLoggedCall(ids.toolCallId)
+  if (!logged) throw new CallNotLoggedError(ids.sessionId, ids.toolCallId)
+  const call: ToolCall = {
+    ...(data.traceparent ? { traceparent: data.traceparent } : {}),
+    ...(logged.inputId === undefined ? {} : { inputId: logged.inputId }),
+    ...(logged.inputTooLarge === undefined ? {} : { inputTooLarge: logged.inputTooLarge }),
+    ...ids,
+    input: logged.input,
+    name: logged.name,
+  }
+  const fields = ['sessionId', 'toolCallId', 'inputId', 'inputTooLarge'].filter((f) => data[f as 'inputId'] !== call[f as 'inputId'])
+  if (JSON.stringify(data.input ?? null) !== JSON.stringify(call.input ?? null)) fields.push('input')
+  if (job.name !== call.name) fields.push('name')
+  warnDisagreement(deps, ids, fields)
+  // taken from the log itself: begun unchecked (a fingerprint of an older version may differ)
+  return (await begin(log, call, '', deps))!
+}
+
+/** One begin; undefined when the job's call is not the logged one (nothing was written). */
+async function begin(log: SessionLog, call: ToolCall, fingerprint: string, deps: ToolJobDeps) {
+  const tool = toolOf(deps.harness, call.name)
+  const owner = { harness: deps.harness.name, ...(call.inputId ? { inputId: call.inputId } : {}) }
+  // opened before the turn's input is read (beginCall returns it): a settle from now on fires its
+  // signal, one before it is seen there
+  const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
+  try {
+    const begun = await log.beginLoggedCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner, fingerprint)
+    if (begun !== 'unverified') return { call, begin: begun, attempt, log }
+  } catch (error) {
+    attempt.done()
+    throw error
+  }
+  attempt.done()
+  return undefined
+}
+
+function fingerprintOf(call: ToolCall): string {
+  return callFingerprint(call.name, call.input, { inputId: call.inputId, inputTooLarge: call.inputTooLarge })
+}
+
+/** Names the fields that disagreed, never their values (job data is anyone's with queue access). */
+function warnDisagreement(deps: ToolJobDeps, ids: { sessionId: string; toolCallId: string }, fields: string[]): void {
+  // the same call, its request mark missing or of an older version: nothing to warn about
+  if (fields.length === 0) return deps.logger.debug(ids, 'tool job began from its logged call (no matching request mark)')
+  deps.logger.warn(
+    { ...ids, fields },
+    "tool job data disagrees with the session log; it is ignored and the call runs as logged (was the job's data edited?)",
+  )
+}

@@ -1,0 +1,24 @@
+import { SecretsUnavailableError } from '../errors.js'
+import type { Harness } from '../harnessTypes.js'
+import { resolveSecrets } from '../tool/index.js'
+
+/** A value a caller hands us to log: what it is (for the error) and its JSON text. */
+export interface CallerValue {
+  what: string
+  encoded: string | undefined
+}
+
+const HINT = 'Pass what names it instead (tools read session secrets with ctx.secrets.get(name)).'
+
+/**
+ * R6 for what a caller logs (a prompt's text and context, a runTool input, an answer): Redis never
+ * holds a session secret, so a value holding one is refused with SecretInValueError before anything
+ * is written. A failing resolver refuses too (SecretsUnavailableError): unchecked, nothing is logged.
+ */
+export async function assertNoSecrets(harness: Harness, sessionId: string, ...values: CallerValue[]): Promise<void> {
+  const secrets = await resolveSecrets(harness, sessionId).catch((error: unknown) => {
+    // the resolver's message may hold the very secrets it failed to return: only its name is kept
+    throw new SecretsUnavailableError(values[0]?.what ?? 'The value', (error as Error)?.name ?? 'error')
+  })
+  for (const { what, encoded } of values) secrets.assertAbsent(encoded, what, HINT)
+}
