@@ -50,8 +50,8 @@ export interface DurabilityOptions {
   approvalTimeoutMs?: number
 }
 
-/** Where a harness keeps its tools by name; not part of the public API (a symbol users are not given). */
-export const TOOLS_BY_NAME: unique symbol = Symbol('durable-harness.toolsByName')
+/** Where a harness keeps its tools by name; not part of the public API. A `Symbol.for` key, so a harness of another copy of the package is still one. */
+export const TOOLS_BY_NAME: unique symbol = Symbol.for('durable-harness.toolsByName')
 
 /** A harness as `defineHarness` makes it and every layer runs it. */
 export interface Harness {
