@@ -3,7 +3,7 @@
  * of its tool error when it is one of these (`invalid_tool_output`, `approval_denied`, a tool's own
  * `DurableHarnessError` ...), else `tool_error`; its `toolError.code` keeps the tool's code as it was.
  */
-export const DURABLE_HARNESS_ERROR_CODES = [
+const DURABLE_HARNESS_ERROR_CODES = [
   // bad input (errors/input.ts)
   'invalid_id',
   'invalid_cursor',
