@@ -22,10 +22,13 @@ export interface AfterToolCallInfo {
   result?: unknown
   error?: ToolErrorPayload
 }
+/** What an `onAfterToolCall` hook returns: nothing (keep the result) or `{ type: 'replaceResult', result }`. */
 export type AfterToolCallDecision = void | undefined | { type: 'replaceResult'; result: unknown }
 
+/** A hook run after each tool call, before its result is kept (R12). */
 export type AfterToolCallHook = (info: AfterToolCallInfo) => AfterToolCallDecision | Promise<AfterToolCallDecision>
 
+/** How a harness survives crashes and slow parts: attempts, time limits, lock and stall settings, size limits (docs/recovery.md). */
 export interface DurabilityOptions {
   /** Attempts of a turn (model call failures are retried with backoff); then `attempts_exhausted`. */
   maxAttempts: number

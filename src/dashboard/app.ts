@@ -9,6 +9,7 @@ import { CLIENT_JS, CSS } from './client.js'
 import { layout, questionList, questionsPage, sessionPage, sessionsPage } from './pages.js'
 import { mountQueueViews } from './queues.js'
 
+/** Options of `createDashboard`: the host it shows, who may use it (`authorize`) and which sessions (`canAccess`). */
 export interface DashboardOptions<P extends Principal = Principal> {
   host: HarnessHost
   /** Required, as for createHarnessHandler: decides who sends each request (anything but a principal object: 401). */
@@ -28,6 +29,18 @@ type Env = { Variables: { principal: Principal } }
  * over SSE, as timeline lines), open questions and approvals with forms generated from their JSON
  * Schema (answering wakes the tool), and bull-board's queue views, and Prometheus metrics at /metrics. Every request goes through the
  * same `authorize` (and `canAccess`) as createHarnessHandler.
+ *
+ * @example
+ * ```ts
+ * import { serve } from '@hono/node-server'
+ * import { createDashboard } from 'durable-harness/dashboard'
+ *
+ * const dashboard = createDashboard({
+ *   host,
+ *   authorize: (request) => (request.headers.get('authorization') === `Bearer ${process.env.OPS_TOKEN}` ? { role: 'ops' } : null),
+ * })
+ * serve({ fetch: dashboard.fetch, port: 8080 })
+ * ```
  */
 export function createDashboard<P extends Principal>(options: DashboardOptions<P>): Hono<Env> {
   if (typeof options?.authorize !== 'function')

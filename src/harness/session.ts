@@ -34,6 +34,7 @@ import { encodeChecked, resolveSecrets, toJsonCopy } from '../tool/index.js'
 import { cancelParkedCalls } from './cancel.js'
 import type { Notifier } from './notifier.js'
 
+/** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
 export interface Settled {
   outcome: 'completed' | 'failed' | 'aborted'
   text?: string

@@ -36,7 +36,7 @@ export function locateChromium(host: ChromiumHost): { path: string } | { missing
 }
 
 /** This machine, as locateChromium sees it. */
-export function thisMachine(): ChromiumHost {
+function thisMachine(): ChromiumHost {
   const apt = (...args: string[]) =>
     execFileSync('apt-get', args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
   return {
