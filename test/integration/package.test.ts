@@ -209,6 +209,35 @@ describe('installed with npm install <tarball>', () => {
     expect(result.refused).toBe('unknown_tool')
   })
 
+  it('a package export names the harness module: resolved from the working directory (the project), not from where the CLI lives', async () => {
+    // a harness package in the project's node_modules; the CLI runs from this repository's source, so
+    // only a lookup from the working directory finds the package (and its harness is another copy's)
+    mkdirSync(join(dir, 'node_modules', 'acme-harness'), { recursive: true })
+    write('node_modules/acme-harness/package.json', JSON.stringify({ name: 'acme-harness', type: 'module', exports: './index.js' }))
+    write('node_modules/acme-harness/index.js', HARNESS_MJS)
+    const env = { REDIS_URL: await getRedisUrl(), DH_PREFIX: uniquePrefix('package-export'), LOG_JSON: '1' }
+    const tsx = join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')
+    const worker = spawn(process.execPath, ['--import', tsx, join(root, 'src', 'cli', 'main.ts'), 'worker', 'acme-harness'], {
+      cwd: dir,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    children.push(worker)
+    const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      let out = ''
+      let err = ''
+      worker.stderr.on('data', (c: Buffer) => (err += c.toString()))
+      worker.stdout.on('data', (c: Buffer) => {
+        out += c.toString()
+        const line = out.split('\n').find((l) => l.includes('"worker started"'))
+        if (line) resolve(JSON.parse(line) as Record<string, unknown>)
+      })
+      worker.once('exit', (code) => reject(new Error(`the worker exited (${code}) before it started: ${err}`)))
+    })
+    expect(started.harnesses).toEqual(['pkg/adder'])
+    worker.kill('SIGTERM')
+  })
+
   it('a TypeScript harness module without tsx in the project: one line that says to install tsx or compile, exit 1', async () => {
     write('harness.ts', HARNESS_MJS)
     const failed = await run('npx', ['--no-install', 'harness', 'worker', './harness.ts'], { cwd: dir }).then(
@@ -259,7 +288,7 @@ describe('installed with npm install <tarball>', () => {
           moduleResolution: 'NodeNext',
           strict: true,
           noEmit: true,
-          skipLibCheck: true, // our .d.ts are checked as they are emitted (declaration: true in the build)
+          skipLibCheck: true, // the consumer's code against our .d.ts; attw checks that the .d.ts themselves resolve
           types: ['node'],
           typeRoots: [join(root, 'node_modules', '@types')],
         },
