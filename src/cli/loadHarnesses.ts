@@ -56,7 +56,9 @@ async function importModule(specifier: string): Promise<Record<string, unknown>>
     if (!unknownExtension || !TYPESCRIPT.test(new URL(url, 'file:///').pathname)) throw error
   }
   await registerTsx(specifier)
-  return (await import(url)) as Record<string, unknown>
+  // node keeps the failed load of this URL: import it under another one (a query) now that tsx is in
+  const again = url.startsWith('file:') ? `${url}?tsx` : url
+  return (await import(again)) as Record<string, unknown>
 }
 
 /**

@@ -2,7 +2,7 @@
 // new folder, and there plain node, the `harness` bin on a plain-JavaScript harness module and tsc.
 // One pack and one install for the whole file.
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -104,6 +104,23 @@ function write(name: string, text: string): void {
   writeFileSync(join(dir, name), text)
 }
 
+/** Starts a worker process; resolves with its `worker started` log line. */
+function startWorker(command: string, args: string[], cwd: string, env: Record<string, string>): Promise<Record<string, unknown>> {
+  const worker = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(worker)
+  return new Promise((resolve, reject) => {
+    let out = ''
+    let err = ''
+    worker.stderr.on('data', (c: Buffer) => (err += c.toString()))
+    worker.stdout.on('data', (c: Buffer) => {
+      out += c.toString()
+      const line = out.split('\n').find((l) => l.includes('"worker started"'))
+      if (line) resolve(JSON.parse(line) as Record<string, unknown>)
+    })
+    worker.once('exit', (code) => reject(new Error(`the worker exited (${code}) before it started: ${err}`)))
+  })
+}
+
 /** A process in the install folder, to its end. */
 function node(args: string[], env: Record<string, string> = {}) {
   return run(process.execPath, args, { cwd: dir, env: { ...process.env, ...env } })
@@ -118,8 +135,10 @@ beforeAll(async () => {
   packed = info!.files.map((f) => f.path)
   write('package.json', JSON.stringify({ name: 'consumer', private: true, type: 'module' }))
   // the provider adapter the README's example uses, beside the package: one install
-  const openai = `@tanstack/ai-openai@${devVersion('@tanstack/ai-openai')}`
-  await run('npm', ['install', tarball, openai, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir })
+  // beside the package: the provider adapter the README's example uses, and tsx for a TypeScript
+  // harness module (the project's own dev dependency); one install
+  const beside = ['@tanstack/ai-openai', 'tsx'].map((name) => `${name}@${devVersion(name)}`)
+  await run('npm', ['install', tarball, ...beside, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir })
 }, 300_000)
 
 afterAll(async () => {
@@ -177,23 +196,7 @@ describe('installed with npm install <tarball>', () => {
     write('harness.mjs', HARNESS_MJS)
     write('client.mjs', CLIENT_MJS)
     const env = { REDIS_URL: await getRedisUrl(), DH_PREFIX: uniquePrefix('package'), LOG_JSON: '1' }
-    const worker = spawn('npx', ['--no-install', 'harness', 'worker', './harness.mjs'], {
-      cwd: dir,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    children.push(worker)
-    let stderr = ''
-    worker.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
-    const workerPid = await new Promise<number>((resolve, reject) => {
-      let out = ''
-      worker.stdout.on('data', (c: Buffer) => {
-        out += c.toString()
-        const started = out.split('\n').find((l) => l.includes('"worker started"'))
-        if (started) resolve((JSON.parse(started) as { pid: number }).pid)
-      })
-      worker.once('exit', (code) => reject(new Error(`the worker exited (${code}) before it started: ${stderr}`)))
-    })
+    const { pid: workerPid } = await startWorker('npx', ['--no-install', 'harness', 'worker', './harness.mjs'], dir, env)
     const { stdout } = await node(['client.mjs'], env)
     const result = JSON.parse(stdout) as {
       settled: { outcome: string; text: string }
@@ -217,35 +220,40 @@ describe('installed with npm install <tarball>', () => {
     write('node_modules/acme-harness/index.js', HARNESS_MJS)
     const env = { REDIS_URL: await getRedisUrl(), DH_PREFIX: uniquePrefix('package-export'), LOG_JSON: '1' }
     const tsx = join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs')
-    const worker = spawn(process.execPath, ['--import', tsx, join(root, 'src', 'cli', 'main.ts'), 'worker', 'acme-harness'], {
-      cwd: dir,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    children.push(worker)
-    const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
-      let out = ''
-      let err = ''
-      worker.stderr.on('data', (c: Buffer) => (err += c.toString()))
-      worker.stdout.on('data', (c: Buffer) => {
-        out += c.toString()
-        const line = out.split('\n').find((l) => l.includes('"worker started"'))
-        if (line) resolve(JSON.parse(line) as Record<string, unknown>)
-      })
-      worker.once('exit', (code) => reject(new Error(`the worker exited (${code}) before it started: ${err}`)))
-    })
+    const started = await startWorker(
+      process.execPath,
+      ['--import', tsx, join(root, 'src', 'cli', 'main.ts'), 'worker', 'acme-harness'],
+      dir,
+      env,
+    )
     expect(started.harnesses).toEqual(['pkg/adder'])
-    worker.kill('SIGTERM')
+  })
+
+  it("a TypeScript harness module runs through the tsx of the user's project", async () => {
+    write('harness.ts', HARNESS_MJS)
+    const env = { REDIS_URL: await getRedisUrl(), DH_PREFIX: uniquePrefix('package-ts'), LOG_JSON: '1' }
+    const started = await startWorker('npx', ['--no-install', 'harness', 'worker', './harness.ts'], dir, env)
+    expect(started.harnesses).toEqual(['pkg/adder'])
   })
 
   it('a TypeScript harness module without tsx in the project: one line that says to install tsx or compile, exit 1', async () => {
-    write('harness.ts', HARNESS_MJS)
-    const failed = await run('npx', ['--no-install', 'harness', 'worker', './harness.ts'], { cwd: dir }).then(
-      () => undefined,
-      (error: { code: number; stderr: string }) => error,
-    )
-    expect(failed?.code).toBe(1)
-    expect(failed?.stderr.trim().split('\n')).toEqual([expect.stringContaining('npm i -D tsx')])
+    // another project, without tsx, that has the installed package (a link to it)
+    const bare = mkdtempSync(join(tmpdir(), 'dh-package-no-tsx-'))
+    try {
+      mkdirSync(join(bare, 'node_modules'))
+      symlinkSync(join(dir, 'node_modules', 'durable-harness'), join(bare, 'node_modules', 'durable-harness'))
+      writeFileSync(join(bare, 'harness.ts'), HARNESS_MJS)
+      const failed = await run(process.execPath, ['node_modules/durable-harness/bin/harness.js', 'worker', './harness.ts'], {
+        cwd: bare,
+      }).then(
+        () => undefined,
+        (error: { code: number; stderr: string }) => error,
+      )
+      expect(failed?.code).toBe(1)
+      expect(failed?.stderr.trim().split('\n')).toEqual([expect.stringContaining('npm i -D tsx')])
+    } finally {
+      rmSync(bare, { recursive: true, force: true })
+    }
   })
 
   it('logs without pino-pretty (not a dependency): a terminal gets JSON lines instead of a transport error', async () => {
