@@ -13,6 +13,11 @@ export default tseslint.config(
     },
   },
   {
+    // plain-JavaScript modules run by node (the bin, example harness modules)
+    files: ['**/*.{js,mjs}'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+  },
+  {
     files: ['test/**/*.ts'],
     rules: {
       // tests read records as loose JSON

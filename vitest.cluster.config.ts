@@ -30,7 +30,7 @@ export default defineConfig({
     ],
     exclude: ['node_modules/**'],
     typecheck: { enabled: false },
-    globalSetup: ['test/cluster/globalSetup.ts'],
+    globalSetup: ['test/setup/chromium.ts', 'test/cluster/globalSetup.ts'],
     env: { DH_SHARDS: '3' },
   },
 })

@@ -7,6 +7,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // the Cluster-only suites run in `npm run test:cluster` (vitest.cluster.config.ts)
     exclude: ['test/cluster/**', 'node_modules/**'],
+    // Chromium for the browser tests: found, or installed on Debian as root (test/helpers/chromium.ts)
+    globalSetup: ['test/setup/chromium.ts'],
     // Type-level tests run through tsc alongside the runtime tests.
     typecheck: {
       enabled: true,

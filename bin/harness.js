@@ -1,6 +1,4 @@
 #!/usr/bin/env node
-// The `harness` CLI: runs src/cli/main.ts through tsx (a dependency), so it works from a clone after `npm ci`.
-import { register } from 'tsx/esm/api'
-
-register()
-await import('../src/cli/main.ts')
+// The `harness` CLI: the compiled CLI in dist/ (`npm run build`; `npm pack` builds it). A TypeScript
+// harness module is loaded through the tsx of the user's project (src/cli/loadHarnesses.ts).
+await import('../dist/cli/main.js')

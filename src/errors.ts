@@ -2,7 +2,7 @@
  * Every error the library throws on purpose: a `DurableHarnessError` with a stable `code`, a message
  * that says what was wrong and what to do. Grouped by where it comes from (src/errors/).
  */
-export { DurableHarnessError } from './errors/base.js'
+export { DurableHarnessError, isDurableHarnessError, type DurableHarnessErrorCode } from './errors/base.js'
 export * from './errors/input.js'
 export * from './errors/session.js'
 export * from './errors/storage.js'

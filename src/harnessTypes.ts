@@ -22,10 +22,13 @@ export interface AfterToolCallInfo {
   result?: unknown
   error?: ToolErrorPayload
 }
+/** What an `onAfterToolCall` hook returns: nothing (keep the result) or `{ type: 'replaceResult', result }`. */
 export type AfterToolCallDecision = void | undefined | { type: 'replaceResult'; result: unknown }
 
+/** A hook run after each tool call, before its result is kept (R12). */
 export type AfterToolCallHook = (info: AfterToolCallInfo) => AfterToolCallDecision | Promise<AfterToolCallDecision>
 
+/** How a harness survives crashes and slow parts: attempts, time limits, lock and stall settings, size limits (docs/recovery.md). */
 export interface DurabilityOptions {
   /** Attempts of a turn (model call failures are retried with backoff); then `attempts_exhausted`. */
   maxAttempts: number
@@ -50,8 +53,8 @@ export interface DurabilityOptions {
   approvalTimeoutMs?: number
 }
 
-/** Where a harness keeps its tools by name; not part of the public API (a symbol users are not given). */
-export const TOOLS_BY_NAME: unique symbol = Symbol('durable-harness.toolsByName')
+/** Where a harness keeps its tools by name; not part of the public API. A `Symbol.for` key, so a harness of another copy of the package is still one. */
+export const TOOLS_BY_NAME: unique symbol = Symbol.for('durable-harness.toolsByName')
 
 /** A harness as `defineHarness` makes it and every layer runs it. */
 export interface Harness {

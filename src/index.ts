@@ -42,16 +42,14 @@ export type { RedisClient } from './log/index.js'
 export type { RetentionOptions } from './retention/index.js'
 /** What operators see of a host: sessions, stats, queues (the `harness` CLI and the dashboard). */
 export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef } from './ops/index.js'
-/** A session's events as readable timeline lines (CLI `log`, the dashboard). */
-export { Timeline, type TimelineItem, type TimelineKind } from './timeline/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
 export type { Session, Settled, LogReader, SessionUsage } from './harness/session.js'
 /** Live events of a session (AG-UI chunks plus harness events), resumable by cursor. */
 export type { EventsOptions, SessionEvent } from './events/index.js'
 export type { LogEntry, ReadOptions, FollowOptions, Question, ModelUsage } from './log/index.js'
-/** The records of the session log, and their schemas (validated on write and on read). */
-export { harnessRecordSchemas, type LogRecord, type HarnessRecord, type HarnessRecordType, type AppRecord } from './log/index.js'
+/** The records of the session log (validated on write and on read). */
+export type { LogRecord, HarnessRecord, HarnessRecordType, AppRecord } from './log/index.js'
 
 /** Structured logs (pino), with credentials redacted. */
 export { createLogger } from './logger.js'

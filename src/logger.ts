@@ -1,15 +1,26 @@
+import { createRequire } from 'node:module'
 import { pino, type Bindings, type Logger, type LoggerOptions } from 'pino'
 import { serializeError } from './credentials.js'
 
+/** pino-pretty is optional (not a dependency): without it, a terminal gets JSON lines too. */
+function hasPinoPretty(): boolean {
+  try {
+    createRequire(import.meta.url).resolve('pino-pretty')
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
- * Structured logs: pretty in a terminal, JSON lines otherwise. Every line about a call carries
+ * Structured logs: pretty in a terminal when pino-pretty is installed, JSON lines otherwise. Every line about a call carries
  * sessionId, toolCallId and attempt (the queue layer binds them with child loggers).
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? process.env.LOG_LEVEL ?? 'info'
   // errors are redacted: an ioredis error can carry the Redis password
   options = { ...options, serializers: { ...options.serializers, err: serializeError } }
-  if (process.stdout.isTTY && !process.env.LOG_JSON) {
+  if (process.stdout.isTTY && !process.env.LOG_JSON && hasPinoPretty()) {
     return pino({ ...options, level, transport: { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,hostname' } } })
   }
   return pino({ ...options, level })

@@ -1,23 +1,74 @@
-import { resolve } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { ConfigError } from '../errors.js'
 import { TOOLS_BY_NAME, type Harness } from '../harnessTypes.js'
 
+// TOOLS_BY_NAME is a Symbol.for key, so a harness made by another copy of the package (the user's
+// node_modules, while this bin is global or npx's) is recognised too.
 function isHarness(value: unknown): value is Harness {
   return typeof value === 'object' && value !== null && TOOLS_BY_NAME in value && 'durability' in value && 'adapter' in value
 }
 
+const TYPESCRIPT = /\.[cm]?tsx?$/
+
+/** A require bound to the user's working directory: packages and tsx are looked up from their project. */
+const fromCwd = () => createRequire(join(process.cwd(), 'noop.js'))
+
+/**
+ * The URL to import for a module path or a package export. A bare specifier is resolved from the
+ * working directory first (the user's project), then from this package (its own dependencies).
+ */
+function moduleUrl(specifier: string): string {
+  if (specifier.startsWith('.') || specifier.startsWith('/') || /\.[cm]?[jt]sx?$/.test(specifier))
+    return pathToFileURL(resolve(specifier)).href
+  try {
+    return pathToFileURL(fromCwd().resolve(specifier)).href
+  } catch {
+    return specifier // an import-only export, or not in the project: let import() resolve it
+  }
+}
+
+/** Registers tsx's ESM loader from the user's project; a clear ConfigError when it is not installed. */
+async function registerTsx(specifier: string): Promise<void> {
+  let api: string
+  try {
+    const manifest = fromCwd().resolve('tsx/package.json')
+    const exported = (JSON.parse(readFileSync(manifest, 'utf8')) as { exports: Record<string, { import: { default: string } }> }).exports
+    api = join(dirname(manifest), exported['./esm/api']!.import.default)
+  } catch {
+    throw new ConfigError(
+      `Module ${specifier} is TypeScript and tsx is not installed in this project: run npm i -D tsx, or compile the module and pass the .js file.`,
+    )
+  }
+  const { register } = (await import(pathToFileURL(api).href)) as { register: () => unknown }
+  register()
+}
+
+/** Imports the module; a TypeScript file that node cannot load by itself is loaded through the project's tsx. */
+async function importModule(specifier: string): Promise<Record<string, unknown>> {
+  const url = moduleUrl(specifier)
+  try {
+    return (await import(url)) as Record<string, unknown>
+  } catch (error) {
+    const unknownExtension = (error as { code?: unknown } | null)?.code === 'ERR_UNKNOWN_FILE_EXTENSION'
+    if (!unknownExtension || !TYPESCRIPT.test(new URL(url, 'file:///').pathname)) throw error
+  }
+  await registerTsx(specifier)
+  // node keeps the failed load of this URL: import it under another one (a query) now that tsx is in
+  const again = url.startsWith('file:') ? `${url}?tsx` : url
+  return (await import(again)) as Record<string, unknown>
+}
+
 /**
  * Loads the harnesses a worker process runs from a module path (relative to the working directory)
- * or a package export: its `default` export, `harnesses` array, or every exported harness.
+ * or a package export: its `default` export, `harnesses` array, or every exported harness. JavaScript
+ * modules load as they are; a TypeScript module loads when `tsx` is installed in the user's project.
  */
 export async function loadHarnesses(specifier: string | undefined): Promise<Harness[]> {
   if (!specifier) throw new ConfigError('Name a harness module: worker <path-or-package> (or set HARNESS_MODULE).')
-  const url =
-    specifier.startsWith('.') || specifier.startsWith('/') || /\.[cm]?[jt]s$/.test(specifier)
-      ? pathToFileURL(resolve(specifier)).href
-      : specifier
-  const mod = (await import(url)) as Record<string, unknown>
+  const mod = await importModule(specifier)
   const candidates = [mod.default, mod.harnesses].flatMap((v) => (Array.isArray(v) ? v : [v])).filter(isHarness)
   const found = candidates.length > 0 ? candidates : Object.values(mod).filter(isHarness)
   if (found.length === 0)

@@ -11,6 +11,7 @@ import { layout, questionList, questionsPage, sessionPage, sessionsPage } from '
 import { hostRefusal, originRefusal, tokenExchange, tokenPrincipal } from './guard.js'
 import { mountQueueViews } from './queues.js'
 
+/** Options of `createDashboard`: the host it shows, who may use it (`authorize`) and which sessions (`canAccess`). */
 export interface DashboardOptions<P extends Principal = Principal> {
   host: HarnessHost
   /**
@@ -48,6 +49,18 @@ type Env = { Variables: { principal: Principal; operation: boolean } }
  * Schema (answering wakes the tool), bull-board's queue views, and Prometheus metrics at /metrics.
  * Every request goes through the Host check (`allowedHosts`), the Origin check (any method but
  * GET/HEAD), then the same `authorize` and `canAccess` as createHarnessHandler, the queue views too.
+ *
+ * @example
+ * ```ts
+ * import { serve } from '@hono/node-server'
+ * import { createDashboard } from 'durable-harness/dashboard'
+ *
+ * const dashboard = createDashboard({
+ *   host,
+ *   authorize: (request) => (request.headers.get('authorization') === `Bearer ${process.env.OPS_TOKEN}` ? { role: 'ops' } : null),
+ * })
+ * serve({ fetch: dashboard.fetch, port: 8080 })
+ * ```
  */
 export function createDashboard<P extends Principal>(options: DashboardOptions<P>): Hono<Env> {
   const { token } = options ?? {}

@@ -4,3 +4,5 @@
  */
 export { createDashboard, type DashboardOptions } from './app.js'
 export { serveDashboard, type ServeDashboardOptions } from './serve.js'
+/** A session's events as readable timeline lines (the CLI's `log`, the dashboard's timeline). */
+export { Timeline, type TimelineItem, type TimelineKind } from '../timeline/index.js'

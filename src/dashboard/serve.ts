@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { Principal } from '../http/types.js'
 import { createDashboard, type DashboardOptions } from './app.js'
 
+/** Options of `serveDashboard`: those of `createDashboard`, and where to listen. */
 export interface ServeDashboardOptions<P extends Principal = Principal> extends DashboardOptions<P> {
   /** 0 picks a free port. */
   port?: number

@@ -1,13 +1,116 @@
 /**
+ * The `code` of every error the library throws (docs/errors.md). A `ToolCallError` carries the code
+ * of its tool error when it is one of these (`invalid_tool_output`, `approval_denied`, a tool's own
+ * `DurableHarnessError` ...), else `tool_error`; its `toolError.code` keeps the tool's code as it was.
+ */
+const DURABLE_HARNESS_ERROR_CODES = [
+  // bad input (errors/input.ts)
+  'invalid_id',
+  'invalid_cursor',
+  'not_json',
+  'value_too_large',
+  'duplicate_step',
+  'secret_in_value',
+  'reserved_record_type',
+  'durable_session_required',
+  'invalid_duration',
+  'invalid_record',
+  'config',
+  'usage',
+  // sessions, turns and tool calls (errors/session.ts)
+  'invalid_answer',
+  'question_unknown',
+  'question_answered',
+  'question_expired',
+  'question_closed',
+  'unknown_tool',
+  'invalid_tool_input',
+  'input_conflict',
+  'unknown_input',
+  'tool_call_conflict',
+  'unknown_tool_call',
+  'timeout',
+  'wait_timeout',
+  'unknown_harness',
+  'session_busy',
+  'call_not_logged',
+  'middleware_tool',
+  // the log and Redis (errors/storage.ts)
+  'fenced',
+  'malformed_entry',
+  'storage_error',
+  'redis_unavailable',
+  'redis_auth_failed',
+  // a ToolCallError: the library's own tool error codes, or tool_error for a code of the tool's
+  'tool_error',
+  'interrupted',
+  'aborted',
+  'cancelled',
+  'approval_denied',
+  'approval_expired',
+  'invalid_tool_output',
+  'secrets_unavailable',
+  'middleware_failed',
+  'aborted_by_middleware',
+] as const
+
+/** The `code` of a `DurableHarnessError`: switch on it after `isDurableHarnessError(e)`. */
+export type DurableHarnessErrorCode = (typeof DURABLE_HARNESS_ERROR_CODES)[number]
+
+const CODES: ReadonlySet<string> = new Set(DURABLE_HARNESS_ERROR_CODES)
+
+/** Whether a string is one of the library's error codes. */
+export function isDurableHarnessErrorCode(code: unknown): code is DurableHarnessErrorCode {
+  return typeof code === 'string' && CODES.has(code)
+}
+
+// A Symbol.for brand: an error thrown by another copy of the package (two versions in one app, a
+// harness module loaded by a global `harness` bin) is still recognised.
+const BRAND = Symbol.for('durable-harness.error')
+
+/**
  * Every error the library throws on purpose. Each one says what was wrong and what to do,
  * and carries a stable `code` so callers can branch without parsing messages.
+ *
+ * Branch with {@link isDurableHarnessError}, which also holds for an error of another copy of the
+ * package; `instanceof` works within one copy.
  */
 export class DurableHarnessError extends Error {
-  readonly code: string
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  /** Stable code of the error, for branching (docs/errors.md). */
+  readonly code: DurableHarnessErrorCode
+  constructor(code: DurableHarnessErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options)
     this.name = new.target.name
     this.code = code
+    Object.defineProperty(this, BRAND, { value: true })
+  }
+
+  /** `e instanceof DurableHarnessError` holds for the errors of every copy (by the brand); a subclass checks its prototype chain. */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return this === DurableHarnessError ? isDurableHarnessError(value) : Function.prototype[Symbol.hasInstance].call(this, value)
+  }
+}
+
+/**
+ * Whether `error` is an error the library threw on purpose (a `DurableHarnessError` of this or of any
+ * other copy of the package), so its `code` is one of {@link DurableHarnessErrorCode}.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await session.answer(questionId, value)
+ * } catch (error) {
+ *   if (!isDurableHarnessError(error)) throw error
+ *   if (error.code === 'question_answered') return 'someone answered first'
+ *   throw error
+ * }
+ * ```
+ */
+export function isDurableHarnessError(error: unknown): error is DurableHarnessError {
+  try {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[BRAND] === true
+  } catch {
+    return false // a Proxy whose get trap throws (a tool may throw anything)
   }
 }
 
@@ -22,6 +125,7 @@ export function describeValue(value: unknown): string {
   return text.length > 120 ? `${text.slice(0, 120)}…` : text
 }
 
+/** The message of a cause, for an error message; never throws. */
 export function causeText(cause: unknown): string {
   try {
     return cause instanceof Error ? cause.message : String(cause)

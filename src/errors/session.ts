@@ -1,5 +1,5 @@
 // Errors of sessions, turns and tool calls as callers and tools see them.
-import { DurableHarnessError } from './base.js'
+import { DurableHarnessError, isDurableHarnessErrorCode } from './base.js'
 
 /** An answer that fails the question's schema; nothing was logged. */
 export class InvalidAnswerError extends DurableHarnessError {
@@ -59,14 +59,20 @@ export class UnknownInputError extends DurableHarnessError {
   }
 }
 
-/** runTool's rejection: the call's kept result is a tool error. */
+/**
+ * runTool's rejection: the call's kept result is a tool error (`toolError`, its code as the tool set
+ * it). `code` is that code when it is one of the library's, else `tool_error`.
+ */
 export class ToolCallError extends DurableHarnessError {
   constructor(
     readonly toolName: string,
     readonly toolCallId: string,
     readonly toolError: { message: string; code?: string },
   ) {
-    super(toolError.code ?? 'tool_error', `Tool "${toolName}" (call ${toolCallId}) failed: ${toolError.message}`)
+    super(
+      isDurableHarnessErrorCode(toolError.code) ? toolError.code : 'tool_error',
+      `Tool "${toolName}" (call ${toolCallId}) failed: ${toolError.message}`,
+    )
   }
 }
 

@@ -5,6 +5,7 @@ import { parseLive } from '../log/live.js'
 import { cursorBefore, decodeCursor, encodeCursor, type Cursor } from './cursor.js'
 import { EventMapper } from './toEvents.js'
 
+/** Options of `session.events()`: where to resume, and when to stop. */
 export interface EventsOptions {
   /** A cursor from an earlier event: resume right after it (exactly once, in order). Default: the beginning. */
   from?: string
@@ -20,6 +21,7 @@ export interface EventsOptions {
   blockMs?: number
 }
 
+/** One live event of a session: an AG-UI chunk (or a harness event) and the cursor to resume after it. */
 export interface SessionEvent {
   cursor: string
   event: StreamChunk

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { AGENT, isAgentTool, type AgentToolMarker } from '../call/index.js'
 import type { Harness } from '../harnessTypes.js'
 
+/** Options of `agentTool`: the tool name and description the parent model sees, and how the input becomes the child prompt. */
 export interface AgentToolOptions {
   /** Default: the harness name with `/` as `_`. */
   name?: string

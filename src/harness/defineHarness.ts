@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js'
 import { TOOLS_BY_NAME, type AfterToolCallHook, type DurabilityOptions, type Harness } from '../harnessTypes.js'
 import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
 
+/** The durability options a harness gets where `defineHarness({ durability })` says nothing (docs/harness.md). */
 export const DEFAULT_DURABILITY: DurabilityOptions = {
   maxAttempts: 10,
   interruptedToolResult: 'The tool call was interrupted by a crash: it may or may not have run. Check before you retry it.',
@@ -14,6 +15,7 @@ export const DEFAULT_DURABILITY: DurabilityOptions = {
   toolTimeoutMs: 15 * 60_000,
 }
 
+/** Options of `defineHarness`: name, model adapter, tools, prompts, hooks, middleware, secrets and durability. */
 export interface HarnessOptions {
   /** Names the harness in queue names and logs: [A-Za-z0-9._/-]{1,100}. */
   name: string
@@ -52,7 +54,23 @@ const UNSUPPORTED_MIDDLEWARE = [
   'sandbox',
 ] as const
 
-/** Names an agent: its model adapter, its tools, hooks and durability options. */
+/**
+ * Names an agent: its model adapter, its tools, hooks and durability options. A harness module
+ * exports it, so that `harness worker <module>` and every host find the same harness.
+ *
+ * @example
+ * ```ts
+ * import { openaiText } from '@tanstack/ai-openai'
+ * import { defineHarness } from 'durable-harness'
+ *
+ * export const assistant = defineHarness({
+ *   name: 'acme/assistant',
+ *   adapter: openaiText('gpt-4o-mini'), // or scriptedModel([...]) from durable-harness/testing
+ *   tools: [checkout],
+ *   durability: { toolTimeoutMs: 60_000 },
+ * })
+ * ```
+ */
 export function defineHarness(options: HarnessOptions): Harness {
   if (!NAME.test(options.name ?? '')) throw new ConfigError(`defineHarness: name ${JSON.stringify(options.name)} must match ${NAME}.`)
   if (options.adapter?.kind !== 'text')

@@ -37,6 +37,7 @@ import {
   type SessionsFilter,
 } from '../ops/index.js'
 
+/** Options of `createHarnessHost`: where Redis is, the harnesses, the key prefix, shards, retention and a logger. */
 export interface HostOptions {
   /**
    * A redis:// or rediss:// URL, ioredis options, or a Redis Cluster: `{ cluster: nodes, options? }`, an
@@ -71,6 +72,7 @@ export interface HostOptions {
 
 export type { CloseOptions, CloseResult }
 
+/** The workers `host.startWorkers()` started: close them to stop taking jobs. */
 export interface WorkersHandle {
   /**
    * Stops taking jobs and waits for active ones to finish (BullMQ hands unfinished ones back), at most
@@ -80,6 +82,7 @@ export interface WorkersHandle {
   readonly workers: ReadonlyArray<Worker>
 }
 
+/** What `createHarnessHost` returns: sessions (`open`), workers, the sweeper, and what operators see (`sessions`, `stats`, `queues`). */
 export interface HarnessHost {
   readonly prefix: string
   readonly logger: Logger
@@ -150,7 +153,21 @@ function parseSettled(payload: string): { outcome?: string; error?: { message?: 
   }
 }
 
-/** Connects harnesses to Redis: sessions, queues, workers. Cheap to create in every process. */
+/**
+ * Connects harnesses to Redis: sessions, queues, workers. Cheap to create in every process: a web
+ * server's host opens sessions and prompts, a worker process's host runs the workers.
+ *
+ * @example
+ * ```ts
+ * import { createHarnessHost } from 'durable-harness'
+ *
+ * const host = createHarnessHost({ redis: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', harnesses: [assistant] })
+ * host.startWorkers({ concurrency: 10 }) // or run `npx harness worker ./harness.js` processes
+ * const session = host.open(assistant, { sessionId: 'order-42' })
+ * const { inputId } = await session.prompt('Charge order 42')
+ * const settled = await session.settled(inputId) // { outcome: 'completed', text: '...' }
+ * ```
+ */
 export function createHarnessHost(options: HostOptions): HarnessHost {
   const prefix = options.prefix ?? 'dh'
   if (!PREFIX.test(prefix)) throw new ConfigError(`createHarnessHost: prefix ${JSON.stringify(prefix)} must match ${PREFIX}.`)

@@ -35,6 +35,7 @@ import { assertNoSecrets } from './callerSecrets.js'
 import { cancelParkedCalls } from './cancel.js'
 import type { Notifier } from './notifier.js'
 
+/** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
 export interface Settled {
   outcome: 'completed' | 'failed' | 'aborted'
   text?: string

@@ -129,6 +129,7 @@ function backOffOnErrors(worker: Worker, logger: Logger): (err: Error) => void {
   }
 }
 
+/** How long a close waits for active jobs. */
 export interface CloseOptions {
   /**
    * Wait at most this long for a graceful close (active jobs finish first), then stop waiting; 0 force-closes
@@ -137,6 +138,7 @@ export interface CloseOptions {
   timeoutMs?: number
 }
 
+/** What a close could not finish gracefully. */
 export interface CloseResult {
   /** Queues whose workers did not close gracefully in time; their active jobs return to the queue when their locks expire. */
   forced: string[]

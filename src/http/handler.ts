@@ -21,6 +21,20 @@ const ROUTES: Record<string, Partial<Record<string, Route>>> = {
  * (AG-UI, for useChat's fetchServerSentEvents), `GET run`, `GET events` (SSE, resumable), `POST control`
  * and `GET snapshot`, under any base path. Every request is authorized first (401), then checked
  * (400), then scoped by `canAccess` (403); an unknown thread is a 404. A refused request writes nothing.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http'
+ * import { createHarnessHandler, toNodeListener } from 'durable-harness/http'
+ *
+ * const handler = createHarnessHandler({
+ *   host,
+ *   harness: assistant,
+ *   authorize: (request) => users.fromBearer(request.headers.get('authorization')), // a principal object, or null: 401
+ *   canAccess: (user, threadId) => threadId.startsWith(`${user.id}-`),
+ * })
+ * createServer(toNodeListener(handler)).listen(3000)
+ * ```
  */
 export function createHarnessHandler<P extends Principal>(options: HarnessHandlerOptions<P>): (request: Request) => Promise<Response> {
   if (typeof options?.authorize !== 'function')

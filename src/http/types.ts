@@ -25,6 +25,7 @@ export function acceptPrincipal<P extends Principal>(answer: unknown): P | undef
 /** May this principal use this thread (session)? `false` refuses the request with 403. */
 export type CanAccess<P extends Principal = Principal> = (principal: P, threadId: string) => boolean | Promise<boolean>
 
+/** Options of `createHarnessHandler`: the host and harness it serves, who may call it (`authorize`) and which threads (`canAccess`). */
 export interface HarnessHandlerOptions<P extends Principal = Principal> {
   host: HarnessHost
   harness: Harness

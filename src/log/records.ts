@@ -64,6 +64,7 @@ export type ToolCallRecord = z.infer<typeof toolCallSchema>
 const tokenCount = z.number().int().nonnegative()
 /** A model call's token usage, with the names of `@tanstack/ai`'s TokenUsage (RUN_FINISHED `usage`). */
 const usageSchema = z.object({ promptTokens: tokenCount, completionTokens: tokenCount, totalTokens: tokenCount })
+/** Token usage of a model response, in `@tanstack/ai`'s TokenUsage names. */
 export type ModelUsage = z.infer<typeof usageSchema>
 
 export const harnessRecordSchemas = {
@@ -120,7 +121,9 @@ export const harnessRecordSchemas = {
   'harness.recovery': z.object({ reason: z.string(), toolCallId: z.string().optional(), inputId: z.string().optional() }),
 } as const
 
+/** The `type` of a harness record. */
 export type HarnessRecordType = keyof typeof harnessRecordSchemas
+/** A record the harness writes (`harness.*`, docs/architecture.md). */
 export type HarnessRecord = {
   [K in HarnessRecordType]: { type: K } & z.infer<(typeof harnessRecordSchemas)[K]>
 }[HarnessRecordType]
@@ -128,6 +131,7 @@ export type RecordOf<K extends HarnessRecordType> = Extract<HarnessRecord, { typ
 
 /** A user record added with `append`: any JSON object whose type does not start with `harness.`. */
 export type AppRecord = { type: string; [key: string]: unknown }
+/** A record of the session log: one of the harness's own (`harness.*`) or an app record a tool appended. */
 export type LogRecord = HarnessRecord | AppRecord
 
 export const RESERVED_PREFIX = 'harness.'

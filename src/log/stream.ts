@@ -7,6 +7,7 @@ import { assertShards, defaultShards, shardOf } from './shards.js'
 import { appendLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
 
+/** One entry of the session log: its stream id and its record. */
 export interface LogEntry<R extends LogRecord = LogRecord> {
   id: string
   record: R
@@ -17,6 +18,7 @@ export function isRecord<K extends HarnessRecordType>(entry: LogEntry, type: K):
   return entry.record.type === type
 }
 
+/** Which entries `session.log.read()` returns. */
 export interface ReadOptions {
   /** Exclusive: entries after this stream id. */
   after?: string
@@ -29,6 +31,7 @@ export interface ReadOptions {
   limit?: number
 }
 
+/** Options of `session.log.follow()`: resume after a stream id, only some record types, stop on a signal. */
 export interface FollowOptions {
   after?: string
   types?: readonly string[]

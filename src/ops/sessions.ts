@@ -15,6 +15,7 @@ export interface SessionSummary {
   entries: number
 }
 
+/** Which sessions `host.sessions()` lists. */
 export interface SessionsFilter {
   /** At most this many (default 50), most recent first. */
   limit?: number

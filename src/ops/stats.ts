@@ -5,6 +5,7 @@ import type { QueueRef } from './queues.js'
 
 const STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'failed', 'completed'] as const
 
+/** Job counts of one queue of a harness on one shard (`host.stats()`). */
 export interface QueueStats {
   harness: string
   kind: 'turns' | 'tools'

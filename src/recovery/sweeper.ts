@@ -18,6 +18,7 @@ export interface SweepDeps {
   logger: Logger
 }
 
+/** Options of one sweeper pass (`host.sweep`). */
 export interface SweepOptions {
   /** Items to look at per index in this pass. */
   limit?: number
@@ -27,6 +28,7 @@ export interface SweepOptions {
   shards?: readonly number[]
 }
 
+/** One repair of a sweeper pass: the turn or call it moved on, and why (docs/recovery.md). */
 export interface Repair {
   kind: 'turn' | 'call'
   sessionId: string

@@ -4,11 +4,13 @@
 import { spawn } from 'node:child_process'
 import { startRedisServer, type RedisServerHandle } from './redisServer.js'
 
+/** One node of a test Redis Cluster. */
 export interface ClusterNodeHandle extends RedisServerHandle {
   /** `127.0.0.1:<port>` */
   address: string
 }
 
+/** A running test Redis Cluster: its nodes, the seed URLs, and stop. */
 export interface RedisClusterHandle {
   /** Every node, masters first (as created; a failover changes roles, see `roles()`). */
   nodes: ClusterNodeHandle[]
@@ -36,6 +38,7 @@ function run(cmd: string, args: string[]): Promise<string> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/** Starts a Redis Cluster from the `redis-server` binary on free ports (no data on disk), for tests. */
 export async function startRedisCluster(
   opts: { masters?: number; replicas?: number; nodeTimeoutMs?: number } = {},
 ): Promise<RedisClusterHandle> {

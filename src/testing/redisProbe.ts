@@ -61,6 +61,7 @@ async function exchange(
   })
 }
 
+/** Whether a Redis answers PING at `url` within `timeoutMs` (no client library, no retries). */
 export async function isRedisReachable(url: string, timeoutMs = 1_000): Promise<boolean> {
   const target = parseRedisUrl(url)
   if (target === undefined) return false

@@ -9,6 +9,7 @@ import type net from 'node:net'
 import path from 'node:path'
 import { freePort, isRedisReachable, serverPid } from './redisProbe.js'
 
+/** Options of `startRedisServer`. */
 export interface RedisServerOptions {
   port?: number
   appendonly?: boolean
@@ -20,6 +21,7 @@ export interface RedisServerOptions {
   args?: string[]
 }
 
+/** A running private `redis-server`: its URL and port, and controls to stop, kill and restart it. */
 export interface RedisServerHandle {
   url: string
   port: number
@@ -84,6 +86,7 @@ function installExitHook(): void {
 
 export { isRedisReachable }
 
+/** Whether a `redis-server` binary is on PATH. */
 export function hasRedisServerBinary(): boolean {
   const probe = spawnSync(REDIS_SERVER, ['--version'], { stdio: 'ignore' })
   return probe.error === undefined && probe.status === 0
@@ -174,6 +177,7 @@ async function terminate(state: ServerState, signal: NodeJS.Signals): Promise<vo
   }
 }
 
+/** Starts a private `redis-server` on a free port (killed when this process exits), for tests and demos. */
 export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServerHandle> {
   const appendonly = opts.appendonly ?? false
   const hz = opts.hz ?? 100

@@ -1,5 +1,6 @@
 import type { AnyTextAdapter, ModelMessage } from '@tanstack/ai'
 
+/** A tool call a scripted model response makes. */
 export interface ScriptedToolCall {
   name: string
   input: unknown
@@ -7,6 +8,7 @@ export interface ScriptedToolCall {
   id?: string
 }
 
+/** One scripted model response: tool calls, then text. */
 export interface ScriptedResponse {
   text?: string
   toolCalls?: ScriptedToolCall[]
@@ -14,19 +16,29 @@ export interface ScriptedResponse {
   usage?: { promptTokens: number; completionTokens: number; totalTokens: number }
 }
 
+/** A script entry: a response, or a function of the messages the model is shown and the model call number. */
 export type ScriptEntry = ScriptedResponse | ((context: { messages: ModelMessage[]; call: number }) => ScriptedResponse)
 
-/**
- * A deterministic `@tanstack/ai` text adapter with no network: model call N of a session (counted by
- * the assistant messages it is shown, so any process answers the same) gets script entry N. Tool
- * calls first, then text; runs with plain `chat()` and in a durable harness alike.
- */
+/** Options of `scriptedModel`: its name, and whether it streams text in pieces. */
 export interface ScriptedModelOptions {
   name?: string
   /** Stream each text in pieces of `chars` characters, `delayMs` apart, as a real model writes. Default: one piece. */
   stream?: { chars: number; delayMs: number }
 }
 
+/**
+ * A deterministic `@tanstack/ai` text adapter with no network: model call N of a session (counted by
+ * the assistant messages it is shown, so any process answers the same) gets script entry N. Tool
+ * calls first, then text; runs with plain `chat()` and in a durable harness alike.
+ *
+ * @example
+ * ```ts
+ * const adapter = scriptedModel([
+ *   { toolCalls: [{ name: 'checkout', input: { orderId: '42' } }] },
+ *   ({ messages }) => ({ text: `Done: ${String(messages.at(-1)?.content)}` }),
+ * ])
+ * ```
+ */
 export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: ScriptedModelOptions = {}): AnyTextAdapter {
   return {
     kind: 'text',

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
+/** A worker process `spawnWorker` started. */
 export interface WorkerProcess {
   proc: ChildProcess
   /** Every JSON log line so far. */
@@ -15,6 +16,7 @@ export interface WorkerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>
 }
 
+/** Options of `spawnWorker`. */
 export interface SpawnWorkerOptions {
   redisUrl: string
   prefix: string
@@ -26,6 +28,7 @@ export interface SpawnWorkerOptions {
   entry?: string
 }
 
+/** Starts a worker process on a harness module (this repository's `workers/worker.ts` under tsx), with JSON log lines to wait on. */
 export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerProcess> {
   const proc = spawn(process.execPath, ['--import', 'tsx', options.entry ?? 'workers/worker.ts', options.module], {
     cwd: root,

@@ -4,6 +4,7 @@ import type { Duration } from './duration.js'
 import type { JsonChecked } from './json.js'
 import type { Secrets } from './secrets.js'
 
+/** What happens to a call a crash cut short: `'safe'` runs it again (finished steps return their stored values), `'never'` lands a tool error (`interrupted`). */
 export type Replay = 'safe' | 'never'
 
 type JsonPrimitive = string | number | boolean | null | undefined | void
@@ -16,11 +17,13 @@ type JsonPrimitive = string | number | boolean | null | undefined | void
  */
 type JsonStepValue<T> = JsonPrimitive | ({ [K in keyof T]: JsonChecked<T[K]> } & object & { [Symbol.hasInstance]?: never })
 
+/** What the function of `step.do` gets: the idempotency key to pass to its side effect. */
 export interface StepFnOptions {
   /** `${logId}:${toolCallId}:${name}`: the same on every run of the step. Pass it to the side effect. */
   idempotencyKey: string
 }
 
+/** A question of `step.ask`: its step name, the message a person reads, the schema of the answer and an optional expiry. */
 export interface AskOptions<S extends StandardSchemaV1> {
   /** Step name of the question: the same on every run. */
   name: string
@@ -31,6 +34,7 @@ export interface AskOptions<S extends StandardSchemaV1> {
   expiresAt?: Date | number | string
 }
 
+/** `ctx.step` of a durable tool: each side effect as a named step that runs once per tool call (`do`), and waits that hold no worker slot (`sleep`, `sleepUntil`, `ask`). */
 export interface Step {
   /** Runs `fn` once per tool call; resolves with the stored JSON copy (R1, R3). */
   do<T extends JsonStepValue<T>>(name: string, fn: (options: StepFnOptions) => T | Promise<T>): Promise<T>

@@ -8,11 +8,13 @@ import { createPlainContext } from './plainContext.js'
 /** Where a durable tool keeps its durable execute and replay option, next to the plain server tool. */
 export const DURABLE = Symbol.for('durable-harness.durableTool')
 
+/** A durable tool's execute: the tool's input and a `DurableToolContext` (`step`, `append`, `secrets`); returns the result. */
 export type DurableExecute<TInput extends SchemaInput | undefined, TOutput extends SchemaInput | undefined, TContext = unknown> = (
   args: InferSchemaType<TInput>,
   context: DurableToolContext<TContext>,
 ) => Promise<InferSchemaType<TOutput>> | InferSchemaType<TOutput>
 
+/** Options of `durableTool`: replay on a crash, a time limit, a result schema. */
 export interface DurableToolOptions {
   /** 'safe' (default): a call cut by a crash runs again. 'never': it gets a tool error instead. */
   replay?: Replay
@@ -28,6 +30,7 @@ export interface DurableToolMarker {
   }
 }
 
+/** The tool `durableTool` returns: a `@tanstack/ai` server tool (usable in plain `chat()` too) that a harness runs durably. */
 export type DurableServerTool<
   TInput extends SchemaInput | undefined,
   TOutput extends SchemaInput | undefined,
@@ -41,6 +44,22 @@ export type DurableServerTool<
  * session the harness runs the durable execute against the session log; in plain `chat()` the same
  * tool runs with the plain step context (R13). The returned tool carries `replay` ('safe' unless the
  * option says 'never'); a `replay` on the definition is not read (R10).
+ *
+ * @example
+ * ```ts
+ * import { toolDefinition } from '@tanstack/ai'
+ * import { durableTool } from 'durable-harness'
+ * import { z } from 'zod'
+ *
+ * export const checkout = durableTool(
+ *   toolDefinition({ name: 'checkout', description: 'Charge an order', inputSchema: z.object({ orderId: z.string() }) }),
+ *   async ({ orderId }, { step }) => {
+ *     // runs once per tool call; after a crash the stored value comes back instead
+ *     const payment = await step.do(`charge:${orderId}`, ({ idempotencyKey }) => billing.charge(orderId, idempotencyKey))
+ *     return { chargeId: payment.id }
+ *   },
+ * )
+ * ```
  */
 export function durableTool<
   TInput extends SchemaInput | undefined,

@@ -1,5 +1,6 @@
 import { InvalidDurationError } from '../errors.js'
 
+/** A wait: milliseconds, or a number with a unit (`'90s'`, `'15m'`, `'2h'`, `'3d'`), up to 365 days. */
 export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`
 
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const

@@ -1,4 +1,4 @@
-import { DurableHarnessError } from '../errors.js'
+import { isDurableHarnessError } from '../errors.js'
 import type { ToolErrorPayload } from '../log/index.js'
 
 /** A tool error's message is cut here: the model reads it and the log keeps it. */
@@ -11,9 +11,11 @@ const MAX_MESSAGE_CHARS = 8_192
  */
 export function toToolError(error: unknown): ToolErrorPayload {
   try {
-    if (error instanceof DurableHarnessError) return { message: cut(error.message), code: error.code }
+    // by the brand: an error of the tool's own copy of the package keeps its code too
+    if (isDurableHarnessError(error) && typeof error.message === 'string' && typeof error.code === 'string')
+      return { message: cut(error.message), code: error.code }
   } catch {
-    // a Proxy's getPrototypeOf trap may throw: describe it below
+    // a Proxy's traps or a getter may throw: describe it below
   }
   return { message: cut(describeThrown(error)) }
 }

@@ -1,9 +1,11 @@
-// The real `harness` bin (bin/harness.js) as a child process, for the CLI tests.
+// The `harness` CLI as a child process, for the CLI tests: its source (src/cli/main.ts) through tsx, so a
+// test runs the code as it is now, without a build. The bin on the compiled CLI (bin/harness.js) is
+// tested from an installed tarball (test/integration/package.test.ts).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
-const BIN = 'bin/harness.js'
+const CLI = ['--import', 'tsx', 'src/cli/main.ts']
 
 export interface BinResult {
   code: number | null
@@ -12,7 +14,7 @@ export interface BinResult {
 }
 
 function start(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [BIN, ...args], {
+  return spawn(process.execPath, [...CLI, ...args], {
     cwd: root,
     env: { ...process.env, NO_COLOR: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

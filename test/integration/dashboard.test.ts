@@ -1,15 +1,14 @@
-// The dashboard in headless Chromium (Debian's `chromium`, driven by playwright-core): a turn parks on
+// The dashboard in headless Chromium (test/helpers/chromium.ts, driven by playwright-core): a turn parks on
 // step.ask, the dashboard shows the question with a form generated from its JSON Schema, the test
 // fills and submits it, the tool resumes in a worker process and the live timeline shows the answer
 // and the result; the same for an approval. Screenshots go to docs/.
-import { existsSync } from 'node:fs'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { chromiumPath } from '../helpers/chromium.js'
 import { serveDashboard } from '../../src/dashboard/index.js'
 import { ops } from '../fixtures/ops.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 
-const CHROMIUM = '/usr/bin/chromium'
 const TOKEN = 'dashboard-test-token'
 const SHOTS = process.env.DH_SCREENSHOTS === '1'
 
@@ -19,8 +18,7 @@ describe('the dashboard in headless Chromium', () => {
   let dashboard: { url: string; close(): Promise<void> }
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium); .ci/run does.`)
+    const executablePath = chromiumPath() // first: a missing browser fails with its one line
     dashboard = await serveDashboard({
       host: ctx.host,
       port: 0,
@@ -31,7 +29,7 @@ describe('the dashboard in headless Chromium', () => {
           : null,
       canAccess: (_principal, sessionId) => !sessionId.startsWith('secret-'),
     })
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] })
   })
   afterAll(async () => {
     await browser?.close()

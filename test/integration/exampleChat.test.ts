@@ -1,15 +1,14 @@
-// The chat example in a real browser: headless Chromium (Debian's `chromium` package; .ci/run installs
-// it where it is missing) driven by playwright-core opens the page that `npm run example:chat` serves,
-// sends a prompt through TanStack's ChatClient, and sees the answer grow while the model writes it.
+// The chat example in a real browser: headless Chromium (test/helpers/chromium.ts) driven by
+// playwright-core opens the page that `npm run example:chat` serves, sends a prompt through
+// TanStack's ChatClient, and sees the answer grow while the model writes it.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { chromiumPath } from '../helpers/chromium.js'
 import { getRedisUrl } from '../rig.js'
-
-const CHROMIUM = '/usr/bin/chromium'
 
 describe('the chat example in headless Chromium', () => {
   let server: ChildProcess
@@ -17,8 +16,7 @@ describe('the chat example in headless Chromium', () => {
   let browser: Browser
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium); .ci/run does.`)
+    const executablePath = chromiumPath() // first: a missing browser fails with its one line
     server = spawn(process.execPath, ['--import', 'tsx', 'examples/chat/server.ts'], {
       env: { ...process.env, PORT: '0', REDIS_URL: await getRedisUrl() },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -33,7 +31,7 @@ describe('the chat example in headless Chromium', () => {
       server.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
       server.once('exit', (code) => reject(new Error(`example server exited ${code}: ${output}`)))
     })
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] })
   })
   afterAll(async () => {
     await browser?.close()
