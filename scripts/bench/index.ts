@@ -1,5 +1,6 @@
 // `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash,events,retention]`
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
+// `npm run bench -- --against <git ref> [--rounds 5] [--rows …]`: A/B of this tree against a commit (against.ts)
 //
 // Measures the DESIGN.md §8 targets as ratios against baselines measured in the same run on the same
 // Redis (PING, raw BullMQ no-op jobs, plain XADD, the configured lock intervals), prints a table on
@@ -12,6 +13,7 @@ import os from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startRedisServer } from '../../src/testing/index.js'
+import { againstMain } from './against.js'
 import { measureAppendThroughput } from './appendThroughput.js'
 import { measureCrash } from './crash.js'
 import { measureEvents } from './events.js'
@@ -56,7 +58,11 @@ function parseArgs(argv: string[]) {
     }
   }
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`npm run bench -- [--quick] [--only ${MEASUREMENTS.join(',')}]\n`)
+    process.stdout.write(
+      `npm run bench -- [--quick] [--only ${MEASUREMENTS.join(',')}]\n` +
+        `npm run bench -- --scale [--quick]\n` +
+        `npm run bench -- --against <git ref> [--rounds 5] [--rows id,id|all] [--quick] [--keep] [--npm-ci]\n`,
+    )
     process.exit(0)
   }
   return { quick, only }
