@@ -125,6 +125,7 @@ async function scaleMain(quick: boolean): Promise<void> {
 async function main(): Promise<void> {
   const argv = process.argv.slice(2)
   if (argv.includes('--scale')) return scaleMain(argv.includes('--quick'))
+  if (argv.some((a) => a === '--against' || a.startsWith('--against='))) return againstMain(root, argv)
   const { quick, only } = parseArgs(argv)
   const progress = stderrProgress
   const viaNpm = process.env.npm_lifecycle_event === 'bench'
@@ -299,6 +300,26 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       const per = profile.commandsPerOp
       info('2f', `Redis commands per drained call (1 step), ${what}`, `${per}`, `BullMQ no-op job ${job}`, per / job)
     }
+    // 2g/2h: our overhead above the design's floor (floor.ts: a bare worker, 3 scripts a call), same reps
+    for (const run of ours.drain1) {
+      const base = r.calls.floor.drain.find((d) => d.concurrency === run.concurrency)!
+      const figure = `durable calls/s (1 step), runTool, concurrency ${run.concurrency}, against the floor`
+      const ratio = run.perSec / base.perSec
+      if (run.concurrency === 1) info('2g', figure, perSec(run.perSec), `floor ${perSec(base.perSec)}`, ratio)
+      else atLeast('2g', figure, perSec(run.perSec), `floor ${perSec(base.perSec)}`, ratio, 0.9)
+    }
+    const fp = r.calls.floor.profile
+    const scripts = Object.entries(fp.byCommand)
+      .filter(([k]) => k.startsWith('EVALSHA(') && !k.includes('bullmq:'))
+      .reduce((a, [, v]) => a + v, 0)
+    const floorNote = `floor ${fp.commandsPerOp} (${Math.round(scripts * 100) / 100} of our scripts)`
+    info(
+      '2h',
+      'Redis commands per drained call (1 step), runTool, against the floor',
+      `${p.drain1.commandsPerOp}`,
+      floorNote,
+      p.drain1.commandsPerOp / fp.commandsPerOp,
+    )
   } else {
     missing('2a', 'runTool, 3 steps: p50', '<= 1.3x', 'calls')
     missing('2b', 'runTool calls/s, 20 callers', '>= 0.8x', 'calls')
