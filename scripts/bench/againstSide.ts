@@ -16,7 +16,18 @@ import type * as Testing from '../../src/testing/index.js'
 import type { RowResult } from './againstReport.js'
 import { startRawBullmq } from './bullmq.js'
 import { startFloorWorker } from './floor.js'
-import { benchPrefix, deletePrefix, drainWith, pool, profileCommands, serverUsec, silentLogger, stderrProgress, summarize } from './lib.js'
+import {
+  benchPrefix,
+  deletePrefix,
+  drainWith,
+  type Drainable,
+  pool,
+  profileCommands,
+  serverUsec,
+  silentLogger,
+  stderrProgress,
+  summarize,
+} from './lib.js'
 
 type Lib = typeof Index &
   Pick<typeof Testing, 'scriptedModel'> &
@@ -91,7 +102,7 @@ async function main(): Promise<void> {
     const host = lib.createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: silentLogger })
     try {
       const call = (sessionId: string) => host.open(harness, { sessionId }).runTool({ name: 'three', input: {} })
-      if (want('runTool-p50', 'runTool-20', 'cpu-20', 'commands')) {
+      if (want('runTool-p50', 'runTool-20', 'cpu-20', 'commands', 'lua-calls')) {
         const workers = host.startWorkers({ concurrency: callers, sweepEveryMs: 0 })
         try {
           progress('[side] warm-up')
@@ -115,8 +126,10 @@ async function main(): Promise<void> {
             rows['runTool-20'] = { value: (size.callers / ms) * 1000 }
             rows['cpu-20'] = { value: (cpu.user + cpu.system + redisUs) / size.callers }
           }
-          if (want('commands')) {
-            rows.commands = { value: (await profileCommands(url, prefix, 50, () => call('profile'))).commandsPerOp }
+          if (want('commands', 'lua-calls')) {
+            const profile = await profileCommands(url, prefix, 50, () => call('profile'))
+            rows.commands = { value: profile.commandsPerOp }
+            rows['lua-calls'] = { value: profile.luaCallsPerOp }
           }
         } catch (e) {
           failAll(
@@ -137,32 +150,38 @@ async function main(): Promise<void> {
             }),
         )
       }
+      // calls/s, and the CPU both processes spent a call (less load-dependent than calls/s)
+      const drainRows = async (id: string, cpuId: string, start: () => Drainable) => {
+        const cpu0 = process.cpuUsage()
+        const redis0 = await serverUsec(stats)
+        const ms = await drainWith(start, 'tools.', size.drain)
+        const cpu = process.cpuUsage(cpu0)
+        const redisUs = (await serverUsec(stats)) - redis0
+        rows[id] = { value: (size.drain / ms) * 1000 }
+        if (wanted.has(cpuId)) rows[cpuId] = { value: (cpu.user + cpu.system + redisUs) / size.drain }
+      }
       for (const c of [10, 50]) {
-        if (!want(`drain-${c}`)) continue
+        if (!want(`drain-${c}`, `cpu-drain-${c}`)) continue
         try {
           await enqueue(`d-${c}`, size.drain)
           progress(`[side] drain ${size.drain} at concurrency ${c}`)
-          const ms = await drainWith(() => host.startWorkers({ concurrency: c, sweepEveryMs: 0 }), 'tools.', size.drain)
-          rows[`drain-${c}`] = { value: (size.drain / ms) * 1000 }
+          await drainRows(`drain-${c}`, `cpu-drain-${c}`, () => host.startWorkers({ concurrency: c, sweepEveryMs: 0 }))
         } catch (e) {
-          failAll([`drain-${c}`], e)
+          failAll([`drain-${c}`, `cpu-drain-${c}`], e)
         }
       }
       const connection = new Redis(url, { maxRetriesPerRequest: null })
       try {
         for (const c of [10, 50]) {
-          if (!want(`floor-${c}`)) continue
+          if (!want(`floor-${c}`, `cpu-floor-${c}`)) continue
           try {
             await enqueue(`f-${c}`, size.drain)
             progress(`[side] floor ${size.drain} at concurrency ${c}`)
-            const ms = await drainWith(
-              () => startFloorWorker(lib, { redisUrl: url, prefix, harness: harness.name, concurrency: c, connection }),
-              'tools.',
-              size.drain,
+            await drainRows(`floor-${c}`, `cpu-floor-${c}`, () =>
+              startFloorWorker(lib, { redisUrl: url, prefix, harness: harness.name, concurrency: c, connection }),
             )
-            rows[`floor-${c}`] = { value: (size.drain / ms) * 1000 }
           } catch (e) {
-            failAll([`floor-${c}`], e)
+            failAll([`floor-${c}`, `cpu-floor-${c}`], e)
           }
         }
       } finally {
