@@ -26,6 +26,9 @@ export const AB_ROWS: readonly RowSpec[] = [
   { id: 'raw-20', figure: 'control: raw BullMQ round trips/s, 20 callers (same code both sides)', unit: '/s', better: 'higher' },
 ]
 
+/** The row whose code is the same on both sides: its ratio is the run's noise. */
+const CONTROL = 'raw-20'
+
 /** What one side's process measured in one round: a value a row, or why it could not. */
 export type RowResult = { value: number } | { error: string }
 
@@ -70,7 +73,13 @@ const valueOf = (r: RowResult | undefined) => (r && 'value' in r && Number.isFin
 
 function summarizeSide(rounds: SideRound[], id: string): SideSummary {
   const values = rounds.map((r) => valueOf(r.rows[id])).filter((v): v is number => v !== null)
-  const errors = [...new Set(rounds.map((r) => r.rows[id]).flatMap((r) => (r && 'error' in r ? [r.error] : r ? [] : ['not reported'])))]
+  const errors = [
+    ...new Set(
+      rounds
+        .map((r) => r.rows[id])
+        .flatMap((r) => (r && 'error' in r ? [r.error] : r ? [] : ['not reported (its row driver has no such row)'])),
+    ),
+  ]
   return {
     median: median(values),
     min: values.length ? Math.min(...values) : null,
@@ -153,6 +162,14 @@ export function formatReport(reports: RowReport[], threshold = 1.05): string {
       .map((c, i) => c.padEnd(widths[i]!))
       .join('  ')
       .trimEnd()
+  const control = reports.find((r) => r.id === CONTROL)
+  const noisy =
+    control && control.verdict !== 'same' && control.verdict !== 'n/a'
+      ? [
+          `the control row ${CONTROL} (the same code on both sides) came out ${control.verdict} ${control.slowdown!.toFixed(2)}x: ` +
+            'this run is noisier than 1.05x; trust only load-independent rows (commands, lua-calls) and differences well beyond the control',
+        ]
+      : []
   const notes = reports.flatMap((r) => [
     ...r.this.errors.map((e) => `${r.id}: this tree could not measure it: ${e}`),
     ...r.ref.errors.map((e) => `${r.id}: the ref could not measure it: ${e}`),
@@ -164,6 +181,7 @@ export function formatReport(reports: RowReport[], threshold = 1.05): string {
     '',
     `this/ref: medians; "rounds": the lowest and highest ratio of a round's pair (both measured next to each other). ` +
       `verdict: the cost this tree pays against the ref (time, CPU and commands as they are, 1 / rate for calls/s); SLOWER above ${threshold}x.`,
+    ...noisy,
     ...notes,
   ].join('\n')
 }

@@ -64,11 +64,19 @@ describe('bench --against aggregation', () => {
     expect(text).toMatch(/p50 +1\.000 ms \(1\.000–1\.000 ms\) +n\/a/)
   })
 
+  it('a control row (the same code both sides) that moves more than 1.05x marks the run as noisy', () => {
+    const control: RowSpec = { id: 'raw-20', figure: 'control', unit: '/s', better: 'higher' }
+    const [moved] = aggregate(rounds('raw-20', [700, 800, 600], [1000, 900, 1000]), [control])
+    expect(formatReport([moved!])).toContain('the control row raw-20 (the same code on both sides) came out SLOWER')
+    const [steady] = aggregate(rounds('raw-20', [1000, 990, 1010], [1000, 1000, 1000]), [control])
+    expect(formatReport([steady!])).not.toContain('the control row')
+  })
+
   it('a row a side never reported counts as not reported, not as zero', () => {
     const mine: SideRound[] = [{ round: 0, side: 'this', rows: { p50: { value: 1 } } }]
     const theirs: SideRound[] = [{ round: 0, side: 'ref', rows: {} }]
     const [r] = aggregate([...mine, ...theirs], [latency])
-    expect(r!.ref).toMatchObject({ n: 0, median: null, errors: ['not reported'] })
+    expect(r!.ref).toMatchObject({ n: 0, median: null, errors: ['not reported (its row driver has no such row)'] })
     expect(r!.verdict).toBe('n/a')
   })
 })
