@@ -3,9 +3,8 @@
 // workers under the V8 profiler (as `node --cpu-prof` does) until the last one completes. Prints the
 // top frames by self time and the self time per package; writes the .cpuprofile for a viewer.
 // `--raw`: the same for raw BullMQ no-op jobs (our job options and worker settings), for comparison.
-// `--floor`: the same durable calls drained by a bare BullMQ worker that only sends the three scripts
-// a 1-step call cannot do without (beginCall, saveStep, landResult) on an auto-pipelined connection:
-// the design's floor, with none of the harness around it (hooks, signals, timeouts, spans, metrics).
+// `--floor`: the same durable calls drained by the floor worker of floor.ts (a bare BullMQ worker that
+// only sends the three scripts a 1-step call cannot do without): the design's floor.
 // `--floor --two`: the same with two scripts (no saveStep): the floor of a design that folds the begin
 // into the first fenced write.
 // Uses REDIS_URL when set (only its own key prefix, deleted afterwards); else a private redis-server.
@@ -20,7 +19,8 @@ import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError } from '../../src/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
 import { SessionLog } from '../../src/log/index.js'
-import { bullPrefix, finishedJobs, toolJobOptions, toolQueueName, type ToolJobData } from '../../src/queue/index.js'
+import { bullPrefix, finishedJobs, toolJobOptions, toolQueueName } from '../../src/queue/index.js'
+import { startFloorWorker } from './floor.js'
 import { benchPrefix, deletePrefix, pool, silentLogger } from './lib.js'
 
 const one = durableTool(
@@ -74,25 +74,6 @@ const arg = (name: string, fallback: string) => {
   return i >= 0 ? process.argv[i + 1]! : fallback
 }
 
-/** The floor: a BullMQ worker on the tool queue whose processor only begins, saves the step and lands. */
-function floorWorkers(url: string, concurrency: number) {
-  const logRedis = new Redis(url, { maxRetriesPerRequest: null, enableAutoPipelining: true })
-  const worker = new Worker<ToolJobData>(
-    toolQueueName(harness.name),
-    async (job) => {
-      const { sessionId, toolCallId } = job.data
-      const log = new SessionLog(logRedis, prefix, sessionId)
-      const { epoch } = await log.beginCall(toolCallId, job.name, 'safe', { harness: harness.name })
-      const fence = { toolCallId, epoch }
-      // `--two`: a floor of two scripts a call, what a begin folded into the first fenced write would leave
-      if (!two) await log.saveStep(fence, 'a', 1, { type: 'harness.tool.step', toolCallId, name: 'a', value: 1 })
-      await log.landResult(fence, job.name, { result: { ok: true } })
-    },
-    { connection, prefix: bullPrefix(prefix, 0, 1), concurrency, ...finishedJobs() },
-  )
-  return { workers: [worker], close: async () => void (await worker.close(), logRedis.disconnect()) }
-}
-
 const calls = Number(arg('calls', '4000'))
 const concurrency = Number(arg('concurrency', '10'))
 let stop = async () => {}
@@ -139,7 +120,10 @@ try {
         return { workers: [worker], close: () => worker.close() }
       })()
     : floor
-      ? floorWorkers(url, concurrency)
+      ? startFloorWorker(
+          { SessionLog, bullPrefix, toolQueueName },
+          { redisUrl: url, prefix, harness: harness.name, concurrency, connection, scripts: two ? 2 : 3 },
+        )
       : host.startWorkers({ concurrency, sweepEveryMs: 0 })
   let done = 0
   await new Promise<void>((resolve) => {

@@ -1,5 +1,6 @@
 // `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash,events,retention]`
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
+// `npm run bench -- --against <git ref> [--rounds 5] [--rows …]`: A/B of this tree against a commit (against.ts)
 //
 // Measures the DESIGN.md §8 targets as ratios against baselines measured in the same run on the same
 // Redis (PING, raw BullMQ no-op jobs, plain XADD, the configured lock intervals), prints a table on
@@ -12,6 +13,7 @@ import os from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startRedisServer } from '../../src/testing/index.js'
+import { againstMain } from './against.js'
 import { measureAppendThroughput } from './appendThroughput.js'
 import { measureCrash } from './crash.js'
 import { measureEvents } from './events.js'
@@ -56,7 +58,11 @@ function parseArgs(argv: string[]) {
     }
   }
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(`npm run bench -- [--quick] [--only ${MEASUREMENTS.join(',')}]\n`)
+    process.stdout.write(
+      `npm run bench -- [--quick] [--only ${MEASUREMENTS.join(',')}]\n` +
+        `npm run bench -- --scale [--quick]\n` +
+        `npm run bench -- --against <git ref> [--rounds 5] [--rows id,id|all] [--quick] [--keep] [--npm-ci]\n`,
+    )
     process.exit(0)
   }
   return { quick, only }
@@ -119,6 +125,7 @@ async function scaleMain(quick: boolean): Promise<void> {
 async function main(): Promise<void> {
   const argv = process.argv.slice(2)
   if (argv.includes('--scale')) return scaleMain(argv.includes('--quick'))
+  if (argv.some((a) => a === '--against' || a.startsWith('--against='))) return againstMain(root, argv)
   const { quick, only } = parseArgs(argv)
   const progress = stderrProgress
   const viaNpm = process.env.npm_lifecycle_event === 'bench'
@@ -293,6 +300,26 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       const per = profile.commandsPerOp
       info('2f', `Redis commands per drained call (1 step), ${what}`, `${per}`, `BullMQ no-op job ${job}`, per / job)
     }
+    // 2g/2h: our overhead above the design's floor (floor.ts: a bare worker, 3 scripts a call), same reps
+    for (const run of ours.drain1) {
+      const base = r.calls.floor.drain.find((d) => d.concurrency === run.concurrency)!
+      const figure = `durable calls/s (1 step), runTool, concurrency ${run.concurrency}, against the floor`
+      const ratio = run.perSec / base.perSec
+      if (run.concurrency === 1) info('2g', figure, perSec(run.perSec), `floor ${perSec(base.perSec)}`, ratio)
+      else atLeast('2g', figure, perSec(run.perSec), `floor ${perSec(base.perSec)}`, ratio, 0.9)
+    }
+    const fp = r.calls.floor.profile
+    const scripts = Object.entries(fp.byCommand)
+      .filter(([k]) => k.startsWith('EVALSHA(') && !k.includes('bullmq:'))
+      .reduce((a, [, v]) => a + v, 0)
+    const floorNote = `floor ${fp.commandsPerOp} (${Math.round(scripts * 100) / 100} of our scripts)`
+    info(
+      '2h',
+      'Redis commands per drained call (1 step), runTool, against the floor',
+      `${p.drain1.commandsPerOp}`,
+      floorNote,
+      p.drain1.commandsPerOp / fp.commandsPerOp,
+    )
   } else {
     missing('2a', 'runTool, 3 steps: p50', '<= 1.3x', 'calls')
     missing('2b', 'runTool calls/s, 20 callers', '>= 0.8x', 'calls')

@@ -87,6 +87,35 @@ export async function commandStats(redis: Redis): Promise<Record<string, { calls
   return out
 }
 
+/** redis-server process CPU time (user + sys), µs: commands, Lua, networking. */
+export async function serverUsec(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu')
+  const get = (k: string) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0)
+  return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
+}
+
+/** Workers as drainWith needs them: the host's WorkersHandle, the floor's, a test's. */
+export interface Drainable {
+  workers: ReadonlyArray<{ name: string; on(event: 'completed', listener: () => void): unknown }>
+  close(): Promise<unknown>
+}
+
+/** Starts workers on pre-enqueued work; ms from their start to the `jobs`-th completion of a queue named `queue…`. */
+export async function drainWith(start: () => Drainable, queue: string, jobs: number): Promise<number> {
+  const t0 = performance.now()
+  const handle = start()
+  await new Promise<void>((resolve) => {
+    let done = 0
+    for (const w of handle.workers.filter((w) => w.name.startsWith(queue)))
+      w.on('completed', () => {
+        if (++done === jobs) resolve()
+      })
+  })
+  const ms = performance.now() - t0
+  await handle.close()
+  return ms
+}
+
 /** Redis PING round trips, one at a time on one connection, in ms. */
 export async function pingSamples(redis: Redis, n: number): Promise<number[]> {
   const out: number[] = []

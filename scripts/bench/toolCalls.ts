@@ -2,18 +2,21 @@
 // machine load hits both: session.runTool of a durable tool with 3 trivial steps (one at a time, and
 // with concurrent callers) against a no-op job's round trip; durable tool calls (one step each) per
 // second draining pre-enqueued work at several worker concurrencies, as batches of 1 (runTool) and of
-// 10 (a turn whose scripted model asks for 10 calls at once), against draining no-op jobs.
+// 10 (a turn whose scripted model asks for 10 calls at once), against draining no-op jobs, and the
+// batches of 1 against the same calls drained by the design's floor (floor.ts).
 // In-process workers (host.startWorkers, no sweeper).
 import { toolDefinition } from '@tanstack/ai'
-import type { Job } from 'bullmq'
 import { Redis } from 'ioredis'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError } from '../../src/index.js'
-import type { HarnessHost, WorkersHandle } from '../../src/index.js'
+import type { HarnessHost } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { benchPrefix, deletePrefix, pool, profileCommands, silentLogger, stderrProgress, summarize } from './lib.js'
+import { benchPrefix, deletePrefix, drainWith, pool, profileCommands, serverUsec, silentLogger, stderrProgress, summarize } from './lib.js'
 import type { CommandProfile, Progress, Summary } from './lib.js'
 import { perJob, startRawBullmq } from './bullmq.js'
+import { startFloorWorker } from './floor.js'
+import { SessionLog } from '../../src/log/index.js'
+import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 
 const BATCH = 10
 
@@ -74,6 +77,8 @@ export interface ToolCallsResult {
     /** One runTool call; draining at concurrency 10, per tool call (enqueue not included). */
     profile: { runTool: CommandProfile; drain1: CommandProfile; drain10: CommandProfile }
   }
+  /** The same 1-step calls as drain1, drained by floor.ts's bare worker (3 scripts a call), in the same reps. */
+  floor: { drain: DrainRun[]; profile: CommandProfile }
 }
 
 export interface ToolCallsOptions {
@@ -145,16 +150,31 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
     const rawDrain: DrainRun[] = []
     const drain1: DrainRun[] = []
     const drain10: DrainRun[] = []
+    const floorDrain: DrainRun[] = []
+    const floorConnection = new Redis(redisUrl, { maxRetriesPerRequest: null })
+    const floorLib = { SessionLog, bullPrefix, toolQueueName }
+    const drainFloor = (concurrency: number, jobs: number) =>
+      drainWith(
+        () => startFloorWorker(floorLib, { redisUrl, prefix, harness: toolsHarness.name, concurrency, connection: floorConnection }),
+        'tools.',
+        jobs,
+      )
     for (const concurrency of options.concurrencies ?? [1, 10, 50]) {
       const low = concurrency === 1
       const size = quick
         ? { raw: low ? 1000 : 3000, one: low ? 500 : 1500, turns: low ? 50 : 150 }
         : { raw: low ? 3000 : 10000, one: low ? 1500 : 5000, turns: low ? 150 : 500 }
-      const runs = { raw: [] as number[], one: [] as number[], ten: [] as number[] }
-      const usec = { raw: [] as number[], one: [] as number[], ten: [] as number[] }
+      const runs = { raw: [] as number[], one: [] as number[], ten: [] as number[], floor: [] as number[] }
+      const usec = { raw: [] as number[], one: [] as number[], ten: [] as number[], floor: [] as number[] }
       for (let rep = 0; rep < reps; rep++) {
-        const order = rep % 2 === 0 ? (['raw', 'one', 'ten'] as const) : (['ten', 'one', 'raw'] as const)
+        const order = rep % 2 === 0 ? (['raw', 'one', 'floor', 'ten'] as const) : (['ten', 'floor', 'one', 'raw'] as const)
         for (const which of order) {
+          if (which === 'floor') {
+            await enqueueRunTool(host, `fl-${concurrency}-${rep}`, size.one)
+            progress(`[drain] concurrency ${concurrency}: ${size.one} runTool calls (1 step) drained by the floor worker`)
+            runs.floor.push(await serverTimed(usec.floor, () => drainFloor(concurrency, size.one)))
+            continue
+          }
           if (which === 'raw') {
             progress(`[drain] concurrency ${concurrency}: ${size.raw} raw BullMQ no-op jobs`)
             const name = await raw.prefill(size.raw)
@@ -178,8 +198,12 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
       rawDrain.push({ ...drainRun(concurrency, size.raw, runs.raw), ...server(usec.raw, size.raw * reps) })
       drain1.push({ ...drainRun(concurrency, size.one, runs.one), ...server(usec.one, size.one * reps) })
       drain10.push({ ...drainRun(concurrency, size.turns * BATCH, runs.ten), ...server(usec.ten, size.turns * BATCH * reps) })
+      floorDrain.push({ ...drainRun(concurrency, size.one, runs.floor), ...server(usec.floor, size.one * reps) })
     }
     stats.disconnect()
+    await enqueueRunTool(host, 'pf', 200)
+    const floorProfile = perJob(await profileCommands(redisUrl, prefix, 1, () => drainFloor(10, 200)), 200)
+    floorConnection.disconnect()
     progress('[drain] command profiles (MONITOR): 200 runTool calls and 20 turns x 10 calls at concurrency 10')
     await enqueueRunTool(host, 'p1', 200)
     const drain1Profile = perJob(await profileCommands(redisUrl, prefix, 1, () => drain(host, 10, 'tools.', 200)), 200)
@@ -196,6 +220,7 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
         drain10,
         profile: { runTool: runToolProfile, drain1: drain1Profile, drain10: drain10Profile },
       },
+      floor: { drain: floorDrain, profile: floorProfile },
     }
   } finally {
     await raw.close()
@@ -204,29 +229,10 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
   }
 }
 
-/** redis-server process CPU time (user + sys), µs: commands, Lua, networking. */
-async function serverUsec(redis: Redis): Promise<number> {
-  const info = await redis.info('cpu')
-  const get = (k: string) => Number(new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0)
-  return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
-}
-
 function drainRun(concurrency: number, perRep: number, ms: number[]): DrainRun {
   const total = ms.reduce((a, b) => a + b, 0)
   const calls = perRep * ms.length
   return { concurrency, calls, ms: total, perSec: (calls / total) * 1000, reps: ms.map((x) => (perRep / x) * 1000) }
-}
-
-/** Resolves after `count` 'completed' events of the workers whose queue name starts with `queue`. */
-function completions(workers: WorkersHandle, queue: string, count: number): Promise<void> {
-  return new Promise((resolve) => {
-    let done = 0
-    for (const w of workers.workers.filter((w) => w.name.startsWith(queue))) {
-      w.on('completed', (_job: Job) => {
-        if (++done === count) resolve()
-      })
-    }
-  })
 }
 
 const enqueueOnly = (e: unknown) => {
@@ -252,13 +258,8 @@ async function enqueueTurns(host: HarnessHost, tag: string, turns: number): Prom
 }
 
 /** Starts workers on pre-enqueued work; ms from their start to the last job of `queue` ('tools.' for runTool calls, 'turns.' for turns) done. */
-async function drain(host: HarnessHost, concurrency: number, queue: 'tools.' | 'turns.', jobs: number): Promise<number> {
-  const t0 = performance.now()
-  const workers = host.startWorkers({ concurrency, sweepEveryMs: 0 })
-  await completions(workers, queue, jobs)
-  const ms = performance.now() - t0
-  await workers.close()
-  return ms
+function drain(host: HarnessHost, concurrency: number, queue: 'tools.' | 'turns.', jobs: number): Promise<number> {
+  return drainWith(() => host.startWorkers({ concurrency, sweepEveryMs: 0 }), queue, jobs)
 }
 
 async function checkTurns(host: HarnessHost, tag: string, inputIds: string[]): Promise<void> {

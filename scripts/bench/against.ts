@@ -1,0 +1,248 @@
+// `npm run bench -- --against <git ref> [--rounds 5] [--rows id,id|all] [--quick] [--keep] [--npm-ci] [--driver this|own]`
+// A/B of this tree against any commit, in one run: checks the ref out into a temporary git worktree
+// (node_modules reused when the ref's package-lock.json is this checkout's, or when the ref pins the
+// same versions of its runtime dependencies as are installed here; else `npm ci` there), starts one
+// private redis-server for both, and runs the two sides in alternating rounds (this, ref, then ref,
+// this, …), each side a fresh child process (againstSide.ts) that prints its figures as JSON.
+// Both sides run THIS tree's row driver; only the library source differs (docs/BENCHMARKS.md says why).
+// `--driver own`: each side runs its own scripts/bench/againstSide.ts where it has one (this tree's where not).
+// Prints each row's medians, this/ref, the spread of the rounds and a verdict (againstReport.ts), with
+// the machine's load before and after; writes everything to bench/against.json.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import { startRedisServer } from '../../src/testing/index.js'
+import { AB_ROWS, aggregate, formatReport, type RowResult, type SideRound } from './againstReport.js'
+import { stderrProgress as progress } from './lib.js'
+
+interface AgainstArgs {
+  ref: string
+  rounds: number
+  rows: string[]
+  quick: boolean
+  keep: boolean
+  npmCi: boolean
+  /** 'this': this tree's row driver on both sides; 'own': each side's own againstSide.ts where it has one. */
+  driver: 'this' | 'own'
+}
+
+function parseAgainstArgs(argv: string[]): AgainstArgs {
+  const value = (name: string) => {
+    const i = argv.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`))
+    if (i < 0) return undefined
+    return argv[i]!.includes('=') ? argv[i]!.slice(argv[i]!.indexOf('=') + 1) : argv[i + 1]
+  }
+  const usage = `npm run bench -- --against <git ref> [--rounds N] [--rows ${AB_ROWS.map((r) => r.id).join(',')}|all] [--quick] [--keep] [--npm-ci] [--driver this|own]`
+  const fail = (why: string): never => {
+    process.stderr.write(`bench --against: ${why}\n${usage}\n`)
+    process.exit(2)
+  }
+  const ref = value('against')
+  if (!ref || ref.startsWith('--')) fail('--against needs a git ref (a commit, branch or tag)')
+  const rounds = Number(value('rounds') ?? 5)
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 100) fail(`--rounds takes a whole number from 1 to 100`)
+  const list = value('rows') ?? 'all'
+  const rows = list === 'all' ? AB_ROWS.map((r) => r.id) : list.split(',').filter(Boolean)
+  const unknown = rows.filter((id) => !AB_ROWS.some((r) => r.id === id))
+  if (unknown.length || rows.length === 0) fail(`--rows takes "all" or ids of ${AB_ROWS.map((r) => r.id).join(', ')}`)
+  const driver = value('driver') ?? 'this'
+  if (driver !== 'this' && driver !== 'own') fail('--driver takes "this" (default: this tree\'s row driver on both sides) or "own"')
+  return {
+    ref: ref!,
+    rounds,
+    rows,
+    quick: argv.includes('--quick'),
+    keep: argv.includes('--keep'),
+    npmCi: argv.includes('--npm-ci'),
+    driver: driver as 'this' | 'own',
+  }
+}
+
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim()
+
+/** Whole-machine CPU idle, as a fraction, between two os.cpus() snapshots. */
+function idleBetween(a: os.CpuInfo[], b: os.CpuInfo[]): number {
+  let idle = 0
+  let total = 0
+  b.forEach((cpu, i) => {
+    const before = a[i]!.times
+    const after = cpu.times
+    idle += after.idle - before.idle
+    total += Object.keys(after).reduce((s, k) => s + after[k as keyof typeof after] - before[k as keyof typeof before], 0)
+  })
+  return total > 0 ? idle / total : 0
+}
+
+async function machineLoad() {
+  const cpus = os.cpus()
+  await new Promise((r) => setTimeout(r, 1000))
+  return { loadavg: os.loadavg().map((l) => Math.round(l * 100) / 100), idle1s: Math.round(idleBetween(cpus, os.cpus()) * 100) / 100 }
+}
+
+/** node_modules for the ref's worktree: why it may reuse this checkout's, or null when it needs `npm ci`. */
+function reuseReason(root: string, sha: string): string | null {
+  const ours = readFileSync(join(root, 'package-lock.json'), 'utf8')
+  let theirs: string
+  try {
+    theirs = git(root, 'show', `${sha}:package-lock.json`)
+  } catch {
+    return null
+  }
+  if (theirs.trim() === ours.trim()) return 'package-lock.json identical'
+  const deps = (JSON.parse(git(root, 'show', `${sha}:package.json`)) as { dependencies?: Record<string, string> }).dependencies ?? {}
+  const differing = Object.entries(deps).filter(([name, version]) => {
+    const installed = join(root, 'node_modules', name, 'package.json')
+    return !existsSync(installed) || (JSON.parse(readFileSync(installed, 'utf8')) as { version: string }).version !== version
+  })
+  return differing.length === 0 ? `its ${Object.keys(deps).length} runtime dependencies pinned at the versions installed here` : null
+}
+
+export async function againstMain(root: string, argv: string[]): Promise<void> {
+  const args = parseAgainstArgs(argv)
+  let sha: string
+  try {
+    sha = git(root, 'rev-parse', '--verify', `${args.ref}^{commit}`)
+  } catch {
+    process.stderr.write(`bench --against: "${args.ref}" is not a commit here (git rev-parse --verify failed); fetch it or give a sha\n`)
+    process.exit(2)
+  }
+  const head = git(root, 'rev-parse', '--short', 'HEAD')
+  const dirty = git(root, 'status', '--porcelain', '--', 'src', 'scripts', 'package.json') !== ''
+  const thisLabel = `this tree (HEAD ${head}${dirty ? ' + uncommitted changes' : ''})`
+  const refLabel = `${args.ref} (${sha.slice(0, 7)})`
+
+  const dir = mkdtempSync(join(os.tmpdir(), 'bench-against-'))
+  let redis: Awaited<ReturnType<typeof startRedisServer>> | undefined
+  let child: ChildProcess | undefined
+  let cleaned = false
+  const cleanup = async () => {
+    if (cleaned) return
+    cleaned = true
+    child?.kill('SIGKILL')
+    await redis?.stop().catch(() => {})
+    if (args.keep) return progress(`[against] kept the worktree at ${dir} (git worktree remove --force ${dir})`)
+    try {
+      git(root, 'worktree', 'remove', '--force', dir)
+    } catch {
+      rmSync(dir, { recursive: true, force: true })
+      git(root, 'worktree', 'prune')
+    }
+  }
+  const onSignal = (signal: NodeJS.Signals) => {
+    progress(`[against] ${signal}: removing the worktree and stopping Redis`)
+    void cleanup().finally(() => process.exit(130))
+  }
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
+  try {
+    progress(`[against] checking out ${refLabel} into ${dir}`)
+    git(root, 'worktree', 'add', '--detach', dir, sha)
+    const reuse = args.npmCi ? null : reuseReason(root, sha)
+    if (reuse) {
+      symlinkSync(realpathSync(join(root, 'node_modules')), join(dir, 'node_modules'), 'dir')
+      progress(`[against] reusing this checkout's node_modules: ${reuse}`)
+    } else {
+      progress(`[against] npm ci in the ref's worktree (its package-lock.json differs)`)
+      execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] })
+    }
+    const before = await machineLoad()
+    const cpus0 = os.cpus()
+    progress(`[against] load average ${before.loadavg.join(' ')}, CPU idle ${Math.round(before.idle1s * 100)}% on ${cpus0.length} CPUs`)
+    redis = await startRedisServer({ appendonly: false, hz: 100 })
+    const flush = new Redis(redis.url, { maxRetriesPerRequest: 1 })
+    const drivers = { this: root, ref: args.driver === 'own' && existsSync(join(dir, DRIVER)) ? dir : root }
+    if (args.driver === 'own' && drivers.ref === root) progress(`[against] ${refLabel} has no ${DRIVER}: both sides run this tree's`)
+    const rounds: SideRound[] = []
+    const started = Date.now()
+    try {
+      for (let r = 0; r < args.rounds; r++) {
+        const order = r % 2 === 0 ? (['this', 'ref'] as const) : (['ref', 'this'] as const)
+        for (const side of order) {
+          await flush.flushall() // each side starts on an empty Redis
+          progress(`[against] round ${r + 1}/${args.rounds}: ${side === 'this' ? thisLabel : refLabel}`)
+          const lib = side === 'this' ? root : dir
+          const rows = await runSide(drivers[side], lib, redis.url, args, (c) => (child = c))
+          rounds.push({ round: r, side, rows })
+        }
+      }
+    } finally {
+      flush.disconnect()
+    }
+    const after = await machineLoad()
+    const runIdle = Math.round(idleBetween(cpus0, os.cpus()) * 100) / 100
+    const specs = AB_ROWS.filter((s) => args.rows.includes(s.id))
+    const reports = aggregate(rounds, specs)
+    mkdirSync(join(root, 'bench'), { recursive: true })
+    const output = {
+      date: new Date(started).toISOString(),
+      this: thisLabel,
+      ref: refLabel,
+      sha,
+      args,
+      drivers,
+      before,
+      after,
+      runIdle,
+      rounds,
+      reports,
+    }
+    writeFileSync(join(root, 'bench', 'against.json'), `${JSON.stringify(output, null, 2)}\n`)
+    const load = (l: typeof before) => `load average ${l.loadavg.join(' ')}, CPU idle ${Math.round(l.idle1s * 100)}%`
+    const slower = reports.filter((r) => r.verdict === 'SLOWER').map((r) => r.id)
+    process.stdout.write(
+      `${thisLabel} against ${refLabel}: ${args.rounds} alternating rounds${args.quick ? ' (--quick)' : ''}, ` +
+        `one private redis-server, ${((Date.now() - started) / 1000).toFixed(0)} s; ` +
+        `row driver: ${drivers.ref === root ? "this tree's on both sides" : 'each side its own'}\n\n` +
+        `${formatReport(reports)}\n\n` +
+        `machine: ${os.cpus().length} CPUs; before: ${load(before)}; after: ${load(after)}; CPU idle over the rounds ${Math.round(runIdle * 100)}%\n` +
+        (slower.length ? `SLOWER than ${refLabel}: ${slower.join(', ')} — run again before deciding (docs/BENCHMARKS.md)\n` : '') +
+        `raw figures: bench/against.json\n`,
+    )
+  } finally {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+    await cleanup()
+  }
+}
+
+const DRIVER = join('scripts', 'bench', 'againstSide.ts')
+
+/** One side's round: a fresh child process running the driver of the tree at `root` against `lib`'s source. */
+function runSide(
+  root: string,
+  lib: string,
+  redisUrl: string,
+  args: AgainstArgs,
+  track: (c: ChildProcess) => void,
+): Promise<Record<string, RowResult>> {
+  const driver = join(root, DRIVER)
+  const argv = [
+    '--import',
+    'tsx',
+    driver,
+    '--lib',
+    lib,
+    '--redis',
+    redisUrl,
+    '--rows',
+    args.rows.join(','),
+    ...(args.quick ? ['--quick'] : []),
+  ]
+  return new Promise((resolve) => {
+    const c = spawn(process.execPath, argv, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+    track(c)
+    let out = ''
+    const err: string[] = []
+    c.stdout!.on('data', (d: Buffer) => (out += d))
+    c.stderr!.on('data', (d: Buffer) => err.push(...d.toString().split('\n').filter(Boolean)))
+    c.on('close', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('AB-RESULT '))
+      if (line) return resolve((JSON.parse(line.slice('AB-RESULT '.length)) as { rows: Record<string, RowResult> }).rows)
+      const why = `its process exited ${code} without figures: ${err.slice(-3).join(' | ').slice(0, 300)}`
+      resolve(Object.fromEntries(args.rows.map((id) => [id, { error: why }])))
+    })
+  })
+}

@@ -1,0 +1,226 @@
+// One side of `npm run bench -- --against <ref>` for one round: this tree's row driver run against the
+// library source under `--lib <root>` (this tree, or the ref's temporary worktree), so both sides are
+// measured by the same driver code and differ only in the library. Prints one line
+// `AB-RESULT {"rows":{...}}` on stdout: a value a row, or the reason the row could not be measured
+// (an older library without an API the row needs). Progress goes to stderr.
+// `npx tsx scripts/bench/againstSide.ts --lib <root> --redis <url> --rows runTool-p50,drain-10 [--quick]`
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { toolDefinition } from '@tanstack/ai'
+import { Redis } from 'ioredis'
+import { z } from 'zod'
+import type * as Index from '../../src/index.js'
+import type * as Log from '../../src/log/index.js'
+import type * as Queue from '../../src/queue/index.js'
+import type * as Testing from '../../src/testing/index.js'
+import type { RowResult } from './againstReport.js'
+import { startRawBullmq } from './bullmq.js'
+import { startFloorWorker } from './floor.js'
+import {
+  benchPrefix,
+  deletePrefix,
+  drainWith,
+  type Drainable,
+  pool,
+  profileCommands,
+  serverUsec,
+  silentLogger,
+  stderrProgress,
+  summarize,
+} from './lib.js'
+
+type Lib = typeof Index &
+  Pick<typeof Testing, 'scriptedModel'> &
+  Pick<typeof Log, 'SessionLog'> &
+  Pick<typeof Queue, 'bullPrefix' | 'toolQueueName'>
+
+/** The library as the tree under `root` has it (its own node_modules resolve its imports). */
+async function loadLib(root: string): Promise<Lib> {
+  const load = (path: string) => import(pathToFileURL(join(root, path)).href) as Promise<Record<string, unknown>>
+  const [index, testing, log, queue] = await Promise.all([
+    load('src/index.ts'),
+    load('src/testing/index.ts'),
+    load('src/log/index.ts'),
+    load('src/queue/index.ts'),
+  ])
+  return {
+    ...index,
+    scriptedModel: testing.scriptedModel,
+    SessionLog: log.SessionLog,
+    bullPrefix: queue.bullPrefix,
+    toolQueueName: queue.toolQueueName,
+  } as Lib
+}
+
+const arg = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? process.argv[i + 1] : undefined
+}
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 300)
+
+async function main(): Promise<void> {
+  const root = arg('lib')
+  const url = arg('redis')
+  const wanted = new Set((arg('rows') ?? '').split(',').filter(Boolean))
+  if (!root || !url || wanted.size === 0) throw new Error('againstSide: needs --lib <root> --redis <url> --rows <ids>')
+  const quick = process.argv.includes('--quick')
+  const size = quick ? { seq: 100, callers: 500, drain: 1000 } : { seq: 200, callers: 1000, drain: 2000 }
+  const callers = 20
+  const progress = stderrProgress
+  const rows: Record<string, RowResult> = {}
+  const failAll = (ids: string[], e: unknown) => ids.forEach((id) => wanted.has(id) && (rows[id] = { error: message(e) }))
+  const want = (...ids: string[]) => ids.some((id) => wanted.has(id))
+
+  let lib: Lib
+  try {
+    lib = await loadLib(root)
+  } catch (e) {
+    failAll([...wanted], `loading its library: ${message(e)}`)
+    return void process.stdout.write(`AB-RESULT ${JSON.stringify({ rows })}\n`)
+  }
+  const prefix = benchPrefix('ab')
+  const stats = new Redis(url, { maxRetriesPerRequest: 1 })
+  try {
+    const three = lib.durableTool(
+      toolDefinition({ name: 'three', description: 'Three trivial steps', inputSchema: z.object({}) }),
+      async (_input, ctx) => {
+        await ctx.step.do('a', async () => 1)
+        await ctx.step.do('b', async () => 2)
+        await ctx.step.do('c', async () => 3)
+        return { ok: true }
+      },
+    )
+    const one = lib.durableTool(
+      toolDefinition({ name: 'one', description: 'One trivial step', inputSchema: z.object({}) }),
+      async (_input, ctx) => {
+        await ctx.step.do('a', async () => 1)
+        return { ok: true }
+      },
+    )
+    const harness = lib.defineHarness({ name: 'bench-ab', adapter: lib.scriptedModel([]), tools: [three, one] })
+    const host = lib.createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: silentLogger })
+    try {
+      const call = (sessionId: string) => host.open(harness, { sessionId }).runTool({ name: 'three', input: {} })
+      if (want('runTool-p50', 'runTool-20', 'cpu-20', 'commands', 'lua-calls')) {
+        const workers = host.startWorkers({ concurrency: callers, sweepEveryMs: 0 })
+        try {
+          progress('[side] warm-up')
+          for (let i = 0; i < 200; i++) await call('warm')
+          await pool(200, callers, (i) => call(`warm-${i % callers}`))
+          if (want('runTool-p50')) {
+            const samples: number[] = []
+            for (let i = 0; i < size.seq; i++) {
+              const t0 = performance.now()
+              await call('seq')
+              samples.push(performance.now() - t0)
+            }
+            rows['runTool-p50'] = { value: summarize(samples).p50 }
+          }
+          if (want('runTool-20', 'cpu-20')) {
+            const cpu0 = process.cpuUsage()
+            const redis0 = await serverUsec(stats)
+            const ms = await pool(size.callers, callers, (i) => call(`par-${i % callers}`))
+            const cpu = process.cpuUsage(cpu0)
+            const redisUs = (await serverUsec(stats)) - redis0
+            rows['runTool-20'] = { value: (size.callers / ms) * 1000 }
+            rows['cpu-20'] = { value: (cpu.user + cpu.system + redisUs) / size.callers }
+          }
+          if (want('commands', 'lua-calls')) {
+            // ioredis can trip over a MONITOR line under load ("Command queue state error"): one more try
+            const profileOnce = () => profileCommands(url, prefix, 50, () => call('profile'))
+            const profile = await profileOnce().catch(profileOnce)
+            rows.commands = { value: profile.commandsPerOp }
+            rows['lua-calls'] = { value: profile.luaCallsPerOp }
+          }
+        } catch (e) {
+          failAll(
+            ['runTool-p50', 'runTool-20', 'cpu-20', 'commands', 'lua-calls'].filter((id) => !rows[id]),
+            e,
+          )
+        } finally {
+          await workers.close()
+        }
+      }
+      const enqueue = async (tag: string, n: number) => {
+        await pool(n, 200, (i) =>
+          host
+            .open(harness, { sessionId: `${tag}-${Math.floor(i / 10)}` })
+            .runTool({ name: 'one', input: {} }, { timeoutMs: 0 })
+            .catch((e: unknown) => {
+              if (!(e instanceof lib.WaitTimeoutError)) throw e
+            }),
+        )
+      }
+      // calls/s, and the CPU both processes spent a call (less load-dependent than calls/s)
+      const drainRows = async (id: string, cpuId: string, start: () => Drainable) => {
+        const cpu0 = process.cpuUsage()
+        const redis0 = await serverUsec(stats)
+        const ms = await drainWith(start, 'tools.', size.drain)
+        const cpu = process.cpuUsage(cpu0)
+        const redisUs = (await serverUsec(stats)) - redis0
+        rows[id] = { value: (size.drain / ms) * 1000 }
+        if (wanted.has(cpuId)) rows[cpuId] = { value: (cpu.user + cpu.system + redisUs) / size.drain }
+      }
+      for (const c of [10, 50]) {
+        if (!want(`drain-${c}`, `cpu-drain-${c}`)) continue
+        try {
+          await enqueue(`d-${c}`, size.drain)
+          progress(`[side] drain ${size.drain} at concurrency ${c}`)
+          await drainRows(`drain-${c}`, `cpu-drain-${c}`, () => host.startWorkers({ concurrency: c, sweepEveryMs: 0 }))
+        } catch (e) {
+          failAll([`drain-${c}`, `cpu-drain-${c}`], e)
+        }
+      }
+      const connection = new Redis(url, { maxRetriesPerRequest: null })
+      try {
+        for (const c of [10, 50]) {
+          if (!want(`floor-${c}`, `cpu-floor-${c}`)) continue
+          try {
+            await enqueue(`f-${c}`, size.drain)
+            progress(`[side] floor ${size.drain} at concurrency ${c}`)
+            await drainRows(`floor-${c}`, `cpu-floor-${c}`, () =>
+              startFloorWorker(lib, { redisUrl: url, prefix, harness: harness.name, concurrency: c, connection }),
+            )
+          } catch (e) {
+            failAll([`floor-${c}`, `cpu-floor-${c}`], e)
+          }
+        }
+      } finally {
+        connection.disconnect()
+      }
+    } finally {
+      await host.close()
+    }
+    if (want('raw-20')) {
+      try {
+        const raw = await startRawBullmq(url, callers, progress)
+        try {
+          const ms = await pool(size.callers, callers, () => raw.roundTrip())
+          rows['raw-20'] = { value: (size.callers / ms) * 1000 }
+        } finally {
+          await raw.close()
+        }
+      } catch (e) {
+        failAll(['raw-20'], e)
+      }
+    }
+  } catch (e) {
+    failAll(
+      [...wanted].filter((id) => !rows[id]),
+      e,
+    )
+  } finally {
+    stats.disconnect()
+    await deletePrefix(url, prefix)
+  }
+  process.stdout.write(`AB-RESULT ${JSON.stringify({ rows })}\n`)
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`)
+    process.exit(1)
+  },
+)
