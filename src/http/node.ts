@@ -1,7 +1,6 @@
 // Node's http server (and Express, Fastify's raw routes, ...) speak IncomingMessage/ServerResponse:
 // this turns a Fetch handler into one of their listeners.
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Readable } from 'node:stream'
 
 type FetchHandler = (request: Request) => Promise<Response>
 
@@ -17,8 +16,41 @@ function toRequest(req: IncomingMessage & { body?: unknown; originalUrl?: string
   const method = req.method ?? 'GET'
   if (method === 'GET' || method === 'HEAD') return new Request(url, { method, headers, signal })
   // a body parser (express.json()) that ran first has read the stream: send what it parsed
-  const body = req.body !== undefined ? JSON.stringify(req.body) : (Readable.toWeb(req) as ReadableStream<Uint8Array>)
+  const body = req.body !== undefined ? JSON.stringify(req.body) : bodyOf(req)
   return new Request(url, { method, headers, signal, body, duplex: 'half' } as RequestInit)
+}
+
+/**
+ * The request's body as a web stream, read as it is pulled. Its cancel (a body refused while read,
+ * 413) only stops the reading: unlike Readable.toWeb's, it does not destroy the socket, so the
+ * refusal still reaches the client (and toNodeListener closes the connection after it).
+ */
+function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let open = true
+  const end = (finish: () => void) => {
+    if (!open) return
+    open = false
+    finish()
+  }
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      req.on('data', (chunk: Buffer) => {
+        controller.enqueue(chunk)
+        if ((controller.desiredSize ?? 0) <= 0) req.pause()
+      })
+      req.once('end', () => end(() => controller.close()))
+      req.once('error', (error) => end(() => controller.error(error)))
+      req.once('close', () => end(() => controller.error(new Error('The client closed the connection before its request body ended.'))))
+    },
+    pull() {
+      req.resume()
+    },
+    cancel() {
+      open = false
+      req.removeAllListeners('data')
+      req.pause()
+    },
+  })
 }
 
 /** A `(req, res)` listener for `http.createServer`, Express (`app.use('/api/chat', listener)`) and the like. */
@@ -29,6 +61,8 @@ export function toNodeListener(handler: FetchHandler): (req: IncomingMessage, re
     void (async () => {
       const response = await handler(toRequest(req, gone.signal))
       res.statusCode = response.status
+      // answered before its body was read to the end (a 413, a 401): the rest is never read
+      if (!req.complete) res.setHeader('Connection', 'close')
       response.headers.forEach((value, name) => res.setHeader(name, value))
       if (!response.body) return void res.end()
       res.flushHeaders()

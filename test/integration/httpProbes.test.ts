@@ -1,17 +1,19 @@
 // The handler probed as an attacker would (issue 21): authorize answers that are not a principal,
 // oversized chunked bodies, JSON sent as another content type, deep bodies, out-of-range cursors,
 // an empty Last-Event-ID, and answers to the question of an aborted turn. Real HTTP, real Redis.
+import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import { connect, type AddressInfo, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import type { HarnessHost } from '../../src/index.js'
 import { createHarnessHandler, toNodeListener, type HarnessHandlerOptions } from '../../src/http/index.js'
-import { authorize, canAccess, chat } from '../fixtures/chat.js'
+import { authorize, canAccess, chat, TOKEN } from '../fixtures/chat.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
-import { auth, post, runBody } from '../helpers/http.js'
+import { auth, httpServers, post, readSse, runBody } from '../helpers/http.js'
 import { scanKeys } from '../rig.js'
 
 const hosts = useInProcessHosts()
+const { serve } = httpServers(hosts)
 
 /** The keys of sessions under a prefix: the queues' own keys (BullMQ meta) and the shard count are not one's. */
 const sessionKeys = async (url: string, prefix: string) =>
@@ -49,4 +51,101 @@ describe('authorize: anything but a principal object is a refusal', () => {
       expect(await sessionKeys(url, prefix)).toEqual([])
     },
   )
+})
+
+/**
+ * A chunked POST (no Content-Length) of `total` bytes over a raw socket, written only as fast as the
+ * server reads it; the writing stops once a response has come or the connection closed. Resolves with
+ * what came back.
+ */
+async function postChunked(port: number, path: string, total: number): Promise<string> {
+  const socket = connect(port, '127.0.0.1')
+  await once(socket, 'connect')
+  let response = ''
+  let closed = false
+  let wake: (() => void) | undefined
+  socket.on('data', (data: Buffer) => ((response += data.toString('latin1')), wake?.()))
+  socket.on('drain', () => wake?.())
+  socket.on('close', () => ((closed = true), wake?.()))
+  socket.on('error', () => {})
+  const next = () => new Promise<void>((resolve) => (wake = resolve))
+  const head = '{"threadId":"u1-big","runId":"run-1","messages":[{"role":"user","content":"'
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${TOKEN}\r\nContent-Type: application/json\r\n` +
+      `Transfer-Encoding: chunked\r\n\r\n${head.length.toString(16)}\r\n${head}\r\n`,
+  )
+  const chunk = 'x'.repeat(64 * 1024)
+  const frame = `${chunk.length.toString(16)}\r\n${chunk}\r\n`
+  for (let sent = 0; sent < total && !closed && response === ''; sent += chunk.length) {
+    if (!socket.write(frame)) await next()
+  }
+  if (!closed && response === '') socket.write('0\r\n\r\n')
+  // the whole response: its chunked body's last chunk, or the server closed the connection
+  while (!closed && !response.includes('\r\n0\r\n\r\n')) await next()
+  socket.destroy()
+  return response
+}
+
+describe('request bodies', () => {
+  it('a chunked POST run far over 4 MiB gets 413 while the server has read little more than the limit', async () => {
+    const { host, prefix, url } = hosts.start(chat, 'probe-chunked')
+    const { port, sockets } = await listen(host)
+    const response = await postChunked(port, '/api/chat/run', 64 * 1024 * 1024)
+    expect(response).toMatch(/^HTTP\/1\.1 413 /)
+    expect(response).toContain('body_too_large')
+    // the server stopped reading at the limit and closed the connection: it never took the 64 MiB
+    expect(sockets).toHaveLength(1)
+    await new Promise((resolve) => (sockets[0]!.destroyed ? resolve(undefined) : sockets[0]!.once('close', resolve)))
+    expect(sockets[0]!.bytesRead).toBeLessThan(16 * 1024 * 1024)
+    expect(await sessionKeys(url, prefix)).toEqual([])
+  })
+
+  it('POST run and POST control take JSON only as application/json: text/plain, urlencoded, multipart or none get 415 and write nothing', async () => {
+    const { base, prefix, url } = await serve('probe-content-type')
+    const run = runBody('u1-ct', 'run-1', 'hi')
+    const control = JSON.stringify({ op: 'prompt', threadId: 'u1-ct', text: 'hi' })
+    const send = (path: string, body: string, type: string | undefined) =>
+      fetch(`${base}/${path}`, {
+        method: 'POST',
+        headers: { ...auth, ...(type ? { 'content-type': type } : {}) },
+        // bytes, not a string: fetch gives a string body text/plain when no type is set
+        body: new TextEncoder().encode(body),
+      })
+    for (const type of [
+      'text/plain',
+      'text/plain;charset=UTF-8',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/json-seq',
+      'application/json; charset=utf-16',
+      undefined,
+    ]) {
+      for (const [path, body] of [
+        ['run', run],
+        ['control', control],
+      ] as const) {
+        const refused = await send(path, body, type)
+        expect(refused.status, `${path} as ${type}`).toBe(415)
+        expect(await refused.json()).toMatchObject({ code: 'unsupported_media_type', error: expect.stringContaining('application/json') })
+      }
+    }
+    expect(await sessionKeys(url, prefix)).toEqual([])
+    // with the type (and a charset), the same requests are taken
+    const accepted = await send('control', control, 'application/json; charset=utf-8')
+    expect(await accepted.json()).toMatchObject({ status: 'accepted' })
+    const ran = await readSse(await send('run', runBody('u1-ct2', 'run-1', 'hi'), 'Application/JSON'))
+    expect(ran[ran.length - 1]!.data).toMatchObject({ type: 'RUN_FINISHED' })
+  })
+
+  it('a body nested 10,000 deep (forwardedProps, an answer value) gets 400, not 500, and writes nothing', async () => {
+    const { base, prefix, url } = await serve('probe-depth')
+    const deep = '['.repeat(10_000) + ']'.repeat(10_000)
+    const body = runBody('u1-deep', 'run-1', 'whoami').replace('"forwardedProps":{}', `"forwardedProps":${deep}`)
+    const run = await post(`${base}/run`, body)
+    expect(run.status).toBe(400)
+    expect(await run.json()).toMatchObject({ code: 'bad_request', error: expect.stringContaining('deep') })
+    const answer = await post(`${base}/control`, `{"op":"answer","threadId":"u1-deep","questionId":"q","value":${deep}}`)
+    expect(answer.status).toBe(400)
+    expect(await sessionKeys(url, prefix)).toEqual([])
+  })
 })
