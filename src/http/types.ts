@@ -9,7 +9,9 @@ export type Principal = object
  * `undefined`, `false`, `0`, `''`, `true`, a string, a number or an array refuses the request with 401,
  * so `(req) => req.headers.get('authorization') === expected` refuses rather than admits.
  */
-export type Authorize<P extends Principal = Principal> = (request: Request) => P | null | undefined | false | Promise<P | null | undefined | false>
+export type Authorize<P extends Principal = Principal> = (
+  request: Request,
+) => P | null | undefined | false | Promise<P | null | undefined | false>
 
 /**
  * `authorize`'s answer as a principal, or undefined for a refusal: anything but a non-array object
