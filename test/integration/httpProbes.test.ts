@@ -149,3 +149,50 @@ describe('request bodies', () => {
     expect(await sessionKeys(url, prefix)).toEqual([])
   })
 })
+
+describe('cursors', () => {
+  it('a cursor whose stream id is past 2^64-1 gets 400 invalid_cursor at the check, on GET events and POST run', async () => {
+    const { host, base } = await serve('probe-cursor')
+    await readSse(await post(`${base}/run`, runBody('u1-cur', 'run-1', 'hi')))
+    const before = await host.open(chat, { sessionId: 'u1-cur' }).log.read()
+    for (const cursor of ['99999999999999999999-0~0-0~~0~0', '0-0~1-99999999999999999999~~0~0', '18446744073709551616-0~0-0~~0~0']) {
+      const events = await fetch(`${base}/events?threadId=u1-cur`, { headers: { ...auth, 'Last-Event-ID': cursor } })
+      expect(events.status, cursor).toBe(400)
+      expect(await events.json()).toMatchObject({ code: 'invalid_cursor' })
+      const fromQuery = await fetch(`${base}/events?threadId=u1-cur&from=${cursor}`, { headers: auth })
+      expect(fromQuery.status, cursor).toBe(400)
+      const run = await post(`${base}/run`, runBody('u1-cur', 'run-2', 'hi'), { ...auth, 'Last-Event-ID': cursor })
+      expect(run.status, cursor).toBe(400)
+    }
+    expect(await host.open(chat, { sessionId: 'u1-cur' }).log.read()).toEqual(before)
+  })
+
+  it('an empty Last-Event-ID on a new POST run is no cursor: the run runs', async () => {
+    const { host, base } = await serve('probe-empty-cursor')
+    const response = await post(`${base}/run`, runBody('u1-empty', 'run-1', 'hi'), { ...auth, 'Last-Event-ID': '' })
+    expect(response.status).toBe(200)
+    const events = await readSse(response)
+    expect(events[0]!.data).toMatchObject({ type: 'RUN_STARTED', runId: 'run-1' })
+    expect(events[events.length - 1]!.data).toMatchObject({ type: 'RUN_FINISHED', runId: 'run-1' })
+    expect(await host.open(chat, { sessionId: 'u1-empty' }).log.read({ types: ['harness.input'] })).toHaveLength(1)
+  })
+})
+
+describe('answers', () => {
+  it('answering the question of an aborted turn gets 409 question_closed and logs no answer', async () => {
+    const { host, base } = await serve('probe-aborted-answer')
+    const control = (command: object) => post(`${base}/control`, JSON.stringify({ threadId: 'u1-abort', ...command }))
+    await control({ op: 'prompt', text: 'please approve', inputId: 'run-1' })
+    // the call asked and parked: its question is open
+    await readSse(
+      await fetch(`${base}/events?threadId=u1-abort`, { headers: auth }),
+      (e) => e.data.type === 'CUSTOM' && e.data.name === 'harness.tool.suspended',
+    )
+    const [question] = await host.open(chat, { sessionId: 'u1-abort' }).questions()
+    expect(await (await control({ op: 'abort', inputId: 'run-1' })).json()).toMatchObject({ status: 'aborted' })
+    const answered = await control({ op: 'answer', questionId: question!.questionId, value: { approved: true } })
+    expect(answered.status).toBe(409)
+    expect(await answered.json()).toMatchObject({ code: 'question_closed', error: expect.stringContaining('aborted') })
+    expect(await host.open(chat, { sessionId: 'u1-abort' }).log.read({ types: ['harness.tool.answer'] })).toEqual([])
+  })
+})
