@@ -53,6 +53,33 @@ function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
   })
 }
 
+/** What a client may still send of a refused body, and for how long, before its connection is cut. */
+const LINGER_BYTES = 4 * 1024 * 1024
+const LINGER_MS = 5_000
+
+/**
+ * Closes the connection after the response to a request whose body did not end, without a reset that
+ * could lose the response: Node ends and destroys a `Connection: close` socket right after the
+ * response (destroySoon), and a destroy with unread data sends a reset, which a client still sending
+ * may get before it reads the answer. Instead our side ends (FIN) and what the client sends until it
+ * sees the answer is dropped, up to LINGER_BYTES or LINGER_MS; then the socket is cut.
+ */
+function closeAfter(req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader('Connection', 'close')
+  const socket = req.socket
+  socket.destroySoon = () => {
+    socket.end()
+    const cut = setTimeout(() => socket.destroy(), LINGER_MS).unref()
+    socket.once('close', () => clearTimeout(cut))
+    let dropped = 0
+    req.removeAllListeners('data')
+    req.on('data', (chunk: Buffer) => {
+      if ((dropped += chunk.length) > LINGER_BYTES) socket.destroy()
+    })
+    req.resume()
+  }
+}
+
 /** A `(req, res)` listener for `http.createServer`, Express (`app.use('/api/chat', listener)`) and the like. */
 export function toNodeListener(handler: FetchHandler): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
@@ -61,8 +88,8 @@ export function toNodeListener(handler: FetchHandler): (req: IncomingMessage, re
     void (async () => {
       const response = await handler(toRequest(req, gone.signal))
       res.statusCode = response.status
-      // answered before its body was read to the end (a 413, a 401): the rest is never read
-      if (!req.complete) res.setHeader('Connection', 'close')
+      // answered before its body was read to the end (a 413, a 401): the rest is never taken in
+      if (!req.complete) closeAfter(req, res)
       response.headers.forEach((value, name) => res.setHeader(name, value))
       if (!response.body) return void res.end()
       res.flushHeaders()
