@@ -39,19 +39,78 @@ export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   return parsed.data
 }
 
-/** A request body over this is refused (413) before it is parsed: prompts and answers are far smaller. */
+/** A request body over this is refused (413) while it is read: prompts and answers are far smaller. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024
+/** Arrays and objects nested deeper than this are refused (400) before parsing: no value needs it, and deeper ones overflow the stack of whatever walks them. */
+const MAX_JSON_DEPTH = 64
 
-/** The request body as JSON; 400 when it is not, 413 when it is too large. */
+/**
+ * The request body as JSON. 415 unless it is sent as `application/json` (a cross-site form or
+ * `text/plain` POST cannot be, so a cookie-based `authorize` is no CSRF opening); 413 as soon as it
+ * passes the limit, declared or while streaming (the rest is never read); 400 when it is not JSON or
+ * nested too deep.
+ */
 export async function readJson(request: Request): Promise<unknown> {
-  const tooLarge = () => new HttpError(413, `The request body is over ${MAX_BODY_BYTES} bytes.`, 'body_too_large')
+  assertJsonType(request.headers.get('content-type'))
   if (Number(request.headers.get('content-length') ?? 0) > MAX_BODY_BYTES) throw tooLarge()
-  const text = await request.text()
-  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw tooLarge()
+  const text = await readText(request.body, MAX_BODY_BYTES)
+  assertDepth(text, MAX_JSON_DEPTH)
   try {
     return JSON.parse(text) as unknown
   } catch {
     throw new HttpError(400, 'The request body must be JSON.', 'bad_request')
+  }
+}
+
+const tooLarge = () => new HttpError(413, `The request body is over ${MAX_BODY_BYTES} bytes.`, 'body_too_large')
+
+/** `application/json`, with any parameters but a charset other than UTF-8 (JSON is UTF-8, RFC 8259). */
+function assertJsonType(header: string | null): void {
+  const [media, ...params] = (header ?? '').split(';').map((part) => part.trim().toLowerCase())
+  const utf8 = params.every((p) => !p.startsWith('charset=') || /^charset="?utf-8"?$/.test(p))
+  if (media === 'application/json' && utf8) return
+  throw new HttpError(
+    415,
+    'The request body must be JSON sent with Content-Type: application/json (optionally ; charset=utf-8); ' +
+      'this request has another type or none. Nothing was written.',
+    'unsupported_media_type',
+  )
+}
+
+/** The body as text, read a chunk at a time: past `limit` bytes the reading stops (cancelled) with a 413. */
+async function readText(body: ReadableStream<Uint8Array> | null, limit: number): Promise<string> {
+  if (!body) return ''
+  const reader = body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > limit) {
+      await reader.cancel().catch(() => {})
+      throw tooLarge()
+    }
+    chunks.push(value)
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks, size))
+}
+
+/** 400 when arrays and objects nest deeper than `max`; a scan of the text, so nothing deep is ever built. */
+function assertDepth(text: string, max: number): void {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c)
+        i++ // a backslash: the next character is escaped
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max)
+        throw new HttpError(400, `The request body nests arrays and objects too deep: at most ${max} levels are taken.`, 'bad_request')
+    } else if (c === 0x5d || c === 0x7d) depth--
   }
 }
 

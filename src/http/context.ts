@@ -44,8 +44,13 @@ export function routeContext(options: HarnessHandlerOptions, request: Request, p
   }
 }
 
-/** The cursor a reconnecting client sends (Last-Event-ID), else the one in the query (`-1`: none). */
+/**
+ * The cursor a reconnecting client sends (Last-Event-ID), else the one in the query. An empty one is
+ * none (a client that has no event yet may send the header empty), as is `-1` in the query.
+ */
 export function resumeCursor(ctx: RouteContext, query: string): string | undefined {
+  const header = ctx.request.headers.get('Last-Event-ID')
+  if (header) return header
   const fromQuery = ctx.url.searchParams.get(query)
-  return ctx.request.headers.get('Last-Event-ID') ?? (fromQuery && fromQuery !== '-1' ? fromQuery : undefined)
+  return fromQuery && fromQuery !== '-1' ? fromQuery : undefined
 }

@@ -1,7 +1,6 @@
 // Node's http server (and Express, Fastify's raw routes, ...) speak IncomingMessage/ServerResponse:
 // this turns a Fetch handler into one of their listeners.
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Readable } from 'node:stream'
 
 type FetchHandler = (request: Request) => Promise<Response>
 
@@ -17,8 +16,68 @@ function toRequest(req: IncomingMessage & { body?: unknown; originalUrl?: string
   const method = req.method ?? 'GET'
   if (method === 'GET' || method === 'HEAD') return new Request(url, { method, headers, signal })
   // a body parser (express.json()) that ran first has read the stream: send what it parsed
-  const body = req.body !== undefined ? JSON.stringify(req.body) : (Readable.toWeb(req) as ReadableStream<Uint8Array>)
+  const body = req.body !== undefined ? JSON.stringify(req.body) : bodyOf(req)
   return new Request(url, { method, headers, signal, body, duplex: 'half' } as RequestInit)
+}
+
+/**
+ * The request's body as a web stream, read as it is pulled. Its cancel (a body refused while read,
+ * 413) only stops the reading: unlike Readable.toWeb's, it does not destroy the socket, so the
+ * refusal still reaches the client (and toNodeListener closes the connection after it).
+ */
+function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let open = true
+  const end = (finish: () => void) => {
+    if (!open) return
+    open = false
+    finish()
+  }
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      req.on('data', (chunk: Buffer) => {
+        controller.enqueue(chunk)
+        if ((controller.desiredSize ?? 0) <= 0) req.pause()
+      })
+      req.once('end', () => end(() => controller.close()))
+      req.once('error', (error) => end(() => controller.error(error)))
+      req.once('close', () => end(() => controller.error(new Error('The client closed the connection before its request body ended.'))))
+    },
+    pull() {
+      req.resume()
+    },
+    cancel() {
+      open = false
+      req.removeAllListeners('data')
+      req.pause()
+    },
+  })
+}
+
+/** What a client may still send of a refused body, and for how long, before its connection is cut. */
+const LINGER_BYTES = 4 * 1024 * 1024
+const LINGER_MS = 5_000
+
+/**
+ * Closes the connection after the response to a request whose body did not end, without a reset that
+ * could lose the response: Node ends and destroys a `Connection: close` socket right after the
+ * response (destroySoon), and a destroy with unread data sends a reset, which a client still sending
+ * may get before it reads the answer. Instead our side ends (FIN) and what the client sends until it
+ * sees the answer is dropped, up to LINGER_BYTES or LINGER_MS; then the socket is cut.
+ */
+function closeAfter(req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader('Connection', 'close')
+  const socket = req.socket
+  socket.destroySoon = () => {
+    socket.end()
+    const cut = setTimeout(() => socket.destroy(), LINGER_MS).unref()
+    socket.once('close', () => clearTimeout(cut))
+    let dropped = 0
+    req.removeAllListeners('data')
+    req.on('data', (chunk: Buffer) => {
+      if ((dropped += chunk.length) > LINGER_BYTES) socket.destroy()
+    })
+    req.resume()
+  }
 }
 
 /** A `(req, res)` listener for `http.createServer`, Express (`app.use('/api/chat', listener)`) and the like. */
@@ -29,6 +88,8 @@ export function toNodeListener(handler: FetchHandler): (req: IncomingMessage, re
     void (async () => {
       const response = await handler(toRequest(req, gone.signal))
       res.statusCode = response.status
+      // answered before its body was read to the end (a 413, a 401): the rest is never taken in
+      if (!req.complete) closeAfter(req, res)
       response.headers.forEach((value, name) => res.setHeader(name, value))
       if (!response.body) return void res.end()
       res.flushHeaders()

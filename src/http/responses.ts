@@ -29,6 +29,8 @@ const STATUS_BY_CODE: Record<string, number> = {
   input_conflict: 409,
   question_answered: 409,
   question_expired: 409,
+  // its call was cancelled: the turn was aborted
+  question_closed: 409,
   question_unknown: 404,
   unknown_input: 404,
 }
