@@ -217,13 +217,14 @@ export class Session {
       { ...options, fresh, signal: cancel.signal, fromPayload: (payload) => JSON.parse(payload) as RecordOf<'harness.tool.result'> },
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
-    // the request is logged before the job exists (a job begins only as its logged call). Added again
-    // for a caller's retry too: a no-op while the job exists, a repair if it was lost
+    // the request (which also lists the session for retention) is logged before the job exists (a job
+    // begins only as its logged call). Added again for a caller's retry too: a no-op while the job
+    // exists, a repair if it was lost
     const enqueue = async () => {
       if (fresh) await log.requestCall(toolCallId, call.name, input)
       await enqueueCall(queues, harness, this.sessionId, { toolCallId, name: call.name, input })
     }
-    await Promise.all([enqueue(), log.indexSession()]).catch((error) => {
+    await enqueue().catch((error) => {
       cancel.abort()
       throw error
     })

@@ -57,10 +57,17 @@ const NO_VALUE = ''
  * script (src/log/commands) whose first act is the fence check.
  */
 export class SessionLog extends SessionInputs {
-  /** Logs a runTool request under its id once: 'exists' for the same tool and input, 'conflict' for another. */
+  /**
+   * Logs a runTool request under its id once: 'exists' for the same tool and input, 'conflict' for
+   * another. Lists the session in the sessions index in the same write (unless 'conflict').
+   */
   async requestCall(toolCallId: string, name: string, input: unknown): Promise<'added' | 'exists' | 'conflict'> {
     const record = encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input })
-    const [status] = await this.script('requestCall', [this.keys.calls, this.keys.log], [toolCallId, callFingerprint(name, input), record])
+    const [status] = await this.script(
+      'requestCall',
+      [this.keys.calls, this.keys.log, this.index.sessions],
+      [toolCallId, callFingerprint(name, input), record, Date.now(), this.sessionId],
+    )
     return status
   }
 

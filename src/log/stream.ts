@@ -192,11 +192,6 @@ export class LogStream {
     )
   }
 
-  /** Lists the session in the sessions index if it is not (runTool: its retention starts from there). */
-  indexSession(): Promise<unknown> {
-    return this.command('indexSession', () => this.redis.zadd(this.index.sessions, 'NX', Date.now(), this.sessionId))
-  }
-
   /** One entry by its stream id. */
   async readEntry(id: string): Promise<LogEntry | null> {
     const [raw] = (await this.command('read', () => this.redis.xrange(this.keys.log, id, id))) as RawEntry[]

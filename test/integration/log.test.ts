@@ -114,6 +114,22 @@ describe('session log: fencing', () => {
   })
 })
 
+describe('session log: runTool requests', () => {
+  it('requestCall lists the session in the sessions index in its own write (no separate ZADD a runTool call), and not for a conflict', async () => {
+    const log = new SessionLog(redis, prefixFor('request-index'), 's1')
+    expect(await log.requestCall('r1', 'charge', { amount: 1 })).toBe('added')
+    expect(await redis.zscore(log.index.sessions, 's1')).not.toBeNull()
+    // a caller's retry repairs a removed index entry; a conflicting call under the id lists nothing
+    await redis.zrem(log.index.sessions, 's1')
+    expect(await log.requestCall('r1', 'charge', { amount: 1 })).toBe('exists')
+    expect(await redis.zscore(log.index.sessions, 's1')).not.toBeNull()
+    const other = new SessionLog(redis, log.prefix, 's2')
+    await redis.hset(other.keys.calls, 'r2\0req', 'another fingerprint')
+    expect(await other.requestCall('r2', 'charge', { amount: 1 })).toBe('conflict')
+    expect(await redis.zscore(other.index.sessions, 's2')).toBeNull()
+  })
+})
+
 describe('session log: all-or-nothing writes', () => {
   it('R9: landResult lands the staged records and the result contiguously in one write, even with concurrent appends', async () => {
     const log = new SessionLog(redis, prefixFor('land'), 's1')

@@ -133,8 +133,8 @@ export interface ScriptContract {
     reply: ['open', 'turn' | 'call'] | ['idle', string] | ['moved', string] | ['removed']
   }
   requestCall: {
-    keys: [calls: string, log: string]
-    args: [toolCallId: string, fingerprint: string, record: string]
+    keys: [calls: string, log: string, sessions: string]
+    args: [toolCallId: string, fingerprint: string, record: string, now: number, sessionId: string]
     reply: ['added', string] | ['exists'] | ['conflict']
   }
   saveStep: {
