@@ -1,7 +1,7 @@
 export { SessionLog, type BeginResult, type Fence } from './callLedger.js'
 export { callFingerprint } from './callIds.js'
 export { contextOf, type Question, type InputState, type ParentCall, type StepLookup, type ModelToolCall } from './inputs.js'
-export { encodeRecord, isRecord, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
+export { encodeRecord, isRecord, isStreamId, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
 export { indexKeys, shardBase, shardCountKey, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { duplicateClient, isCluster, type RedisClient } from './client.js'
