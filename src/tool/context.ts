@@ -2,6 +2,7 @@ import type { ToolExecutionContext } from '@tanstack/ai'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
 import type { Duration } from './duration.js'
 import type { JsonChecked } from './json.js'
+import type { RetryPolicy } from './retry.js'
 import type { Secrets } from './secrets.js'
 
 export type Replay = 'safe' | 'never'
@@ -21,6 +22,12 @@ export interface StepFnOptions {
   idempotencyKey: string
 }
 
+/** Options of one step.do. */
+export interface StepOptions {
+  /** Tries fn again when it throws (R16); default the tool's `retry` (durableTool option), else none. */
+  retry?: RetryPolicy
+}
+
 export interface AskOptions<S extends StandardSchemaV1> {
   /** Step name of the question: the same on every run. */
   name: string
@@ -32,8 +39,11 @@ export interface AskOptions<S extends StandardSchemaV1> {
 }
 
 export interface Step {
-  /** Runs `fn` once per tool call; resolves with the stored JSON copy (R1, R3). */
-  do<T extends JsonStepValue<T>>(name: string, fn: (options: StepFnOptions) => T | Promise<T>): Promise<T>
+  /**
+   * Runs `fn` once per tool call; resolves with the stored JSON copy (R1, R3). With `retry`, a throw
+   * is tried again under the same idempotency key; the tries and the next time are stored (R16).
+   */
+  do<T extends JsonStepValue<T>>(name: string, fn: (options: StepFnOptions) => T | Promise<T>, options?: StepOptions): Promise<T>
   /** Waits `duration` without holding a worker slot; the wake time is logged once (R7). */
   sleep(name: string, duration: Duration): Promise<void>
   sleepUntil(name: string, at: Date | number): Promise<void>
