@@ -120,19 +120,23 @@ describe('step retries over worker processes (R16)', () => {
 
   it('R16 R14: a worker SIGKILLed during a parked 5 s backoff: another worker goes on at the same try count', async () => {
     const s = host.open(retries, { sessionId: 'kill-park' })
-    const scenario = plan('kill-park', [{ status: 502 }, { status: 200 }])
-    const call = s.runTool({ name: 'charge', input: { scenario, attempts: 3, delayMs: 5000 }, toolCallId: 'pay-2' }, { timeoutMs: 40_000 })
+    // two attempts: the try after the wake-up is the last one only if the count survived
+    const scenario = plan('kill-park', [{ status: 502 }])
+    const call = s.runTool({ name: 'charge', input: { scenario, attempts: 2, delayMs: 5000 }, toolCallId: 'pay-2' }, { timeoutMs: 40_000 })
     call.catch(() => {})
     const parked = await Promise.race(workers.map((w) => w.waitFor(line('tool call parked', 'pay-2')).then(() => w)))
     await parked.kill('SIGKILL')
     workers.splice(workers.indexOf(parked), 1)
     await spawn()
 
-    expect(await call).toEqual({ paid: { ok: true, tries: 2 } })
+    await expect(call).rejects.toMatchObject({ toolError: { code: 'step_retries_exhausted' } })
     const tries = requestsOf(scenario)
     expect(tries.map((t) => t.key)).toEqual(['kill-park:pay-2:pay', 'kill-park:pay-2:pay'])
     const failed = await retriesOf(s, 'pay-2')
-    expect(failed.map((e) => e.record.attempt)).toEqual([1])
+    expect(failed.map((e) => [e.record.attempt, e.record.final])).toEqual([
+      [1, undefined],
+      [2, 'exhausted'],
+    ])
     expect(tries[1]!.at).toBeGreaterThanOrEqual(failed[0]!.record.nextAt!)
     // a park, not a cut: one start, one park of kind retry
     expect(await reasonsOf(s, 'pay-2')).toEqual(['fresh'])
