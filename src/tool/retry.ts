@@ -131,7 +131,9 @@ export function describeFailure(error: unknown): { message: string; name?: strin
 export function waitFor(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason)
-    const timer = setTimeout(resolve, ms)
-    signal?.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true })
+    const onAbort = () => (clearTimeout(timer), reject(signal!.reason))
+    // the listener goes with the wait: a call's many waits must not pile up on its signal
+    const timer = setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms)
+    signal?.addEventListener('abort', onAbort, { once: true })
   })
 }
