@@ -12,7 +12,7 @@ export {
   type DurableServerTool,
 } from './durableTool.js'
 export type { Step, StepFnOptions, StepOptions, AskOptions, AppendRecord, DurableToolContext, Replay } from './context.js'
-export { PARK_RETRY_AFTER_MS, type RetryPolicy } from './retry.js'
+export type { RetryPolicy } from './retry.js'
 export { APPROVAL_STEP, createDurableContext, type DurableContextHandle } from './durableContext.js'
 export { Park } from './park.js'
 export { SecretStore, type Secrets } from './secrets.js'
