@@ -23,7 +23,7 @@ describe("toolExecution: 'sequential' over worker processes", () => {
     workers.push(w)
     return w
   }
-  const spans = async () => (await redis.lrange(`${prefix}:spans`, 0, -1)).map((s) => JSON.parse(s) as Span)
+  const spans = async (sessionId: string) => (await redis.lrange(`${prefix}:spans:${sessionId}`, 0, -1)).map((s) => JSON.parse(s) as Span)
 
   beforeAll(async () => {
     url = await getRedisUrl()
@@ -40,30 +40,21 @@ describe("toolExecution: 'sequential' over worker processes", () => {
     await cleanupPrefix(url, prefix)
   })
 
-  it('two calls of one response never overlap, also after a SIGKILL of the worker between them', async () => {
-    const s = host.open(sequential, { sessionId: 'seq-kill' })
-    const { inputId } = await s.prompt('write a, then b')
-    // a has done its work: kill the worker that ran it, before its landing or b's start
-    let killed: number | undefined
-    for (;;) {
-      const end = (await spans()).find((x) => x.id === 'a' && x.ev === 'end')
-      if (end) {
-        killed = end.pid
-        break
-      }
-      await new Promise((r) => setTimeout(r, 10))
-    }
-    const victim = workers.find((w) => w.proc.pid === killed)!
+  /** Waits for the first span of call `id` with event `ev`, then SIGKILLs the worker that wrote it and starts another. */
+  const killAt = async (sessionId: string, id: string, ev: Span['ev']) => {
+    let span: Span | undefined
+    while (!(span = (await spans(sessionId)).find((x) => x.id === id && x.ev === ev))) await new Promise((r) => setTimeout(r, 10))
+    const victim = workers.find((w) => w.proc.pid === span.pid)!
     await victim.kill('SIGKILL')
     workers.splice(workers.indexOf(victim), 1)
     await spawn()
-
-    const settled = await s.settled(inputId, { timeoutMs: 60_000 })
-    expect(settled).toMatchObject({ outcome: 'completed', text: 'both written' })
-    const all = await spans()
+  }
+  /** Every start of b (a run again included) comes after a landed and after every run of a ended or began. */
+  const expectNoOverlap = async (sessionId: string) => {
+    const s = host.open(sequential, { sessionId })
+    const all = await spans(sessionId)
     const results = (await s.log.read({ types: ['harness.tool.result'] })) as Array<LogEntry<RecordOf<'harness.tool.result'>>>
     expect(results.map((e) => e.record.result)).toEqual([{ wrote: 'a' }, { wrote: 'b' }])
-    // every start of b (a run again included) comes after a landed, and after every run of a ended
     const aLanded = entryMs(results[0]!.id)
     const aEvents = all.filter((x) => x.id === 'a')
     const bStarts = all.filter((x) => x.id === 'b' && x.ev === 'start')
@@ -73,6 +64,26 @@ describe("toolExecution: 'sequential' over worker processes", () => {
       for (const a of aEvents) expect(b.at).toBeGreaterThanOrEqual(a.at)
     }
     expect(all.filter((x) => x.id === 'b' && x.ev === 'end')).toHaveLength(1)
+    return all
+  }
+
+  it('two calls of one response never overlap, also after a SIGKILL of the worker between them', async () => {
+    const s = host.open(sequential, { sessionId: 'seq-kill' })
+    const { inputId } = await s.prompt('write a, then b', { context: { run: 'seq-kill' } })
+    // a has done its work: kill the worker that ran it, before its landing or b's start
+    await killAt('seq-kill', 'a', 'end')
+    expect(await s.settled(inputId, { timeoutMs: 60_000 })).toMatchObject({ outcome: 'completed', text: 'both written' })
+    await expectNoOverlap('seq-kill')
+  })
+
+  it('a call cut by a SIGKILL runs again before the next call of the response begins', async () => {
+    const s = host.open(sequential, { sessionId: 'seq-cut' })
+    const { inputId } = await s.prompt('write a, then b', { context: { run: 'seq-cut' } })
+    await killAt('seq-cut', 'a', 'start')
+    expect(await s.settled(inputId, { timeoutMs: 60_000 })).toMatchObject({ outcome: 'completed', text: 'both written' })
+    const all = await expectNoOverlap('seq-cut')
+    // a ran twice (cut, then again: replay 'safe'), b once
+    expect(all.filter((x) => x.id === 'a' && x.ev === 'start')).toHaveLength(2)
   })
 
   it("toolExecution other than 'parallel' or 'sequential' is a ConfigError", () => {
