@@ -1,4 +1,4 @@
-export { SessionLog, type BeginResult, type Fence } from './callLedger.js'
+export { SessionLog, type BeginResult, type Fence, type StepRetryState } from './callLedger.js'
 export { callFingerprint } from './callIds.js'
 export { contextOf, type Question, type InputState, type ParentCall, type StepLookup, type ModelToolCall } from './inputs.js'
 export { encodeRecord, isRecord, isStreamId, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
