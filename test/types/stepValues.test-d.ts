@@ -81,3 +81,16 @@ test('fn gets the idempotency key', () => {
     return idempotencyKey
   })
 })
+
+test('R16: step.do takes a retry policy, typed; the value type is unchanged', () => {
+  expectTypeOf(
+    step.do('retried', charge, { retry: { attempts: 3, delay: '1s', backoff: 'linear', maxDelay: 60_000, jitter: true } }),
+  ).resolves.toEqualTypeOf<Payment>()
+  step.do('retry-if', charge, { retry: { attempts: 2, retryIf: (error) => error instanceof TypeError } })
+  // @ts-expect-error attempts is required
+  step.do('no-attempts', charge, { retry: { delay: '1s' } })
+  // @ts-expect-error a backoff the policy does not know
+  step.do('bad-backoff', charge, { retry: { attempts: 2, backoff: 'fibonacci' } })
+  // @ts-expect-error a delay that is not a Duration
+  step.do('bad-delay', charge, { retry: { attempts: 2, delay: 'soon' } })
+})
