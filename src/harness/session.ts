@@ -28,7 +28,7 @@ import {
 } from '../log/index.js'
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
-import { enqueueCall, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
+import { enqueueCall, enqueueCallBehind, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
 import { settleTurn } from '../turn/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import { assertNoSecrets } from './callerSecrets.js'
@@ -218,13 +218,13 @@ export class Session {
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
     // the request (which also lists the session for retention) is logged before the job exists (a job
-    // begins only as its logged call). Added again for a caller's retry too: a no-op while the job
-    // exists, a repair if it was lost
-    const enqueue = async () => {
-      if (fresh) await log.requestCall(toolCallId, call.name, input)
-      await enqueueCall(queues, harness, this.sessionId, { toolCallId, name: call.name, input })
-    }
-    await enqueue().catch((error) => {
+    // begins only as its logged call): sent right before the add on the queue's connection, one round
+    // trip. Added again for a caller's retry too: a no-op while the job exists, a repair if it was lost
+    const job = { toolCallId, name: call.name, input }
+    const enqueue = fresh
+      ? enqueueCallBehind(queues, harness, this.sessionId, job, (client) => log.requestCall(toolCallId, call.name, input, client))
+      : enqueueCall(queues, harness, this.sessionId, job)
+    await enqueue.catch((error) => {
       cancel.abort()
       throw error
     })

@@ -6,6 +6,7 @@ import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from '.
 import { SessionInputs, type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { encodeRecord } from './stream.js'
 import type { LandArgs } from './commands/index.js'
+import type { RedisClient } from './client.js'
 
 type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
 export interface BeginResult {
@@ -68,14 +69,18 @@ const NO_VALUE = ''
 export class SessionLog extends SessionInputs {
   /**
    * Logs a runTool request under its id once: 'exists' for the same tool and input, 'conflict' for
-   * another. Lists the session in the sessions index in the same write (unless 'conflict').
+   * another. Lists the session in the sessions index in the same write (unless 'conflict'). `client`:
+   * send it on that connection (the queue's, so the job added behind it is run after it in the same
+   * round trip); the command is on the wire when this returns its promise.
    */
-  async requestCall(toolCallId: string, name: string, input: unknown): Promise<'added' | 'exists' | 'conflict'> {
+  async requestCall(toolCallId: string, name: string, input: unknown, client?: RedisClient): Promise<'added' | 'exists' | 'conflict'> {
     const record = encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input })
     const [status] = await this.script(
       'requestCall',
       [this.keys.calls, this.keys.log, this.index.sessions],
       [toolCallId, callFingerprint(name, input), record, Date.now(), this.sessionId],
+      false,
+      client,
     )
     return status
   }

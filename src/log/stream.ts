@@ -134,10 +134,16 @@ export class LogStream {
     }
   }
 
-  /** One named Lua script through `command`. */
-  protected script<N extends ScriptName>(name: N, keys: ScriptContract[N]['keys'], args: ScriptContract[N]['args'], retry = false) {
+  /** One named Lua script through `command`, on the log's connection unless `client` is given. */
+  protected script<N extends ScriptName>(
+    name: N,
+    keys: ScriptContract[N]['keys'],
+    args: ScriptContract[N]['args'],
+    retry = false,
+    client: RedisClient = this.redis,
+  ) {
     const wait = this.waitReplicas && REPLICATED.has(name) ? this.waitReplicas : undefined
-    return this.command(name, () => runScript(this.redis, name, keys, args, wait), retry)
+    return this.command(name, () => runScript(client, name, keys, args, wait), retry)
   }
 
   /** Adds a live entry (a model text delta, a tool's custom event): best effort, never the truth. */

@@ -1,7 +1,7 @@
-import { Job, Queue, type ConnectionOptions } from 'bullmq'
+import { Job, Queue } from 'bullmq'
 import type { Harness } from '../harnessTypes.js'
 import { traceField } from '../telemetry/tracing.js'
-import { shardOf, toolJobId, turnJobId } from '../log/index.js'
+import { isCluster, shardOf, toolJobId, turnJobId, type RedisClient } from '../log/index.js'
 import { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
 
 /** The turn and tool queues of one harness in one shard. */
@@ -21,7 +21,8 @@ export class HarnessQueues {
 
   constructor(
     readonly harness: Harness,
-    private readonly connection: ConnectionOptions,
+    /** The queues' connection (the host's client): the ioredis instance every Queue here shares. */
+    readonly connection: RedisClient,
     readonly prefix: string,
     readonly shards: number,
   ) {}
@@ -59,7 +60,7 @@ export class HarnessQueues {
   }
 }
 
-export function createQueues(harness: Harness, connection: ConnectionOptions, prefix: string, shards: number): HarnessQueues {
+export function createQueues(harness: Harness, connection: RedisClient, prefix: string, shards: number): HarnessQueues {
   return new HarnessQueues(harness, connection, prefix, shards)
 }
 
@@ -151,6 +152,30 @@ export function enqueueCalls(queues: HarnessQueues, harness: Harness, sessionId:
 export function enqueueCall(queues: HarnessQueues, harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob = {}) {
   const job = toolJob(harness, sessionId, call, owner)
   return queues.of(sessionId).tools.add(job.name, job.data, job.opts)
+}
+
+/**
+ * Enqueues a call right behind the command `first` sends on the queue's own connection: Redis runs
+ * the two in the order sent, so what `first` writes exists before the job does, in one round trip
+ * instead of two (issue 24). On a Cluster (a redirect could reorder the two) `first` is awaited before
+ * the add. Resolves with `first`'s reply once both are done.
+ */
+export async function enqueueCallBehind<T>(
+  queues: HarnessQueues,
+  harness: Harness,
+  sessionId: string,
+  call: CallToEnqueue,
+  first: (client: RedisClient) => Promise<T>,
+): Promise<T> {
+  const client = queues.connection
+  if (isCluster(client)) {
+    const reply = await first(client)
+    await enqueueCall(queues, harness, sessionId, call)
+    return reply
+  }
+  const sent = first(client) // on the wire now: the add below is sent after it, on the same connection
+  const [reply] = await Promise.all([sent, enqueueCall(queues, harness, sessionId, call)])
+  return reply
 }
 
 /**

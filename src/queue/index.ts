@@ -5,6 +5,7 @@ export {
   finishedJobs,
   enqueueTurn,
   enqueueCall,
+  enqueueCallBehind,
   enqueueCalls,
   wakeCall,
   finishCancelledCall,

@@ -1,4 +1,5 @@
 import { toolDefinition } from '@tanstack/ai'
+import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, InputConflictError, type Harness } from '../../src/index.js'
@@ -7,6 +8,7 @@ import { shop } from '../fixtures/shop.js'
 import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { batch, records, until } from '../helpers/log.js'
 import { scanKeys, rigClient } from '../rig.js'
+import { scriptShas } from '../../src/log/commands/index.js'
 
 describe('harness with worker processes', () => {
   const ctx = useWorkerProcesses({ label: 'harness' })
@@ -195,6 +197,42 @@ describe('harness in process', () => {
     } finally {
       client.disconnect()
     }
+  })
+
+  it('runTool sends its logged request and its job on one connection, the request first (in order, one round trip)', async () => {
+    const ping = durableTool(toolDefinition({ name: 'ping', description: 'answers', inputSchema: z.object({}) }), async () => ({
+      pong: true,
+    }))
+    const harness = defineHarness({ name: 'pipelined', adapter: scriptedModel([]), tools: [ping] })
+    const { host, prefix } = start(harness, 'pipelined')
+    // MONITOR on a plain socket: each line is one command, `+<time> [<db> <client addr>] "<arg>" ...`
+    const { hostname, port } = new URL(url())
+    const monitor = connect(Number(port), hostname)
+    hosts.defer(() => monitor.destroy())
+    const sent: Array<{ source: string; line: string }> = []
+    let rest = ''
+    monitor.on('data', (chunk: Buffer) => {
+      const lines = (rest + chunk.toString('latin1')).split('\r\n')
+      rest = lines.pop()!
+      for (const line of lines) {
+        const match = /^\+\S+ \[\d+ (\S+)\] (.*)$/.exec(line)
+        if (match && match[1] !== 'lua' && match[2]!.includes(prefix)) sent.push({ source: match[1]!, line: match[2]! })
+      }
+    })
+    await new Promise<void>((resolve) => {
+      monitor.write('MONITOR\r\n')
+      monitor.once('data', () => resolve())
+    })
+    const requestSha = [...scriptShas()].find(([, name]) => name === 'requestCall')![0]
+    expect(await host.open(harness, { sessionId: 'p1' }).runTool({ name: 'ping', input: {} })).toEqual({ pong: true })
+    // the job's add is the script that names the queue's id counter (moveToActive does not)
+    const isAdd = (c: { line: string }) => c.line.includes('tools.pipelined:id"')
+    await until(async () => sent.some(isAdd), "the job's add on MONITOR")
+    const request = sent.findIndex((c) => c.line.startsWith(`"evalsha" "${requestSha}"`))
+    const add = sent.findIndex(isAdd)
+    expect(request).toBeGreaterThanOrEqual(0)
+    expect(request).toBeLessThan(add)
+    expect(sent[request]!.source).toBe(sent[add]!.source)
   })
 
   it('a later turn sees the conversation before it: earlier inputs, answers and tool results', async () => {
