@@ -2,7 +2,7 @@ import { DelayedError, type Job } from 'bullmq'
 import { FencedError, StorageError } from '../errors.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOf, type Harness } from '../harnessTypes.js'
-import { contextOf, type BeginResult, type Fence, type SessionLog } from '../log/index.js'
+import { contextOf, type BeginResult, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
 import { questionIdOf, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
@@ -21,6 +21,11 @@ export interface ToolJobDeps {
   queuesOf(harness: Harness): HarnessQueues
   aborts: CallAborts
   logger: Logger
+  /**
+   * The worker's own connection, when BullMQ sends the job's completion on it (one Redis, not a
+   * Cluster): the landing is sent there right before, so the two travel in one round trip, in order.
+   */
+  completesOn?: RedisClient
 }
 
 /**
@@ -50,9 +55,13 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
     if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, call, fence, deps))
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
+    const landed = () => {
+      callLanded(deps.harness.name, call, kept, job.timestamp)
+      logger.debug({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
+    }
+    if (deps.completesOn) return landBehindCompletion(log.landResult(fence, call.name, kept, deps.completesOn), landed, logger)
     await log.landResult(fence, call.name, kept)
-    callLanded(deps.harness.name, call, kept, job.timestamp)
-    logger.debug({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
+    landed()
   } catch (error) {
     if (error instanceof FencedError) countFenced()
     if (error instanceof FencedError) return logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')
@@ -62,6 +71,23 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   } finally {
     attempt.done()
   }
+}
+
+/**
+ * The landing was sent on the worker's connection and the processor returns at once: BullMQ's
+ * completion of the job goes right behind it on that connection, so Redis runs the landing first (a
+ * completed job's call has landed, for a turn waiting on it too) and the two share one round trip.
+ * Its reply is handled here. A landing that fails while the completion went through (a script error,
+ * not a lost connection, which fails both) leaves the call running: the sweeper picks it up as a cut.
+ */
+function landBehindCompletion(landing: Promise<string>, landed: () => void, logger: LineLogger): void {
+  landing.then(landed, (error: unknown) => {
+    if (error instanceof FencedError) {
+      countFenced()
+      return logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')
+    }
+    logger.error({ err: error }, 'the landing of this call failed after its job completed; the sweeper picks the call up again as a cut')
+  })
 }
 
 /** The abort reason of a settled turn, if it settled as aborted. */

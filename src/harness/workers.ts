@@ -1,4 +1,5 @@
 import { Worker, type ConnectionOptions } from 'bullmq'
+import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { isAuthFailure } from '../credentials.js'
 import { processToolJob, type CallAborts } from '../call/index.js'
@@ -57,12 +58,15 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
     maxStalledCount: Number.MAX_SAFE_INTEGER,
     ...finishedJobs(options.keepJobs),
   }
+  // BullMQ sends a job's completion on the connection it was given (a Redis instance it shares): our
+  // landing goes there right before it, one round trip for both (not on a Cluster: a redirect could reorder them)
+  const completesOn = connection instanceof Redis && !connection.isCluster ? connection : undefined
   const tools = new Worker<ToolJobData>(
     toolQueueName(harness.name),
     (job, token) =>
       // the span names the session and call of the job's id, which its data cannot change
       callAttemptSpan({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }, () =>
-        processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger }),
+        processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger, ...(completesOn ? { completesOn } : {}) }),
       ),
     common,
   )

@@ -260,8 +260,17 @@ export class SessionLog extends SessionInputs {
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
-  /** Lands the kept result with the staged records, atomically and fenced. */
-  async landResult(fence: Fence, name: string, outcome: { result?: unknown; error?: ToolErrorPayload }): Promise<string> {
+  /**
+   * Lands the kept result with the staged records, atomically and fenced. `client`: send it on that
+   * connection (the worker's, right before BullMQ's completion of the job), unless replicas are
+   * awaited (its WAIT then must follow on the log's connection).
+   */
+  async landResult(
+    fence: Fence,
+    name: string,
+    outcome: { result?: unknown; error?: ToolErrorPayload },
+    client?: RedisClient,
+  ): Promise<string> {
     const { toolCallId } = fence
     const record = encodeRecord({
       type: 'harness.tool.result',
@@ -274,6 +283,7 @@ export class SessionLog extends SessionInputs {
       [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), this.index.openCalls, this.keys.conversation],
       this.landArgs(fence, record),
       true,
+      client,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
     return reply[1]

@@ -134,7 +134,10 @@ export class LogStream {
     }
   }
 
-  /** One named Lua script through `command`, on the log's connection unless `client` is given. */
+  /**
+   * One named Lua script through `command`, on the log's connection unless `client` is given (and
+   * no replica is awaited: the WAIT must follow the script on the log's connection).
+   */
   protected script<N extends ScriptName>(
     name: N,
     keys: ScriptContract[N]['keys'],
@@ -143,7 +146,7 @@ export class LogStream {
     client: RedisClient = this.redis,
   ) {
     const wait = this.waitReplicas && REPLICATED.has(name) ? this.waitReplicas : undefined
-    return this.command(name, () => runScript(client, name, keys, args, wait), retry)
+    return this.command(name, () => runScript(wait ? this.redis : client, name, keys, args, wait), retry)
   }
 
   /** Adds a live entry (a model text delta, a tool's custom event): best effort, never the truth. */

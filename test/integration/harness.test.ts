@@ -199,13 +199,8 @@ describe('harness in process', () => {
     }
   })
 
-  it('runTool sends its logged request and its job on one connection, the request first (in order, one round trip)', async () => {
-    const ping = durableTool(toolDefinition({ name: 'ping', description: 'answers', inputSchema: z.object({}) }), async () => ({
-      pong: true,
-    }))
-    const harness = defineHarness({ name: 'pipelined', adapter: scriptedModel([]), tools: [ping] })
-    const { host, prefix } = start(harness, 'pipelined')
-    // MONITOR on a plain socket: each line is one command, `+<time> [<db> <client addr>] "<arg>" ...`
+  /** The commands naming `prefix` that clients send from now on, by MONITOR on a plain socket (`+<time> [<db> <addr>] "<arg>" ...`). */
+  async function monitorCommands(prefix: string): Promise<Array<{ source: string; line: string }>> {
     const { hostname, port } = new URL(url())
     const monitor = connect(Number(port), hostname)
     hosts.defer(() => monitor.destroy())
@@ -223,16 +218,41 @@ describe('harness in process', () => {
       monitor.write('MONITOR\r\n')
       monitor.once('data', () => resolve())
     })
-    const requestSha = [...scriptShas()].find(([, name]) => name === 'requestCall')![0]
+    return sent
+  }
+  const shaOf = (script: string) => [...scriptShas()].find(([, name]) => name === script)![0]
+  const ping = durableTool(toolDefinition({ name: 'ping', description: 'answers', inputSchema: z.object({}) }), async () => ({
+    pong: true,
+  }))
+
+  it('runTool sends its logged request and its job on one connection, the request first (in order, one round trip)', async () => {
+    const harness = defineHarness({ name: 'pipelined', adapter: scriptedModel([]), tools: [ping] })
+    const { host, prefix } = start(harness, 'pipelined')
+    const sent = await monitorCommands(prefix)
     expect(await host.open(harness, { sessionId: 'p1' }).runTool({ name: 'ping', input: {} })).toEqual({ pong: true })
     // the job's add is the script that names the queue's id counter (moveToActive does not)
     const isAdd = (c: { line: string }) => c.line.includes('tools.pipelined:id"')
     await until(async () => sent.some(isAdd), "the job's add on MONITOR")
-    const request = sent.findIndex((c) => c.line.startsWith(`"evalsha" "${requestSha}"`))
+    const request = sent.findIndex((c) => c.line.startsWith(`"evalsha" "${shaOf('requestCall')}"`))
     const add = sent.findIndex(isAdd)
     expect(request).toBeGreaterThanOrEqual(0)
     expect(request).toBeLessThan(add)
     expect(sent[request]!.source).toBe(sent[add]!.source)
+  })
+
+  it("a tool job's landing is sent on the worker's connection right before the job's completion (in order, one round trip)", async () => {
+    const harness = defineHarness({ name: 'landing', adapter: scriptedModel([]), tools: [ping] })
+    const { host, prefix } = start(harness, 'landing')
+    const sent = await monitorCommands(prefix)
+    expect(await host.open(harness, { sessionId: 'l1' }).runTool({ name: 'ping', input: {} })).toEqual({ pong: true })
+    // BullMQ's moveToFinished is the script that stores the job's "returnvalue"
+    const isCompletion = (c: { line: string }) => c.line.includes('"returnvalue"')
+    await until(async () => sent.some(isCompletion), "the job's completion on MONITOR")
+    const landing = sent.findIndex((c) => c.line.startsWith(`"evalsha" "${shaOf('landResult')}"`))
+    const completion = sent.findIndex(isCompletion)
+    expect(landing).toBeGreaterThanOrEqual(0)
+    expect(landing).toBeLessThan(completion)
+    expect(sent[landing]!.source).toBe(sent[completion]!.source)
   })
 
   it('a later turn sees the conversation before it: earlier inputs, answers and tool results', async () => {
