@@ -7,7 +7,7 @@ import type { RedisClient } from '../client.js'
 /**
  * The typed contract of our Lua scripts: for each `<name>-<numberOfKeys>.lua` of this folder, its
  * KEYS and ARGV as named tuples and its reply, in one place. `runScript` is the only way the
- * TypeScript side runs one (EVALSHA, EVAL when the server does not have it yet).
+ * TypeScript side runs one (EVAL on a connection's first use, then EVALSHA; EVAL again on NOSCRIPT).
  */
 type Arg = string | number
 /** What a prompt to a busy session does (defineHarness `busy`). */
@@ -188,6 +188,9 @@ export interface ReplicaWait {
   timeoutMs: number
 }
 
+/** The scripts each connection has sent once (as EVAL, with their source): later uses send EVALSHA. */
+const sentOn = new WeakMap<RedisClient, Set<ScriptName>>()
+
 /** Runs one script with its named KEYS and ARGV; the reply is typed by the contract. */
 export async function runScript<N extends ScriptName>(
   redis: RedisClient,
@@ -201,6 +204,14 @@ export async function runScript<N extends ScriptName>(
   if (script?.numberOfKeys !== keys.length)
     throw new Error(`Script ${name}: the contract names ${keys.length} keys, the .lua file ${script?.numberOfKeys}.`)
   const keysAndArgs = [keys.length, ...keys, ...(args as Arg[])]
+  // a script's first use on a connection sends its source: no NOSCRIPT round trip on a new server, and
+  // a command sent behind it on the same connection (runTool's job add) runs after it, not before
+  let sent = sentOn.get(redis)
+  if (!sent) sentOn.set(redis, (sent = new Set()))
+  if (!sent.has(name)) {
+    sent.add(name)
+    return (await send(redis, ['eval', script.lua, ...keysAndArgs], wait)) as ScriptContract[N]['reply']
+  }
   try {
     return (await send(redis, ['evalsha', script.sha, ...keysAndArgs], wait)) as ScriptContract[N]['reply']
   } catch (error) {
