@@ -102,6 +102,28 @@ describe('crash recovery over worker processes', () => {
     expect(records(after, 'harness.tool.result')).toHaveLength(1)
     expect(records(after, 'harness.tool.started').map((r) => r.attempt)).toEqual([1, 2])
   })
+
+  it("fencing end to end: a zombie whose only write is its landing (sent behind its job's completion) lands nothing after another worker took the call over", async () => {
+    await Promise.all(ctx.workers.splice(0).map((w) => w.kill('SIGKILL')))
+    const zombie = await ctx.spawn({ concurrency: 1 })
+    ctx.workers.push(zombie)
+    const session = ctx.host.open(shop, { sessionId: 'zombie-land' })
+    const run = session.runTool({ name: 'safeLookup', input: { sku: 'zl', pauseMs: 1500 }, toolCallId: 'zl-call' })
+    for await (const { record } of session.log.follow({ types: ['harness.tool.started'] }))
+      if (record.type === 'harness.tool.started') break
+    zombie.proc.kill('SIGSTOP')
+    const rescuer = await ctx.spawn({ concurrency: 1 })
+    ctx.workers.push(rescuer)
+    expect(await run).toEqual({ sku: 'zl', stock: 5 })
+    const landed = await session.log.read()
+    zombie.proc.kill('SIGCONT')
+    // the zombie wakes inside its pause, then sends its landing: fenced (a newer attempt began and landed)
+    await zombie.waitFor((l) => l.toolCallId === 'zl-call' && l.msg === 'attempt was superseded by a newer one; it wrote nothing more')
+    const after = await session.log.read()
+    expect(after).toEqual(landed)
+    expect(records(after, 'harness.tool.result')).toHaveLength(1)
+    expect(records(after, 'harness.tool.started').map((r) => r.attempt)).toEqual([1, 2])
+  })
 })
 
 describe('the recovery sweeper', () => {
