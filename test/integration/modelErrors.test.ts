@@ -76,8 +76,9 @@ describe('a provider outage over worker processes', () => {
     expect(settled).toEqual(prompts.map((p) => ({ outcome: 'completed', text: `answer: found ${p}` })))
     for (const [i, session] of sessions.entries()) {
       const retries = records(await session.log.read(), 'harness.turn.retry')
-      // one record per failed try, numbered 1, 2, 3, …: a kill never reset the count
-      expect(retries.length).toBeGreaterThanOrEqual(failuresEach)
+      // one record per failed try, numbered 1, 2, 3, …: a kill never reset the count (a kill may cut
+      // a failed call before its record was written: at most one a kill)
+      expect(retries.length).toBeGreaterThanOrEqual(failuresEach - 2)
       expect(retries.map((r) => r.attempt)).toEqual(retries.map((_, n) => n + 1))
       expect(retries[0]).toMatchObject({ inputId: inputs[i]!.inputId, error: { message: expect.stringContaining('503') } })
     }
@@ -139,6 +140,15 @@ describe('model-call errors in process', () => {
     hosts.defer(() => queue.close())
     await until(async () => (await queue.getJobState(turnJobId('pause', inputId))) === 'delayed', 'the paused turn job to be delayed')
 
+    // followers hear each retry as it is logged
+    const follow = new AbortController()
+    for await (const { event } of session.events({ signal: follow.signal })) {
+      if (event.type !== 'CUSTOM' || event.name !== 'harness.turn.retry') continue
+      expect(event.value).toMatchObject({ type: 'harness.turn.retry', inputId, attempt: 1 })
+      break
+    }
+    follow.abort()
+
     healed = true
     const serverFault = server.requests.length
     expect(await session.resume(inputId)).toBe(true)
@@ -149,6 +159,36 @@ describe('model-call errors in process', () => {
     expect(['harness.tool.started', 'harness.tool.step', 'harness.tool.result'].map((t) => records(after, t).length)).toEqual([1, 1, 1])
     expect(records(after, 'harness.turn.resumed')).toHaveLength(1)
     expect(await session.resume(inputId)).toBe(false) // settled: nothing to resume
+  })
+})
+
+describe('a long model-error wait', () => {
+  const hosts = useInProcessHosts()
+
+  it('parks the turn job as delayed until the logged nextAt: an hour of backoff holds no worker slot', async () => {
+    const server = await startModelServer(answer, { fault: () => overloaded(false) })
+    hosts.defer(() => server.close())
+    const harness = defineHarness({
+      name: 'patient',
+      adapter: createOpenaiChatCompletions('gpt-4o-mini', 'sk-test', { baseURL: server.baseURL, maxRetries: 0 }),
+      turn: { onModelError: () => ({ action: 'retry', delayMs: 3_600_000 }) },
+    })
+    const { host, prefix } = hosts.start(harness, 'model-park', { concurrency: 1 })
+    const session = host.open(harness, { sessionId: 'patient' })
+    const { inputId } = await session.prompt('p')
+    await until(async () => records(await session.log.read(), 'harness.turn.retry').length === 1, 'the retry record')
+    const [retry] = records(await session.log.read(), 'harness.turn.retry')
+    expect(retry!.nextAt - Date.now()).toBeGreaterThan(3_500_000)
+    const queue = new Queue(turnQueueName('patient'), { connection: { url: hosts.url() }, prefix: bullPrefix(prefix, 0, 1) })
+    hosts.defer(() => queue.close())
+    await until(async () => (await queue.getJobState(turnJobId('patient', inputId))) === 'delayed', 'the turn job to be delayed')
+    // the host's one worker slot is free: another session's turn gets its model call meanwhile
+    const other = host.open(harness, { sessionId: 'patient-2' })
+    const second = await other.prompt('q')
+    await until(async () => records(await other.log.read(), 'harness.turn.retry').length === 1, 'the second turn to fail once')
+    expect(server.requests).toHaveLength(2)
+    expect(await session.abort(inputId)).toBe(true)
+    expect(await other.abort(second.inputId)).toBe(true)
   })
 })
 
