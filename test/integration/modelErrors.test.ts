@@ -6,15 +6,16 @@ import { createOpenaiChatCompletions } from '@tanstack/ai-openai'
 import { Queue } from 'bullmq'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { defineHarness, isTransientModelError, retryTransientErrors } from '../../src/index.js'
+import { createHarnessHandler } from '../../src/http/index.js'
 import { turnJobId } from '../../src/log/index.js'
 import { bullPrefix, turnQueueName } from '../../src/queue/names.js'
 import { lookup, lookupRuns, outage } from '../fixtures/outage.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 import { startModelServer, type ChatRequest, type FaultReply, type ModelReply } from '../helpers/openaiServer.js'
-import { rigClient } from '../rig.js'
 
 const MODULE = 'test/fixtures/outage.ts'
+const FULL_SIZE = process.env.OUTAGE_TURNS !== undefined || process.env.OUTAGE_FAILURES !== undefined
 const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
 
 const promptOf = (request: ChatRequest) => request.messages.filter((m) => m.role === 'user').at(-1)!.content!
@@ -57,34 +58,38 @@ describe('a provider outage over worker processes', () => {
   })
   afterAll(() => closeServer())
 
-  it('503s (with and without retry-after) retry by turn.onModelError, not as BullMQ attempts (maxAttempts 4): with workers SIGKILLed during the outage, every turn completes, the retry count survives the kills, and no call runs twice', async () => {
-    const prompts = Array.from({ length: turns }, (_, i) => `q${i}`)
-    const sessions = prompts.map((p) => ctx.host.open(outage, { sessionId: `outage-${p}` }))
-    const inputs = await Promise.all(sessions.map((s, i) => s.prompt(prompts[i]!)))
-    const failedEach = (n: number) => async () => prompts.every((p) => (failures.get(p) ?? 0) >= n)
-    // two kills while the provider is down, each replaced by a fresh worker
-    await until(failedEach(2), 'every turn to fail twice', 60_000)
-    await ctx.workers.shift()!.kill('SIGKILL')
-    ctx.workers.push(await ctx.spawn({ env: { OPENAI_BASE_URL: baseURL } }))
-    await until(failedEach(4), 'every turn to fail 4 times', 60_000)
-    await ctx.workers.shift()!.kill('SIGKILL')
-    ctx.workers.push(await ctx.spawn({ env: { OPENAI_BASE_URL: baseURL } }))
-    await until(failedEach(failuresEach), `every turn to fail ${failuresEach} times`, 180_000)
-    down = false
+  it(
+    '503s (with and without retry-after) retry by turn.onModelError, not as BullMQ attempts (maxAttempts 4): with workers SIGKILLed during the outage, every turn completes, the retry count survives the kills, and no call runs twice',
+    async () => {
+      const prompts = Array.from({ length: turns }, (_, i) => `q${i}`)
+      const sessions = prompts.map((p) => ctx.host.open(outage, { sessionId: `outage-${p}` }))
+      const inputs = await Promise.all(sessions.map((s, i) => s.prompt(prompts[i]!)))
+      const failedEach = (n: number) => async () => prompts.every((p) => (failures.get(p) ?? 0) >= n)
+      // two kills while the provider is down, each replaced by a fresh worker
+      await until(failedEach(2), 'every turn to fail twice', 60_000)
+      await ctx.workers.shift()!.kill('SIGKILL')
+      ctx.workers.push(await ctx.spawn({ env: { OPENAI_BASE_URL: baseURL } }))
+      await until(failedEach(4), 'every turn to fail 4 times', 60_000)
+      await ctx.workers.shift()!.kill('SIGKILL')
+      ctx.workers.push(await ctx.spawn({ env: { OPENAI_BASE_URL: baseURL } }))
+      await until(failedEach(failuresEach), `every turn to fail ${failuresEach} times`, 180_000)
+      down = false
 
-    const settled = await Promise.all(sessions.map((s, i) => s.settled(inputs[i]!.inputId, { timeoutMs: 120_000 })))
-    expect(settled).toEqual(prompts.map((p) => ({ outcome: 'completed', text: `answer: found ${p}` })))
-    for (const [i, session] of sessions.entries()) {
-      const retries = records(await session.log.read(), 'harness.turn.retry')
-      // one record per failed try, numbered 1, 2, 3, …: a kill never reset the count (a kill may cut
-      // a failed call before its record was written: at most one a kill)
-      expect(retries.length).toBeGreaterThanOrEqual(failuresEach - 2)
-      expect(retries.map((r) => r.attempt)).toEqual(retries.map((_, n) => n + 1))
-      expect(retries[0]).toMatchObject({ inputId: inputs[i]!.inputId, error: { message: expect.stringContaining('503') } })
-    }
-    const runs = await rigClient(ctx.url).hgetall(lookupRuns(ctx.prefix))
-    expect(Object.values(runs)).toEqual(prompts.map(() => '1'))
-  })
+      const settled = await Promise.all(sessions.map((s, i) => s.settled(inputs[i]!.inputId, { timeoutMs: 120_000 })))
+      expect(settled).toEqual(prompts.map((p) => ({ outcome: 'completed', text: `answer: found ${p}` })))
+      for (const [i, session] of sessions.entries()) {
+        const retries = records(await session.log.read(), 'harness.turn.retry')
+        // one record per failed try, numbered 1, 2, 3, …: a kill never reset the count (a kill may cut
+        // a failed call before its record was written: at most one a kill)
+        expect(retries.length).toBeGreaterThanOrEqual(failuresEach - 2)
+        expect(retries.map((r) => r.attempt)).toEqual(retries.map((_, n) => n + 1))
+        expect(retries[0]).toMatchObject({ inputId: inputs[i]!.inputId, error: { message: expect.stringContaining('503') } })
+      }
+      const runs = await ctx.redis.hgetall(lookupRuns(ctx.prefix))
+      expect(Object.values(runs)).toEqual(prompts.map(() => '1'))
+    },
+    FULL_SIZE ? 15 * 60_000 : undefined,
+  ) // the full-size run (env flags) outlasts the suite's 60 s test timeout
 })
 
 describe('model-call errors in process', () => {
@@ -114,7 +119,7 @@ describe('model-call errors in process', () => {
     expect(records(await session.log.read(), 'harness.turn.retry')).toEqual([])
   })
 
-  it("onExhausted 'pause' leaves the turn open and paused; session.resume completes it without running its kept call again", async () => {
+  it("onExhausted 'pause' leaves the turn open and paused (snapshot status 'paused', its job delayed); POST control { op: 'resume' } (session.resume) completes it without running its kept call again", async () => {
     // the first model call is answered; the second (after the kept lookup result) fails until healed
     let healed = false
     const server = await startModelServer(answer, {
@@ -149,9 +154,22 @@ describe('model-call errors in process', () => {
     }
     follow.abort()
 
+    // over HTTP: the snapshot shows it paused, and POST control { op: 'resume' } goes on
+    const handler = createHarnessHandler({ host, harness, authorize: () => ({ id: 'ops' }) })
+    const call = (path: string, body?: object) =>
+      handler(
+        new Request(
+          `http://dh.test/api/${path}`,
+          body ? { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {},
+        ),
+      )
+    const snapshot = await (await call('snapshot?threadId=pause')).json()
+    expect(snapshot).toMatchObject({ status: 'paused', paused: [inputId], running: [], turns: [{ runId: inputId, status: 'paused' }] })
+
     healed = true
     const serverFault = server.requests.length
-    expect(await session.resume(inputId)).toBe(true)
+    const receipt = await call('control', { op: 'resume', threadId: 'pause', inputId })
+    expect(await receipt.json()).toEqual({ op: 'resume', threadId: 'pause', status: 'resumed', inputId })
     expect(await session.settled(inputId)).toEqual({ outcome: 'completed', text: 'answer: found p1' })
     expect(server.requests.length).toBe(serverFault + 1)
     const after = await session.log.read()
@@ -159,6 +177,7 @@ describe('model-call errors in process', () => {
     expect(['harness.tool.started', 'harness.tool.step', 'harness.tool.result'].map((t) => records(after, t).length)).toEqual([1, 1, 1])
     expect(records(after, 'harness.turn.resumed')).toHaveLength(1)
     expect(await session.resume(inputId)).toBe(false) // settled: nothing to resume
+    expect(await (await call('control', { op: 'resume', threadId: 'pause', inputId })).json()).toMatchObject({ status: 'not_paused' })
   })
 })
 
