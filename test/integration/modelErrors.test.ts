@@ -5,7 +5,7 @@
 import { createOpenaiChatCompletions } from '@tanstack/ai-openai'
 import { Queue } from 'bullmq'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { defineHarness, isTransientModelError, retryTransientErrors } from '../../src/index.js'
+import { defineHarness, isTransientModelError, retryTransientErrors, Timeline } from '../../src/index.js'
 import { createHarnessHandler } from '../../src/http/index.js'
 import { turnJobId } from '../../src/log/index.js'
 import { bullPrefix, turnQueueName } from '../../src/queue/names.js'
@@ -176,6 +176,15 @@ describe('model-call errors in process', () => {
     // the kept call did not run again: one start, one step, one result
     expect(['harness.tool.started', 'harness.tool.step', 'harness.tool.result'].map((t) => records(after, t).length)).toEqual([1, 1, 1])
     expect(records(after, 'harness.turn.resumed')).toHaveLength(1)
+    // the timeline (CLI log, dashboard) shows each failed try and the pause
+    const timeline = new Timeline()
+    const lines: string[] = []
+    for await (const event of session.events()) {
+      lines.push(...timeline.push(event).map((item) => item.text))
+      if (event.event.type === 'RUN_FINISHED') break
+    }
+    expect(lines).toContainEqual(expect.stringMatching(/^model call failed \(try 2\): 503 The server is overloaded/))
+    expect(lines).toContain(`turn ${inputId} paused: 503 The server is overloaded. Please try again later.`)
     expect(await session.resume(inputId)).toBe(false) // settled: nothing to resume
     expect(await (await call('control', { op: 'resume', threadId: 'pause', inputId })).json()).toMatchObject({ status: 'not_paused' })
   })
