@@ -29,6 +29,8 @@ export interface InputState {
   steered?: string[]
   /** Its turn is paused (`onExhausted: 'pause'`) until `session.resume(inputId)`. */
   paused?: boolean
+  /** The last model-call retry logged: `<responses>:<attempt>` (turnRecord-3.lua keeps try numbers unique). */
+  retried?: string
   /** The running turn this input joined (busy 'steer'). */
   steerInto?: string
   /** The input's context as JSON text, when it has one (`prompt(text, { context })`), kept verbatim. */
@@ -202,7 +204,7 @@ export class SessionInputs extends LogStream {
     const reply = await this.script(
       'turnRecord',
       [this.keys.log, this.keys.inputs, this.keys.conversation],
-      [record.inputId, expected ?? '', encodeRecord(record), mark],
+      [record.inputId, expected ?? '', encodeRecord(record), mark, record.type === 'harness.turn.retry' ? record.attempt : ''],
     )
     return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
   }

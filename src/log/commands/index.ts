@@ -130,7 +130,7 @@ export interface ScriptContract {
   }
   turnRecord: {
     keys: [log: string, inputs: string, conversation: string]
-    args: [inputId: string, expected: number | '', record: string, mark: 'paused' | 'resumed' | '']
+    args: [inputId: string, expected: number | '', record: string, mark: 'paused' | 'resumed' | '', attempt: number | '']
     reply: ['ok', string] | ['stale'] | ['unknown'] | ['settled'] | ['not_paused']
   }
   stageRecords: {
