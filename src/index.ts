@@ -24,6 +24,19 @@ export type {
 export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } from './harness/defineHarness.js'
 export { getLogRecords, LogRecordsCapability, type LogRecordsWriter } from './tool/index.js'
 export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './harnessTypes.js'
+/** Turn options: what a failed model call does (`turn.onModelError`), and `turn.beforeFinish`. */
+export { retryTransientErrors, isTransientModelError, type RetryTransientErrorsOptions } from './turn/modelErrors.js'
+export type {
+  ModelError,
+  ModelErrorContext,
+  ModelErrorDecision,
+  ModelErrorPolicy,
+  FinishContext,
+  FinishAdditions,
+  FinishMessage,
+  BeforeFinishHook,
+  TurnOptions,
+} from './harnessTypes.js'
 /** A whole harness as one tool of another. */
 export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
 

@@ -7,6 +7,7 @@ export {
   enqueueCall,
   enqueueCalls,
   wakeCall,
+  wakeTurn,
   finishCancelledCall,
   inspectTurnJob,
   inspectCallJob,

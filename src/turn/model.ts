@@ -2,6 +2,7 @@ import { convertSchemaToJsonSchema, fromSpecTokenUsage, type ChatMiddlewareConfi
 import { resolveDebugOption } from '@tanstack/ai/adapter-internals'
 import type { Harness } from '../harnessTypes.js'
 import type { ModelCallHooks } from './middleware.js'
+import { ModelCallError, modelErrorOf } from './modelErrors.js'
 import { isRecord, type LogEntry, type ModelToolCall, type ModelUsage, type RecordOf } from '../log/index.js'
 
 export interface ModelResponse {
@@ -17,6 +18,7 @@ export function buildMessages(entries: LogEntry[]): ModelMessage[] {
   const messages: ModelMessage[] = []
   for (const entry of entries) {
     if (isRecord(entry, 'harness.input')) messages.push({ role: 'user', content: entry.record.text })
+    if (isRecord(entry, 'harness.turn.finish')) messages.push(...entry.record.messages)
     if (!isRecord(entry, 'harness.model.response')) continue
     const response = entry.record
     messages.push({
@@ -64,20 +66,22 @@ export async function callModel(
   // middleware's onConfig may change what the model is sent (messages, system prompts, tools, model options)
   const initial: ChatMiddlewareConfig = { messages, systemPrompts: [...(harness.systemPrompts ?? [])], tools: [...harness.tools] }
   const config = hooks ? await hooks.config(initial) : initial
-  const stream = harness.adapter.chatStream({
-    model: harness.adapter.model,
-    messages: config.providerMessages ?? config.messages,
-    tools: config.tools.map((tool) => ({
-      ...tool,
-      inputSchema: tool.inputSchema ? convertSchemaToJsonSchema(tool.inputSchema) : undefined,
-      outputSchema: tool.outputSchema ? convertSchemaToJsonSchema(tool.outputSchema) : undefined,
-    })),
-    ...(config.systemPrompts.length ? { systemPrompts: config.systemPrompts } : {}),
-    ...(config.modelOptions ? { modelOptions: config.modelOptions } : {}),
-    abortController,
-    request: { signal: abortController.signal },
-    logger: resolveDebugOption(false),
-  })
+  const stream = fromAdapter(abortController.signal, () =>
+    harness.adapter.chatStream({
+      model: harness.adapter.model,
+      messages: config.providerMessages ?? config.messages,
+      tools: config.tools.map((tool) => ({
+        ...tool,
+        inputSchema: tool.inputSchema ? convertSchemaToJsonSchema(tool.inputSchema) : undefined,
+        outputSchema: tool.outputSchema ? convertSchemaToJsonSchema(tool.outputSchema) : undefined,
+      })),
+      ...(config.systemPrompts.length ? { systemPrompts: config.systemPrompts } : {}),
+      ...(config.modelOptions ? { modelOptions: config.modelOptions } : {}),
+      abortController,
+      request: { signal: abortController.signal },
+      logger: resolveDebugOption(false),
+    }),
+  )
   let text = ''
   let usage: ModelUsage | undefined
   // a START with an id seen before starts another call (a model may repeat ids); deltas go to the latest
@@ -127,8 +131,18 @@ export async function callModel(
         usage = usageOf(chunk) ?? usage
         break
       case 'RUN_ERROR':
-        throw new Error(`Model error: ${chunk.error?.message ?? chunk.message ?? 'unknown'}`)
+        throw new ModelCallError(modelErrorOf(chunk))
     }
+  }
+}
+
+/** The adapter's chunks; what the adapter throws (not an abort) is a ModelCallError, for the turn's onModelError. */
+async function* fromAdapter(signal: AbortSignal, open: () => AsyncIterable<StreamChunk>): AsyncGenerator<StreamChunk> {
+  try {
+    yield* open()
+  } catch (error) {
+    if (signal.aborted || error instanceof ModelCallError) throw error
+    throw new ModelCallError(modelErrorOf(error))
   }
 }
 
