@@ -18,9 +18,7 @@ import {
   assertToolCallId,
   messageKey,
   type FollowOptions,
-  isRecord,
   type LogEntry,
-  type ModelUsage,
   type Question,
   type ReadOptions,
   type RecordOf,
@@ -34,18 +32,13 @@ import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import { assertNoSecrets } from './callerSecrets.js'
 import { cancelParkedCalls } from './cancel.js'
 import type { Notifier } from './notifier.js'
+import { sumUsage, type SessionUsage } from './usage.js'
 
 /** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
 export interface Settled {
   outcome: 'completed' | 'failed' | 'aborted'
   text?: string
   error?: { message: string; code?: string }
-}
-
-/** Token usage of a session: per turn (by inputId) and in all, summed from its logged model responses. */
-export interface SessionUsage {
-  total: ModelUsage
-  turns: Record<string, ModelUsage>
 }
 
 /** A read-only view of a session's log: what callers may do with it (writes go through the session). */
@@ -250,22 +243,7 @@ export class Session {
    * run of the turn logged first) is not in the log, so it is not counted.
    */
   async usage(): Promise<SessionUsage> {
-    const zero = (): ModelUsage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 })
-    const add = (sum: ModelUsage, usage: ModelUsage | undefined) => {
-      sum.promptTokens += usage?.promptTokens ?? 0
-      sum.completionTokens += usage?.completionTokens ?? 0
-      sum.totalTokens += usage?.totalTokens ?? 0
-    }
-    const total = zero()
-    const turns = new Map<string, ModelUsage>() // a Map, then fromEntries: an inputId may be "__proto__"
-    for (const entry of await this.deps.log.read()) {
-      if (!isRecord(entry, 'harness.model.response')) continue
-      const { inputId, usage } = entry.record
-      if (!turns.has(inputId)) turns.set(inputId, zero())
-      add(turns.get(inputId)!, usage)
-      add(total, usage)
-    }
-    return { total, turns: Object.fromEntries(turns) }
+    return sumUsage(await this.deps.log.read())
   }
 
   /** Open step.ask questions of this session. */
