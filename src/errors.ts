@@ -6,3 +6,4 @@ export { DurableHarnessError, isDurableHarnessError, type DurableHarnessErrorCod
 export * from './errors/input.js'
 export * from './errors/session.js'
 export * from './errors/storage.js'
+export * from './errors/retry.js'

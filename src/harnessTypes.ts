@@ -78,6 +78,11 @@ export interface Harness {
    * throws SessionBusyError and writes nothing.
    */
   readonly busy: BusyMode
+  /**
+   * The calls of one model response: 'parallel' (default) all at once; 'sequential' one after
+   * another in call order, each landed before the next begins (across workers and crashes).
+   */
+  readonly toolExecution: 'parallel' | 'sequential'
   readonly [TOOLS_BY_NAME]: ReadonlyMap<string, AnyServerTool>
 }
 

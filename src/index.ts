@@ -8,6 +8,8 @@ export { durableTool, withReplay, withTimeout, type DurableToolOptions, type Dur
 export type {
   Step,
   StepFnOptions,
+  StepOptions,
+  RetryPolicy,
   AskOptions,
   AppendRecord,
   DurableToolContext,

@@ -254,9 +254,19 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
     const first = `${ms(firstRun.p50)} (${ms(firstRun.p99)})`
     atMost('1a', 'step.do first run p50 (p99)', first, `${pingP50} (p99 ${ms(ping.p99)})`, firstRun.p50 / ping.p50, 2)
     atMost('1b', 'step.do replayed p50 (p99)', `${ms(replay.p50)} (${ms(replay.p99)})`, pingP50, replay.p50 / ping.p50, 1.5)
+    const { firstRunWithRetry: retry } = r.steps
+    atMost(
+      '1c',
+      'step.do first run with a retry policy, first try succeeds: p50 (p99)',
+      `${ms(retry.p50)} (${ms(retry.p99)})`,
+      `without a policy ${first}`,
+      retry.p50 / firstRun.p50,
+      1.05,
+    )
   } else {
     missing('1a', 'step.do first run p50', '<= 2x', 'steps')
     missing('1b', 'step.do replayed p50', '<= 1.5x', 'steps')
+    missing('1c', 'step.do with a retry policy p50', '<= 1.05x', 'steps')
   }
 
   // 2. runTool and durable calls/s against raw BullMQ

@@ -9,6 +9,7 @@ import {
   toToolError,
   validateOptional,
   type Park,
+  type RetryPolicy,
   type SecretStore,
 } from '../tool/index.js'
 
@@ -66,7 +67,7 @@ export async function runCall(
       return { error: toToolError(error) }
     }
   }
-  const handle = stepContext(harness, log, call.toolCallId, begin, secrets, abortSignal)
+  const handle = stepContext(harness, log, call.toolCallId, begin, secrets, abortSignal, tool[DURABLE].retry)
   try {
     const result = await tool[DURABLE].execute(input, { ...base, ...handle.fields })
     await handle.flush()
@@ -91,6 +92,7 @@ export function stepContext(
   begin: BeginResult,
   secrets: SecretStore,
   abortSignal?: AbortSignal,
+  retry?: RetryPolicy,
 ) {
   return createDurableContext({
     log,
@@ -99,6 +101,8 @@ export function stepContext(
     maxValueBytes: harness.durability.maxValueBytes,
     fresh: begin.kind === 'fresh',
     ...(abortSignal ? { abortSignal } : {}),
+    // the tool's default retry policy of its steps (R16)
+    ...(retry ? { retry } : {}),
   })
 }
 

@@ -35,6 +35,10 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'session_busy',
   'call_not_logged',
   'middleware_tool',
+  // step retries (errors/retry.ts)
+  'non_retryable',
+  'retry_after',
+  'step_retries_exhausted',
   // the log and Redis (errors/storage.ts)
   'fenced',
   'malformed_entry',

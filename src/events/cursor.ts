@@ -1,4 +1,5 @@
 import { InvalidCursorError } from '../errors.js'
+import { isStreamId } from '../log/index.js'
 
 /**
  * Where a follower of a session's events stands: its positions in the log and the live stream, the
@@ -17,10 +18,7 @@ export interface Cursor {
 
 const START: Cursor = { log: '0-0', live: '0-0', message: '', emitted: 0, skip: 0 }
 
-const STREAM_ID = /^\d{1,20}-\d{1,20}$/
-const MAX_ID_PART = 2n ** 64n - 1n
-/** A stream id Redis takes: both parts fit in 64 bits (20 digits may not), so a read with it cannot fail later. */
-const isStreamId = (id: string | undefined) => STREAM_ID.test(id ?? '') && id!.split('-').every((part) => BigInt(part) <= MAX_ID_PART)
+const isLogId = (id: string | undefined) => isStreamId(id, true)
 const MESSAGE = /^[A-Za-z0-9._-]{0,240}$/
 
 export function encodeCursor(c: Cursor): string {
@@ -32,8 +30,8 @@ export function decodeCursor(text: string | undefined): Cursor {
   const [log, live, message, emitted, skip, ...rest] = typeof text === 'string' ? text.split('~') : []
   const ok =
     rest.length === 0 &&
-    isStreamId(log) &&
-    isStreamId(live) &&
+    isLogId(log) &&
+    isLogId(live) &&
     MESSAGE.test(message ?? '') &&
     /^\d{1,9}$/.test(emitted ?? '') &&
     /^\d{1,4}$/.test(skip ?? '')

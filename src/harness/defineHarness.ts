@@ -34,6 +34,8 @@ export interface HarnessOptions {
   durability?: Partial<DurabilityOptions>
   /** What a prompt to a busy session does: 'queue' (default), 'steer' or 'reject' (docs/harness.md). */
   busy?: Harness['busy']
+  /** 'parallel' (default) or 'sequential': the calls of one model response one after another (docs/harness.md). */
+  toolExecution?: Harness['toolExecution']
 }
 
 export type { Harness }
@@ -108,6 +110,11 @@ export function defineHarness(options: HarnessOptions): Harness {
   const busy = options.busy ?? 'queue'
   if (!['queue', 'steer', 'reject'].includes(busy))
     throw new ConfigError(`defineHarness "${options.name}": busy must be 'queue', 'steer' or 'reject', got ${JSON.stringify(busy)}.`)
+  const toolExecution = options.toolExecution ?? 'parallel'
+  if (toolExecution !== 'parallel' && toolExecution !== 'sequential')
+    throw new ConfigError(
+      `defineHarness "${options.name}": toolExecution must be 'parallel' or 'sequential', got ${JSON.stringify(toolExecution)}.`,
+    )
   const hook = options.hooks?.onAfterToolCall
   const middleware = options.middleware ?? []
   if (!Array.isArray(middleware) || middleware.some((m) => !m || typeof m !== 'object'))
@@ -131,5 +138,6 @@ export function defineHarness(options: HarnessOptions): Harness {
     middleware: [...middleware],
     durability,
     busy,
+    toolExecution,
   }
 }

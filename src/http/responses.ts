@@ -33,6 +33,8 @@ const STATUS_BY_CODE: Record<string, number> = {
   question_closed: 409,
   question_unknown: 404,
   unknown_input: 404,
+  // the harness's secrets resolver failed: the input could not be checked for secrets; try again later
+  secrets_unavailable: 503,
 }
 
 /** The response for an error thrown while answering; null for one that is not the caller's fault. */

@@ -1,12 +1,21 @@
 import { FencedError } from '../errors.js'
 import { callFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
-import { requestField, stepField } from './keys.js'
+import { requestField, retryField, stepField } from './keys.js'
 import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
 import { SessionInputs, type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { encodeRecord } from './stream.js'
 import type { LandArgs } from './commands/index.js'
 import type { BeginResult, CallOwner, CallState, Fence, LoggedCall } from './callState.js'
+
+/** A step's failed tries so far (`a`), the next try's time (`n`), or why there is none (`x`), and the last error. */
+export interface StepRetryState {
+  a: number
+  n?: number
+  x?: 'exhausted' | 'stopped'
+  m: string
+  c?: string
+}
 
 /** Stored form of a step value: '' means the step returned nothing (JSON has no undefined). */
 const NO_VALUE = ''
@@ -34,6 +43,26 @@ export class SessionLog extends SessionInputs {
   async getStep(toolCallId: string, name: string): Promise<StepLookup> {
     const stored = await this.command('getStep', () => this.redis.hget(this.keys.steps, stepField(toolCallId, name)))
     return stored === null ? { found: false } : { found: true, value: decodeValue(stored) }
+  }
+
+  /** A step's stored value and its retry state (R16), in one HMGET: what a step with a retry policy resumes from. */
+  async getStepAndRetry(toolCallId: string, name: string): Promise<StepLookup & { retry?: StepRetryState }> {
+    const [stored, retry] = await this.command('getStep', () =>
+      this.redis.hmget(this.keys.steps, stepField(toolCallId, name), retryField(toolCallId, name)),
+    )
+    if (stored !== null) return { found: true, value: decodeValue(stored) }
+    return retry === null ? { found: false } : { found: false, retry: JSON.parse(retry) as StepRetryState }
+  }
+
+  /** Stores a failed try of a step (fenced), with its harness.tool.step.retry record; a state with as many tries is kept. */
+  async saveStepRetry(fence: Fence, name: string, state: StepRetryState, record: RecordOf<'harness.tool.step.retry'>): Promise<void> {
+    const reply = await this.script(
+      'saveStepRetry',
+      [this.keys.calls, this.keys.steps, this.keys.log],
+      [fence.toolCallId, fence.epoch, retryField(fence.toolCallId, name), JSON.stringify(state), state.a, encodeRecord(record)],
+      true,
+    )
+    if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
   /**
@@ -174,7 +203,7 @@ export class SessionLog extends SessionInputs {
   }
 
   /** Marks the attempt parked (sleep/ask): its next begin is a planned resume, not a cut. */
-  async parkCall(fence: Fence, kind: 'sleep' | 'ask' | 'agent', until: number): Promise<void> {
+  async parkCall(fence: Fence, kind: 'sleep' | 'ask' | 'agent' | 'retry', until: number): Promise<void> {
     const record = encodeRecord({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
     const reply = await this.script('parkCall', [this.keys.calls, this.keys.log], [fence.toolCallId, fence.epoch, record], true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])

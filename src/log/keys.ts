@@ -100,6 +100,14 @@ export function stepField(toolCallId: string, name: string): string {
   return `${toolCallId}\0${name}`
 }
 
+/**
+ * Field of the steps hash with a step's retry state (its failed tries and next time, R16). It starts
+ * with NUL, which no step field does (a tool call id is never empty and never holds NUL).
+ */
+export function retryField(toolCallId: string, name: string): string {
+  return `\0retry\0${toolCallId}\0${name}`
+}
+
 /** Field of the calls hash that marks a call id as used, with the fingerprint of its tool and input. */
 export function requestField(toolCallId: string): string {
   return `${toolCallId}\0req`

@@ -90,6 +90,16 @@ export const harnessRecordSchemas = {
     reason: z.enum(['fresh', 'resume', 'rerun', 'cut']),
   }),
   'harness.tool.step': z.object({ toolCallId: z.string(), name: z.string(), value: json.optional() }),
+  /** A failed try of a step with a retry policy (R16); no `nextAt`: no further try (exhausted, or not retryable). */
+  'harness.tool.step.retry': z.object({
+    toolCallId: z.string(),
+    name: z.string(),
+    attempt: z.number().int().positive(),
+    error: z.object({ message: z.string(), name: z.string().optional() }),
+    nextAt: z.number().optional(),
+    /** Set when there is no further try: every try failed, or the error was not retryable. */
+    final: z.enum(['exhausted', 'stopped']).optional(),
+  }),
   'harness.tool.sleep': z.object({ toolCallId: z.string(), name: z.string(), wakeAt: z.number() }),
   'harness.tool.ask': z.object({
     toolCallId: z.string(),
@@ -102,7 +112,7 @@ export const harnessRecordSchemas = {
     kind: z.enum(['ask', 'approval']).optional(),
   }),
   'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json }),
-  'harness.tool.suspended': z.object({ toolCallId: z.string(), until: z.number(), kind: z.enum(['sleep', 'ask', 'agent']) }),
+  'harness.tool.suspended': z.object({ toolCallId: z.string(), until: z.number(), kind: z.enum(['sleep', 'ask', 'agent', 'retry']) }),
   'harness.tool.result': z
     .object({
       toolCallId: z.string(),

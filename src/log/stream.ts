@@ -61,9 +61,20 @@ const REPLICATED: ReadonlySet<ScriptName> = new Set(['saveStep', 'askQuestion', 
 
 /** A stream id as XRANGE takes it: `<ms>` or `<ms>-<seq>`. */
 const STREAM_ID = /^\d{1,20}(-\d{1,20})?$/
+const MAX_ID_PART = 2n ** 64n - 1n
+const LAST_ID = `${MAX_ID_PART}-${MAX_ID_PART}`
+
+/**
+ * A stream id Redis takes (`<ms>` or `<ms>-<seq>`; with `exact`, only the full form): each part fits in
+ * 64 bits, which 20 digits may not, so a read with it cannot fail later with a Redis error.
+ */
+export function isStreamId(id: unknown, exact = false): id is string {
+  if (typeof id !== 'string' || !STREAM_ID.test(id) || (exact && !id.includes('-'))) return false
+  return id.split('-').every((part) => BigInt(part) <= MAX_ID_PART)
+}
 
 function assertCursor(option: string, value: unknown): void {
-  if (value !== undefined && (typeof value !== 'string' || !STREAM_ID.test(value))) throw new InvalidCursorError(option, value)
+  if (value !== undefined && !isStreamId(value)) throw new InvalidCursorError(option, value)
 }
 
 type RawEntry = [string, string[]]
@@ -142,6 +153,8 @@ export class LogStream {
   async read(options: ReadOptions = {}): Promise<Array<LogEntry>> {
     for (const key of ['after', 'from', 'before'] as const) assertCursor(`read({ ${key} })`, options[key])
     if (options.limit !== undefined && options.limit <= 0) return []
+    // nothing comes after the largest id, and Redis refuses an exclusive range from it
+    if (options.after === LAST_ID) return []
     const start = options.from ?? (options.after ? `(${options.after}` : '-')
     const end = options.before ? `(${options.before}` : '+'
     const out: LogEntry[] = []

@@ -137,9 +137,15 @@ function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner
   }
 }
 
-/** Enqueues the calls of a batch (or one runTool call) under their deterministic ids. */
+/**
+ * Enqueues the calls of a batch (or one runTool call) under their deterministic ids. A turn's batch
+ * under `toolExecution: 'sequential'` gets only its first call without a result (`calls` are in call
+ * order): when it lands, the turn job runs again and enqueues the next, so no two overlap, whoever
+ * runs the turn after a crash.
+ */
 export function enqueueCalls(queues: HarnessQueues, harness: Harness, sessionId: string, calls: CallToEnqueue[], owner: CallOwnerJob = {}) {
-  return queues.of(sessionId).tools.addBulk(calls.map((call) => toolJob(harness, sessionId, call, owner)))
+  const now = harness.toolExecution === 'sequential' && owner.inputId ? calls.slice(0, 1) : calls
+  return queues.of(sessionId).tools.addBulk(now.map((call) => toolJob(harness, sessionId, call, owner)))
 }
 
 export function enqueueCall(queues: HarnessQueues, harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob = {}) {

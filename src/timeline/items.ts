@@ -8,6 +8,7 @@ export type TimelineKind =
   | 'call'
   | 'attempt'
   | 'step'
+  | 'retry'
   | 'sleep'
   | 'question'
   | 'answer'
@@ -57,6 +58,12 @@ function recordLine(name: string, r: Record<string, unknown>): Line | null {
       return { kind: 'attempt', ...call, text: `${r.name} ${r.toolCallId} attempt ${r.attempt} (${r.reason}, replay ${r.replay})` }
     case 'harness.tool.step':
       return { kind: 'step', ...call, text: `${r.toolCallId} step ${r.name}${'value' in r ? ` = ${short(r.value)}` : ' done'}` }
+    case 'harness.tool.step.retry': {
+      const next =
+        typeof r.nextAt === 'number' ? `, next try at ${new Date(r.nextAt).toISOString()}` : ` (${r.final ?? 'final'}, no further try)`
+      const error = (r.error ?? {}) as { message?: unknown }
+      return { kind: 'retry', ...call, text: `${r.toolCallId} step ${r.name} try ${r.attempt} failed: ${short(error.message)}${next}` }
+    }
     case 'harness.tool.sleep':
       return { kind: 'sleep', ...call, text: `${r.toolCallId} sleeps (${r.name}) until ${new Date(r.wakeAt as number).toISOString()}` }
     case 'harness.tool.ask':

@@ -2,6 +2,7 @@ import type { ToolExecutionContext } from '@tanstack/ai'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
 import type { Duration } from './duration.js'
 import type { JsonChecked } from './json.js'
+import type { RetryPolicy } from './retry.js'
 import type { Secrets } from './secrets.js'
 
 /** What happens to a call a crash cut short: `'safe'` runs it again (finished steps return their stored values), `'never'` lands a tool error (`interrupted`). */
@@ -23,6 +24,12 @@ export interface StepFnOptions {
   idempotencyKey: string
 }
 
+/** Options of one `step.do`: its retry policy. */
+export interface StepOptions {
+  /** Tries fn again when it throws (R16); default the tool's `retry` (durableTool option), else none. */
+  retry?: RetryPolicy
+}
+
 /** A question of `step.ask`: its step name, the message a person reads, the schema of the answer and an optional expiry. */
 export interface AskOptions<S extends StandardSchemaV1> {
   /** Step name of the question: the same on every run. */
@@ -36,8 +43,11 @@ export interface AskOptions<S extends StandardSchemaV1> {
 
 /** `ctx.step` of a durable tool: each side effect as a named step that runs once per tool call (`do`), and waits that hold no worker slot (`sleep`, `sleepUntil`, `ask`). */
 export interface Step {
-  /** Runs `fn` once per tool call; resolves with the stored JSON copy (R1, R3). */
-  do<T extends JsonStepValue<T>>(name: string, fn: (options: StepFnOptions) => T | Promise<T>): Promise<T>
+  /**
+   * Runs `fn` once per tool call; resolves with the stored JSON copy (R1, R3). With `retry`, a throw
+   * is tried again under the same idempotency key; the tries and the next time are stored (R16).
+   */
+  do<T extends JsonStepValue<T>>(name: string, fn: (options: StepFnOptions) => T | Promise<T>, options?: StepOptions): Promise<T>
   /** Waits `duration` without holding a worker slot; the wake time is logged once (R7). */
   sleep(name: string, duration: Duration): Promise<void>
   sleepUntil(name: string, at: Date | number): Promise<void>

@@ -1,14 +1,16 @@
 import { z } from 'zod'
 import { DuplicateStepError, ReservedRecordTypeError, StorageError } from '../errors.js'
-import type { SessionLog, Fence } from '../log/index.js'
+import type { SessionLog, Fence, StepLookup, StepRetryState } from '../log/index.js'
 import { RESERVED_PREFIX, type LogRecord } from '../log/index.js'
-import type { AppendRecord, DurableContextFields, Step, StepFnOptions } from './context.js'
+import type { AppendRecord, DurableContextFields, Step, StepFnOptions, StepOptions } from './context.js'
 import { parseDuration, parseWakeTime } from './duration.js'
 import { encodeChecked, toJsonCopy } from './json.js'
 import { Park } from './park.js'
 import type { SecretStore } from './secrets.js'
 import { stepSpan } from '../telemetry/index.js'
 import { createAsk } from './ask.js'
+import type { RetryPolicy } from './retry.js'
+import { policyOf, tryDurably } from './stepRetry.js'
 
 export interface DurableContextOptions {
   log: SessionLog
@@ -19,6 +21,8 @@ export interface DurableContextOptions {
   fresh: boolean
   /** The attempt's signal: once it fired (timeout, turn ended) no step starts. */
   abortSignal?: AbortSignal
+  /** The tool's default retry policy of every step.do (durableTool's `retry`). */
+  retry?: RetryPolicy
 }
 
 export interface DurableContextHandle {
@@ -97,16 +101,24 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
   }
 
   const step: Step = {
-    do: (async (name: string, fn: (options: StepFnOptions) => unknown) => {
+    do: (async (name: string, fn: (options: StepFnOptions) => unknown, stepOptions?: StepOptions) => {
       claim(name)
+      const policy = policyOf(stepOptions?.retry, options.retry, name)
       const what = `Step "${name}" value`
-      const stored = await lookup(name)
+      // with a policy, the lookup reads the step's retry state in the same round trip (R16)
+      const stored: StepLookup & { retry?: StepRetryState } =
+        policy && !options.fresh ? await ours(log.getStepAndRetry(fence.toolCallId, name)) : await lookup(name)
       if (stored.found) {
         // R6 on replay too: a secret rotated into a stored value must not reach the tool unnoticed
         secrets.assertAbsent(stored.value === undefined ? undefined : JSON.stringify(stored.value), what)
         return stored.value
       }
-      const value = await stepSpan(fence.toolCallId, name, async () => fn({ idempotencyKey: `${log.logId}:${fence.toolCallId}:${name}` }))
+      // R5: one key for every try and every run of the step
+      const idempotencyKey = `${log.logId}:${fence.toolCallId}:${name}`
+      const run = () => stepSpan(fence.toolCallId, name, async () => fn({ idempotencyKey }))
+      const state = stored.retry
+      const signal = options.abortSignal
+      const value = policy ? await tryDurably({ log, fence, name, policy, secrets, signal, state, park, ours }, run) : await run()
       const { copy, encoded } = encodeValue(value, what)
       await staging
       const saved = await ours(

@@ -4,6 +4,7 @@ import type { InferSchemaType } from '@tanstack/ai'
 import { ConfigError } from '../errors.js'
 import type { DurableToolContext, Replay } from './context.js'
 import { createPlainContext } from './plainContext.js'
+import { checkRetryPolicy, type RetryPolicy } from './retry.js'
 
 /** Where a durable tool keeps its durable execute and replay option, next to the plain server tool. */
 export const DURABLE = Symbol.for('durable-harness.durableTool')
@@ -20,6 +21,8 @@ export interface DurableToolOptions {
   replay?: Replay
   /** Time limit of one attempt of a call of this tool; default the harness's durability.toolTimeoutMs. */
   timeoutMs?: number
+  /** The retry policy of every step.do of the tool that names none of its own (R16). */
+  retry?: RetryPolicy
 }
 
 export interface DurableToolMarker {
@@ -27,6 +30,7 @@ export interface DurableToolMarker {
     execute: (args: unknown, context: DurableToolContext) => unknown
     replay: Replay
     timeoutMs?: number
+    retry?: RetryPolicy
   }
 }
 
@@ -77,9 +81,10 @@ export function durableTool<
     throw new ConfigError(`durableTool "${definition.name}": replay must be 'safe' or 'never', got ${JSON.stringify(replay)}.`)
   }
   assertTimeout(options.timeoutMs, `durableTool "${definition.name}"`)
+  checkRetryPolicy(options.retry, `durableTool "${definition.name}"`)
   const plain = definition.server(async (args, context?: ToolExecutionContext) => {
     const toolCallId = context?.toolCallId ?? randomUUID()
-    return execute(args, { ...context, toolCallId, ...createPlainContext(toolCallId, context?.abortSignal) })
+    return execute(args, { ...context, toolCallId, ...createPlainContext(toolCallId, context?.abortSignal, options.retry) })
   })
   // R10: a replay on the definition is not read; the tool carries the option's (the page: replay: 'safe' | 'never')
   const { replay: _ignored, ...rest } = plain as typeof plain & { replay?: unknown }
@@ -89,6 +94,7 @@ export function durableTool<
       execute: execute as DurableToolMarker[typeof DURABLE]['execute'],
       replay,
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.retry !== undefined ? { retry: options.retry } : {}),
     },
   }) as unknown as DurableServerTool<TInput, TOutput, TName, TNeedsApproval, TApprovalSchema>
 }

@@ -11,7 +11,8 @@ export {
   type DurableToolOptions,
   type DurableServerTool,
 } from './durableTool.js'
-export type { Step, StepFnOptions, AskOptions, AppendRecord, DurableToolContext, Replay } from './context.js'
+export type { Step, StepFnOptions, StepOptions, AskOptions, AppendRecord, DurableToolContext, Replay } from './context.js'
+export type { RetryPolicy } from './retry.js'
 export { APPROVAL_STEP, createDurableContext, type DurableContextHandle } from './durableContext.js'
 export { Park } from './park.js'
 export { SecretStore, type Secrets } from './secrets.js'

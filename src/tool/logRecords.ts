@@ -21,7 +21,23 @@ export interface LogRecordsWriter {
  * and plain `chat()` do not provide it (`getLogRecords(ctx, { optional: true })` is then undefined).
  */
 export const LogRecordsCapability = createCapability<LogRecordsWriter>()('logRecords')
-export const [getLogRecords, provideLogRecords] = LogRecordsCapability
+const [getLogRecordsOf, provideLogRecordsOf] = LogRecordsCapability
+
+/**
+ * A middleware tool hook's writer of records that land with the call's result (R9).
+ *
+ * @example
+ * ```ts
+ * const audit: ChatMiddleware = {
+ *   onAfterToolCall(ctx, info) {
+ *     getLogRecords(ctx).append([{ type: 'app.audit', tool: info.toolName }])
+ *   },
+ * }
+ * ```
+ */
+export const getLogRecords = getLogRecordsOf
+/** Provides the writer `getLogRecords(ctx)` returns, in a durable call's middleware context. */
+export const provideLogRecords = provideLogRecordsOf
 
 /** A writer that checks records as `append` does and keeps them for the write that lands the call. */
 export function hookRecords(secrets: SecretStore, maxValueBytes: number): { writer: LogRecordsWriter; records: LogRecord[] } {

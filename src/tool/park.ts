@@ -1,11 +1,11 @@
 /**
- * Thrown through the tool's code when a step must wait (sleep or ask). The queue layer turns it into a
+ * Thrown through the tool's code when a step must wait (sleep, ask, or a step retry's long backoff). The queue layer turns it into a
  * delayed job; it is not an error and not a crash (R14). A tool that catches it is still parked: the
  * context remembers the park and every later step throws it again.
  */
 export class Park extends Error {
   constructor(
-    readonly kind: 'sleep' | 'ask' | 'agent',
+    readonly kind: 'sleep' | 'ask' | 'agent' | 'retry',
     readonly until: number,
     readonly stepName: string,
   ) {

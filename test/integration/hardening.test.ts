@@ -454,6 +454,18 @@ describe('errors of ours are ours', () => {
     await expect(session.log.read({ before: '1-2-3' })).rejects.toBeInstanceOf(InvalidCursorError)
   })
 
+  it('log.read and log.follow with a 20-digit id past 2^64-1 throw InvalidCursorError at the check, not a Redis error later', async () => {
+    const harness = defineHarness({ name: 'cursor64', adapter: scriptedModel([]), tools: [echo] })
+    const { host } = start(harness, 'cursor64')
+    const session = host.open(harness, { sessionId: 'c' })
+    await expect(session.log.read({ after: '99999999999999999999-0' })).rejects.toBeInstanceOf(InvalidCursorError)
+    await expect(session.log.read({ from: '1-99999999999999999999' })).rejects.toBeInstanceOf(InvalidCursorError)
+    const follow = session.log.follow({ after: '18446744073709551616' })[Symbol.asyncIterator]()
+    await expect(follow.next()).rejects.toBeInstanceOf(InvalidCursorError)
+    // the largest id Redis takes is still a cursor
+    await expect(session.log.read({ after: '18446744073709551615-18446744073709551615' })).resolves.toEqual([])
+  })
+
   it('an OOM at prompt surfaces as StorageError with the Redis error attached as its cause', async () => {
     const server = await startPrivateRedis({ appendonly: false })
     defer(() => server.stop())

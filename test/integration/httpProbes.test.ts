@@ -5,7 +5,8 @@ import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import type { HarnessHost } from '../../src/index.js'
+import { defineHarness, type HarnessHost } from '../../src/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
 import { createHarnessHandler, toNodeListener, type HarnessHandlerOptions } from '../../src/http/index.js'
 import { authorize, canAccess, chat, TOKEN } from '../fixtures/chat.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
@@ -194,5 +195,28 @@ describe('answers', () => {
     expect(answered.status).toBe(409)
     expect(await answered.json()).toMatchObject({ code: 'question_closed', error: expect.stringContaining('aborted') })
     expect(await host.open(chat, { sessionId: 'u1-abort' }).log.read({ types: ['harness.tool.answer'] })).toEqual([])
+  })
+})
+
+describe('a failing secrets resolver', () => {
+  it('a prompt while the harness cannot resolve its secrets gets 503 secrets_unavailable and writes nothing', async () => {
+    const broken = defineHarness({
+      name: 'test/chat-nosecrets',
+      adapter: scriptedModel([]),
+      tools: [],
+      secrets: () => {
+        throw new Error('vault down')
+      },
+    })
+    const { host, prefix, url } = hosts.start(broken, 'probe-secrets')
+    const handler = createHarnessHandler({ host, harness: broken, authorize, canAccess })
+    const server: Server = createServer(toNodeListener(handler))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    hosts.defer(() => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/chat`
+    const response = await post(`${base}/control`, JSON.stringify({ op: 'prompt', threadId: 'u1-s', text: 'hi' }))
+    expect(response.status).toBe(503)
+    expect(await response.json()).toMatchObject({ code: 'secrets_unavailable' })
+    expect(await sessionKeys(url, prefix)).toEqual([])
   })
 })

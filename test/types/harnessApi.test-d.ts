@@ -47,3 +47,11 @@ test('the harness API is typed from the schema, with no casts at the call site',
   expectTypeOf(session.answer('q1', { approved: true })).resolves.toEqualTypeOf<void>()
   expectTypeOf(host.sweep({ limit: 10 })).resolves.items.toHaveProperty('reason')
 })
+
+test("toolExecution is 'parallel' or 'sequential'", () => {
+  expectTypeOf(defineHarness({ name: 's', adapter: scriptedModel([]), toolExecution: 'sequential' }).toolExecution).toEqualTypeOf<
+    'parallel' | 'sequential'
+  >()
+  // @ts-expect-error not a mode
+  defineHarness({ name: 'x', adapter: scriptedModel([]), toolExecution: 'serial' })
+})

@@ -81,3 +81,16 @@ test('fn gets the idempotency key', async () => {
     return idempotencyKey
   })
 })
+
+test('R16: step.do takes a retry policy, typed; the value type is unchanged', async () => {
+  expectTypeOf(
+    step.do('retried', charge, { retry: { attempts: 3, delay: '1s', backoff: 'linear', maxDelay: 60_000, jitter: true } }),
+  ).resolves.toEqualTypeOf<Payment>()
+  await step.do('retry-if', charge, { retry: { attempts: 2, retryIf: (error) => error instanceof TypeError } })
+  // @ts-expect-error attempts is required
+  await step.do('no-attempts', charge, { retry: { delay: '1s' } })
+  // @ts-expect-error a backoff the policy does not know
+  await step.do('bad-backoff', charge, { retry: { attempts: 2, backoff: 'fibonacci' } })
+  // @ts-expect-error a delay that is not a Duration
+  await step.do('bad-delay', charge, { retry: { attempts: 2, delay: 'soon' } })
+})

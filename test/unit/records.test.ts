@@ -30,6 +30,14 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
     reason: 'fresh',
   },
   'harness.tool.step': { type: 'harness.tool.step', toolCallId: 'call_1', name: 'charge', value: { id: 'ch_1' } },
+  'harness.tool.step.retry': {
+    type: 'harness.tool.step.retry',
+    toolCallId: 'call_1',
+    name: 'charge',
+    attempt: 1,
+    error: { message: 'provider answered 502', name: 'Error' },
+    nextAt: 1_700_000_001_000,
+  },
   'harness.tool.sleep': { type: 'harness.tool.sleep', toolCallId: 'call_1', name: 'wait', wakeAt: 1_700_000_060_000 },
   'harness.tool.ask': {
     type: 'harness.tool.ask',

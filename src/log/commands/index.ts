@@ -142,6 +142,11 @@ export interface ScriptContract {
     args: [toolCallId: string, epoch: number, stepField: string, value: string, record: string]
     reply: ['ok'] | ['exists', string] | Fenced
   }
+  saveStepRetry: {
+    keys: [calls: string, steps: string, log: string]
+    args: [toolCallId: string, epoch: number, retryField: string, state: string, tries: number, record: string]
+    reply: ['ok'] | ['exists', string] | Fenced
+  }
   settleInput: {
     keys: [log: string, inputs: string, openTurns: string, line: string, conversation: string]
     args: [inputId: string, record: string, openMember: string, publish: 'PUBLISH' | 'SPUBLISH', channel: string, messageKey: string]
