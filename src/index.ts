@@ -59,7 +59,8 @@ export type { RetentionOptions } from './retention/index.js'
 export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef } from './ops/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
-export type { Session, Settled, LogReader, SessionUsage } from './harness/session.js'
+export type { Session, Settled, LogReader } from './harness/session.js'
+export type { SessionUsage } from './harness/usage.js'
 /** Live events of a session (AG-UI chunks plus harness events), resumable by cursor. */
 export type { EventsOptions, SessionEvent } from './events/index.js'
 export type { LogEntry, ReadOptions, FollowOptions, Question, ModelUsage } from './log/index.js'

@@ -3,7 +3,7 @@ import { resolveDebugOption } from '@tanstack/ai/adapter-internals'
 import type { Harness } from '../harnessTypes.js'
 import type { ModelCallHooks } from './middleware.js'
 import { ModelCallError, modelErrorOf } from './modelErrors.js'
-import { isRecord, type LogEntry, type ModelToolCall, type ModelUsage, type RecordOf } from '../log/index.js'
+import { isRecord, toolMessageContent, type LogEntry, type ModelToolCall, type ModelUsage, type RecordOf } from '../log/index.js'
 
 export interface ModelResponse {
   text?: string
@@ -41,12 +41,6 @@ export function buildMessages(entries: LogEntry[]): ModelMessage[] {
     }
   }
   return messages
-}
-
-/** What the model reads for a result: strings as they are, other JSON encoded, errors as `{"error": ...}`. */
-export function toolMessageContent(result: RecordOf<'harness.tool.result'>): string {
-  if (result.error) return JSON.stringify({ error: result.error.message })
-  return typeof result.result === 'string' ? result.result : JSON.stringify(result.result ?? null)
 }
 
 /**
@@ -132,6 +126,8 @@ export async function callModel(
         break
       case 'RUN_ERROR':
         throw new ModelCallError(modelErrorOf(chunk))
+      default:
+        break // run start, steps, reasoning, state and custom events: nothing a logged model response keeps
     }
   }
 }

@@ -2,7 +2,7 @@
 // step.ask, the dashboard shows the question with a form generated from its JSON Schema, the test
 // fills and submits it, the tool resumes in a worker process and the live timeline shows the answer
 // and the result; the same for an approval. Screenshots go to docs/.
-import { existsSync, rmSync, writeFileSync } from 'node:fs'
+import { rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
