@@ -63,11 +63,14 @@ export interface FinishAdditions {
   messages?: ReadonlyArray<FinishMessage>
   ephemeral?: ReadonlyArray<FinishMessage>
 }
+
+/** A message `beforeFinish` adds: a user or assistant turn of plain text. */
 export interface FinishMessage {
   role: 'user' | 'assistant'
   content: string
 }
 
+/** `turn.beforeFinish`: runs when the model answers without tool calls; messages it returns send the model back to work. */
 export type BeforeFinishHook = (ctx: FinishContext) => FinishAdditions | undefined | Promise<FinishAdditions | undefined>
 
 /** How a turn handles a failed model call and a model that stops (docs/harness.md, "Turn options"). */

@@ -23,6 +23,7 @@ export function isTransientModelError(error: { message: string; code?: string })
   return TRANSIENT.test(error.message) || (error.code !== undefined && TRANSIENT.test(error.code))
 }
 
+/** Options of `retryTransientErrors()`: how often and how long a transient model error is retried, and what happens after. */
 export interface RetryTransientErrorsOptions {
   /** Retries of one model call (the count restarts after each response and each resume). Default 8. */
   maxRetries?: number
