@@ -1,4 +1,4 @@
-import type { AnyServerTool, AnyTextAdapter, ChatMiddleware, SystemPrompt, ToolCall } from '@tanstack/ai'
+import type { AnyServerTool, AnyTextAdapter, ChatMiddleware, ModelMessage, SystemPrompt, ToolCall } from '@tanstack/ai'
 import type { ToolErrorPayload } from './log/index.js'
 import type { BusyMode } from './log/commands/index.js'
 
@@ -28,9 +28,65 @@ export type AfterToolCallDecision = void | undefined | { type: 'replaceResult'; 
 /** A hook run after each tool call, before its result is kept (R12). */
 export type AfterToolCallHook = (info: AfterToolCallInfo) => AfterToolCallDecision | Promise<AfterToolCallDecision>
 
+/** A failed model call as the policy sees it: the provider's message and code, and its retry-after when the adapter passed one. */
+export interface ModelError {
+  message: string
+  code?: string
+  retryAfterMs?: number
+}
+
+/** What `turn.onModelError` gets: the error and how many retries this model call had (durable: from the log). */
+export interface ModelErrorContext {
+  sessionId: string
+  inputId: string
+  error: ModelError
+  /** Retries since the turn's last model response (or its last resume). */
+  retries: number
+}
+
+/** Retry after `delayMs` (a long wait parks the turn, holding no worker slot), pause the turn, or fail it. */
+export type ModelErrorDecision = { action: 'retry'; delayMs: number } | { action: 'pause' } | { action: 'fail' }
+
+/** `turn.onModelError`: decides what a failed model call does; `undefined` fails the turn. */
+export type ModelErrorPolicy = (ctx: ModelErrorContext) => ModelErrorDecision | undefined | Promise<ModelErrorDecision | undefined>
+
+/** What `turn.beforeFinish` gets: the conversation the model saw, and how many cycles it continued the turn so far. */
+export interface FinishContext {
+  sessionId: string
+  inputId: string
+  cycle: number
+  messages: ReadonlyArray<ModelMessage>
+}
+
+/** Messages that send the model back to work: `messages` are logged, `ephemeral` reach only the next model call. */
+export interface FinishAdditions {
+  messages?: ReadonlyArray<FinishMessage>
+  ephemeral?: ReadonlyArray<FinishMessage>
+}
+
+/** A message `beforeFinish` adds: a user or assistant turn of plain text. */
+export interface FinishMessage {
+  role: 'user' | 'assistant'
+  content: string
+}
+
+/** `turn.beforeFinish`: runs when the model answers without tool calls; messages it returns send the model back to work. */
+export type BeforeFinishHook = (ctx: FinishContext) => FinishAdditions | undefined | Promise<FinishAdditions | undefined>
+
+/** How a turn handles a failed model call and a model that stops (docs/harness.md, "Turn options"). */
+export interface TurnOptions {
+  onModelError: ModelErrorPolicy
+  beforeFinish?: BeforeFinishHook
+  /** How many times `beforeFinish` may continue one turn; a hook that still adds messages at the limit fails the turn. */
+  maxFinishCycles: number
+}
+
 /** How a harness survives crashes and slow parts: attempts, time limits, lock and stall settings, size limits (docs/recovery.md). */
 export interface DurabilityOptions {
-  /** Attempts of a turn (model call failures are retried with backoff); then `attempts_exhausted`. */
+  /**
+   * Runs of a turn job that may fail or crash (a lost worker, a Redis error); then `attempts_exhausted`.
+   * A failed model call is not one of them: `turn.onModelError` decides it.
+   */
   maxAttempts: number
   /** Wall-clock bound of a turn from its input; then `timeout`. */
   timeoutMs?: number
@@ -71,6 +127,7 @@ export interface Harness {
   /** `@tanstack/ai` ChatMiddleware, run around model calls (turn worker) and tool calls (tool worker), in order. */
   readonly middleware: ReadonlyArray<ChatMiddleware>
   readonly durability: DurabilityOptions
+  readonly turn: TurnOptions
   /**
    * One turn of a session runs at a time. A prompt to a busy session (a turn running or waiting on
    * a parked call): 'queue' waits in line and runs after the turns before it, in log order; 'steer'

@@ -24,6 +24,19 @@ export type {
 export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } from './harness/defineHarness.js'
 export { getLogRecords, LogRecordsCapability, type LogRecordsWriter } from './tool/index.js'
 export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './harnessTypes.js'
+/** Turn options: what a failed model call does (`turn.onModelError`), and `turn.beforeFinish`. */
+export { retryTransientErrors, isTransientModelError, type RetryTransientErrorsOptions } from './turn/modelErrors.js'
+export type {
+  ModelError,
+  ModelErrorContext,
+  ModelErrorDecision,
+  ModelErrorPolicy,
+  FinishContext,
+  FinishAdditions,
+  FinishMessage,
+  BeforeFinishHook,
+  TurnOptions,
+} from './harnessTypes.js'
 /** A whole harness as one tool of another. */
 export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
 
@@ -46,7 +59,8 @@ export type { RetentionOptions } from './retention/index.js'
 export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef } from './ops/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
-export type { Session, Settled, LogReader, SessionUsage } from './harness/session.js'
+export type { Session, Settled, LogReader } from './harness/session.js'
+export type { SessionUsage } from './harness/usage.js'
 /** Live events of a session (AG-UI chunks plus harness events), resumable by cursor. */
 export type { EventsOptions, SessionEvent } from './events/index.js'
 export type { LogEntry, ReadOptions, FollowOptions, Question, ModelUsage } from './log/index.js'

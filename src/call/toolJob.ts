@@ -59,7 +59,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       callLanded(deps.harness.name, call, kept, job.timestamp)
       logger.debug({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
     }
-    if (deps.completesOn) return landBehindCompletion(log.landResult(fence, call.name, kept, deps.completesOn), landed, logger)
+    if (deps.completesOn) return landBehindCompletion(log.via(deps.completesOn).landResult(fence, call.name, kept), landed, logger)
     await log.landResult(fence, call.name, kept)
     landed()
   } catch (error) {

@@ -10,6 +10,8 @@ import { CLIENT_JS, CSS } from './client.js'
 import { layout, questionList, questionsPage, sessionPage, sessionsPage } from './pages.js'
 import { hostRefusal, originRefusal, tokenExchange, tokenPrincipal } from './guard.js'
 import { mountQueueViews } from './queues.js'
+import type { Session } from '../harness/session.js'
+import { isRecord } from '../log/index.js'
 
 /** Options of `createDashboard`: the host it shows, who may use it (`authorize`) and which sessions (`canAccess`). */
 export interface DashboardOptions<P extends Principal = Principal> {
@@ -123,7 +125,8 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     const { session, refused } = await sessionOf(c)
     if (!session) return refused
     const questions = (await session.questions()).map((q) => ({ ...q, sessionId: session.sessionId }))
-    return c.html(layout(base, `Session ${session.sessionId}`, sessionPage(base, session.sessionId, questions), session.sessionId))
+    const page = sessionPage(base, session.sessionId, questions, await pausedTurns(session))
+    return c.html(layout(base, `Session ${session.sessionId}`, page, session.sessionId))
   })
   app.get('/sessions/:id/questions', async (c) => {
     const { session, refused } = await sessionOf(c)
@@ -162,6 +165,11 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     await session.answer(c.req.param('questionId'), value)
     return c.json({ ok: true })
   })
+  app.post('/sessions/:id/turns/:inputId/resume', async (c) => {
+    const { session, refused } = await sessionOf(c)
+    if (!session) return refused
+    return c.json({ resumed: await session.resume(c.req.param('inputId')) })
+  })
   // this process's Prometheus metrics, with the host's open work and queue depths read now
   app.get('/metrics', async (c) => {
     const { contentType, body } = await metricsText(host)
@@ -176,4 +184,14 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     canOperate !== undefined,
   )
   return app
+}
+
+/** The session's turns paused by onExhausted 'pause' (not resumed, not settled since), with the error that paused them. */
+async function pausedTurns(session: Session): Promise<Array<{ inputId: string; error: string }>> {
+  const paused = new Map<string, string>()
+  for (const entry of await session.log.conversation()) {
+    if (isRecord(entry, 'harness.turn.paused')) paused.set(entry.record.inputId, entry.record.error.message)
+    else if (isRecord(entry, 'harness.turn.resumed') || isRecord(entry, 'harness.input.settled')) paused.delete(entry.record.inputId)
+  }
+  return [...paused].map(([inputId, error]) => ({ inputId, error }))
 }

@@ -32,9 +32,10 @@ export const CLIENT_JS = String.raw`
   }
 
   async function submit(event) {
-    const form = event.target.closest('form.answer')
+    const form = event.target.closest('form.answer, form.resume')
     if (!form) return
     event.preventDefault()
+    if (form.classList.contains('resume')) return resume(form)
     const status = form.querySelector('.status')
     let value
     try {
@@ -59,6 +60,15 @@ export const CLIENT_JS = String.raw`
     } else status.textContent = body.error || 'Refused (' + response.status + ').'
   }
   document.addEventListener('submit', submit)
+
+  async function resume(form) {
+    const status = form.querySelector('.status')
+    status.textContent = 'Resuming…'
+    const response = await fetch(form.dataset.action, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    const body = await response.json().catch(() => ({}))
+    if (response.ok) form.querySelector('button').disabled = true
+    status.textContent = response.ok ? (body.resumed ? 'Resumed.' : 'Not paused any more.') : body.error || 'Refused (' + response.status + ').'
+  }
 
   async function refreshQuestions() {
     if (!questions || !sessionId) return

@@ -110,8 +110,30 @@ export function questionsPage(base: string, questions: OpenQuestion[]): Html {
     <div id="all-questions">${questionList(base, questions)}</div>`
 }
 
-export function sessionPage(base: string, sessionId: string, questions: OpenQuestion[]): Html {
+/** Turns paused by onExhausted 'pause', each with a Resume button (session.resume). */
+function pausedList(base: string, sessionId: string, paused: ReadonlyArray<{ inputId: string; error: string }>): Html {
+  const action = (inputId: string) => `${base}/sessions/${encodeURIComponent(sessionId)}/turns/${encodeURIComponent(inputId)}/resume`
+  return html`${paused.map(
+    (p) =>
+      html`<form class="resume qcard" data-action="${action(p.inputId)}">
+        Turn <code>${p.inputId}</code> is paused: ${p.error} <button type="submit">Resume</button><span class="status"></span>
+      </form>`,
+  )}`
+}
+
+export function sessionPage(
+  base: string,
+  sessionId: string,
+  questions: OpenQuestion[],
+  paused: ReadonlyArray<{ inputId: string; error: string }> = [],
+): Html {
   return html`<h1>Session ${sessionId}</h1>
+    ${
+      paused.length
+        ? html`<h2>Paused turns</h2>
+            ${pausedList(base, sessionId, paused)}`
+        : ''
+    }
     <h2>Open questions</h2>
     <div id="questions">${questionList(base, questions)}</div>
     <h2>Timeline</h2>

@@ -1,7 +1,6 @@
 import { EventType, type StreamChunk } from '@tanstack/ai'
-import { hasType, type LogRecord, type RecordOf } from '../log/index.js'
+import { hasType, toolMessageContent, type LogRecord, type RecordOf } from '../log/index.js'
 import type { LiveEntry } from '../log/live.js'
-import { toolMessageContent } from '../turn/model.js'
 
 /** The live message a follower is in the middle of, and how much of its text it has. */
 export interface MessageState {

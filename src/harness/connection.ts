@@ -1,6 +1,6 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
-import { redactCredentials } from '../credentials.js'
-import { ConfigError } from '../errors.js'
+import { isAuthFailure, redactCredentials } from '../credentials.js'
+import { ConfigError, RedisAuthError, RedisUnavailableError } from '../errors.js'
 import type { RedisClient } from '../log/index.js'
 
 /**
@@ -98,4 +98,31 @@ export function resolveRedis(spec: RedisConnection): RedisTarget {
  */
 export function createRedisClient(spec: RedisConnection, overrides: RedisOptions = {}): RedisClient {
   return resolveRedis(spec).open(overrides)
+}
+
+/**
+ * Resolves when Redis answers a PING on a connection of its own that does not retry; rejects with
+ * RedisAuthError when the credentials are refused, RedisUnavailableError otherwise or after `timeoutMs`.
+ */
+export async function probeRedis(target: RedisTarget, timeoutMs: number): Promise<void> {
+  const probe = target.open(
+    { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true },
+    { lazyConnect: true, clusterRetryStrategy: () => null },
+  )
+  let refused: Error | undefined
+  probe.on('error', (err) => {
+    if (isAuthFailure(err)) refused = err
+  })
+  try {
+    await Promise.race([
+      probe.connect().then(() => probe.ping()),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs)),
+    ])
+  } catch (error) {
+    const authError = refused ?? (isAuthFailure(error) ? (error as Error) : undefined)
+    if (authError) throw new RedisAuthError(target.where, authError.message)
+    throw new RedisUnavailableError(target.where, error)
+  } finally {
+    probe.disconnect()
+  }
 }

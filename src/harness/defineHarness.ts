@@ -1,6 +1,14 @@
 import type { AnyServerTool, AnyTextAdapter, ChatMiddleware, SystemPrompt } from '@tanstack/ai'
 import { ConfigError } from '../errors.js'
-import { TOOLS_BY_NAME, type AfterToolCallHook, type DurabilityOptions, type Harness } from '../harnessTypes.js'
+import {
+  TOOLS_BY_NAME,
+  type AfterToolCallHook,
+  type BeforeFinishHook,
+  type DurabilityOptions,
+  type Harness,
+  type ModelErrorPolicy,
+} from '../harnessTypes.js'
+import { retryTransientErrors } from '../turn/modelErrors.js'
 import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
 
 /** The durability options a harness gets where `defineHarness({ durability })` says nothing (docs/harness.md). */
@@ -14,6 +22,9 @@ export const DEFAULT_DURABILITY: DurabilityOptions = {
   maxModelCalls: 25,
   toolTimeoutMs: 15 * 60_000,
 }
+
+/** A turn's model errors by default: transient ones retry (8 times from 1 s, at most 60 s apart), permanent ones fail. */
+const DEFAULT_MODEL_ERROR_POLICY = retryTransientErrors()
 
 /** Options of `defineHarness`: name, model adapter, tools, prompts, hooks, middleware, secrets and durability. */
 export interface HarnessOptions {
@@ -32,6 +43,11 @@ export interface HarnessOptions {
    */
   middleware?: ReadonlyArray<ChatMiddleware>
   durability?: Partial<DurabilityOptions>
+  /**
+   * A failed model call: `onModelError` decides (default `retryTransientErrors()`); a model that
+   * stops: `beforeFinish` may send it back to work, at most `maxFinishCycles` (default 32) times a turn.
+   */
+  turn?: { onModelError?: ModelErrorPolicy; beforeFinish?: BeforeFinishHook; maxFinishCycles?: number }
   /** What a prompt to a busy session does: 'queue' (default), 'steer' or 'reject' (docs/harness.md). */
   busy?: Harness['busy']
   /** 'parallel' (default) or 'sequential': the calls of one model response one after another (docs/harness.md). */
@@ -116,6 +132,15 @@ export function defineHarness(options: HarnessOptions): Harness {
       `defineHarness "${options.name}": toolExecution must be 'parallel' or 'sequential', got ${JSON.stringify(toolExecution)}.`,
     )
   const hook = options.hooks?.onAfterToolCall
+  const turn = options.turn ?? {}
+  for (const key of ['onModelError', 'beforeFinish'] as const)
+    if (turn[key] !== undefined && typeof turn[key] !== 'function')
+      throw new ConfigError(
+        `defineHarness "${options.name}": turn.${key} must be a function (for onModelError, e.g. retryTransientErrors()).`,
+      )
+  const maxFinishCycles = turn.maxFinishCycles ?? 32
+  if (!Number.isInteger(maxFinishCycles) || maxFinishCycles < 0)
+    throw new ConfigError(`defineHarness "${options.name}": turn.maxFinishCycles must be an integer ≥ 0.`)
   const middleware = options.middleware ?? []
   if (!Array.isArray(middleware) || middleware.some((m) => !m || typeof m !== 'object'))
     throw new ConfigError(`defineHarness "${options.name}": middleware must be an array of @tanstack/ai ChatMiddleware objects.`)
@@ -137,6 +162,11 @@ export function defineHarness(options: HarnessOptions): Harness {
     hooks: { onAfterToolCall: hook === undefined ? [] : typeof hook === 'function' ? [hook] : [...hook] },
     middleware: [...middleware],
     durability,
+    turn: {
+      onModelError: turn.onModelError ?? DEFAULT_MODEL_ERROR_POLICY,
+      ...(turn.beforeFinish ? { beforeFinish: turn.beforeFinish } : {}),
+      maxFinishCycles,
+    },
     busy,
     toolExecution,
   }

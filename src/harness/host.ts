@@ -1,25 +1,22 @@
-import type { Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { isAuthFailure, serializeError } from '../credentials.js'
-import { ConfigError, RedisAuthError, RedisUnavailableError, ShardCountError, UnknownHarnessError } from '../errors.js'
+import { ConfigError, ShardCountError, UnknownHarnessError } from '../errors.js'
 import { createLogger } from '../logger.js'
 import {
   assertSessionId,
   assertShards,
+  claimShardCount,
   defaultShards,
   indexKeys,
   OpenWork,
-  openMember,
   SessionLog,
-  shardCountKey,
-  type OpenItem,
   type Question,
   type RedisClient,
 } from '../log/index.js'
-import { resolveRedis, type RedisConnection } from './connection.js'
-import { CallAborts } from '../call/index.js'
+import { probeRedis, resolveRedis, type RedisConnection } from './connection.js'
 import { createQueues, type HarnessQueues } from '../queue/index.js'
-import { closeWorkers, settleWithin, startWorkerSet, type CloseOptions, type CloseResult } from './workers.js'
+import { startHostWorkers, type WorkersHandle } from './hostWorkers.js'
+import { settleWithin, type CloseOptions, type CloseResult } from './workers.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/index.js'
 import { retainOnce, retentionOf, type RetentionOptions } from '../retention/index.js'
 import type { Harness } from './defineHarness.js'
@@ -31,6 +28,7 @@ import {
   hostQueues,
   hostStats,
   listSessions,
+  openQuestions,
   type HostStats,
   type QueueRef,
   type SessionSummary,
@@ -70,17 +68,7 @@ export interface HostOptions {
   retention?: RetentionOptions
 }
 
-export type { CloseOptions, CloseResult }
-
-/** The workers `host.startWorkers()` started: close them to stop taking jobs. */
-export interface WorkersHandle {
-  /**
-   * Stops taking jobs and waits for active ones to finish (BullMQ hands unfinished ones back), at most
-   * `timeoutMs`; `forced` names the queues whose workers it stopped waiting for.
-   */
-  close(options?: CloseOptions): Promise<CloseResult>
-  readonly workers: ReadonlyArray<Worker>
-}
+export type { CloseOptions, CloseResult, WorkersHandle }
 
 /** What `createHarnessHost` returns: sessions (`open`), workers, the sweeper, and what operators see (`sessions`, `stats`, `queues`). */
 export interface HarnessHost {
@@ -117,41 +105,7 @@ export interface HarnessHost {
   close(options?: CloseOptions): Promise<CloseResult>
 }
 
-/** Runs `pass` every `everyMs` (with jitter, so many workers don't sweep in lockstep), never overlapping. */
-export function startSweepTimer(pass: () => Promise<unknown>, everyMs: number, logger: Logger): { stop(): void } {
-  let timer: NodeJS.Timeout | undefined
-  let stopped = false
-  const next = () => {
-    if (stopped) return
-    timer = setTimeout(
-      async () => {
-        await pass().catch((err) => logger.warn({ err }, 'sweep failed; next pass retries'))
-        next()
-      },
-      everyMs * (0.75 + Math.random() / 2),
-    )
-    timer.unref()
-  }
-  next()
-  return {
-    stop() {
-      stopped = true
-      clearTimeout(timer)
-    },
-  }
-}
-
 const PREFIX = /^[A-Za-z0-9._-]{1,50}$/
-
-/** The settled record a settle message carries; null for a payload that is not one (never throws). */
-function parseSettled(payload: string): { outcome?: string; error?: { message?: string } } | null {
-  try {
-    const record = JSON.parse(payload) as unknown
-    return typeof record === 'object' && record !== null ? (record as { outcome?: string; error?: { message?: string } }) : null
-  } catch {
-    return null
-  }
-}
 
 /**
  * Connects harnesses to Redis: sessions, queues, workers. Cheap to create in every process: a web
@@ -233,9 +187,8 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   let shardCheck: Promise<void> | undefined
   const checkShards = (): Promise<void> =>
     (shardCheck ??= (async () => {
-      const key = shardCountKey(prefix)
-      const stored = (await redis.set(key, String(shards), 'NX')) === 'OK' ? String(shards) : await redis.get(key)
-      if (stored !== null && Number(stored) !== shards) throw new ShardCountError(prefix, Number(stored), shards)
+      const stored = await claimShardCount(redis, prefix, shards)
+      if (stored !== null && stored !== shards) throw new ShardCountError(prefix, stored, shards)
     })().catch((error: unknown) => {
       if (!(error instanceof ShardCountError)) shardCheck = undefined // Redis trouble: check again next time
       throw error
@@ -254,109 +207,36 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     prefix,
     logger,
     async ready(timeoutMs = 3_000) {
-      const probe = target.open(
-        { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true },
-        { lazyConnect: true, clusterRetryStrategy: () => null },
-      )
-      let refused: Error | undefined
-      probe.on('error', (err) => {
-        if (isAuthFailure(err)) refused = err
-      })
-      try {
-        await Promise.race([
-          probe.connect().then(() => probe.ping()),
-          new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs)),
-        ])
-      } catch (error) {
-        const authError = refused ?? (isAuthFailure(error) ? (error as Error) : undefined)
-        if (authError) throw new RedisAuthError(where, authError.message)
-        throw new RedisUnavailableError(where, error)
-      } finally {
-        probe.disconnect()
-      }
+      await probeRedis(target, timeoutMs)
       await checkShards()
     },
     open(harness, { sessionId }) {
       return openSession(harness, sessionId)
     },
-    startWorkers({ concurrency = 10, sweepEveryMs = 30_000, shards: served } = {}) {
-      // a turn that settled (aborted, timed out, from any process) ends its calls still running here:
-      // their ctx.abortSignal fires and each lands an 'aborted' tool error
-      const aborts = new CallAborts()
-      const unlisten = notifier.listen((message) => {
-        if (message.kind !== 'input') return
-        const settled = parseSettled(message.payload)
-        aborts.abortTurn(openMember(message.sessionId, message.id), settled?.error?.message ?? `Turn ${settled?.outcome ?? 'settled'}.`)
-      })
-      const serving = served ?? Array.from({ length: shards }, (_, shard) => shard)
-      for (const shard of serving)
-        if (!Number.isInteger(shard) || shard < 0 || shard >= shards)
-          throw new ConfigError(`startWorkers: shard ${JSON.stringify(shard)} does not exist (shards are 0 to ${shards - 1}).`)
-      const workers = all.flatMap((harness) =>
-        serving.flatMap((shard) =>
-          startWorkerSet({
-            harness,
-            queues: queuesOf(harness),
-            connection: redis,
-            prefix,
-            shard,
-            shards,
-            concurrency,
-            logFor,
-            queuesOf,
-            queuesByName,
-            aborts,
-            logger,
-            ...(retention ? { keepJobs: retention.keepJobs } : {}),
-          }),
-        ),
-      )
-      // the workers take jobs once the shard count is known to match; a mismatch is logged and they stay idle
-      checkShards().then(
-        () => {
-          for (const worker of workers)
-            if (!worker.closing) worker.run().catch((err: unknown) => logger.error({ err, queue: worker.name }, 'worker stopped'))
+    startWorkers(workerOptions) {
+      return startHostWorkers(
+        {
+          redis,
+          prefix,
+          shards,
+          all,
+          notifier,
+          logger,
+          logFor,
+          queuesOf,
+          queuesByName,
+          keepJobs: retention?.keepJobs,
+          checkShards,
+          sweepOnce,
+          retain,
+          running,
         },
-        (err: unknown) => logger.error({ err }, 'workers not started'),
+        workerOptions,
       )
-      const sweeper =
-        sweepEveryMs > 0
-          ? startSweepTimer(async () => (await sweepOnce({ shards: serving }), await retain({ shards: serving })), sweepEveryMs, logger)
-          : null
-      const handle: WorkersHandle = {
-        workers,
-        async close(closeOptions) {
-          sweeper?.stop()
-          unlisten()
-          const result = await closeWorkers(workers, closeOptions)
-          if (running.includes(handle)) running.splice(running.indexOf(handle), 1)
-          return result
-        },
-      }
-      running.push(handle)
-      return handle
     },
     sweep: sweepOnce,
     retain,
-    async questions({ limit = 100 } = {}) {
-      const out: Array<Question & { sessionId: string }> = []
-      // an expired (or vanished) question is never answerable again: drop it from the index as we pass, so
-      // closed questions at the head cannot crowd open ones out of the page
-      for (let start = 0; out.length < limit;) {
-        const items = await openWork.page('openQuestions', start, limit)
-        if (items.length === 0) break
-        const stale: OpenItem[] = []
-        for (const item of items) {
-          const found = await logFor(item.sessionId).getQuestion(item.id)
-          if (found && !found.answer.found && (found.question.expiresAt ?? Infinity) > Date.now()) {
-            if (out.length < limit) out.push({ sessionId: item.sessionId, ...found.question })
-          } else stale.push(item)
-        }
-        await openWork.drop('openQuestions', stale)
-        start += items.length - stale.length
-      }
-      return out
-    },
+    questions: ({ limit = 100 } = {}) => openQuestions(openWork, logFor, limit),
     sessions: (filter) => listSessions(redis, prefix, shards, filter),
     async find(sessionId) {
       assertSessionId(sessionId)

@@ -18,9 +18,7 @@ import {
   assertToolCallId,
   messageKey,
   type FollowOptions,
-  isRecord,
   type LogEntry,
-  type ModelUsage,
   type Question,
   type ReadOptions,
   type RecordOf,
@@ -28,11 +26,12 @@ import {
 } from '../log/index.js'
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
-import { enqueueCall, enqueueCallBehind, enqueueTurn, wakeCall, type HarnessQueues } from '../queue/index.js'
+import { enqueueCall, enqueueCallBehind, enqueueTurn, wakeCall, wakeTurn, type HarnessQueues } from '../queue/index.js'
 import { settleTurn } from '../turn/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import { assertNoSecrets } from './callerSecrets.js'
 import { cancelParkedCalls } from './cancel.js'
+import { usageOf, type SessionUsage } from './usage.js'
 import type { Notifier } from './notifier.js'
 
 /** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
@@ -42,11 +41,7 @@ export interface Settled {
   error?: { message: string; code?: string }
 }
 
-/** Token usage of a session: per turn (by inputId) and in all, summed from its logged model responses. */
-export interface SessionUsage {
-  total: ModelUsage
-  turns: Record<string, ModelUsage>
-}
+export type { SessionUsage } from './usage.js'
 
 /** A read-only view of a session's log: what callers may do with it (writes go through the session). */
 export interface LogReader {
@@ -186,6 +181,22 @@ export class Session {
   }
 
   /**
+   * Goes on with a turn paused by `onExhausted: 'pause'` (its model call's retries ran out): the
+   * model call is made again with a fresh retry count, and the turn's kept results stay kept.
+   * Returns false when the turn is not paused (running, or settled); UnknownInputError for no such input.
+   */
+  async resume(inputId: string): Promise<boolean> {
+    assertInputId(inputId)
+    const { log, harness, queues } = this.deps
+    await this.checkDeployment()
+    const resumed = await log.logTurnRecord({ type: 'harness.turn.resumed', inputId, at: Date.now() })
+    if (resumed.status === 'unknown') throw new UnknownInputError(inputId)
+    if (resumed.status !== 'ok') return false
+    await wakeTurn(queues, harness, this.sessionId, inputId)
+    return true
+  }
+
+  /**
    * Runs one tool call as a batch of one, with no model. Resolves with the kept result or rejects
    * with ToolCallError. Pass a toolCallId to make the call idempotent across retries of the caller.
    */
@@ -222,7 +233,7 @@ export class Session {
     // trip. Added again for a caller's retry too: a no-op while the job exists, a repair if it was lost
     const job = { toolCallId, name: call.name, input }
     const enqueue = fresh
-      ? enqueueCallBehind(queues, harness, this.sessionId, job, (client) => log.requestCall(toolCallId, call.name, input, client))
+      ? enqueueCallBehind(queues, harness, this.sessionId, job, (client) => log.via(client).requestCall(toolCallId, call.name, input))
       : enqueueCall(queues, harness, this.sessionId, job)
     await enqueue.catch((error) => {
       cancel.abort()
@@ -250,23 +261,8 @@ export class Session {
    * usage counts zero; a model call whose response was never logged (a worker died before, or another
    * run of the turn logged first) is not in the log, so it is not counted.
    */
-  async usage(): Promise<SessionUsage> {
-    const zero = (): ModelUsage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 })
-    const add = (sum: ModelUsage, usage: ModelUsage | undefined) => {
-      sum.promptTokens += usage?.promptTokens ?? 0
-      sum.completionTokens += usage?.completionTokens ?? 0
-      sum.totalTokens += usage?.totalTokens ?? 0
-    }
-    const total = zero()
-    const turns = new Map<string, ModelUsage>() // a Map, then fromEntries: an inputId may be "__proto__"
-    for (const entry of await this.deps.log.read()) {
-      if (!isRecord(entry, 'harness.model.response')) continue
-      const { inputId, usage } = entry.record
-      if (!turns.has(inputId)) turns.set(inputId, zero())
-      add(turns.get(inputId)!, usage)
-      add(total, usage)
-    }
-    return { total, turns: Object.fromEntries(turns) }
+  usage(): Promise<SessionUsage> {
+    return usageOf(this.deps.log)
   }
 
   /** Open step.ask questions of this session. */

@@ -28,8 +28,9 @@ export const controlSchema = z.discriminatedUnion(
     z.object({ op: z.literal('prompt'), threadId: id('threadId'), text: z.string(), inputId: id('inputId').optional() }),
     z.object({ op: z.literal('answer'), threadId: id('threadId'), questionId: id('questionId'), value: z.unknown() }),
     z.object({ op: z.literal('abort'), threadId: id('threadId'), inputId: id('inputId'), reason: z.string().max(1000).optional() }),
+    z.object({ op: z.literal('resume'), threadId: id('threadId'), inputId: id('inputId') }),
   ],
-  { error: "op must be 'prompt', 'answer' or 'abort'" },
+  { error: "op must be 'prompt', 'answer', 'abort' or 'resume'" },
 )
 
 /** Parses a value with a schema; a 400 with zod's one-line reason when it does not fit. */

@@ -6,7 +6,7 @@ import { snapshot } from './threadView.js'
 
 /**
  * `{ op: 'prompt', threadId, text, inputId? }`, `{ op: 'answer', threadId, questionId, value }` or
- * `{ op: 'abort', threadId, inputId, reason? }` → a receipt. Only a prompt may start a thread.
+ * `{ op: 'abort', threadId, inputId, reason? }` or `{ op: 'resume', threadId, inputId }` → a receipt. Only a prompt may start a thread.
  */
 export async function postControl(ctx: RouteContext): Promise<Response> {
   const command = parse(controlSchema, await readJson(ctx.request))
@@ -23,6 +23,10 @@ export async function postControl(ctx: RouteContext): Promise<Response> {
     case 'abort': {
       const aborted = await session.abort(command.inputId, command.reason)
       return json({ ...receipt, status: aborted ? 'aborted' : 'already_settled', inputId: command.inputId })
+    }
+    case 'resume': {
+      const resumed = await session.resume(command.inputId)
+      return json({ ...receipt, status: resumed ? 'resumed' : 'not_paused', inputId: command.inputId })
     }
   }
 }

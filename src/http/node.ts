@@ -94,7 +94,8 @@ export function toNodeListener(handler: FetchHandler): (req: IncomingMessage, re
       if (!response.body) return void res.end()
       res.flushHeaders()
       const reader = response.body.getReader()
-      gone.signal.addEventListener('abort', () => reader.cancel().catch(() => {}), { once: true })
+      // the client left: cancelling the body stream is best effort, nothing waits on it and its failure changes nothing
+      gone.signal.addEventListener('abort', () => void reader.cancel().catch(() => {}), { once: true })
       for (;;) {
         const { done, value } = await reader.read()
         if (done) break

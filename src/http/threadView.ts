@@ -10,7 +10,8 @@ interface Turn {
   runId: string
   prompt: string
   at: number
-  status: 'running' | 'completed' | 'failed' | 'aborted'
+  /** 'paused': its model call's retries ran out (onExhausted 'pause'); `POST control { op: 'resume' }` goes on. */
+  status: 'running' | 'paused' | 'completed' | 'failed' | 'aborted'
   text?: string
   error?: { message: string; code?: string }
 }
@@ -69,6 +70,9 @@ async function fold(session: Session): Promise<Folded> {
         state: error ? 'error' : 'complete',
         ...(error ? { error: error.message } : {}),
       })
+    } else if (isRecord(entry, 'harness.turn.paused') || isRecord(entry, 'harness.turn.resumed')) {
+      const turn = turns.get(entry.record.inputId)
+      if (turn) turn.status = entry.record.type === 'harness.turn.paused' ? 'paused' : 'running'
     } else if (isRecord(entry, 'harness.input.settled')) {
       const { inputId, outcome, text, error } = entry.record
       const turn = turns.get(inputId)
@@ -107,5 +111,7 @@ export async function hydration(session: Session, harness: Harness) {
 export async function snapshot(session: Session) {
   const [{ turns }, questions] = await Promise.all([fold(session), session.questions()])
   const running = turns.filter((t) => t.status === 'running').map((t) => t.runId)
-  return { threadId: session.sessionId, status: running.length > 0 ? 'running' : 'idle', running, turns, questions }
+  const paused = turns.filter((t) => t.status === 'paused').map((t) => t.runId)
+  const status = running.length > 0 ? 'running' : paused.length > 0 ? 'paused' : 'idle'
+  return { threadId: session.sessionId, status, running, paused, turns, questions }
 }

@@ -6,47 +6,7 @@ import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from '.
 import { SessionInputs, type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { encodeRecord } from './stream.js'
 import type { LandArgs } from './commands/index.js'
-import type { RedisClient } from './client.js'
-
-type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
-export interface BeginResult {
-  kind: BeginKind
-  epoch: number
-  attempt: number
-  /** The state of the call's turn input, read in the same script (a call of a turn that began). */
-  input?: InputState | null
-}
-
-export interface CallState {
-  status: 'running' | 'parked' | 'done'
-  epoch: number
-  attempt: number
-  replay: 'safe' | 'never'
-  name: string
-  owner?: CallOwner
-  result?: RecordOf<'harness.tool.result'>
-}
-
-/** A call as its log record holds it (findLoggedCall). */
-export interface LoggedCall {
-  name: string
-  input: unknown
-  /** The turn whose model response holds it; none for a runTool call. */
-  inputId?: string
-  inputTooLarge?: number
-}
-
-/** Where a call belongs: its harness and, for a call of a turn, the turn's inputId (none for runTool). */
-export interface CallOwner {
-  harness: string
-  inputId?: string
-}
-
-/** What a fenced write names: the call and the attempt's epoch. */
-export interface Fence {
-  toolCallId: string
-  epoch: number
-}
+import type { BeginResult, CallOwner, CallState, Fence, LoggedCall } from './callState.js'
 
 /** A step's failed tries so far (`a`), the next try's time (`n`), or why there is none (`x`), and the last error. */
 export interface StepRetryState {
@@ -67,21 +27,11 @@ const NO_VALUE = ''
  * script (src/log/commands) whose first act is the fence check.
  */
 export class SessionLog extends SessionInputs {
-  /**
-   * Logs a runTool request under its id once: 'exists' for the same tool and input, 'conflict' for
-   * another. Lists the session in the sessions index in the same write (unless 'conflict'). `client`:
-   * send it on that connection (the queue's, so the job added behind it is run after it in the same
-   * round trip); the command is on the wire when this returns its promise.
-   */
-  async requestCall(toolCallId: string, name: string, input: unknown, client?: RedisClient): Promise<'added' | 'exists' | 'conflict'> {
+  /** Logs a runTool request under its id once ('exists': the same tool and input, 'conflict': another), listing its session for retention. */
+  async requestCall(toolCallId: string, name: string, input: unknown): Promise<'added' | 'exists' | 'conflict'> {
     const record = encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input })
-    const [status] = await this.script(
-      'requestCall',
-      [this.keys.calls, this.keys.log, this.index.sessions],
-      [toolCallId, callFingerprint(name, input), record, Date.now(), this.sessionId],
-      false,
-      client,
-    )
+    const args: [string, string, string, number, string] = [toolCallId, callFingerprint(name, input), record, Date.now(), this.sessionId]
+    const [status] = await this.script('requestCall', [this.keys.calls, this.keys.log, this.index.sessions], args)
     return status
   }
 
@@ -260,17 +210,8 @@ export class SessionLog extends SessionInputs {
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
-  /**
-   * Lands the kept result with the staged records, atomically and fenced. `client`: send it on that
-   * connection (the worker's, right before BullMQ's completion of the job), unless replicas are
-   * awaited (its WAIT then must follow on the log's connection).
-   */
-  async landResult(
-    fence: Fence,
-    name: string,
-    outcome: { result?: unknown; error?: ToolErrorPayload },
-    client?: RedisClient,
-  ): Promise<string> {
+  /** Lands the kept result with the staged records, atomically and fenced. */
+  async landResult(fence: Fence, name: string, outcome: { result?: unknown; error?: ToolErrorPayload }): Promise<string> {
     const { toolCallId } = fence
     const record = encodeRecord({
       type: 'harness.tool.result',
@@ -283,7 +224,6 @@ export class SessionLog extends SessionInputs {
       [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), this.index.openCalls, this.keys.conversation],
       this.landArgs(fence, record),
       true,
-      client,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
     return reply[1]

@@ -1,9 +1,11 @@
-export { SessionLog, type BeginResult, type Fence, type StepRetryState } from './callLedger.js'
+export { SessionLog, type StepRetryState } from './callLedger.js'
+export type { BeginResult, Fence } from './callState.js'
 export { callFingerprint } from './callIds.js'
 export { contextOf, type Question, type InputState, type ParentCall, type StepLookup, type ModelToolCall } from './inputs.js'
 export { encodeRecord, isRecord, isStreamId, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
-export { indexKeys, shardBase, shardCountKey, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
+export { indexKeys, shardBase, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
 export { assertShards, defaultShards, shardOf } from './shards.js'
+export { claimShardCount } from './deployment.js'
 export { duplicateClient, isCluster, type RedisClient } from './client.js'
 export { compareIds, waitForEntries } from './sharedReader.js'
 export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJobId, parseToolJobId, type Message } from './formats.js'
@@ -15,6 +17,7 @@ export {
   RESERVED_PREFIX,
   CONVERSATION_TYPES,
   conversationOf,
+  toolMessageContent,
   type HarnessRecord,
   type HarnessRecordType,
   type AppRecord,

@@ -3,7 +3,7 @@ import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, requestField } from './keys.js'
 import type { BusyMode } from './commands/index.js'
-import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord } from './records.js'
+import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord, type TurnRecordType } from './records.js'
 import { encodeRecord, LogStream, type LogEntry } from './stream.js'
 
 /** A step.ask question as logged and kept in the questions hash. */
@@ -27,6 +27,10 @@ export interface InputState {
   parent?: ParentCall
   /** Inputs that joined this running turn (busy 'steer'), in arrival order. */
   steered?: string[]
+  /** Its turn is paused (`onExhausted: 'pause'`) until `session.resume(inputId)`. */
+  paused?: boolean
+  /** The last model-call retry logged: `<responses>:<attempt>` (turnRecord-3.lua keeps try numbers unique). */
+  retried?: string
   /** The running turn this input joined (busy 'steer'). */
   steerInto?: string
   /** The input's context as JSON text, when it has one (`prompt(text, { context })`), kept verbatim. */
@@ -186,6 +190,23 @@ export class SessionInputs extends LogStream {
       if (status !== 'taken') return null
     }
     throw new StorageError('logModelResponse', this.sessionId, new Error('tool call ids kept being taken by concurrent runTool calls'))
+  }
+
+  /**
+   * Logs a turn record (retry, paused, resumed, finish) while the turn is open and, with `expected`,
+   * still has that many responses (turnRecord-3.lua). 'ok' with its entry id, else why not.
+   */
+  async logTurnRecord(
+    record: RecordOf<TurnRecordType>,
+    expected?: number,
+  ): Promise<{ status: 'ok'; entryId: string } | { status: 'stale' | 'unknown' | 'settled' | 'not_paused' }> {
+    const mark = record.type === 'harness.turn.paused' ? 'paused' : record.type === 'harness.turn.resumed' ? 'resumed' : ''
+    const reply = await this.script(
+      'turnRecord',
+      [this.keys.log, this.keys.inputs, this.keys.conversation],
+      [record.inputId, expected ?? '', encodeRecord(record), mark, record.type === 'harness.turn.retry' ? record.attempt : ''],
+    )
+    return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
   }
 
   private async storedCallIds(inputId: string, calls: ModelToolCall[], response: number): Promise<ToolCallRecord[]> {

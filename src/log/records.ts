@@ -128,6 +128,26 @@ export const harnessRecordSchemas = {
     text: z.string().optional(),
     error: toolError.optional(),
   }),
+  /** A failed model call the turn's `onModelError` policy retries: the try count and the next time, durable across crashes. */
+  'harness.turn.retry': z.object({
+    inputId: z.string(),
+    attempt: z.number().int().positive(),
+    error: toolError,
+    nextAt: z.number(),
+  }),
+  /** The policy ran out (`onExhausted: 'pause'`): the turn stays open until `session.resume(inputId)`. */
+  'harness.turn.paused': z.object({ inputId: z.string(), error: toolError, at: z.number() }),
+  'harness.turn.resumed': z.object({ inputId: z.string(), at: z.number() }),
+  /**
+   * `turn.beforeFinish` sent the model back to work: its messages follow the response it saw
+   * (`responses`: how many responses the turn had), and count as cycle `cycle`. Ephemeral ones are never stored.
+   */
+  'harness.turn.finish': z.object({
+    inputId: z.string(),
+    cycle: z.number().int().positive(),
+    responses: z.number().int().nonnegative(),
+    messages: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.string() })),
+  }),
   'harness.recovery': z.object({ reason: z.string(), toolCallId: z.string().optional(), inputId: z.string().optional() }),
 } as const
 
@@ -150,7 +170,19 @@ export const RESERVED_PREFIX = 'harness.'
  * The record types of a session's conversation: what its projection indexes (commands/includes/conversation.lua);
  * of harness.tool.result, only the results of calls a model response asked for (conversationOf).
  */
-export const CONVERSATION_TYPES = ['harness.input', 'harness.model.response', 'harness.tool.result', 'harness.input.settled'] as const
+export const CONVERSATION_TYPES = [
+  'harness.input',
+  'harness.model.response',
+  'harness.tool.result',
+  'harness.input.settled',
+  'harness.turn.retry',
+  'harness.turn.paused',
+  'harness.turn.resumed',
+  'harness.turn.finish',
+] as const
+
+/** The turn records a turn writes beside its responses (turnRecord-3.lua). */
+export type TurnRecordType = 'harness.turn.retry' | 'harness.turn.paused' | 'harness.turn.resumed' | 'harness.turn.finish'
 
 /** Narrows a record on its type (an app record's `type: string` keeps `===` from narrowing the union). */
 export function hasType<K extends HarnessRecordType>(record: LogRecord, type: K): record is RecordOf<K> {
@@ -189,4 +221,13 @@ export function conversationOf<E extends { record: LogRecord }>(entries: E[]): E
     if (hasType(record, 'harness.tool.result')) return calls.has(record.toolCallId)
     return (CONVERSATION_TYPES as readonly string[]).includes(record.type)
   })
+}
+
+/**
+ * What the model reads for a result (turn/ builds its messages with it, events/ shows it in TOOL_CALL_RESULT): strings
+ * as they are, other JSON encoded, errors as `{"error": ...}`.
+ */
+export function toolMessageContent(result: RecordOf<'harness.tool.result'>): string {
+  if (result.error) return JSON.stringify({ error: result.error.message })
+  return typeof result.result === 'string' ? result.result : JSON.stringify(result.result ?? null)
 }

@@ -134,19 +134,19 @@ export class LogStream {
     }
   }
 
-  /**
-   * One named Lua script through `command`, on the log's connection unless `client` is given (and
-   * no replica is awaited: the WAIT must follow the script on the log's connection).
-   */
-  protected script<N extends ScriptName>(
-    name: N,
-    keys: ScriptContract[N]['keys'],
-    args: ScriptContract[N]['args'],
-    retry = false,
-    client: RedisClient = this.redis,
-  ) {
+  /** One named Lua script through `command`. */
+  protected script<N extends ScriptName>(name: N, keys: ScriptContract[N]['keys'], args: ScriptContract[N]['args'], retry = false) {
     const wait = this.waitReplicas && REPLICATED.has(name) ? this.waitReplicas : undefined
-    return this.command(name, () => runScript(wait ? this.redis : client, name, keys, args, wait), retry)
+    return this.command(name, () => runScript(this.redis, name, keys, args, wait), retry)
+  }
+
+  /**
+   * This log, its commands sent on `client` (a connection BullMQ sends on, so a command of BullMQ's
+   * sent next runs after ours: one round trip for both); itself when replicas are awaited (the WAIT
+   * is pipelined behind the script, which need not be sent at once).
+   */
+  via(client: RedisClient | undefined): this {
+    return client && !this.waitReplicas ? (Object.create(this, { redis: { value: client } }) as this) : this
   }
 
   /** Adds a live entry (a model text delta, a tool's custom event): best effort, never the truth. */

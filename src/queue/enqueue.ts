@@ -76,7 +76,10 @@ export const toolJobOptions = {
   backoff: { type: 'exponential', delay: 500 },
 } as const
 
-/** A turn's attempts are `durability.maxAttempts` (R15); model failures retry with backoff. */
+/**
+ * A turn's attempts are `durability.maxAttempts` (R15): crashes and infrastructure failures of the
+ * turn job. A failed model call is not an attempt: `turn.onModelError` retries it (turn/modelRetry.ts).
+ */
 function turnJobOptions(harness: Harness) {
   return {
     attempts: harness.durability.maxAttempts,
@@ -184,6 +187,20 @@ export async function enqueueCallBehind<T>(
  */
 export async function wakeCall(queues: HarnessQueues, sessionId: string, toolCallId: string): Promise<void> {
   await (await Job.fromId(queues.of(sessionId).tools, toolJobId(sessionId, toolCallId)))?.promote().catch(() => {})
+}
+
+/**
+ * Wakes a paused turn (session.resume): its delayed job is promoted; a job that is gone or finished
+ * (removed by retention, or failed) is added again, so a resume never waits on a missing job.
+ */
+export async function wakeTurn(queues: HarnessQueues, harness: Harness, sessionId: string, inputId: string): Promise<void> {
+  const job = await Job.fromId(queues.of(sessionId).turns, turnJobId(sessionId, inputId))
+  const state = job ? await job.getState() : 'missing'
+  if (state === 'delayed') return void (await job!.promote().catch(() => {}))
+  if (state === 'missing' || state === 'completed' || state === 'failed') {
+    await job?.remove().catch(() => {})
+    await enqueueTurn(queues, harness, sessionId, inputId)
+  }
 }
 
 /**

@@ -8,6 +8,7 @@ export {
   enqueueCallBehind,
   enqueueCalls,
   wakeCall,
+  wakeTurn,
   finishCancelledCall,
   inspectTurnJob,
   inspectCallJob,

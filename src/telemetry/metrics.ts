@@ -1,5 +1,4 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { HarnessHost } from '../harness/host.js'
 
 /**
  * Prometheus metrics of this process (prom-client, in a registry of our own): counters and latency
@@ -70,8 +69,22 @@ export const observeTurn = (harness: string, sinceMs: number) => turnSeconds.obs
 export const countRecovery = (reason: string) => recoveries.inc({ reason })
 export const countFenced = () => fenced.inc()
 
+/**
+ * What the metrics read of a host at each scrape (a HarnessHost is one). Declared here, not imported
+ * from harness/: telemetry sits below the layers that emit it (docs/architecture.md, layer table).
+ */
+export interface StatsSource {
+  stats(): Promise<{
+    queues: ReadonlyArray<{ shard: number; name: string; counts: Readonly<Record<string, number>> }>
+    parkedCalls: number
+    openTurns: number
+    openCalls: number
+    openQuestions: number
+  }>
+}
+
 /** The Prometheus text of this process, with the host's open work and queue depths read now. */
-export async function metricsText(host: HarnessHost): Promise<{ contentType: string; body: string }> {
+export async function metricsText(host: StatsSource): Promise<{ contentType: string; body: string }> {
   const stats = await host.stats()
   parked.set(stats.parkedCalls)
   openTurns.set(stats.openTurns)

@@ -1,10 +1,14 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { HarnessHost } from '../harness/host.js'
-import { metricsText } from './metrics.js'
+import type { Logger } from 'pino'
+import { metricsText, type StatsSource } from './metrics.js'
 
 /** A /metrics endpoint for a worker or sweeper process (METRICS_PORT); resolves with its port and a close. */
-export function serveMetrics(host: HarnessHost, port: number, hostname = '0.0.0.0'): Promise<{ port: number; close(): void }> {
+export function serveMetrics(
+  host: StatsSource & { readonly logger: Logger },
+  port: number,
+  hostname = '0.0.0.0',
+): Promise<{ port: number; close(): void }> {
   const server = createServer((req, res) => {
     if (req.url !== '/metrics') return void res.writeHead(404).end('Not found: GET /metrics\n')
     metricsText(host).then(

@@ -78,6 +78,25 @@ function recordLine(name: string, r: Record<string, unknown>): Line | null {
       return { kind: 'park', ...call, text: `${r.toolCallId} parked (${r.kind})` }
     case 'harness.recovery':
       return { kind: 'recovery', ...(r.toolCallId ? call : {}), text: `recovery: ${r.reason} ${r.toolCallId ?? r.inputId ?? ''}`.trim() }
+    case 'harness.turn.retry': {
+      const error = r.error as { message: string }
+      const at = new Date(r.nextAt as number).toISOString()
+      return {
+        kind: 'error',
+        inputId: r.inputId as string,
+        text: `model call failed (try ${r.attempt}): ${short(error.message)}; again at ${at}`,
+      }
+    }
+    case 'harness.turn.paused':
+      return {
+        kind: 'park',
+        inputId: r.inputId as string,
+        text: `turn ${r.inputId} paused: ${short((r.error as { message: string }).message)}`,
+      }
+    case 'harness.turn.resumed':
+      return { kind: 'record', inputId: r.inputId as string, text: `turn ${r.inputId} resumed` }
+    case 'harness.turn.finish':
+      return { kind: 'model', inputId: r.inputId as string, text: `beforeFinish cycle ${r.cycle}: ${short(r.messages)}` }
     case 'harness.tool.requested':
     case 'harness.tool.result':
     case 'harness.input.settled':

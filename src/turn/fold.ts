@@ -8,6 +8,16 @@ export interface TurnFold {
   /** Calls of the last response that have no result yet. */
   pending: ToolCallRecord[]
   settled?: RecordOf<'harness.input.settled'>
+  /** Retries of the next model call so far (since the last response or resume), and the last one's. */
+  retries: number
+  retry?: RecordOf<'harness.turn.retry'>
+  /** The turn is paused (its policy ran out with onExhausted 'pause') and not resumed since. */
+  paused?: RecordOf<'harness.turn.paused'>
+  /** `beforeFinish` cycles so far; `continued`: the last response has a cycle after it (the model goes on). */
+  finishCycles: number
+  continued: boolean
+  /** Turn records (retries, pauses, resumes, cycles): progress of the turn, like responses and results. */
+  turnRecords: number
 }
 
 /**
@@ -16,20 +26,42 @@ export interface TurnFold {
  * shown is the turn's view (view.ts).
  */
 export function foldTurn(entries: LogEntry[], inputId: string): TurnFold {
-  const fold: TurnFold = { responses: [], results: new Map(), pending: [] }
+  const fold: TurnFold = { responses: [], results: new Map(), pending: [], retries: 0, finishCycles: 0, continued: false, turnRecords: 0 }
   const ownCalls = new Set<string>()
   for (const entry of entries) {
     if (!fold.input) {
       if (isRecord(entry, 'harness.input') && entry.record.inputId === inputId) fold.input = entry
       continue
     }
-    if (isRecord(entry, 'harness.model.response') && entry.record.inputId === inputId) {
+    const { record } = entry
+    if ('inputId' in record && record.inputId !== inputId) continue
+    if (isRecord(entry, 'harness.model.response')) {
       fold.responses.push(entry.record)
       for (const c of entry.record.toolCalls) ownCalls.add(c.toolCallId)
-    } else if (isRecord(entry, 'harness.tool.result') && ownCalls.has(entry.record.toolCallId)) {
-      fold.results.set(entry.record.toolCallId, entry.record)
-    } else if (isRecord(entry, 'harness.input.settled') && entry.record.inputId === inputId) {
+      fold.retries = 0
+      delete fold.retry
+      fold.continued = false
+    } else if (isRecord(entry, 'harness.tool.result')) {
+      if (ownCalls.has(entry.record.toolCallId)) fold.results.set(entry.record.toolCallId, entry.record)
+    } else if (isRecord(entry, 'harness.input.settled')) {
       fold.settled = entry.record
+    } else if (isRecord(entry, 'harness.turn.retry')) {
+      fold.turnRecords++
+      fold.retries++
+      fold.retry = entry.record
+    } else if (isRecord(entry, 'harness.turn.paused')) {
+      fold.turnRecords++
+      fold.paused = entry.record
+    } else if (isRecord(entry, 'harness.turn.resumed')) {
+      // a resume starts the model call's retries afresh
+      fold.turnRecords++
+      delete fold.paused
+      delete fold.retry
+      fold.retries = 0
+    } else if (isRecord(entry, 'harness.turn.finish')) {
+      fold.turnRecords++
+      fold.finishCycles = Math.max(fold.finishCycles, entry.record.cycle)
+      fold.continued = entry.record.responses === fold.responses.length
     }
   }
   const last = fold.responses.at(-1)

@@ -2,7 +2,8 @@ import { convertSchemaToJsonSchema, fromSpecTokenUsage, type ChatMiddlewareConfi
 import { resolveDebugOption } from '@tanstack/ai/adapter-internals'
 import type { Harness } from '../harnessTypes.js'
 import type { ModelCallHooks } from './middleware.js'
-import { isRecord, type LogEntry, type ModelToolCall, type ModelUsage, type RecordOf } from '../log/index.js'
+import { ModelCallError, modelErrorOf } from './modelErrors.js'
+import { isRecord, toolMessageContent, type LogEntry, type ModelToolCall, type ModelUsage, type RecordOf } from '../log/index.js'
 
 export interface ModelResponse {
   text?: string
@@ -17,6 +18,7 @@ export function buildMessages(entries: LogEntry[]): ModelMessage[] {
   const messages: ModelMessage[] = []
   for (const entry of entries) {
     if (isRecord(entry, 'harness.input')) messages.push({ role: 'user', content: entry.record.text })
+    if (isRecord(entry, 'harness.turn.finish')) messages.push(...entry.record.messages)
     if (!isRecord(entry, 'harness.model.response')) continue
     const response = entry.record
     messages.push({
@@ -41,12 +43,6 @@ export function buildMessages(entries: LogEntry[]): ModelMessage[] {
   return messages
 }
 
-/** What the model reads for a result: strings as they are, other JSON encoded, errors as `{"error": ...}`. */
-export function toolMessageContent(result: RecordOf<'harness.tool.result'>): string {
-  if (result.error) return JSON.stringify({ error: result.error.message })
-  return typeof result.result === 'string' ? result.result : JSON.stringify(result.result ?? null)
-}
-
 /**
  * One model call through the harness's `@tanstack/ai` text adapter, collected into text, tool calls
  * and token usage; `onText` hears each text delta as the model writes it. The adapter is called as
@@ -64,20 +60,22 @@ export async function callModel(
   // middleware's onConfig may change what the model is sent (messages, system prompts, tools, model options)
   const initial: ChatMiddlewareConfig = { messages, systemPrompts: [...(harness.systemPrompts ?? [])], tools: [...harness.tools] }
   const config = hooks ? await hooks.config(initial) : initial
-  const stream = harness.adapter.chatStream({
-    model: harness.adapter.model,
-    messages: config.providerMessages ?? config.messages,
-    tools: config.tools.map((tool) => ({
-      ...tool,
-      inputSchema: tool.inputSchema ? convertSchemaToJsonSchema(tool.inputSchema) : undefined,
-      outputSchema: tool.outputSchema ? convertSchemaToJsonSchema(tool.outputSchema) : undefined,
-    })),
-    ...(config.systemPrompts.length ? { systemPrompts: config.systemPrompts } : {}),
-    ...(config.modelOptions ? { modelOptions: config.modelOptions } : {}),
-    abortController,
-    request: { signal: abortController.signal },
-    logger: resolveDebugOption(false),
-  })
+  const stream = fromAdapter(abortController.signal, () =>
+    harness.adapter.chatStream({
+      model: harness.adapter.model,
+      messages: config.providerMessages ?? config.messages,
+      tools: config.tools.map((tool) => ({
+        ...tool,
+        inputSchema: tool.inputSchema ? convertSchemaToJsonSchema(tool.inputSchema) : undefined,
+        outputSchema: tool.outputSchema ? convertSchemaToJsonSchema(tool.outputSchema) : undefined,
+      })),
+      ...(config.systemPrompts.length ? { systemPrompts: config.systemPrompts } : {}),
+      ...(config.modelOptions ? { modelOptions: config.modelOptions } : {}),
+      abortController,
+      request: { signal: abortController.signal },
+      logger: resolveDebugOption(false),
+    }),
+  )
   let text = ''
   let usage: ModelUsage | undefined
   // a START with an id seen before starts another call (a model may repeat ids); deltas go to the latest
@@ -127,8 +125,20 @@ export async function callModel(
         usage = usageOf(chunk) ?? usage
         break
       case 'RUN_ERROR':
-        throw new Error(`Model error: ${chunk.error?.message ?? chunk.message ?? 'unknown'}`)
+        throw new ModelCallError(modelErrorOf(chunk))
+      default:
+        break // run start, steps, reasoning, state and custom events: nothing a logged model response keeps
     }
+  }
+}
+
+/** The adapter's chunks; what the adapter throws (not an abort) is a ModelCallError, for the turn's onModelError. */
+async function* fromAdapter(signal: AbortSignal, open: () => AsyncIterable<StreamChunk>): AsyncGenerator<StreamChunk> {
+  try {
+    yield* open()
+  } catch (error) {
+    if (signal.aborted || error instanceof ModelCallError) throw error
+    throw new ModelCallError(modelErrorOf(error))
   }
 }
 

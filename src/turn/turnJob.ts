@@ -8,6 +8,10 @@ import { toToolError } from '../tool/index.js'
 import { foldTurn } from './fold.js'
 import { textDeltas } from './deltas.js'
 import { buildMessages, callModel } from './model.js'
+import { beforeFinish } from './finish.js'
+import { ModelCallError } from './modelErrors.js'
+import { decideModelError, waitForModelCall } from './modelRetry.js'
+import type { FinishMessage } from '../harnessTypes.js'
 import { modelSpan } from '../telemetry/index.js'
 import { MiddlewareToolError } from '../errors.js'
 import { MiddlewareAbort, modelCallHooks } from './middleware.js'
@@ -68,6 +72,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     // a few times (a child's landing may still be on its way), then the attempt fails: no loop spins.
     let lastProgress = -1
     let idlePasses = 0
+    // beforeFinish's ephemeral messages: for the next model call only, never stored
+    let ephemeral: FinishMessage[] = []
     for (;;) {
       // the session's conversation (its projection: O(the conversation), not O(the log)); the fold
       // takes this turn's entries from its input on, the model calls the history before them too
@@ -80,7 +86,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const view = turnView(conversation, inputId, joined)
       if (!fold.input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
       if (fold.settled) return
-      const progress = fold.responses.length + fold.results.size
+      const progress = fold.responses.length + fold.results.size + fold.turnRecords
       idlePasses = progress === lastProgress ? idlePasses + 1 : 0
       lastProgress = progress
       if (idlePasses >= MAX_IDLE_PASSES) {
@@ -93,10 +99,15 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const remaining = timeoutMs === undefined ? Infinity : fold.input.record.at + timeoutMs - Date.now()
       if (remaining <= 0)
         return await settle({ outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
-      // the last response was the answer: settle, unless an input joined that no model call saw (busy 'steer')
+      // the last response was the answer: settle, unless an input joined that no model call saw (busy
+      // 'steer') or beforeFinish sends the model back to work (a cycle logged after it: it goes on)
       const last = fold.responses.at(-1)
-      if (last && last.toolCalls.length === 0 && view.unseenJoined.length === 0) {
-        return await settle({ outcome: 'completed', ...(last.text ? { text: last.text } : {}) }, last)
+      if (last && last.toolCalls.length === 0 && view.unseenJoined.length === 0 && !fold.continued) {
+        const step = await beforeFinish(harness, log, fold, inputId, buildMessages(view.entries))
+        if (step.action === 'fail') return await settle(step.failure)
+        if (step.action === 'finish') return await settle({ outcome: 'completed', ...(last.text ? { text: last.text } : {}) }, last)
+        ephemeral = step.ephemeral
+        continue
       }
       // R15: a run that stopped its worker (a crash, a lost lock) is an attempt too; BullMQ counts it
       // on the job (its stalled counter), not in attemptsMade. A poison input ends here, not in a loop
@@ -129,11 +140,13 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
           },
         })
       }
+      // a retry of the model call waits for its logged time; a paused turn for session.resume
+      await waitForModelCall(job, token, log, fold, stop.signal)
       const signal = Number.isFinite(remaining) ? AbortSignal.any([stop.signal, AbortSignal.timeout(remaining)]) : stop.signal
       // the text streams to followers under a message id of this model call (a retry streams anew)
       const messageId = `${inputId}.${fold.responses.length}.${randomBytes(4).toString('hex')}`
       const deltas = textDeltas((at, text) => log.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
-      const messages = buildMessages(view.entries)
+      const messages = [...buildMessages(view.entries), ...ephemeral]
       // middleware runs around each model call made (one made again after a crash runs it again)
       const hooks = await modelCallHooks(harness, log, {
         inputId,
@@ -143,21 +156,32 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         context: contextOf(input),
       })
       const call = () => callModel(harness, messages, signal, deltas.push, hooks)
-      const response = await modelSpan({ sessionId, inputId, iteration: fold.responses.length }, call).finally(() => deltas.close())
+      let response
+      try {
+        response = await modelSpan({ sessionId, inputId, iteration: fold.responses.length }, call).finally(() => deltas.close())
+      } catch (error) {
+        // the provider failed the call: turn.onModelError decides (not a BullMQ attempt)
+        if (!(error instanceof ModelCallError) || signal.aborted) throw error
+        const { decision, failure } = await decideModelError(harness, log, fold, inputId, error)
+        logger.warn({ err: error.info, decision, retries: fold.retries }, 'model call failed')
+        if (failure) return await settle(failure)
+        continue
+      }
       const logged = await log.logModelResponse(
         inputId,
         { ...response, ...(response.text ? { messageId } : {}), ...(harness.busy === 'steer' ? { joined: view.unseenJoined } : {}) },
         fold.responses.length,
       )
       if (!logged) continue // another run of this turn logged first: fold again
+      ephemeral = []
       logger.debug({ toolCalls: response.toolCalls.length }, 'model responded')
       // (with 'steer', fold again first: an input that joined meanwhile gets another model call)
-      if (response.toolCalls.length === 0 && harness.busy !== 'steer') {
+      if (response.toolCalls.length === 0 && harness.busy !== 'steer' && !harness.turn.beforeFinish) {
         return await settle({ outcome: 'completed', ...(response.text ? { text: response.text } : {}) }, response)
       }
     }
   } catch (error) {
-    if (error instanceof WaitingChildrenError) throw error
+    if (error instanceof WaitingChildrenError || error instanceof DelayedError) throw error
     // the turn settled elsewhere (session.abort, a timeout by the sweeper) and its model call was stopped
     if (stop.signal.aborted && (await log.getInput(inputId))?.status === 'settled') return
     // a middleware offered the model a tool this harness cannot run: no attempt would do better

@@ -24,6 +24,8 @@ export function turnView(conversation: LogEntry[], inputId: string, joined: read
   const outcomes = new Map<string, Outcome>()
   const responses = new Map<string, LogEntry<RecordOf<'harness.model.response'>>[]>()
   const results = new Map<string, LogEntry>()
+  // beforeFinish cycles by turn: their messages follow the response they answered
+  const cycles = new Map<string, LogEntry<RecordOf<'harness.turn.finish'>>[]>()
   const seen = new Set<string>()
   const position = new Map<string, number>()
   for (const [at, entry] of conversation.entries()) {
@@ -38,6 +40,7 @@ export function turnView(conversation: LogEntry[], inputId: string, joined: read
       responses.set(entry.record.inputId, list)
       for (const id of entry.record.joined ?? []) seen.add(id)
     } else if (isRecord(entry, 'harness.tool.result')) results.set(entry.record.toolCallId, entry)
+    else if (isRecord(entry, 'harness.turn.finish')) cycles.set(entry.record.inputId, [...(cycles.get(entry.record.inputId) ?? []), entry])
   }
   const joinedHere = new Set(joined)
   const reached = (id: string) => responses.has(id) || seen.has(id)
@@ -52,7 +55,7 @@ export function turnView(conversation: LogEntry[], inputId: string, joined: read
   }
   const turnOf = (owner: string) => {
     emit(owner)
-    for (const response of responses.get(owner) ?? []) {
+    for (const [index, response] of (responses.get(owner) ?? []).entries()) {
       const shown = response.record.joined
       // a response logged before responses named what they were shown saw the joined inputs before it
       if (shown === undefined && owner === inputId) {
@@ -64,6 +67,7 @@ export function turnView(conversation: LogEntry[], inputId: string, joined: read
         const result = results.get(call.toolCallId)
         if (result) entries.push(result)
       }
+      for (const cycle of cycles.get(owner) ?? []) if (cycle.record.responses === index + 1) entries.push(cycle)
     }
   }
   for (const id of order) {

@@ -22,7 +22,7 @@ export interface WorkerProcessesContext {
   /** The worker processes; a test may kill some and push others, all are killed after the block. */
   workers: WorkerProcess[]
   /** Starts one more worker process with the block's module, Redis and prefix. */
-  spawn(options?: { concurrency?: number }): Promise<WorkerProcess>
+  spawn(options?: { concurrency?: number; env?: Record<string, string> }): Promise<WorkerProcess>
 }
 
 /**
@@ -45,6 +45,7 @@ export function useWorkerProcesses(options: {
       prefix: ctx.prefix,
       ...(options.module ? { module: options.module } : {}),
       ...((o.concurrency ?? options.concurrency) ? { concurrency: o.concurrency ?? options.concurrency } : {}),
+      ...(o.env ? { env: o.env } : {}),
     })
     spawned.push(worker)
     return worker

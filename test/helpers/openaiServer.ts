@@ -32,6 +32,18 @@ export interface ModelReply {
   stall?: boolean
 }
 
+/** An HTTP error reply instead of a stream (a provider outage, a refused key): status, headers, the JSON error body. */
+export interface FaultReply {
+  status: number
+  headers?: Record<string, string>
+  body: { error: { message: string; type: string; code?: string | null } }
+}
+
+export interface ModelServerOptions {
+  /** Decides, before each answer, whether the request fails instead (undefined: answer it). */
+  fault?: (request: ChatRequest) => FaultReply | undefined
+}
+
 export interface ModelServer {
   /** The base URL to give the OpenAI SDK (`.../v1`). */
   baseURL: string
@@ -45,7 +57,10 @@ export interface ModelServer {
 }
 
 /** Starts the server on 127.0.0.1 (a free port); `answer` decides each reply from the request. */
-export async function startModelServer(answer: (request: ChatRequest) => ModelReply): Promise<ModelServer> {
+export async function startModelServer(
+  answer: (request: ChatRequest) => ModelReply,
+  options: ModelServerOptions = {},
+): Promise<ModelServer> {
   const requests: ChatRequest[] = []
   const cut: ChatRequest[] = []
   const cutWaiters = new Set<() => void>()
@@ -66,6 +81,12 @@ export async function startModelServer(answer: (request: ChatRequest) => ModelRe
     const request = JSON.parse(Buffer.concat(chunks).toString()) as ChatRequest
     requests.push(request)
     if (request.stream !== true) throw new Error('this server answers streaming requests only')
+    const fault = options.fault?.(request)
+    if (fault) {
+      res.writeHead(fault.status, { 'content-type': 'application/json', ...fault.headers })
+      res.end(JSON.stringify(fault.body))
+      return
+    }
     const reply = answer(request)
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     res.on('close', () => {

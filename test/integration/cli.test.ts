@@ -1,11 +1,15 @@
 // The `harness` CLI: the real bin, against real Redis, in processes of its own. A worker process
 // started by `harness worker` runs the ops fixture; `log --follow` in another process sees a turn park
 // on a question and land once `harness answer`, from a third process, wakes the parked call.
+import { rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createHarnessHost, type HarnessHost } from '../../src/index.js'
 import { ops } from '../fixtures/ops.js'
 import { runBin, spawnBin } from '../helpers/cli.js'
 import { quiet } from '../helpers/hosts.js'
+import { records, until } from '../helpers/log.js'
 import { cleanupPrefix, getRedisUrl, uniquePrefix } from '../rig.js'
 
 const MODULE = 'test/fixtures/ops.ts'
@@ -145,6 +149,23 @@ describe('the harness CLI', () => {
     expect(spaced.stderr).toContain("written with '=': --session=-dash-refund.")
     expect(await runBin(['approve', question.questionId, '--session=-dash-refund'], env)).toMatchObject({ code: 0 })
     expect(await asking.settled(refund.inputId)).toMatchObject({ outcome: 'completed', text: expect.stringContaining('"refunded":3') })
+  })
+
+  it("resume goes on with a turn paused by onExhausted: 'pause'; a turn that is not paused exits 1", async () => {
+    const healed = join(tmpdir(), `${env.DH_PREFIX}-healed`)
+    const session = host.open(ops, { sessionId: 'cli-paused' })
+    const { inputId } = await session.prompt(`overloaded:${healed}`)
+    await until(async () => records(await session.log.read(), 'harness.turn.paused').length === 1, 'the turn to pause')
+    writeFileSync(healed, '1')
+    try {
+      expect(await runBin(['resume', 'cli-paused', inputId], env)).toMatchObject({ code: 0, stdout: `Resumed ${inputId}.\n` })
+      expect(await session.settled(inputId)).toEqual({ outcome: 'completed', text: 'healed' })
+      const again = await runBin(['resume', 'cli-paused', inputId], env)
+      expect(again.code).toBe(1)
+      expect(again.stdout).toContain('is not paused')
+    } finally {
+      rmSync(healed, { force: true })
+    }
   })
 
   it('approve runs a needsApproval call; deny lands its tool error with the reason', async () => {

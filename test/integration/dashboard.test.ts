@@ -2,12 +2,16 @@
 // step.ask, the dashboard shows the question with a form generated from its JSON Schema, the test
 // fills and submits it, the tool resumes in a worker process and the live timeline shows the answer
 // and the result; the same for an approval. Screenshots go to docs/.
+import { rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromiumPath } from '../helpers/chromium.js'
 import { serveDashboard } from '../../src/dashboard/index.js'
 import { ops } from '../fixtures/ops.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
+import { records, until } from '../helpers/log.js'
 
 const TOKEN = 'dashboard-test-token'
 const SHOTS = process.env.DH_SCREENSHOTS === '1'
@@ -101,6 +105,27 @@ describe('the dashboard in headless Chromium', () => {
     expect(lines.some((l) => l.includes('"refunded":42'))).toBe(true)
     expect(await session.settled(inputId)).toMatchObject({ outcome: 'completed' })
     await page.context().close()
+  })
+
+  it("a turn paused by onExhausted: 'pause': the session page shows it with its error, and Resume goes on with it", async () => {
+    const healed = join(tmpdir(), `${ctx.prefix}-dashboard-healed`)
+    const session = ctx.host.open(ops, { sessionId: 'paused-1' })
+    const { inputId } = await session.prompt(`overloaded:${healed}`)
+    await until(async () => records(await session.log.read(), 'harness.turn.paused').length === 1, 'the turn to pause')
+    const page = await openPage()
+    await page.goto(`${dashboard.url}sessions/paused-1`)
+    const form = page.locator('form.resume')
+    expect(await form.textContent()).toContain('503 The server is overloaded')
+    writeFileSync(healed, '1')
+    try {
+      await form.locator('button').click()
+      await page.waitForSelector('#timeline li.settled')
+      expect(await session.settled(inputId)).toEqual({ outcome: 'completed', text: 'healed' })
+      await form.locator('.status', { hasText: 'Resumed.' }).waitFor()
+    } finally {
+      rmSync(healed, { force: true })
+      await page.context().close()
+    }
   })
 
   it('the sessions list and bull-board queue views are served', async () => {

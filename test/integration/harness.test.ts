@@ -2,7 +2,7 @@ import { toolDefinition } from '@tanstack/ai'
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { createHarnessHost, defineHarness, durableTool, InputConflictError, type Harness } from '../../src/index.js'
+import { createHarnessHost, defineHarness, durableTool, InputConflictError, retryTransientErrors, type Harness } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
 import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
@@ -397,26 +397,35 @@ describe('harness in process', () => {
     })
   })
 
-  it('R15: a turn whose model keeps failing settles after maxAttempts with attempts_exhausted', async () => {
+  it('R15: maxAttempts does not bound model errors: a transient one retries by turn.onModelError past maxAttempts, a permanent one fails at once with its message', async () => {
     let calls = 0
     const harness = defineHarness({
       name: 'flaky',
       adapter: scriptedModel([
-        () => {
+        ({ messages }) => {
           calls++
-          throw new Error('model unavailable')
+          const prompt = String(messages.at(-1)?.content)
+          if (prompt === 'permanent') throw new Error('model unavailable for this account')
+          if (calls <= 4) throw new Error('503 The server is overloaded')
+          return { text: 'back' }
         },
       ]),
-      durability: { maxAttempts: 3 },
+      durability: { maxAttempts: 2 },
+      turn: { onModelError: retryTransientErrors({ baseDelayMs: 10 }) },
     })
     const { host } = start(harness, 'r15-attempts')
     const session = host.open(harness, { sessionId: 'flaky' })
-    const { inputId } = await session.prompt('hello')
-    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
-    expect(settled.outcome).toBe('failed')
-    expect(settled.error?.code).toBe('attempts_exhausted')
-    expect(settled.error?.message).toContain('model unavailable')
-    expect(calls).toBe(3)
+    const transient = await session.prompt('transient')
+    expect(await session.settled(transient.inputId)).toEqual({ outcome: 'completed', text: 'back' })
+    expect(calls).toBe(5)
+    expect(records(await session.log.read(), 'harness.turn.retry').map((r) => r.attempt)).toEqual([1, 2, 3, 4])
+    const other = host.open(harness, { sessionId: 'flaky-permanent' })
+    const permanent = await other.prompt('permanent')
+    expect(await other.settled(permanent.inputId)).toEqual({
+      outcome: 'failed',
+      error: { code: 'model_error', message: 'model unavailable for this account' },
+    })
+    expect(calls).toBe(6)
   })
 
   it('R15: a turn past timeoutMs settles as failed with timeout', async () => {

@@ -641,3 +641,37 @@ describe('session log: scripts on a fresh connection (ioredis #1931)', () => {
     }
   })
 })
+
+describe('session log: turn records', () => {
+  it('turnRecord logs each model-call try number once per response; a stale run, a settled turn and a resume of an unpaused turn write nothing', async () => {
+    const log = new SessionLog(redis, prefixFor('turn-records'), 's1')
+    await log.addInput('in-1', 'hi')
+    const error = { message: '503 overloaded', code: '503' }
+    const retry = (attempt: number) => ({ type: 'harness.turn.retry', inputId: 'in-1', attempt, error, nextAt: 0 }) as const
+    expect((await log.logTurnRecord(retry(1), 0)).status).toBe('ok')
+    // a second run of the turn that folded the same log (its lock was lost) cannot log try 1 again
+    expect((await log.logTurnRecord(retry(1), 0)).status).toBe('stale')
+    expect((await log.logTurnRecord(retry(3), 0)).status).toBe('stale')
+    expect((await log.logTurnRecord(retry(2), 0)).status).toBe('ok')
+    expect((await log.logTurnRecord(retry(3), 1)).status).toBe('stale') // not the response count
+    expect((await log.logTurnRecord({ type: 'harness.turn.resumed', inputId: 'in-1', at: 0 })).status).toBe('not_paused')
+    expect((await log.logTurnRecord({ type: 'harness.turn.paused', inputId: 'in-1', error, at: 0 }, 0)).status).toBe('ok')
+    expect((await log.getInput('in-1'))?.paused).toBe(true)
+    expect((await log.logTurnRecord({ type: 'harness.turn.resumed', inputId: 'in-1', at: 0 })).status).toBe('ok')
+    expect((await log.getInput('in-1'))?.paused).toBeUndefined()
+    // a resume starts the count afresh
+    expect((await log.logTurnRecord(retry(1), 0)).status).toBe('ok')
+    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed' })
+    expect((await log.logTurnRecord(retry(2), 0)).status).toBe('settled')
+    const types = (await log.read()).map((e) => e.record.type)
+    expect(types.filter((t) => t.startsWith('harness.turn.'))).toEqual([
+      'harness.turn.retry',
+      'harness.turn.retry',
+      'harness.turn.paused',
+      'harness.turn.resumed',
+      'harness.turn.retry',
+    ])
+    // the turn's records are in its conversation (the fold reads them from there)
+    expect((await log.conversation()).filter((e) => e.record.type.startsWith('harness.turn.'))).toHaveLength(5)
+  })
+})

@@ -1,7 +1,16 @@
 import { toolDefinition } from '@tanstack/ai'
 import { expectTypeOf, test } from 'vitest'
 import { z } from 'zod'
-import { agentTool, createHarnessHost, defineHarness, durableTool, withReplay, type Settled } from '../../src/index.js'
+import {
+  agentTool,
+  createHarnessHost,
+  defineHarness,
+  durableTool,
+  isTransientModelError,
+  retryTransientErrors,
+  withReplay,
+  type Settled,
+} from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 
 const approve = durableTool(
@@ -43,6 +52,26 @@ test('the harness API is typed from the schema, with no casts at the call site',
   expectTypeOf(session.prompt('hi')).resolves.toEqualTypeOf<{ inputId: string }>()
   expectTypeOf(session.settled('i1')).resolves.toEqualTypeOf<Settled>()
   expectTypeOf(session.abort('i1')).resolves.toEqualTypeOf<boolean>()
+  expectTypeOf(session.resume('i1')).resolves.toEqualTypeOf<boolean>()
+  // DESIGN §10's turn options
+  defineHarness({
+    name: 'turns',
+    adapter: scriptedModel([]),
+    turn: {
+      onModelError: retryTransientErrors({
+        maxRetries: 5,
+        baseDelayMs: 500,
+        maxDelayMs: 30_000,
+        maxRetryAfterMs: 60_000,
+        isTransient: isTransientModelError,
+        onExhausted: 'pause',
+      }),
+      beforeFinish: ({ messages }) => (messages.length > 3 ? undefined : { messages: [{ role: 'user', content: 'go on' }], ephemeral: [] }),
+      maxFinishCycles: 4,
+    },
+  })
+  // @ts-expect-error onExhausted is 'fail' or 'pause'
+  retryTransientErrors({ onExhausted: 'wait' })
   expectTypeOf(session.runTool({ name: 'lookup', input: { sku: 'x' } })).resolves.toEqualTypeOf<unknown>()
   expectTypeOf(session.answer('q1', { approved: true })).resolves.toEqualTypeOf<void>()
   expectTypeOf(host.sweep({ limit: 10 })).resolves.items.toHaveProperty('reason')

@@ -20,31 +20,31 @@ interface Payment {
 }
 declare function charge(): Promise<Payment>
 
-test('values that are not JSON are a type error', () => {
+test('values that are not JSON are a type error', async () => {
   // @ts-expect-error a Date
-  step.do('date', () => new Date())
+  await step.do('date', () => new Date())
   // @ts-expect-error a Date, from an async fn
-  step.do('date-async', async () => new Date())
+  await step.do('date-async', async () => new Date())
   // @ts-expect-error a Map
-  step.do('map', () => new Map<string, number>())
+  await step.do('map', () => new Map<string, number>())
   // @ts-expect-error a Set
-  step.do('set', () => new Set<number>())
+  await step.do('set', () => new Set<number>())
   // @ts-expect-error a bigint
-  step.do('bigint', () => 10n)
+  await step.do('bigint', () => 10n)
   // @ts-expect-error a symbol
-  step.do('symbol', () => Symbol('s'))
+  await step.do('symbol', () => Symbol('s'))
   // @ts-expect-error a class instance with methods
-  step.do('instance', () => new Money(100))
+  await step.do('instance', () => new Money(100))
   // @ts-expect-error a Date nested in an object
-  step.do('nested', () => ({ when: new Date() }))
+  await step.do('nested', () => ({ when: new Date() }))
   // @ts-expect-error a Date deeper, in an array in an object
-  step.do('deeper', () => ({ events: [{ at: new Date() }] }))
+  await step.do('deeper', () => ({ events: [{ at: new Date() }] }))
   // @ts-expect-error a function
-  step.do('function', () => () => 1)
+  await step.do('function', () => () => 1)
   // @ts-expect-error a function not called by mistake
-  step.do('uncalled', () => charge)
+  await step.do('uncalled', () => charge)
   // @ts-expect-error a Map in an interface-typed value
-  step.do('map-in-object', (): { lookup: Map<string, string> } => ({ lookup: new Map() }))
+  await step.do('map-in-object', (): { lookup: Map<string, string> } => ({ lookup: new Map() }))
 })
 
 declare const payment: { id: string; amount: number; ok: boolean; none: null }
@@ -75,22 +75,22 @@ test('JSON values are fine, and step.do resolves to the value type of fn', () =>
   expectTypeOf(step.do('data-class', () => new Row())).resolves.toEqualTypeOf<Row>()
 })
 
-test('fn gets the idempotency key', () => {
-  step.do('key', ({ idempotencyKey }) => {
+test('fn gets the idempotency key', async () => {
+  await step.do('key', ({ idempotencyKey }) => {
     expectTypeOf(idempotencyKey).toEqualTypeOf<string>()
     return idempotencyKey
   })
 })
 
-test('R16: step.do takes a retry policy, typed; the value type is unchanged', () => {
+test('R16: step.do takes a retry policy, typed; the value type is unchanged', async () => {
   expectTypeOf(
     step.do('retried', charge, { retry: { attempts: 3, delay: '1s', backoff: 'linear', maxDelay: 60_000, jitter: true } }),
   ).resolves.toEqualTypeOf<Payment>()
-  step.do('retry-if', charge, { retry: { attempts: 2, retryIf: (error) => error instanceof TypeError } })
+  await step.do('retry-if', charge, { retry: { attempts: 2, retryIf: (error) => error instanceof TypeError } })
   // @ts-expect-error attempts is required
-  step.do('no-attempts', charge, { retry: { delay: '1s' } })
+  await step.do('no-attempts', charge, { retry: { delay: '1s' } })
   // @ts-expect-error a backoff the policy does not know
-  step.do('bad-backoff', charge, { retry: { attempts: 2, backoff: 'fibonacci' } })
+  await step.do('bad-backoff', charge, { retry: { attempts: 2, backoff: 'fibonacci' } })
   // @ts-expect-error a delay that is not a Duration
-  step.do('bad-delay', charge, { retry: { attempts: 2, delay: 'soon' } })
+  await step.do('bad-delay', charge, { retry: { attempts: 2, delay: 'soon' } })
 })

@@ -51,6 +51,22 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
   'harness.tool.answer': { type: 'harness.tool.answer', toolCallId: 'call_1', questionId: 'q1', value: true },
   'harness.tool.suspended': { type: 'harness.tool.suspended', toolCallId: 'call_1', until: 1_700_000_060_000, kind: 'sleep' },
   'harness.tool.result': { type: 'harness.tool.result', toolCallId: 'call_1', name: 'checkout', result: { ok: true } },
+  'harness.turn.retry': {
+    type: 'harness.turn.retry',
+    inputId: 'in-1',
+    attempt: 1,
+    error: { message: '503 The server is overloaded', code: '503' },
+    nextAt: 1_700_000_002_000,
+  },
+  'harness.turn.paused': { type: 'harness.turn.paused', inputId: 'in-1', error: { message: '503 overloaded' }, at: 1_700_000_000_000 },
+  'harness.turn.resumed': { type: 'harness.turn.resumed', inputId: 'in-1', at: 1_700_000_000_000 },
+  'harness.turn.finish': {
+    type: 'harness.turn.finish',
+    inputId: 'in-1',
+    cycle: 1,
+    responses: 1,
+    messages: [{ role: 'user', content: 'You have not posted the message yet.' }],
+  },
   'harness.input.settled': { type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' },
   'harness.recovery': { type: 'harness.recovery', reason: 'cut batch', toolCallId: 'call_1' },
 }

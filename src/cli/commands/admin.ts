@@ -21,6 +21,23 @@ export const abort: Command = {
   },
 }
 
+export const resume: Command = {
+  name: 'resume',
+  args: '<sessionId> <inputId>',
+  summary: "Resumes a turn paused by onExhausted: 'pause' (its model call's retries ran out): the model call is made again.",
+  options: {},
+  required: 2,
+  async run({ args, values }) {
+    const resumed = await withHost(values, true, async (host) => {
+      const session = await host.find(args[0]!)
+      if (!session) throw new UsageError(`No session ${args[0]} of the module's harnesses.`)
+      return session.resume(args[1]!)
+    })
+    print(resumed ? `Resumed ${args[1]}.` : `Turn ${args[1]} is not paused (running or settled); nothing to resume.`)
+    return resumed ? 0 : 1
+  },
+}
+
 export const stats: Command = {
   name: 'stats',
   args: '',

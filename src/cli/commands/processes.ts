@@ -1,4 +1,4 @@
-import { startSweepTimer } from '../../harness/host.js'
+import { startSweepTimer } from '../../harness/sweepTimer.js'
 import type { Command, CommandInput } from '../command.js'
 import { withHost } from '../connect.js'
 import { jsonLine, print } from '../output.js'

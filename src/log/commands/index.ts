@@ -152,6 +152,11 @@ export interface ScriptContract {
     args: [inputId: string, record: string, openMember: string, publish: 'PUBLISH' | 'SPUBLISH', channel: string, messageKey: string]
     reply: ['settled', string, string] | ['already', string, string] | ['unknown']
   }
+  turnRecord: {
+    keys: [log: string, inputs: string, conversation: string]
+    args: [inputId: string, expected: number | '', record: string, mark: 'paused' | 'resumed' | '', attempt: number | '']
+    reply: ['ok', string] | ['stale'] | ['unknown'] | ['settled'] | ['not_paused']
+  }
   stageRecords: {
     keys: [calls: string, staged: string]
     args: [toolCallId: string, epoch: number, first: number, ...records: string[]]

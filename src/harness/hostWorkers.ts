@@ -1,0 +1,123 @@
+import type { Worker } from 'bullmq'
+import type { Logger } from 'pino'
+import { CallAborts } from '../call/index.js'
+import { ConfigError } from '../errors.js'
+import type { Harness } from '../harnessTypes.js'
+import { openMember, type RedisClient, type SessionLog } from '../log/index.js'
+import type { HarnessQueues } from '../queue/index.js'
+import type { Notifier } from './notifier.js'
+import { startSweepTimer } from './sweepTimer.js'
+import { closeWorkers, startWorkerSet, type CloseOptions, type CloseResult } from './workers.js'
+
+/** The workers `host.startWorkers()` started: close them to stop taking jobs. */
+export interface WorkersHandle {
+  /**
+   * Stops taking jobs and waits for active ones to finish (BullMQ hands unfinished ones back), at most
+   * `timeoutMs`; `forced` names the queues whose workers it stopped waiting for.
+   */
+  close(options?: CloseOptions): Promise<CloseResult>
+  readonly workers: ReadonlyArray<Worker>
+}
+
+/** What `startHostWorkers` takes of its host: the connection, the harnesses and their queues, its passes. */
+export interface HostWorkersContext {
+  redis: RedisClient
+  prefix: string
+  shards: number
+  /** Every harness of the host, agent tools' child harnesses included. */
+  all: readonly Harness[]
+  notifier: Notifier
+  logger: Logger
+  logFor(sessionId: string): SessionLog
+  queuesOf(harness: Harness): HarnessQueues
+  queuesByName(name: string): HarnessQueues | undefined
+  keepJobs: { completedMs: number; failedMs: number } | undefined
+  /** Resolves once the deployment's shard count is known to match (rejects with ShardCountError). */
+  checkShards(): Promise<void>
+  sweepOnce(options: { shards: readonly number[] }): Promise<unknown>
+  retain(options: { shards: readonly number[] }): Promise<unknown>
+  /** The host's running worker sets: a handle adds itself, and takes itself out on close. */
+  running: WorkersHandle[]
+}
+
+/** The settled record a settle message carries; null for a payload that is not one (never throws). */
+function parseSettled(payload: string): { outcome?: string; error?: { message?: string } } | null {
+  try {
+    const record = JSON.parse(payload) as unknown
+    return typeof record === 'object' && record !== null ? (record as { outcome?: string; error?: { message?: string } }) : null
+  } catch {
+    return null
+  }
+}
+
+/** `host.startWorkers()`: turn and tool workers of every harness on the served shards, and the sweep timer. */
+export function startHostWorkers(
+  host: HostWorkersContext,
+  {
+    concurrency = 10,
+    sweepEveryMs = 30_000,
+    shards: served,
+  }: { concurrency?: number; sweepEveryMs?: number; shards?: readonly number[] } = {},
+): WorkersHandle {
+  const { notifier, shards, logger } = host
+  // a turn that settled (aborted, timed out, from any process) ends its calls still running here:
+  // their ctx.abortSignal fires and each lands an 'aborted' tool error
+  const aborts = new CallAborts()
+  const unlisten = notifier.listen((message) => {
+    if (message.kind !== 'input') return
+    const settled = parseSettled(message.payload)
+    aborts.abortTurn(openMember(message.sessionId, message.id), settled?.error?.message ?? `Turn ${settled?.outcome ?? 'settled'}.`)
+  })
+  const serving = served ?? Array.from({ length: shards }, (_, shard) => shard)
+  for (const shard of serving)
+    if (!Number.isInteger(shard) || shard < 0 || shard >= shards)
+      throw new ConfigError(`startWorkers: shard ${JSON.stringify(shard)} does not exist (shards are 0 to ${shards - 1}).`)
+  const workers = host.all.flatMap((harness) =>
+    serving.flatMap((shard) =>
+      startWorkerSet({
+        harness,
+        queues: host.queuesOf(harness),
+        connection: host.redis,
+        prefix: host.prefix,
+        shard,
+        shards,
+        concurrency,
+        logFor: host.logFor,
+        queuesOf: host.queuesOf,
+        queuesByName: host.queuesByName,
+        aborts,
+        logger,
+        ...(host.keepJobs ? { keepJobs: host.keepJobs } : {}),
+      }),
+    ),
+  )
+  // the workers take jobs once the shard count is known to match; a mismatch is logged and they stay idle
+  host.checkShards().then(
+    () => {
+      for (const worker of workers)
+        if (!worker.closing) worker.run().catch((err: unknown) => logger.error({ err, queue: worker.name }, 'worker stopped'))
+    },
+    (err: unknown) => logger.error({ err }, 'workers not started'),
+  )
+  const sweeper =
+    sweepEveryMs > 0
+      ? startSweepTimer(
+          async () => (await host.sweepOnce({ shards: serving }), await host.retain({ shards: serving })),
+          sweepEveryMs,
+          logger,
+        )
+      : null
+  const { running } = host
+  const handle: WorkersHandle = {
+    workers,
+    async close(closeOptions) {
+      sweeper?.stop()
+      unlisten()
+      const result = await closeWorkers(workers, closeOptions)
+      if (running.includes(handle)) running.splice(running.indexOf(handle), 1)
+      return result
+    },
+  }
+  running.push(handle)
+  return handle
+}

@@ -1,0 +1,43 @@
+import type { InputState } from './inputs.js'
+import type { RecordOf } from './records.js'
+
+/** A tool call in the ledger (callLedger.ts): how an attempt began, the stored state, its owner and fence. */
+type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
+export interface BeginResult {
+  kind: BeginKind
+  epoch: number
+  attempt: number
+  /** The state of the call's turn input, read in the same script (a call of a turn that began). */
+  input?: InputState | null
+}
+
+export interface CallState {
+  status: 'running' | 'parked' | 'done'
+  epoch: number
+  attempt: number
+  replay: 'safe' | 'never'
+  name: string
+  owner?: CallOwner
+  result?: RecordOf<'harness.tool.result'>
+}
+
+/** A call as its log record holds it (findLoggedCall). */
+export interface LoggedCall {
+  name: string
+  input: unknown
+  /** The turn whose model response holds it; none for a runTool call. */
+  inputId?: string
+  inputTooLarge?: number
+}
+
+/** Where a call belongs: its harness and, for a call of a turn, the turn's inputId (none for runTool). */
+export interface CallOwner {
+  harness: string
+  inputId?: string
+}
+
+/** What a fenced write names: the call and the attempt's epoch. */
+export interface Fence {
+  toolCallId: string
+  epoch: number
+}

@@ -1,0 +1,80 @@
+import { DelayedError, type Job } from 'bullmq'
+import type { Harness, ModelErrorDecision } from '../harnessTypes.js'
+import type { RecordOf, SessionLog } from '../log/index.js'
+import type { TurnJobData } from '../queue/index.js'
+import type { TurnFold } from './fold.js'
+import type { ModelCallError } from './modelErrors.js'
+
+/** A retry due sooner than this waits in the process; a later one parks the turn job (no worker slot). */
+const IN_PROCESS_WAIT_MS = 2_000
+/** A paused turn's job wakes this often to look again (a resume promotes it at once). */
+const PAUSE_RECHECK_MS = 24 * 3600_000
+
+type Failure = Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>
+
+/**
+ * Before a model call: a paused turn parks until `session.resume`; a retry waits for its logged next
+ * time, in process when it is near, else as a delayed job. The time is in the log, so a crash or a
+ * restart waits only what is left. Throws DelayedError when it parked the job.
+ */
+export async function waitForModelCall(
+  job: Job<TurnJobData>,
+  token: string | undefined,
+  log: SessionLog,
+  fold: TurnFold,
+  signal: AbortSignal,
+): Promise<void> {
+  if (fold.paused) {
+    await job.moveToDelayed(Date.now() + PAUSE_RECHECK_MS, token)
+    // a resume that came before our moveToDelayed promoted nothing: look again
+    if (!(await log.getInput(job.data.inputId))?.paused) await job.promote().catch(() => {})
+    throw new DelayedError()
+  }
+  const nextAt = fold.retry?.nextAt ?? 0
+  const wait = nextAt - Date.now()
+  if (wait <= 0) return
+  if (wait > IN_PROCESS_WAIT_MS) {
+    await job.moveToDelayed(nextAt, token)
+    throw new DelayedError()
+  }
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(done, wait)
+    signal.addEventListener('abort', done, { once: true })
+    function done() {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+  })
+}
+
+/**
+ * A failed model call goes to `turn.onModelError`: a retry is logged with its try count and next
+ * time, a pause is logged and leaves the turn open, a failure is returned for the caller to settle
+ * (with the provider's message). The records are written for the fold's response count only, so a
+ * stale run of the turn writes nothing.
+ */
+export async function decideModelError(
+  harness: Harness,
+  log: SessionLog,
+  fold: TurnFold,
+  inputId: string,
+  error: ModelCallError,
+): Promise<{ decision: ModelErrorDecision['action']; failure?: Failure }> {
+  const { info } = error
+  const decided = await harness.turn.onModelError({ sessionId: log.sessionId, inputId, error: info, retries: fold.retries })
+  const decision = decided ?? { action: 'fail' }
+  const logged = { message: info.message, ...(info.code !== undefined ? { code: info.code } : {}) }
+  if (decision.action === 'retry') {
+    const delayMs = Number.isFinite(decision.delayMs) ? Math.max(0, decision.delayMs) : 0
+    const record = { type: 'harness.turn.retry', inputId, attempt: fold.retries + 1, error: logged, nextAt: Date.now() + delayMs } as const
+    await log.logTurnRecord(record, fold.responses.length)
+    return { decision: 'retry' }
+  }
+  if (decision.action === 'pause') {
+    await log.logTurnRecord({ type: 'harness.turn.paused', inputId, error: logged, at: Date.now() }, fold.responses.length)
+    return { decision: 'pause' }
+  }
+  const after = fold.retries > 0 ? ` (after ${fold.retries} ${fold.retries === 1 ? 'retry' : 'retries'})` : ''
+  return { decision: 'fail', failure: { outcome: 'failed', error: { code: 'model_error', message: `${info.message}${after}` } } }
+}
