@@ -10,18 +10,33 @@
 //     idempotency check. Counted in `replayedKeys`: a 'safe' step re-run after a crash that came
 //     before its value was stored legitimately sends its key again; it never charges twice.
 // GET /stats -> { charges, invoices, mails, lookups, replayedKeys, replayedByKind, duplicateSideEffects,
-//                 duplicates (= duplicateSideEffects), keys: { <key>: { kind, logical, id, hits } } }
+//                 duplicates (= duplicateSideEffects), keys: { <key>: { kind, logical, id, hits } },
+//                 healedReplays, healedByKind, faults: { billing, model }, requests: { billing, model } }
+//
+// With CHAOS_FAULT_RATE (`--provider-faults`: 0.2) a share of requests fail at random (faults.ts):
+// timeouts, 500/502/503, dropped connections; some AFTER the side effect was applied. The client's
+// step retries then send the same key again: such a replay of a key whose last answer never reached
+// the client is a healed retry (`healedReplays`), not a re-send after a delivered answer
+// (`replayedKeys`, which for a 'never' tool must stay 0). POST /v1/chat/completions is the model
+// (modelRoute.ts), failing at the same rate.
 import http from 'node:http'
+import { appliesFirst, fail, faultCounts, pickFault } from './faults.js'
+import { modelRoute } from './modelRoute.js'
 
 type Kind = 'charge' | 'invoice' | 'mail' | 'lookup'
 const KINDS: Record<string, Kind> = { '/charge': 'charge', '/invoice': 'invoice', '/mail': 'mail', '/lookup': 'lookup' }
 const PLURAL: Record<Kind, string> = { charge: 'charges', invoice: 'invoices', mail: 'mails', lookup: 'lookups' }
 
-const keys = new Map<string, { kind: Kind; logical: string; id: string; hits: number }>()
+/** `unanswered`: the last answer for this key was a fault, so the client may not know it was applied. */
+const keys = new Map<string, { kind: Kind; logical: string; id: string; hits: number; unanswered: boolean }>()
 const succeeded = new Map<string, number>() // `${kind}|${logical}` -> successful side effects
 const done: Record<Kind, number> = { charge: 0, invoice: 0, mail: 0, lookup: 0 }
 const replayedByKind: Record<Kind, number> = { charge: 0, invoice: 0, mail: 0, lookup: 0 }
 let replayedKeys = 0
+const healedByKind: Record<Kind, number> = { charge: 0, invoice: 0, mail: 0, lookup: 0 }
+let healedReplays = 0
+const faults = { billing: faultCounts(), model: faultCounts() }
+const requests = { billing: 0, model: 0 }
 let duplicateSideEffects = 0
 let nextId = 1
 
@@ -42,7 +57,15 @@ const server = http.createServer((req, res) => {
         duplicateSideEffects,
         duplicates: duplicateSideEffects,
         keys: Object.fromEntries([...keys].map(([key, v]) => [key, { kind: v.kind, logical: v.logical, id: v.id, hits: v.hits }])),
+        healedReplays,
+        healedByKind,
+        faults,
+        requests,
       })
+    }
+    if (req.method === 'POST' && req.url === '/v1/chat/completions') {
+      requests.model++
+      return modelRoute(body, res, faults.model)
     }
     const kind = KINDS[req.url ?? '']
     if (req.method !== 'POST' || !kind) return send(res, 404, { error: 'not found' })
@@ -55,21 +78,36 @@ const server = http.createServer((req, res) => {
       return send(res, 400, { error: 'body must be JSON' })
     }
     if (!logical) return send(res, 400, { error: 'body.logical required' })
-    const seen = keys.get(key)
+    requests.billing++
+    const fault = pickFault(faults.billing)
+    if (fault && !appliesFirst(fault)) return fail(res, fault, '')
+    let seen = keys.get(key)
+    let status = 409
     if (seen) {
       seen.hits++
-      replayedKeys++
-      replayedByKind[kind]++
-      return send(res, 409, { error: 'idempotency key already used', id: seen.id })
+      if (seen.unanswered) {
+        healedReplays++
+        healedByKind[kind]++
+      } else {
+        replayedKeys++
+        replayedByKind[kind]++
+      }
+    } else {
+      seen = { kind, logical, id: `${kind}_${nextId++}`, hits: 1, unanswered: false }
+      keys.set(key, seen)
+      const what = `${kind}|${logical}`
+      const before = succeeded.get(what) ?? 0
+      if (before > 0) duplicateSideEffects++
+      succeeded.set(what, before + 1)
+      done[kind]++
+      status = 200
     }
-    const id = `${kind}_${nextId++}`
-    keys.set(key, { kind, logical, id, hits: 1 })
-    const what = `${kind}|${logical}`
-    const before = succeeded.get(what) ?? 0
-    if (before > 0) duplicateSideEffects++
-    succeeded.set(what, before + 1)
-    done[kind]++
-    send(res, 200, { id })
+    const reply = status === 200 ? { id: seen.id } : { error: 'idempotency key already used', id: seen.id }
+    // only an injected fault marks a key unanswered: a client cut by a kill mid-request is not
+    // excused, so a 'never' call that ran again would still show as a re-sent key
+    seen.unanswered = fault !== undefined
+    if (fault) return fail(res, fault, JSON.stringify(reply))
+    send(res, status, reply)
   })
 })
 

@@ -1,10 +1,17 @@
 // The harness of `npm run chaos`, loaded by every worker process (and by the chaos process, which only
 // prompts). Side effects go to the billing server in another process (BILLING_URL), each with a key
 // that must be the same on every run of its step. Random pauses between steps so kills land mid-call.
+//
+// Every provider step has a retry policy (same key on every try, R5/R16), so a provider that fails
+// at random (`--provider-faults`: timeouts, 5xx, dropped connections) heals. With CHAOS_MODEL_URL
+// (set for the workers by `--provider-faults`) the model is a real `@tanstack/ai-openai` adapter
+// against the billing server's faulty OpenAI-compatible route (modelRoute.ts) and a failed model
+// call is retried by `turn.onModelError` (retryTransientErrors); otherwise it is scriptedModel.
 import { randomUUID } from 'node:crypto'
 import { toolDefinition } from '@tanstack/ai'
+import { createOpenaiChatCompletions } from '@tanstack/ai-openai'
 import { z } from 'zod'
-import { defineHarness, durableTool } from '../../src/index.js'
+import { defineHarness, durableTool, retryTransientErrors, type RetryPolicy } from '../../src/index.js'
 import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
 
 /** What a chaos prompt asks for: `chaos:<JSON array of ChaosCall>`. */
@@ -18,6 +25,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 /** 10–200 ms: long enough that a SIGKILL often lands inside a call, between or inside its steps. */
 const jitter = () => sleep(10 + Math.floor(Math.random() * 190))
 
+/** Under faults, a request the provider holds is given up after this (then tried again). */
+const FAULTY = Number(process.env.CHAOS_FAULT_RATE ?? 0) > 0
+const REQUEST_TIMEOUT_MS = FAULTY ? 3_000 : 10_000
+/** 10 tries, 100 ms doubling to 1 s: all waits in process (under 2 s), 0.2^10 to run out. */
+const STEP_RETRY = { attempts: 10, delay: 100, backoff: 'exponential', maxDelay: 1_000 } satisfies RetryPolicy
+
 /**
  * One side effect at the provider. A 409 (key already used) carries the original id: the provider did
  * it once, so the step gets the same value as the first run would have.
@@ -29,11 +42,11 @@ async function provider(kind: 'charge' | 'invoice' | 'mail' | 'lookup', key: str
     method: 'POST',
     headers: { 'content-type': 'application/json', 'idempotency-key': key },
     body: JSON.stringify({ logical }),
-    signal: AbortSignal.timeout(10_000),
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
   })
-  const body = (await res.json()) as { id?: string; error?: string }
+  const body = (await res.json()) as { id?: string; error?: unknown }
   if ((res.status === 200 || res.status === 409) && body.id) return body.id
-  throw new Error(`billing ${kind}: HTTP ${res.status} ${body.error ?? ''}`)
+  throw new Error(`billing ${kind}: HTTP ${res.status} ${JSON.stringify(body.error ?? '')}`)
 }
 
 export const checkout = durableTool(
@@ -56,6 +69,7 @@ export const checkout = durableTool(
     await jitter()
     return { orderId, chargeId, invoiceId }
   },
+  { retry: STEP_RETRY },
 )
 
 export const notify = durableTool(
@@ -71,14 +85,26 @@ export const notify = durableTool(
     await jitter()
     return { mailId }
   },
-  { replay: 'never' },
+  { replay: 'never', retry: STEP_RETRY },
 )
+
+/** A plain tool has no step.do: it retries in process as any client would, with the same key. */
+async function withRetries<T>(fn: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await fn()
+    } catch (error) {
+      if (tries >= STEP_RETRY.attempts) throw error
+      await sleep(Math.min(STEP_RETRY.maxDelay, STEP_RETRY.delay * 2 ** (tries - 1)))
+    }
+  }
+}
 
 /** A plain tool: no steps, replay 'never'. Its key is its sku, unique per call in a chaos run. */
 export const lookup = toolDefinition({ name: 'lookup', description: 'Look up stock', inputSchema: z.object({ sku: z.string() }) }).server(
   async ({ sku }) => {
     await jitter()
-    await provider('lookup', `lookup:${sku}`, sku)
+    await withRetries(() => provider('lookup', `lookup:${sku}`, sku))
     await jitter()
     return { sku, stock: sku.length }
   },
@@ -108,10 +134,16 @@ const script: ScriptEntry[] = Array.from({ length: 400 }, (_, i) => ({ messages 
   return { text: `done: ${results} results` }
 })
 
+const modelUrl = process.env.CHAOS_MODEL_URL
 export const chaos = defineHarness({
   name: 'chaos',
-  adapter: scriptedModel(script),
+  // maxRetries 0: the turn's policy retries a failed model call, not the SDK
+  adapter: modelUrl
+    ? createOpenaiChatCompletions('gpt-4o-mini', 'sk-chaos', { baseURL: modelUrl, maxRetries: 0, timeout: REQUEST_TIMEOUT_MS })
+    : scriptedModel(script),
   tools: [checkout, notify, lookup, nap],
+  // the default policy, faster: 0.2^12 to run out
+  turn: { onModelError: retryTransientErrors({ maxRetries: 12, baseDelayMs: 200, maxDelayMs: 2_000 }) },
   durability: { lockMs: 1000, stalledMs: 500 },
 })
 

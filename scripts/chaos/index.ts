@@ -1,4 +1,9 @@
-// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]]`
+// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults]`
+//
+// --provider-faults: the provider fails 20% of its requests at random (faults.ts: timeouts, 500/502/503,
+// dropped connections, some after the side effect was applied), and so does the model, which then is a
+// real @tanstack/ai-openai adapter against the provider's OpenAI-compatible route (modelRoute.ts). The
+// steps' retry policies and turn.onModelError heal them; the same invariants must hold.
 //
 // --cluster: the same run on a Redis Cluster of 3 masters with a replica each (DH_SHARDS=3), and instead
 // of the Redis restart, one planned failover (CLUSTER FAILOVER on a replica) and later a SIGKILL of
@@ -52,6 +57,7 @@ import {
   type RedisServerHandle,
   type WorkerProcess,
 } from '../../src/testing/index.js'
+import { FAULT_KINDS, type FaultKind } from './faults.js'
 import { chaos, PROMPT_PREFIX, type ChaosCall } from './harness.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -62,6 +68,7 @@ const KILL_EVERY_MS = 1_000
 const PAUSE_MS = 3_000 // > lockMs + stalledMs (1,000 + 500): the paused worker's jobs are taken over
 const REDIS_DOWN_MS = 1_000
 const SWEEP_EVERY_MS = 2_000
+const FAULT_RATE = 0.2 // --provider-faults
 
 // ---- options ----
 
@@ -70,6 +77,7 @@ function parseArgs(argv: string[]) {
   const quick = argv.includes('--quick')
   const cluster = argv.includes('--cluster')
   const wait = argv.includes('--wait')
+  const providerFaults = argv.includes('--provider-faults')
   if (quick) Object.assign(opts, { calls: 200, kills: 8, deadlineS: 180 })
   const flags: Record<string, keyof typeof opts> = {
     '--calls': 'calls',
@@ -80,9 +88,11 @@ function parseArgs(argv: string[]) {
   }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
-    if (arg === '--quick' || arg === '--cluster' || arg === '--wait') continue
+    if (arg === '--quick' || arg === '--cluster' || arg === '--wait' || arg === '--provider-faults') continue
     if (arg === '--help' || arg === '-h') {
-      process.stdout.write('npm run chaos -- [--quick] [--calls N] [--kills N] [--workers N] [--concurrency N] [--deadline SECONDS]\n')
+      process.stdout.write(
+        'npm run chaos -- [--quick] [--calls N] [--kills N] [--workers N] [--concurrency N] [--deadline SECONDS] [--cluster [--wait]] [--provider-faults]\n',
+      )
       process.exit(0)
     }
     const [flag, inline] = arg.split('=', 2) as [string, string | undefined]
@@ -98,7 +108,7 @@ function parseArgs(argv: string[]) {
     process.stderr.write('chaos: --workers and --calls must be at least 1\n')
     process.exit(2)
   }
-  return { ...opts, cluster, wait }
+  return { ...opts, cluster, wait, providerFaults }
 }
 
 const opts = parseArgs(process.argv.slice(2))
@@ -177,6 +187,11 @@ interface BillingStats {
   replayedByKind: Record<'charge' | 'invoice' | 'mail' | 'lookup', number>
   duplicateSideEffects: number
   keys: Record<string, { kind: string; logical: string; id: string; hits: number }>
+  /** Keys sent again after an injected fault hid the answer (a retried try): refused, harmless. */
+  healedReplays: number
+  healedByKind: Record<'charge' | 'invoice' | 'mail' | 'lookup', number>
+  faults: Record<'billing' | 'model', Record<FaultKind, number>>
+  requests: Record<'billing' | 'model', number>
 }
 
 interface Worker {
@@ -247,6 +262,8 @@ const redis: RedisServerHandle | undefined = cluster ? undefined : await startRe
 const redisUrl = cluster ? cluster.nodes.map((n) => `redis://${n.address}`).join(',') : redis!.url
 if (cluster) process.env.DH_SHARDS = '3'
 if (opts.wait) Object.assign(process.env, { REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_MS: '200' })
+// the billing server (which also serves the faulty model) and the workers read the rate from the env
+if (opts.providerFaults) process.env.CHAOS_FAULT_RATE = String(FAULT_RATE)
 const billing = await startBilling()
 process.env.BILLING_URL = billing.url
 const prefix = `chaos-${runId}`
@@ -257,12 +274,16 @@ const host = createHarnessHost({
   logger: pino({ level: 'silent' }),
   ...(opts.wait ? { waitReplicas: { replicas: 1, timeoutMs: 200 } } : {}),
 })
-const workerEnv = { BILLING_URL: billing.url, LOG_LEVEL: 'info' }
+const workerEnv = {
+  BILLING_URL: billing.url,
+  LOG_LEVEL: 'info',
+  ...(opts.providerFaults ? { CHAOS_FAULT_RATE: String(FAULT_RATE), CHAOS_MODEL_URL: `${billing.url}/v1` } : {}),
+}
 process.stderr.write(
   `chaos: ${allTurns.length} turns x ${CALLS_PER_TURN} calls in ${sessions.length} sessions,` +
     ` ${opts.workers} workers (concurrency ${opts.concurrency}),` +
     ` >= ${opts.kills} kills; redis ${cluster ? `cluster of 3 masters + 3 replicas${opts.wait ? ', WAIT 1 on steps and results' : ''}` : `${redisUrl} (AOF)`},` +
-    ` billing ${billing.url}, prefix ${prefix}\n`,
+    ` billing ${billing.url}${opts.providerFaults ? ` (fails ${FAULT_RATE * 100}% of requests, model too)` : ''}, prefix ${prefix}\n`,
 )
 
 const workers = new Set<Worker>()
@@ -457,6 +478,7 @@ interface CallFacts {
 const calls: CallFacts[] = []
 const settledCount = new Map<string, number>()
 const outcomes: Record<string, number> = {}
+const retries = { stepRetried: 0, stepEnded: 0, modelRetried: 0 }
 for (const [sessionId, entries] of entriesBySession) {
   const byId = new Map<string, CallFacts>()
   const extra = new Map<string, { results: CallFacts['results']; steps: Map<string, number>; sleeps: number; reasons: string[] }>()
@@ -497,6 +519,13 @@ for (const [sessionId, entries] of entriesBySession) {
       }
       case 'harness.tool.sleep':
         factsOf(rec.toolCallId as string).sleeps++
+        break
+      case 'harness.tool.step.retry':
+        if (rec.final === undefined) retries.stepRetried++
+        else retries.stepEnded++
+        break
+      case 'harness.turn.retry':
+        retries.modelRetried++
         break
       case 'harness.tool.started':
         factsOf(rec.toolCallId as string).reasons.push(rec.reason as string)
@@ -600,6 +629,7 @@ const rows: Row[] = [
   ['workers that died on their own', `${counters.crashedWorkers}`, counters.crashedWorkers === 0],
   ['provider: charges / invoices / mails / lookups', `${stats.charges} / ${stats.invoices} / ${stats.mails} / ${stats.lookups}`],
   ['replayed keys (safe re-runs, refused: harmless)', replayed],
+  ...(opts.providerFaults ? faultRows() : []),
   ['safe calls run again after a cut', `${safeReruns}`],
   ['duplicate side effects', `${stats.duplicateSideEffects}`, stats.duplicateSideEffects === 0],
   ['cards charged != once (of checkouts)', `${chargedWrong.length} (of ${checkouts.length})`, chargedWrong.length === 0],
@@ -622,6 +652,26 @@ const rows: Row[] = [
   ],
   ['elapsed', elapsed()],
 ]
+/** The faults injected, and how they healed: a try again under the same key, a model call again. */
+function faultRows(): Row[] {
+  const byKind = (f: Record<FaultKind, number>) => FAULT_KINDS.map((k) => f[k]).join(' / ')
+  const sum = (f: Record<FaultKind, number>) => FAULT_KINDS.reduce((n, k) => n + f[k], 0)
+  const share = (what: 'billing' | 'model') =>
+    `${sum(stats.faults[what])} of ${stats.requests[what]} (${((100 * sum(stats.faults[what])) / Math.max(1, stats.requests[what])).toFixed(1)}%): ${byKind(stats.faults[what])}`
+  const h = stats.healedByKind
+  return [
+    ['provider faults: timeout / 500 / 502 / 503 / drop', share('billing'), sum(stats.faults.billing) > 0],
+    ['model faults: timeout / 500 / 502 / 503 / drop', share('model'), sum(stats.faults.model) > 0],
+    [
+      '  keys re-sent after a fault (refused: healed)',
+      `${stats.healedReplays} (charge ${h.charge}, invoice ${h.invoice}, mail ${h.mail}, lookup ${h.lookup})`,
+    ],
+    ['  step tries failed, tried again (step.retry)', `${retries.stepRetried}`],
+    ['  step retries run out or stopped', `${retries.stepEnded}`, retries.stepEnded === 0],
+    ['  model calls tried again (turn.retry)', `${retries.modelRetried}`, retries.modelRetried > 0],
+  ]
+}
+
 const w1 = Math.max(...rows.map((r) => r[0].length))
 const w2 = Math.max(...rows.map((r) => r[1].length))
 const out: string[] = [`| ${'check'.padEnd(w1)} | ${'value'.padEnd(w2)} | ok |`, `|${'-'.repeat(w1 + 2)}|${'-'.repeat(w2 + 2)}|----|`]

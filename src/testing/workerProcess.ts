@@ -3,6 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
+/** How long a new worker process may take to log that it started. */
+const STARTUP_MS = 120_000
 
 /** A worker process `spawnWorker` started. */
 export interface WorkerProcess {
@@ -92,6 +94,11 @@ export async function spawnWorker(options: SpawnWorkerOptions): Promise<WorkerPr
       await exited
     },
   }
-  await waitFor((l) => typeof l.msg === 'string' && l.msg.endsWith(' started'))
+  // a start under tsx compiles the library first, which on a loaded 2-core machine has taken over
+  // 30 s: this waits for the process to come up, it bounds no figure
+  await waitFor((l) => typeof l.msg === 'string' && l.msg.endsWith(' started'), STARTUP_MS).catch(async (error: unknown) => {
+    await worker.kill()
+    throw error
+  })
   return worker
 }
