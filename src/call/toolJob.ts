@@ -13,7 +13,7 @@ import { keptResult } from './keptResult.js'
 import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
 import { runCall, type CallOutcome } from './runCall.js'
-import { callBegan, callLanded, countFenced } from '../telemetry/index.js'
+import { callBegan, callLanded, callLanding, countFenced } from '../telemetry/index.js'
 
 export interface ToolJobDeps {
   harness: Harness
@@ -55,9 +55,10 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
     if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, call, fence, deps))
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
+    const landing = callLanding(kept)
     const landed = () => {
-      callLanded(deps.harness.name, call, kept, job.timestamp)
-      logger.debug({ outcome: 'error' in kept ? 'error' : 'result' }, 'tool call landed')
+      callLanded(deps.harness.name, call, landing, job.timestamp)
+      logger.debug({ outcome: landing }, 'tool call landed')
     }
     if (deps.completesOn) return landBehindCompletion(log.via(deps.completesOn).landResult(fence, call.name, kept), landed, logger)
     await log.landResult(fence, call.name, kept)
