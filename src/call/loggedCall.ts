@@ -27,14 +27,7 @@ export async function beginLoggedCall(
   if (!ids) throw new Error(`Tool job ${JSON.stringify(job.id)} is not a call's job (call|<sessionId>|<toolCallId>): nothing runs.`)
   const log = deps.logFor(ids.sessionId)
   const { data } = job
-  const claimed: ToolCall = {
-    ...(data.traceparent ? { traceparent: data.traceparent } : {}),
-    ...(data.inputId === undefined ? {} : { inputId: data.inputId }),
-    ...(data.inputTooLarge === undefined ? {} : { inputTooLarge: data.inputTooLarge }),
-    ...ids,
-    input: data.input,
-    name: job.name,
-  }
+  const claimed = toolCall(ids, data.traceparent, { ...data, name: job.name })
   const checked = await begin(log, claimed, fingerprintOf(claimed), deps)
   if (checked && data.sessionId === ids.sessionId && data.toolCallId === ids.toolCallId) return checked
   if (checked) {
@@ -47,20 +40,29 @@ export async function beginLoggedCall(
   }
   const logged = await log.findLoggedCall(ids.toolCallId)
   if (!logged) throw new CallNotLoggedError(ids.sessionId, ids.toolCallId)
-  const call: ToolCall = {
-    ...(data.traceparent ? { traceparent: data.traceparent } : {}),
-    ...(logged.inputId === undefined ? {} : { inputId: logged.inputId }),
-    ...(logged.inputTooLarge === undefined ? {} : { inputTooLarge: logged.inputTooLarge }),
-    ...ids,
-    input: logged.input,
-    name: logged.name,
-  }
+  const call = toolCall(ids, data.traceparent, logged)
   const fields = ['sessionId', 'toolCallId', 'inputId', 'inputTooLarge'].filter((f) => data[f as 'inputId'] !== call[f as 'inputId'])
   if (JSON.stringify(data.input ?? null) !== JSON.stringify(call.input ?? null)) fields.push('input')
   if (job.name !== call.name) fields.push('name')
   warnDisagreement(deps, ids, fields)
   // taken from the log itself: begun unchecked (a fingerprint of an older version may differ)
   return (await begin(log, call, '', deps))!
+}
+
+/** A call of these ids with the tool, input and turn of `source` (the job's data, or the logged call). */
+function toolCall(
+  ids: { sessionId: string; toolCallId: string },
+  traceparent: string | undefined,
+  source: { name: string; input?: unknown; inputId?: string | undefined; inputTooLarge?: ToolCall['inputTooLarge'] },
+): ToolCall {
+  return {
+    ...(traceparent ? { traceparent } : {}),
+    ...(source.inputId === undefined ? {} : { inputId: source.inputId }),
+    ...(source.inputTooLarge === undefined ? {} : { inputTooLarge: source.inputTooLarge }),
+    ...ids,
+    input: source.input,
+    name: source.name,
+  }
 }
 
 /** One begin; undefined when the job's call is not the logged one (nothing was written). */
