@@ -209,11 +209,7 @@ describe('a failing secrets resolver', () => {
       },
     })
     const { host, prefix, url } = hosts.start(broken, 'probe-secrets')
-    const handler = createHarnessHandler({ host, harness: broken, authorize, canAccess })
-    const server: Server = createServer(toNodeListener(handler))
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    hosts.defer(() => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))))
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/chat`
+    const { base } = await listen(host, { harness: broken })
     const response = await post(`${base}/control`, JSON.stringify({ op: 'prompt', threadId: 'u1-s', text: 'hi' }))
     expect(response.status).toBe(503)
     expect(await response.json()).toMatchObject({ code: 'secrets_unavailable' })
