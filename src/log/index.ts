@@ -6,6 +6,7 @@ export { encodeRecord, isRecord, isStreamId, type LogEntry, type ReadOptions, ty
 export { indexKeys, shardBase, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { claimShardCount } from './deployment.js'
+export { CallMarks, claimCallMarks, MARK_TRUST_MS } from './callMarks.js'
 export { duplicateClient, isCluster, type RedisClient } from './client.js'
 export { compareIds, waitForEntries } from './sharedReader.js'
 export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJobId, parseToolJobId, type Message } from './formats.js'

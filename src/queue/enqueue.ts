@@ -117,6 +117,8 @@ export interface CallToEnqueue {
   name: string
   input: unknown
   inputTooLarge?: number
+  /** A runTool call begun with its request (ToolJobData.mark). */
+  mark?: string
 }
 
 /** Where a call belongs: a call of a turn names the turn, and its job may be the turn's child. */
@@ -132,6 +134,7 @@ function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner
     input: call.input,
     ...(owner.inputId ? { inputId: owner.inputId } : {}),
     ...(call.inputTooLarge !== undefined ? { inputTooLarge: call.inputTooLarge } : {}),
+    ...(call.mark !== undefined ? { mark: call.mark } : {}),
     ...traceField(),
   }
   return {
