@@ -34,7 +34,7 @@ import { assertNoSecrets } from './callerSecrets.js'
 import { cancelParkedCalls } from './cancel.js'
 import { usageOf, type SessionUsage } from './usage.js'
 import { enqueueNewCall } from './newCall.js'
-import type { Notifier } from './notifier.js'
+import { WaitCancel, type Notifier } from './notifier.js'
 
 /** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
 export interface Settled {
@@ -219,7 +219,7 @@ export class Session {
     if (!fresh && (await log.requestCall(toolCallId, call.name, input)) === 'conflict') throw new ToolCallConflictError(toolCallId)
     await notifier.ready()
     let requested = !fresh
-    const cancel = new AbortController()
+    const cancel = new WaitCancel()
     const landed = notifier.wait(
       messageKey('call', this.sessionId, toolCallId),
       async () => {
@@ -228,7 +228,7 @@ export class Session {
         return state?.status === 'done' ? state.result : undefined
       },
       `Tool call ${toolCallId}`,
-      { ...options, fresh, signal: cancel.signal, fromPayload: (payload) => JSON.parse(payload) as RecordOf<'harness.tool.result'> },
+      { ...options, fresh, cancel, fromPayload: (payload) => JSON.parse(payload) as RecordOf<'harness.tool.result'> },
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
     // the request (listing the session for retention) is logged before the job exists: a job begins
@@ -238,7 +238,7 @@ export class Session {
       ? enqueueNewCall(queues, harness, log, job, this.deps.callMarks?.())
       : enqueueCall(queues, harness, this.sessionId, job)
     await enqueue.catch((error) => {
-      cancel.abort()
+      cancel.cancel()
       throw error
     })
     requested = true
