@@ -151,7 +151,9 @@ async function main(): Promise<void> {
             const redisUs = (await serverUsec(stats)) - redis0
             rows['runTool-20'] = { value: (size.callers / ms) * 1000 }
             rows['cpu-20'] = { value: (cpu.user + cpu.system + redisUs) / size.callers }
-            progress(`[side] cpu-20 a call: Node user ${perCall(cpu.user)} µs, system ${perCall(cpu.system)} µs, redis-server ${perCall(redisUs)} µs`)
+            progress(
+              `[side] cpu-20 a call: Node user ${perCall(cpu.user)} µs, system ${perCall(cpu.system)} µs, redis-server ${perCall(redisUs)} µs`,
+            )
           }
           if (want('commands', 'lua-calls')) {
             // ioredis can trip over a MONITOR line under load ("Command queue state error"): one more try
