@@ -11,6 +11,7 @@ export type {
   StepOptions,
   RetryPolicy,
   AskOptions,
+  WaitForEventOptions,
   AppendRecord,
   DurableToolContext,
   Replay,
@@ -50,6 +51,8 @@ export {
   type CloseResult,
 } from './harness/host.js'
 export type { Repair, SweepOptions } from './recovery/index.js'
+/** Machine events: `host.sendEvent` wakes the calls in `step.waitForEvent` on its (event, key). */
+export type { SendEventOptions, SendEventResult } from './harness/machineEvents.js'
 /** Where Redis is (a URL, ioredis options or a Cluster), and a client for it (for tools that need their own). */
 export { createRedisClient, type RedisConnection } from './harness/connection.js'
 export type { RedisClient } from './log/index.js'

@@ -5,6 +5,8 @@ import { createLogger } from '../logger.js'
 import {
   assertSessionId,
   assertShards,
+  DEFAULT_EVENT_RETENTION_MS,
+  EventWaits,
   claimShardCount,
   defaultShards,
   indexKeys,
@@ -23,6 +25,8 @@ import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
 import { Session } from './session.js'
+import { sendEvent, type SendEventOptions, type SendEventResult } from './machineEvents.js'
+import { parseDuration, type Duration } from '../tool/index.js'
 import {
   harnessOf,
   hostQueues,
@@ -66,6 +70,8 @@ export interface HostOptions {
   writeRetryMs?: number
   /** What is kept for how long (docs/retention.md); without it nothing of a session is removed. */
   retention?: RetentionOptions
+  /** Machine events (`sendEvent`): how long an event no call waits for yet, and a seen event id, are kept (default '24h'). */
+  events?: { retention?: Duration }
 }
 
 export type { CloseOptions, CloseResult, WorkersHandle }
@@ -101,6 +107,13 @@ export interface HarnessHost {
   queues(): QueueRef[]
   /** Queue counts per shard, parked calls, open turns, calls and questions, recoveries. */
   stats(): Promise<HostStats>
+  /**
+   * Sends a machine event from any process: wakes every call waiting on (event, key) in
+   * `step.waitForEvent` (and cancels the turns a harness's `cancelOn` names); with none waiting it is
+   * kept for `events.retention` for the first wait that asks (R20); a payload a waiting call's
+   * schema refuses throws InvalidEventPayloadError and wakes nothing; a seen `id` does nothing.
+   */
+  sendEvent(options: SendEventOptions): Promise<SendEventResult>
   /** Closes running workers (see WorkersHandle.close), then the connections; bounded by `timeoutMs` if given. */
   close(options?: CloseOptions): Promise<CloseResult>
 }
@@ -200,6 +213,12 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     return sweep({ openWork, harnesses, queuesOf, logFor, endParkedCalls, logger }, sweepOptions)
   }
   const retention = options.retention ? retentionOf(options.retention) : undefined
+  const eventRetentionMs = options.events?.retention === undefined ? DEFAULT_EVENT_RETENTION_MS : parseDuration(options.events.retention)
+  const waits = new EventWaits(logRedis, prefix, eventRetentionMs)
+  const abortTurn = async (name: string, sessionId: string, inputId: string, reason: string) => {
+    const harness = harnesses.get(name)
+    if (harness) await openSession(harness, sessionId).abort(inputId, reason)
+  }
   const retain = async (retainOptions?: { limit?: number; shards?: readonly number[] }) =>
     retention ? retainOnce({ redis, prefix, shards, logFor, retention, logger }, retainOptions) : []
 
@@ -247,6 +266,10 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     },
     queues: () => hostQueues(harnesses.values(), queuesOf),
     stats: () => hostStats(redis, prefix, shards, hostQueues(harnesses.values(), queuesOf)),
+    async sendEvent(event) {
+      await checkShards()
+      return sendEvent({ waits, queuesByName, abortTurn, logger }, event)
+    },
     async close({ timeoutMs } = {}) {
       const deadline = Date.now() + (timeoutMs ?? Infinity)
       const left = () => (timeoutMs === undefined ? undefined : Math.max(0, deadline - Date.now()))

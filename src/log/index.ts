@@ -3,13 +3,14 @@ export type { BeginResult, Fence } from './callState.js'
 export { callFingerprint } from './callIds.js'
 export { contextOf, type Question, type InputState, type ParentCall, type StepLookup, type ModelToolCall } from './inputs.js'
 export { encodeRecord, isRecord, isStreamId, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
-export { indexKeys, shardBase, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
+export { indexKeys, shardBase, assertSessionId, assertInputId, assertToolCallId, stepField, isSafeId } from './keys.js'
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { claimShardCount } from './deployment.js'
 export { duplicateClient, isCluster, type RedisClient } from './client.js'
 export { compareIds, waitForEntries } from './sharedReader.js'
 export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJobId, parseToolJobId, type Message } from './formats.js'
 export { OpenWork, type OpenItem } from './openWork.js'
+export { EventWaits, callWaitMember, DEFAULT_EVENT_RETENTION_MS, type EventAddress, type EventWaiter, type Delivery } from './eventWaits.js'
 export {
   harnessRecordSchemas,
   parseRecord,
