@@ -53,6 +53,8 @@ export {
 export type { Repair, SweepOptions } from './recovery/index.js'
 /** Machine events: `host.sendEvent` wakes the calls in `step.waitForEvent` on its (event, key). */
 export type { SendEventOptions, SendEventResult } from './harness/machineEvents.js'
+/** Schedules: `host.schedule` prompts a session every interval or on a cron pattern. */
+export type { ScheduleOptions, ScheduleInfo } from './harness/schedules.js'
 /** Where Redis is (a URL, ioredis options or a Cluster), and a client for it (for tools that need their own). */
 export { createRedisClient, type RedisConnection } from './harness/connection.js'
 export type { RedisClient } from './log/index.js'

@@ -25,7 +25,8 @@ import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
 import { Session } from './session.js'
-import { sendEvent, type SendEventOptions, type SendEventResult } from './machineEvents.js'
+import { sendEvent, type HostEvents } from './machineEvents.js'
+import { createSchedules, type HostSchedules } from './schedules.js'
 import { parseDuration, type Duration } from '../tool/index.js'
 import {
   harnessOf,
@@ -77,7 +78,7 @@ export interface HostOptions {
 export type { CloseOptions, CloseResult, WorkersHandle }
 
 /** What `createHarnessHost` returns: sessions (`open`), workers, the sweeper, and what operators see (`sessions`, `stats`, `queues`). */
-export interface HarnessHost {
+export interface HarnessHost extends HostEvents, HostSchedules {
   readonly prefix: string
   readonly logger: Logger
   /** Resolves when Redis answers; rejects with RedisUnavailableError after `timeoutMs`. */
@@ -107,13 +108,6 @@ export interface HarnessHost {
   queues(): QueueRef[]
   /** Queue counts per shard, parked calls, open turns, calls and questions, recoveries. */
   stats(): Promise<HostStats>
-  /**
-   * Sends a machine event from any process: wakes every call waiting on (event, key) in
-   * `step.waitForEvent` (and cancels the turns a harness's `cancelOn` names); with none waiting it is
-   * kept for `events.retention` for the first wait that asks (R20); a payload a waiting call's
-   * schema refuses throws InvalidEventPayloadError and wakes nothing; a seen `id` does nothing.
-   */
-  sendEvent(options: SendEventOptions): Promise<SendEventResult>
   /** Closes running workers (see WorkersHandle.close), then the connections; bounded by `timeoutMs` if given. */
   close(options?: CloseOptions): Promise<CloseResult>
 }
@@ -219,6 +213,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     const harness = harnesses.get(name)
     if (harness) await openSession(harness, sessionId).abort(inputId, reason)
   }
+  const schedules = createSchedules({ redis, prefix, shards, harnesses, open: openSession, logFor, logger })
   const retain = async (retainOptions?: { limit?: number; shards?: readonly number[] }) =>
     retention ? retainOnce({ redis, prefix, shards, logFor, retention, logger }, retainOptions) : []
 
@@ -249,6 +244,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
           sweepOnce,
           retain,
           running,
+          scheduleWorker: schedules.worker,
         },
         workerOptions,
       )
@@ -270,12 +266,15 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       await checkShards()
       return sendEvent({ waits, queuesByName, abortTurn, logger }, event)
     },
+    schedule: async (o) => (await checkShards(), schedules.schedule(o)),
+    unschedule: (id) => schedules.unschedule(id),
+    schedules: () => schedules.schedules(),
     async close({ timeoutMs } = {}) {
       const deadline = Date.now() + (timeoutMs ?? Infinity)
       const left = () => (timeoutMs === undefined ? undefined : Math.max(0, deadline - Date.now()))
       const closed = await Promise.all([...running].map((w) => w.close({ timeoutMs: left() })))
       // the queues share `redis`, whose commands wait for a reconnect, so this wait is bounded too
-      await settleWithin(Promise.all([...queues.values()].map((q) => q.close())), left())
+      await settleWithin(Promise.all([...[...queues.values()].map((q) => q.close()), schedules.close()]), left())
       await notifier.close()
       redis.disconnect()
       logRedis.disconnect()

@@ -27,6 +27,17 @@ export interface SendEventResult {
   turns: number
 }
 
+/** The machine-event method of a host (createHarnessHost). */
+export interface HostEvents {
+  /**
+   * Sends a machine event from any process: wakes every call waiting on (event, key) in
+   * `step.waitForEvent` (and cancels the turns a harness's `cancelOn` names); with none waiting it is
+   * kept for `events.retention` for the first wait that asks (R20); a payload a waiting call's
+   * schema refuses throws InvalidEventPayloadError and wakes nothing; a seen `id` does nothing.
+   */
+  sendEvent(options: SendEventOptions): Promise<SendEventResult>
+}
+
 export interface SendEventDeps {
   waits: EventWaits
   queuesByName(name: string): HarnessQueues | undefined

@@ -10,6 +10,7 @@ export { duplicateClient, isCluster, type RedisClient } from './client.js'
 export { compareIds, waitForEntries } from './sharedReader.js'
 export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJobId, parseToolJobId, type Message } from './formats.js'
 export { OpenWork, type OpenItem } from './openWork.js'
+export { ScheduleTicks, type TickCounts } from './scheduleTicks.js'
 export { EventWaits, callWaitMember, DEFAULT_EVENT_RETENTION_MS, type EventAddress, type EventWaiter, type Delivery } from './eventWaits.js'
 export {
   harnessRecordSchemas,
