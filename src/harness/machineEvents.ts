@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
 import { InvalidEventPayloadError, InvalidIdError } from '../errors.js'
 import type { Logger } from '../logger.js'
-import { isSafeId, type EventWaiter, type EventWaits } from '../log/index.js'
-import { wakeCall, type HarnessQueues } from '../queue/index.js'
+import { isSafeId, type EventWaiter, type EventWaits, type RedisClient } from '../log/index.js'
+import { wakeCall, wakeCallByName, type HarnessQueues } from '../queue/index.js'
 import { DEFAULT_MAX_VALUE_BYTES, encodeChecked, toJsonCopy } from '../tool/index.js'
 
 /** A machine event for `host.sendEvent`: its name, its correlation key, its payload and an optional id that makes a resend a no-op. */
@@ -41,6 +41,8 @@ export interface HostEvents {
 export interface SendEventDeps {
   waits: EventWaits
   queuesByName(name: string): HarnessQueues | undefined
+  /** Where the queues of a harness this host does not run are: their calls are woken there by name. */
+  queues: { connection: RedisClient; prefix: string; shards: number }
   /** Aborts a turn whose harness cancels on this event. */
   abortTurn(harness: string, sessionId: string, inputId: string, reason: string): Promise<void>
   logger: Logger

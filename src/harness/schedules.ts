@@ -147,8 +147,10 @@ export function createSchedules(ctx: SchedulesContext) {
       if (typeof id !== 'string' || !isSafeId(id) || id.length > 100)
         throw new InvalidScheduleError(String(id), 'the id must be 1 to 100 characters from [A-Za-z0-9._-].')
       const name = typeof options.harness === 'string' ? options.harness : options.harness?.name
-      if (!name || !ctx.harnesses.has(name)) throw new InvalidScheduleError(id, `harness ${JSON.stringify(name)} is not one of this host's.`)
-      if ((options.every === undefined) === (cron === undefined)) throw new InvalidScheduleError(id, 'give exactly one of `every` and `cron`.')
+      if (!name || !ctx.harnesses.has(name))
+        throw new InvalidScheduleError(id, `harness ${JSON.stringify(name)} is not one of this host's.`)
+      if ((options.every === undefined) === (cron === undefined))
+        throw new InvalidScheduleError(id, 'give exactly one of `every` and `cron`.')
       if (typeof prompt !== 'string' || prompt.length === 0) throw new InvalidScheduleError(id, '`prompt` must be a non-empty string.')
       const every = options.every === undefined ? undefined : parseDuration(options.every)
       if (every !== undefined && every < MIN_EVERY_MS) throw new InvalidScheduleError(id, `\`every\` must be at least ${MIN_EVERY_MS} ms.`)
@@ -161,7 +163,12 @@ export function createSchedules(ctx: SchedulesContext) {
         await queueOf().upsertJobScheduler(id, repeat, {
           name: 'tick',
           data: { harness: name, prompt, sessionId, overlap },
-          opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 }, attempts: 5, backoff: { type: 'exponential', delay: 500 } },
+          opts: {
+            removeOnComplete: { count: 100 },
+            removeOnFail: { count: 100 },
+            attempts: 5,
+            backoff: { type: 'exponential', delay: 500 },
+          },
         })
       } catch (error) {
         throw new InvalidScheduleError(id, `BullMQ refused the schedule: ${(error as Error)?.message ?? String(error)}`)
@@ -183,7 +190,17 @@ export function createSchedules(ctx: SchedulesContext) {
     ...api,
     /** The tick worker (autorun false, like the host's other workers); run by the workers serving shard 0. */
     worker(): Worker<TickData> {
-      const worker = new Worker<TickData>(QUEUE, tick, { connection, prefix, autorun: false, concurrency: 4, lockDuration: 10_000 })
+      // a tick job a dead worker held comes back within about 3 s: BullMQ schedules a scheduler's next
+      // tick from the worker that took the current one, so until then the schedule stands still
+      const worker = new Worker<TickData>(QUEUE, tick, {
+        connection,
+        prefix,
+        autorun: false,
+        concurrency: 4,
+        lockDuration: 2_000,
+        stalledInterval: 1_000,
+        maxStalledCount: Number.MAX_SAFE_INTEGER,
+      })
       worker.on('error', (err) => ctx.logger.warn({ err: err.message, queue: QUEUE }, 'schedule worker error; retrying'))
       return worker
     },
