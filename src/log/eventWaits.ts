@@ -35,6 +35,9 @@ export type AwaitReply =
   | { status: 'waiting' }
   | { status: 'check'; events: Array<{ uid: string; payload: unknown }> }
 
+/** How long a turn's cancelOn entry stays: as long as the longest wait of its calls. */
+const TURN_WATCH_MS = 365 * 86_400_000
+
 /** How long an operation here retries what Redis refused: each is idempotent when re-sent (a delivery under one uid, a consume by one waiter). */
 const RETRY_MS = 10_000
 
@@ -123,6 +126,23 @@ export class EventWaits {
   async done(address: EventAddress, member: string): Promise<void> {
     const sessionId = parseWaiter(member, '').sessionId
     await guarded('eventWaitDone', sessionId, () => this.redis.hdel(this.keyOf(address), `w\0${member}`, `d\0${member}`))
+  }
+
+  /**
+   * A turn waits to be cancelled by (event, key) (its harness's cancelOn): the sender aborts it. Its
+   * entry stays until the event comes or a year passes (a settled turn's abort is a no-op).
+   */
+  async watchTurn(address: EventAddress, sessionId: string, inputId: string, harness: string): Promise<void> {
+    const until = Date.now() + TURN_WATCH_MS
+    const key = this.keyOf(address)
+    // no field of the hash is needed later than this one (calls wait at most 365 days), so its expiry is the hash's
+    await guarded('watchTurn', sessionId, () =>
+      this.redis
+        .multi()
+        .hset(key, `w\0t|${sessionId}|${inputId}`, `${until}\n${harness}\n`)
+        .pexpireat(key, until + WAITER_GRACE_MS)
+        .exec(),
+    )
   }
 
   /** Delivers one event (`payload` is its JSON text) to the waiters whose schema `checked` accepted it. */

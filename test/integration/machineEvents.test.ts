@@ -154,4 +154,24 @@ describe('machine events over a worker process and a webhook server process', ()
     expect((await a.settled(ia.inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
     expect((await b.settled(ib.inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
   })
+
+  it('cancelOn: an order.cancelled event for the order aborts its open checkout turn and cancels the parked call', async () => {
+    const session = ctx.host.open(orders, { sessionId: 'order-6' })
+    const { inputId } = await session.prompt('checkout:o-6')
+    await parkedJob('order-6')
+    const other = ctx.host.open(orders, { sessionId: 'order-6b' })
+    const kept = await other.prompt('checkout:o-6b')
+    await parkedJob('order-6b')
+    expect(await ctx.other.sendEvent({ event: 'order.cancelled', key: 'o-6', payload: { reason: 'customer' } })).toMatchObject({
+      status: 'delivered',
+      calls: 0,
+      turns: 1,
+    })
+    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'aborted' })
+    expect(records(await session.log.read(), 'harness.tool.result')[0]).toMatchObject({ error: { code: 'cancelled' } })
+    // another order's turn goes on waiting
+    expect((await parkedJob('order-6b')).state).toBe('delayed')
+    await ctx.other.sendEvent({ event: 'payment.settled', key: 'o-6b', payload: { amount: 3, currency: 'EUR' } })
+    expect((await other.settled(kept.inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
+  })
 })
