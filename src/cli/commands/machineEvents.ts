@@ -18,6 +18,7 @@ export const event: Command = {
   summary: 'Sends a machine event: wakes every call waiting on (event, key) in step.waitForEvent, or keeps it for the first wait.',
   options: { id: { type: 'string', help: 'event id: a second send with the same id does nothing' } },
   required: 2,
+  optional: 1,
   async run({ args, values }) {
     const payload = parsePayload(args[2])
     const id = typeof values.id === 'string' ? values.id : undefined
