@@ -24,7 +24,7 @@ export type {
 /** Harnesses: an agent's model adapter, tools, hooks and durability options. */
 export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } from './harness/defineHarness.js'
 export { getLogRecords, LogRecordsCapability, type LogRecordsWriter } from './tool/index.js'
-export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './harnessTypes.js'
+export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook, CancelOn } from './harnessTypes.js'
 /** Turn options: what a failed model call does (`turn.onModelError`), and `turn.beforeFinish`. */
 export { retryTransientErrors, isTransientModelError, type RetryTransientErrorsOptions } from './turn/modelErrors.js'
 export type {

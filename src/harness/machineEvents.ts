@@ -100,14 +100,12 @@ async function wake(deps: SendEventDeps, waiters: EventWaiter[], event: string):
         return void turns++
       }
       const queues = deps.queuesByName(w.harness)
-      if (!queues) {
-        // the event is delivered; the call takes it when it wakes (its timeout, or a send from a host that has its harness)
-        return deps.logger.warn(
-          { harness: w.harness, sessionId: w.sessionId, toolCallId: w.id },
-          'event delivered to a call of a harness this host does not run; it was not woken',
-        )
+      if (queues) await wakeCall(queues, w.sessionId, w.id)
+      else {
+        // a harness this host does not run (a webhook server, the CLI): its tool queue by name
+        const { connection, prefix, shards } = deps.queues
+        await wakeCallByName(connection, prefix, shards, w.harness, w.sessionId, w.id)
       }
-      await wakeCall(queues, w.sessionId, w.id)
       calls++
     }),
   )

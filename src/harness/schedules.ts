@@ -70,7 +70,7 @@ const QUEUE = 'schedules'
 const MIN_EVERY_MS = 1_000
 
 /** The input id of a tick: the schedule and the tick's time, so one tick prompts once. */
-export function tickInputId(id: string, at: number): string {
+function tickInputId(id: string, at: number): string {
   return `tick-${id}-${at}`
 }
 
