@@ -4,7 +4,7 @@
 import { Job, Queue } from 'bullmq'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EventTimeoutError, InvalidEventPayloadError } from '../../src/index.js'
-import { toolJobId } from '../../src/log/index.js'
+import { callWaitMember, EventWaits, toolJobId } from '../../src/log/index.js'
 import { toolQueueName } from '../../src/queue/index.js'
 import { orders, WEBHOOK_TOKEN } from '../fixtures/orders.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
@@ -173,5 +173,52 @@ describe('machine events over a worker process and a webhook server process', ()
     expect((await parkedJob('order-6b')).state).toBe('delayed')
     await ctx.other.sendEvent({ event: 'payment.settled', key: 'o-6b', payload: { amount: 3, currency: 'EUR' } })
     expect((await other.settled(kept.inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
+  })
+
+  it('R20 a worker that dies right after the payload was stored: the next attempt returns the stored payload, the event is not needed again', async () => {
+    // a second worker takes the call again when the first one dies
+    ctx.workers.push(await ctx.spawn())
+    const session = ctx.host.open(orders, { sessionId: 'order-7' })
+    const { inputId } = await session.prompt('checkout:o-7:3d:crash')
+    await parkedJob('order-7')
+    expect(
+      await ctx.other.sendEvent({ event: 'payment.settled', key: 'o-7', payload: { amount: 70, currency: 'EUR' }, id: 'evt-7' }),
+    ).toMatchObject({
+      status: 'delivered',
+      calls: 1,
+    })
+    expect((await session.settled(inputId, { timeoutMs: 60_000 })).text).toBe('done: {"orderId":"o-7","paid":"70 EUR"}')
+    expect(await ctx.redis.get(`${ctx.prefix}:crashed:o-7`)).toBe('1')
+    const log = await session.log.read()
+    expect(records(log, 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh', 'rerun'])
+    expect(records(log, 'harness.tool.event')).toHaveLength(1)
+    // the event's entries are gone: the run again read the stored step, not the event
+    expect(
+      await ctx.other.sendEvent({ event: 'payment.settled', key: 'o-7', payload: { amount: 70, currency: 'EUR' }, id: 'evt-7' }),
+    ).toMatchObject({
+      status: 'duplicate',
+      calls: 0,
+    })
+  })
+
+  it('R20 a sender that died between the delivery and the wake-up: its resend with the same id wakes the call', async () => {
+    const session = ctx.host.open(orders, { sessionId: 'order-8' })
+    const { inputId } = await session.prompt('checkout:o-8')
+    const { toolCallId } = await parkedJob('order-8')
+    // the delivery script alone, as a sender that died before it promoted the job
+    const delivered = await new EventWaits(ctx.redis, ctx.prefix).deliver(
+      { event: 'payment.settled', key: 'o-8' },
+      { uid: 'u-8', id: 'evt-8', payload: JSON.stringify({ amount: 8, currency: 'EUR' }) },
+      [callWaitMember('order-8', toolCallId, 'settled')],
+    )
+    expect(delivered).toMatchObject({
+      status: 'delivered',
+      waiters: [{ kind: 'call', sessionId: 'order-8', id: toolCallId, harness: 'orders' }],
+    })
+    expect((await parkedJob('order-8')).state).toBe('delayed')
+    const resent = await settledEvent('o-8', { amount: 999, currency: 'EUR' }, 'evt-8')
+    expect(await resent.json()).toMatchObject({ status: 'duplicate', calls: 1 })
+    // the first delivery's payload, not the resend's
+    expect((await session.settled(inputId, { timeoutMs: 30_000 })).text).toBe('done: {"orderId":"o-8","paid":"8 EUR"}')
   })
 })
