@@ -1,10 +1,10 @@
 --[[
   A call's step.waitForEvent asks its (event, key) hash (includes/eventHash.lua), atomically:
-  the event delivered to it if there is one; else, past its timeout, it stops waiting; else the
-  oldest kept event its schema accepts is consumed (moved to the waiter's delivered field, so a
-  crash before the tool stored it finds it again); else it registers as a waiter. Kept events the
+  the event delivered to it if there is one; else the oldest kept event its schema accepts is
+  consumed (moved to the waiter's delivered field, so a crash before the tool stored it finds it
+  again); else, past its timeout, it stops waiting; else it registers as a waiter. Kept events the
   caller has not checked against its schema yet come back to be checked (`check`), since the schema
-  is the tool's (any Standard Schema) and runs in TypeScript.
+  is the tool's (any Standard Schema) and runs in TypeScript. Order: delivered, kept, timeout, wait.
 
   Input:
     KEYS[1] the (event, key) hash
@@ -29,11 +29,6 @@ if delivered then
   local uid, payload = string.match(delivered, '^([^\n]*)\n(.*)$')
   return {'event', uid, payload}
 end
-if expired == '1' then
-  redis.call('HDEL', key, 'w\0' .. member)
-  return {'timeout'}
-end
-
 local verdicts = {}
 for i = 6, #ARGV, 2 do verdicts[ARGV[i]] = ARGV[i + 1] end
 local kept = {}
@@ -64,6 +59,11 @@ end
 if #unchecked > 0 then
   table.insert(unchecked, 1, 'check')
   return unchecked
+end
+-- past the timeout (checked after the kept events: one that came before the wait is still taken)
+if expired == '1' then
+  redis.call('HDEL', key, 'w\0' .. member)
+  return {'timeout'}
 end
 redis.call('HSET', key, 'w\0' .. member, waiter)
 fields['w\0' .. member] = waiter
