@@ -140,7 +140,15 @@ export interface Harness {
    * another in call order, each landed before the next begins (across workers and crashes).
    */
   readonly toolExecution: 'parallel' | 'sequential'
+  /** Machine events that abort a matching open turn (and its parked calls) when they arrive (`host.sendEvent`). */
+  readonly cancelOn: ReadonlyArray<CancelOn>
   readonly [TOOLS_BY_NAME]: ReadonlyMap<string, AnyServerTool>
+}
+
+/** A `cancelOn` entry of defineHarness: the event, and the correlation key of a turn from its input text and context. */
+export interface CancelOn {
+  event: string
+  key: (input: string, context: unknown) => string
 }
 
 /** The harness's tool of this name, if it has one. */

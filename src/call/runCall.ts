@@ -100,6 +100,7 @@ export function stepContext(
     secrets,
     maxValueBytes: harness.durability.maxValueBytes,
     fresh: begin.kind === 'fresh',
+    harness: harness.name,
     ...(abortSignal ? { abortSignal } : {}),
     // the tool's default retry policy of its steps (R16)
     ...(retry ? { retry } : {}),

@@ -161,9 +161,10 @@ async function attemptOutcome(
 
 type Attempt = ReturnType<CallAborts['open']>
 
-/** True when a parked call's wake-up already happened (its answer, its child agent's settle, or a cancel). */
+/** True when a parked call's wake-up already happened (its answer, its event, its child agent's settle, or a cancel). */
 async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {
   if ((await deps.logFor(call.sessionId).getCall(fence.toolCallId))?.status === 'done') return true
+  if (p.woken) return p.woken()
   if (p.kind === 'agent') return childSettled(deps.logFor, call)
   if (p.kind !== 'ask') return false
   return !!(await deps.logFor(call.sessionId).getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found

@@ -6,11 +6,27 @@ import { abort, resume, stats } from './commands/admin.js'
 import { dashboard } from './commands/dashboard.js'
 import { worker, sweep } from './commands/processes.js'
 import { answer, approve, deny, questions } from './commands/questions.js'
+import { event, schedules } from './commands/machineEvents.js'
 import { log, sessions } from './commands/sessions.js'
 import { terminalSafe } from '../terminalText.js'
 import { paint } from './output.js'
 
-const COMMANDS: Command[] = [worker, sweep, sessions, log, questions, answer, approve, deny, abort, resume, stats, dashboard]
+const COMMANDS: Command[] = [
+  worker,
+  sweep,
+  sessions,
+  log,
+  questions,
+  answer,
+  approve,
+  deny,
+  abort,
+  resume,
+  stats,
+  event,
+  schedules,
+  dashboard,
+]
 
 function overview(): string {
   return [

@@ -8,6 +8,7 @@ import { metricsText } from '../telemetry/index.js'
 import { Timeline } from '../timeline/index.js'
 import { CLIENT_JS, CSS } from './client.js'
 import { layout, questionList, questionsPage, sessionPage, sessionsPage } from './pages.js'
+import { schedulesPage } from './schedulesPage.js'
 import { hostRefusal, originRefusal, tokenExchange, tokenPrincipal } from './guard.js'
 import { mountQueueViews } from './queues.js'
 import type { Session } from '../harness/session.js'
@@ -120,6 +121,11 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
   app.get('/questions', async (c) => {
     const questions = await visible(c, await host.questions({ limit: 200 }))
     return c.html(layout(base, 'Questions', questionsPage(base, questions)))
+  })
+  app.get('/schedules', async (c) => {
+    // a schedule is shown to a principal who may see the session it prompts
+    const schedules = await visible(c, await host.schedules())
+    return c.html(layout(base, 'Schedules', schedulesPage(base, schedules)))
   })
   app.get('/sessions/:id', async (c) => {
     const { session, refused } = await sessionOf(c)

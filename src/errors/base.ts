@@ -39,6 +39,10 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'non_retryable',
   'retry_after',
   'step_retries_exhausted',
+  // machine events and schedules (errors/events.ts)
+  'event_timeout',
+  'invalid_event_payload',
+  'invalid_schedule',
   // the log and Redis (errors/storage.ts)
   'fenced',
   'malformed_entry',

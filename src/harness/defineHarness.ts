@@ -52,6 +52,8 @@ export interface HarnessOptions {
   busy?: Harness['busy']
   /** 'parallel' (default) or 'sequential': the calls of one model response one after another (docs/harness.md). */
   toolExecution?: Harness['toolExecution']
+  /** Abort a turn (and its parked calls) when this event with the turn's key arrives (`host.sendEvent`; docs/events-and-schedules.md). */
+  cancelOn?: Harness['cancelOn']
 }
 
 export type { Harness }
@@ -131,6 +133,11 @@ export function defineHarness(options: HarnessOptions): Harness {
     throw new ConfigError(
       `defineHarness "${options.name}": toolExecution must be 'parallel' or 'sequential', got ${JSON.stringify(toolExecution)}.`,
     )
+  const cancelOn = options.cancelOn ?? []
+  if (!Array.isArray(cancelOn) || cancelOn.some((c) => typeof c?.event !== 'string' || !c.event || typeof c.key !== 'function'))
+    throw new ConfigError(
+      `defineHarness "${options.name}": cancelOn must be an array of { event: string, key: (input, context) => string }.`,
+    )
   const hook = options.hooks?.onAfterToolCall
   const turn = options.turn ?? {}
   for (const key of ['onModelError', 'beforeFinish'] as const)
@@ -169,5 +176,6 @@ export function defineHarness(options: HarnessOptions): Harness {
     },
     busy,
     toolExecution,
+    cancelOn: [...cancelOn],
   }
 }

@@ -11,6 +11,7 @@ import { stepSpan } from '../telemetry/index.js'
 import { createAsk } from './ask.js'
 import type { RetryPolicy } from './retry.js'
 import { policyOf, tryDurably } from './stepRetry.js'
+import { createWaitForEvent } from './waitForEvent.js'
 
 export interface DurableContextOptions {
   log: SessionLog
@@ -23,6 +24,8 @@ export interface DurableContextOptions {
   abortSignal?: AbortSignal
   /** The tool's default retry policy of every step.do (durableTool's `retry`). */
   retry?: RetryPolicy
+  /** The harness's name: a sender of an event this call waits for finds its queue by it (runCall passes it). */
+  harness?: string
 }
 
 export interface DurableContextHandle {
@@ -146,6 +149,10 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       claim(askOptions.name)
       return ask(askOptions)
     },
+    waitForEvent: ((waitOptions: { name: string }) => {
+      claim(waitOptions.name)
+      return waitForEvent(waitOptions as never)
+    }) as Step['waitForEvent'],
   }
 
   // R7: the wake time is logged once; a run again reads it back and never restarts the timer
@@ -158,6 +165,12 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
   }
 
   const ask = createAsk({ log, fence, lookup, park, checkValue, ours })
+  const saveValue = async (name: string, value: unknown, what: string, record: (copy: unknown) => LogRecord) => {
+    const { copy, encoded } = encodeValue(value, what)
+    await staging
+    return (await ours(log.saveStep(fence, name, copy, record(copy), encoded))).value
+  }
+  const waitForEvent = createWaitForEvent({ log, fence, harness: options.harness ?? '', lookup, storeOnce, saveValue, park, ours })
 
   const append = (records: AppendRecord[]) => {
     if (parked) throw parked

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import type { Harness } from '../harnessTypes.js'
-import { contextOf, openMember, type InputState, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
+import { contextOf, EventWaits, openMember, type InputState, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { enqueueCalls, wakeCall, type HarnessQueues, type TurnJobData } from '../queue/index.js'
 import { toToolError } from '../tool/index.js'
 import { foldTurn } from './fold.js'
@@ -62,6 +62,17 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     // line are enqueued when the one before settles) waits and checks again; a steered input's turn
     // is the one it joined
     if (input.steerInto || input.status === 'settled') return
+    // cancelOn: the turn waits for its events too (again on each run of the job: one HSET each)
+    for (const { event, key } of harness.cancelOn) {
+      let turnKey: unknown
+      try {
+        turnKey = key(input.text, contextOf(input))
+      } catch (err) {
+        logger.warn({ err, event }, 'cancelOn key function threw; this turn is not cancelled by that event')
+      }
+      if (typeof turnKey === 'string' && turnKey !== '')
+        await new EventWaits(log.redis, log.prefix).watchTurn({ event, key: turnKey }, sessionId, inputId, harness.name)
+    }
     const first = await log.firstInLine()
     if (first !== undefined && first !== inputId) {
       logger.debug({ first }, 'another turn of the session runs first; waiting in line')

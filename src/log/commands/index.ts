@@ -56,6 +56,12 @@ export interface ScriptContract {
     args: string[]
     reply: string[]
   }
+  awaitEvent: {
+    keys: [eventHash: string]
+    /** member, waiter value, now, waiter grace, timeout passed, then pairs of kept event uid and verdict */
+    args: [member: string, waiter: string, now: number, graceMs: number, expired: '1' | '0', ...verdicts: string[]]
+    reply: ['event', string, string] | ['timeout'] | ['waiting'] | ['check', ...uidsAndPayloads: string[]]
+  }
   askQuestion: {
     keys: [calls: string, steps: string, log: string, questions: string, openQuestions: string]
     args: [
@@ -90,6 +96,15 @@ export interface ScriptContract {
     /** the landing (the parked epoch seen as its epoch), then pairs of questionId and open questions member */
     args: [...LandArgs, ...questions: string[]]
     reply: ['ok', string] | ['done'] | ['running'] | ['moved'] | ['unknown']
+  }
+  deliverEvent: {
+    keys: [eventHash: string]
+    args: [uid: string, id: string, payload: string, now: number, retentionMs: number, graceMs: number, ...checkedMembers: string[]]
+    reply:
+      | ['delivered', ...membersAndHarnesses: string[]]
+      | ['stored']
+      | ['duplicate', ...membersAndHarnesses: string[]]
+      | ['check', ...membersAndWaiters: string[]]
   }
   fillConversation: {
     keys: [conversation: string]
