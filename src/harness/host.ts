@@ -246,7 +246,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       return harness ? openSession(harness, sessionId) : null
     },
     queues: () => hostQueues(harnesses.values(), queuesOf),
-    stats: () => hostStats(redis, prefix, shards, hostQueues(harnesses.values(), queuesOf)),
+    stats: () => hostStats(redis, prefix, shards, hostQueues(harnesses.values(), queuesOf), all),
     async close({ timeoutMs } = {}) {
       const deadline = Date.now() + (timeoutMs ?? Infinity)
       const left = () => (timeoutMs === undefined ? undefined : Math.max(0, deadline - Date.now()))

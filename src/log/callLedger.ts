@@ -204,7 +204,7 @@ export class SessionLog extends SessionInputs {
   }
 
   /** Marks the attempt parked (sleep/ask): its next begin is a planned resume, not a cut. */
-  async parkCall(fence: Fence, kind: 'sleep' | 'ask' | 'agent' | 'retry', until: number): Promise<void> {
+  async parkCall(fence: Fence, kind: 'sleep' | 'ask' | 'agent' | 'retry' | 'limit', until: number): Promise<void> {
     const record = encodeRecord({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
     const reply = await this.script('parkCall', [this.keys.calls, this.keys.log], [fence.toolCallId, fence.epoch, record], true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])

@@ -5,7 +5,7 @@
  */
 export class Park extends Error {
   constructor(
-    readonly kind: 'sleep' | 'ask' | 'agent' | 'retry',
+    readonly kind: 'sleep' | 'ask' | 'agent' | 'retry' | 'limit',
     readonly until: number,
     readonly stepName: string,
   ) {
