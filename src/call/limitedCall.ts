@@ -1,5 +1,6 @@
 import { LimitKeyError } from '../errors.js'
 import type { Harness } from '../harnessTypes.js'
+import type { LineLogger } from '../logger.js'
 import { takeSlot, type HeldSlot } from '../limits/index.js'
 import type { ToolErrorPayload } from '../log/index.js'
 import { wakeCall, type HarnessQueues } from '../queue/index.js'
@@ -19,6 +20,7 @@ export async function takeCallSlot(
   queues: HarnessQueues,
   call: { sessionId: string; toolCallId: string; name: string; input: unknown },
   context: unknown,
+  logger: LineLogger,
 ): Promise<CallSlot> {
   const limit = harness.limits?.tools.get(call.name)
   if (!limit) return undefined
@@ -29,7 +31,11 @@ export async function takeCallSlot(
       const at = member.indexOf('|')
       return wakeCall(queues, member.slice(0, at), member.slice(at + 1))
     })
-    if (slot.kind === 'held') return { held: slot }
+    if (slot.kind === 'held') {
+      logger.debug({ limit: limit.scope, key: slot.key, waitedMs: slot.waitedMs, startedAt: slot.startedAt }, 'limit slot taken')
+      return { held: slot }
+    }
+    logger.debug({ limit: limit.scope, reason: slot.reason, until: slot.until }, 'waiting for limit')
     return { park: new Park('limit', slot.until, limit.scope), handed: slot.handed }
   } catch (error) {
     if (error instanceof LimitKeyError) return { error: toToolError(error) }

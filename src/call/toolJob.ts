@@ -55,7 +55,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       return logger.info('turn was aborted before this attempt: landed the cancelled tool error')
     }
     // the tool's limit (R17): a call that must wait parks without a worker slot until a slot is handed to it
-    const slot = await takeCallSlot(deps.harness, deps.queuesOf(deps.harness), call, contextOf(input))
+    const slot = await takeCallSlot(deps.harness, deps.queuesOf(deps.harness), call, contextOf(input), logger)
     if (slot && 'error' in slot) return void (await log.landResult(fence, call.name, { error: slot.error }))
     if (slot && 'park' in slot) return await park(job, token, log, fence, slot.park, logger, slot.handed)
     held = slot?.held

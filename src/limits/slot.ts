@@ -23,6 +23,10 @@ export interface LimitSubject {
 /** A slot this attempt holds: give it back when the attempt ends (lands, parks, fails). */
 export interface HeldSlot {
   readonly kind: 'held'
+  readonly key: string
+  /** How long it waited in the limit's line, and when it started by the limit's clock (Redis TIME, ms). */
+  readonly waitedMs: number
+  readonly startedAt: number
   release(): Promise<void>
 }
 
@@ -93,6 +97,9 @@ export async function takeSlot(
   let released = false
   return {
     kind: 'held',
+    key,
+    waitedMs: reply.waitedMs,
+    startedAt: reply.startedAt,
     async release() {
       if (released) return
       released = true

@@ -13,7 +13,7 @@ export interface LimitBounds {
 
 /** What an acquire answers: a slot now (and how long the call waited for it), or a wait until `untilMs`. */
 export type SlotReply =
-  | { granted: true; waitedMs: number; promote: string[] }
+  | { granted: true; waitedMs: number; startedAt: number; promote: string[] }
   | { granted: false; reason: 'concurrency' | 'rate'; untilMs: number; promote: string[] }
 
 /** What `harness stats` shows of one key of one limit. */
@@ -62,7 +62,8 @@ export class LimitStore {
     const reply = await this.run('acquireSlot', () =>
       runScript(this.redis, 'acquireSlot', this.keysOf(key), [member, leaseMs, concurrency, rateLimit, perMs, key, recheckMs]),
     )
-    if (reply[0] === 'granted') return { granted: true, waitedMs: Number(reply[1]), promote: reply.slice(2) as string[] }
+    if (reply[0] === 'granted')
+      return { granted: true, waitedMs: Number(reply[1]), startedAt: Number(reply[2]), promote: reply.slice(3) as string[] }
     return { granted: false, reason: reply[1], untilMs: Number(reply[2]), promote: reply.slice(3) as string[] }
   }
 

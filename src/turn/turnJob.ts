@@ -126,6 +126,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         await enqueueCalls(deps.queues, harness, sessionId, fold.pending, {
           inputId,
           parent: { id: job.id!, queue: job.queueQualifiedName },
+          // the turn's priority (its prompt's or the harness's): its calls inherit it
+          ...(job.opts.priority ? { priority: job.opts.priority } : {}),
         })
         logger.debug({ calls: fold.pending.length }, 'batch enqueued; waiting for its results')
         if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError()

@@ -3,6 +3,7 @@
 import { expect } from 'vitest'
 import type { Harness, HarnessHost } from '../../src/index.js'
 import type { TestProvider } from './provider.js'
+import type { WorkerProcess } from './workerProcess.js'
 import { until } from './log.js'
 
 export interface LimitRun {
@@ -51,4 +52,26 @@ export function expectSmallFirst(provider: TestProvider, small: string, big: str
   const lastSmallEnd = Math.max(...smallEnds)
   const beginOfLast = bigStarts[bigStarts.length - lastBig]!
   expect(lastSmallEnd).toBeLessThanOrEqual(beginOfLast)
+}
+
+/**
+ * The starts the limit granted to the calls of `label`, by the limit's clock (Redis TIME): each
+ * worker's "limit slot taken" line. The rate counts these; a loaded worker sends its request later
+ * (the provider's own times add that lag, docs/limits.md).
+ */
+export function grantsOf(workers: Iterable<WorkerProcess>, label: string): number[] {
+  return [...workers].flatMap((w) =>
+    w.lines.filter((l) => l.msg === 'limit slot taken' && String(l.sessionId).startsWith(`${label}-`)).map((l) => Number(l.startedAt)),
+  )
+}
+
+/** The most of `times` any window of `ms` holds. */
+export function maxIn(times: number[], ms: number): number {
+  const sorted = [...times].sort((a, b) => a - b)
+  let most = 0
+  for (let i = 0, j = 0; j < sorted.length; j++) {
+    while (sorted[j]! - sorted[i]! >= ms) i++
+    most = Math.max(most, j - i + 1)
+  }
+  return most
 }

@@ -5,8 +5,6 @@ import type { AddressInfo } from 'node:net'
 
 export interface ProviderStart {
   at: number
-  /** When the tool sent it (its own clock; the same machine's). */
-  sent: number
   tenant: string
   n: number
 }
@@ -19,8 +17,6 @@ export interface TestProvider {
   starts: ProviderStart[]
   /** When each request's response ended, by n (a request cut by a killed client ends when its socket closes). */
   ends: Array<{ at: number; tenant: string; n: number }>
-  /** The most starts (as the tools sent them) any window of `ms` holds. */
-  maxStartsIn(ms: number): number
   reset(): void
   close(): Promise<void>
 }
@@ -38,7 +34,7 @@ export async function startProvider(delayMs = 40): Promise<TestProvider> {
     const n = Number(query.get('n'))
     inFlight++
     maxInFlight = Math.max(maxInFlight, inFlight)
-    provider.starts.push({ at: Date.now(), sent: Number(query.get('sent') ?? Date.now()), tenant, n })
+    provider.starts.push({ at: Date.now(), tenant, n })
     let open = true
     const end = () => {
       if (!open) return
@@ -59,15 +55,6 @@ export async function startProvider(delayMs = 40): Promise<TestProvider> {
     },
     get inFlight() {
       return inFlight
-    },
-    maxStartsIn(ms: number) {
-      const times = provider.starts.map((s) => s.sent).sort((a, b) => a - b)
-      let most = 0
-      for (let i = 0, j = 0; j < times.length; j++) {
-        while (times[j]! - times[i]! >= ms) i++
-        most = Math.max(most, j - i + 1)
-      }
-      return most
     },
     reset() {
       provider.starts.length = 0

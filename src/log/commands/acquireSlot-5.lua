@@ -17,7 +17,7 @@
     ARGV[7] re-check ms of a concurrency waiter (its fallback when no release wakes it)
 
   Output:
-    {'granted', waitedMs, ...promote}
+    {'granted', waitedMs, startedAt (server ms: the start the rate counts), ...promote}
     {'wait', 'concurrency' | 'rate', untilMs, ...promote}   (promote: waiters handed a slot)
 ]]
 local slotsKey, waitingKey, startsKey, keysKey, handedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -41,7 +41,7 @@ local function grant(promote)
   end
   redis.call('ZREM', waitingKey, member)
   redis.call('HDEL', handedKey, member)
-  local reply = {'granted', readyAt and (now - tonumber(readyAt)) or 0}
+  local reply = {'granted', readyAt and (now - tonumber(readyAt)) or 0, now}
   for i = 1, #promote do reply[#reply + 1] = promote[i] end
   return reply
 end
