@@ -139,6 +139,38 @@ describe('limits in one process', () => {
     expect(() => defineHarness({ name: 'bad-priority', adapter: scriptedModel([]), priority: 0 })).toThrow(/priority must be an integer/)
   })
 
+  it('R17 limits.turns: at most `concurrency` turns run their model call at once, across sessions', async () => {
+    let open = 0
+    let most = 0
+    const base = scriptedModel([{ text: 'hi' }])
+    const adapter = {
+      ...base,
+      async *chatStream(request: Parameters<typeof base.chatStream>[0]) {
+        most = Math.max(most, ++open)
+        try {
+          await new Promise((resolve) => setTimeout(resolve, 30))
+          yield* base.chatStream(request)
+        } finally {
+          open--
+        }
+      },
+    } as typeof base
+    const turnsLimited = defineHarness({
+      name: 'limits-turns',
+      adapter,
+      durability: { lockMs: 2_000, stalledMs: 1_000 },
+      limits: { turns: { concurrency: 2 } },
+    })
+    const { host } = hosts.start(turnsLimited, 'limits-turns', { concurrency: 10 })
+    const prompts = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => ({ i, ...(await host.open(turnsLimited, { sessionId: `turn-${i}` }).prompt('hello')) })),
+    )
+    const settled = await Promise.all(prompts.map(({ i, inputId }) => host.open(turnsLimited, { sessionId: `turn-${i}` }).settled(inputId)))
+    expect(settled.map((s) => s.outcome)).toEqual(Array(8).fill('completed'))
+    expect(most).toBe(2)
+    await expectLimitsIdle(host, turnsLimited)
+  })
+
   it("priority: a prompt's priority runs its turn first, and the turn's calls inherit it", async () => {
     const order: string[] = []
     const record = toolDefinition({ name: 'record', description: 'notes the session', inputSchema: z.object({}) }).server(
