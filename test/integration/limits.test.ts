@@ -13,6 +13,7 @@ import { z } from 'zod'
 import { createHarnessHost, ConfigError, defineHarness } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { cleanupPrefix, uniquePrefix } from '../rig.js'
+import { createDashboard } from '../../src/dashboard/index.js'
 
 describe('limits across worker processes', () => {
   const harnesses = [concurrent, rated, keyed]
@@ -125,6 +126,18 @@ describe('limits in one process', () => {
     expect(Number(count?.[1])).toBeGreaterThan(0)
     const keys = (await host.stats()).limits.map((l) => l.key).sort()
     expect(keys).toEqual(['a', 'b'])
+    // the dashboard's limits page, for operators only; a key is shown escaped
+    await runCalls({ host, provider }, keyed, 'm', [{ tenant: '<b>x</b>', n: 500 }])
+    const dashboard = createDashboard({
+      host,
+      authorize: (r) => ({ user: r.headers.get('x-user') ?? '' }),
+      canOperate: (p) => p.user === 'ops',
+    })
+    expect((await dashboard.request('/limits', { headers: { 'x-user': 'alice' } })).status).toBe(403)
+    const page = await (await dashboard.request('/limits', { headers: { 'x-user': 'ops' } })).text()
+    expect(page).toContain('tool:callProvider')
+    expect(page).toContain('&lt;b&gt;x&lt;/b&gt;')
+    expect(page).not.toContain('<b>x</b>')
   })
 
   it('a limit that names no tool of the harness, or a bad bound, is refused with a ConfigError that says what to fix', () => {
