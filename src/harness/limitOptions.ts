@@ -3,7 +3,7 @@ import type { HarnessLimits, Limit, ResolvedLimit } from '../harnessTypes.js'
 import { parseDuration } from '../tool/index.js'
 
 /** BullMQ's priority range: 1 (runs first) to 2^21. */
-export const MAX_PRIORITY = 2 ** 21
+const MAX_PRIORITY = 2 ** 21
 
 /** Checks a priority (a prompt's or a harness's default): an integer from 1 (first) to 2^21. */
 export function checkPriority(priority: unknown, where: string): number {

@@ -1,1 +1,1 @@
-export { takeSlot, limitKey, limitStates, type HeldSlot, type WaitingSlot, type LimitPlace, type LimitSubject } from './slot.js'
+export { takeSlot, limitStates, type HeldSlot } from './slot.js'

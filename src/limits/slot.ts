@@ -54,7 +54,7 @@ function storeOf(place: LimitPlace, limit: ResolvedLimit): LimitStore {
 }
 
 /** The subject's key under the limit: '' for a limit without a key function. Throws LimitKeyError. */
-export function limitKey(limit: ResolvedLimit, subject: LimitSubject): string {
+function limitKey(limit: ResolvedLimit, subject: LimitSubject): string {
   if (!limit.key) return ''
   let key: unknown
   try {

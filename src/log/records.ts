@@ -112,7 +112,11 @@ export const harnessRecordSchemas = {
     kind: z.enum(['ask', 'approval']).optional(),
   }),
   'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json }),
-  'harness.tool.suspended': z.object({ toolCallId: z.string(), until: z.number(), kind: z.enum(['sleep', 'ask', 'agent', 'retry', 'limit']) }),
+  'harness.tool.suspended': z.object({
+    toolCallId: z.string(),
+    until: z.number(),
+    kind: z.enum(['sleep', 'ask', 'agent', 'retry', 'limit']),
+  }),
   'harness.tool.result': z
     .object({
       toolCallId: z.string(),

@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
-export interface ProviderStart {
+interface ProviderStart {
   at: number
   tenant: string
   n: number

@@ -51,7 +51,9 @@ export interface ScriptContract {
   acquireSlot: {
     keys: LimitKeys
     args: [member: string, leaseMs: number, concurrency: number, rateLimit: number, perMs: number, key: string, recheckMs: number]
-    reply: ['granted', waitedMs: number, startedAt: number, ...promote: string[]] | ['wait', 'concurrency' | 'rate', untilMs: number, ...promote: string[]]
+    reply:
+      | ['granted', waitedMs: number, startedAt: number, ...promote: string[]]
+      | ['wait', 'concurrency' | 'rate', untilMs: number, ...promote: string[]]
   }
   answerQuestion: {
     keys: [questions: string, log: string, openQuestions: string]
