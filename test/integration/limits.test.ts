@@ -10,7 +10,7 @@ import { startProvider, type TestProvider } from '../helpers/provider.js'
 import { callsOf, expectLimitsIdle, expectSmallFirst, grantsOf, maxIn, runCalls } from '../helpers/limitRuns.js'
 import { toolDefinition } from '@tanstack/ai'
 import { z } from 'zod'
-import { createHarnessHost, ConfigError, defineHarness } from '../../src/index.js'
+import { createHarnessHost, ConfigError, defineHarness, ToolCallError } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { cleanupPrefix, uniquePrefix } from '../rig.js'
 import { createDashboard } from '../../src/dashboard/index.js'
@@ -138,6 +138,35 @@ describe('limits in one process', () => {
     expect(page).toContain('tool:callProvider')
     expect(page).toContain('&lt;b&gt;x&lt;/b&gt;')
     expect(page).not.toContain('<b>x</b>')
+  })
+
+  it('a key function that throws gives the call the tool error limit_key; the tool does not run', async () => {
+    let ran = 0
+    const tool = toolDefinition({ name: 'keyed', description: 'x', inputSchema: z.object({}) }).server(async () => ++ran)
+    const badKey = defineHarness({
+      name: 'limits-bad-key',
+      adapter: scriptedModel([]),
+      tools: [tool],
+      limits: {
+        tools: {
+          keyed: {
+            concurrency: 1,
+            key: () => {
+              throw new Error('no tenant')
+            },
+          },
+        },
+      },
+    })
+    const { host } = hosts.start(badKey, 'limits-bad-key')
+    const refused = await host
+      .open(badKey, { sessionId: 'bad-key' })
+      .runTool({ name: 'keyed', input: {} })
+      .catch((e: unknown) => e)
+    expect(refused).toBeInstanceOf(ToolCallError)
+    expect((refused as ToolCallError).toolError).toMatchObject({ code: 'limit_key' })
+    expect((refused as ToolCallError).message).toContain('no tenant')
+    expect(ran).toBe(0)
   })
 
   it('a limit that names no tool of the harness, or a bad bound, is refused with a ConfigError that says what to fix', () => {
