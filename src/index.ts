@@ -38,6 +38,10 @@ export type {
   BeforeFinishHook,
   TurnOptions,
 } from './harnessTypes.js'
+/** Flow control across every worker and shard (R17, docs/limits.md): `defineHarness({ limits })`. */
+export type { Limit, HarnessLimits } from './harnessTypes.js'
+/** What `session.prompt` takes: `inputId`, `context`, `priority`. */
+export type { PromptOptions } from './harness/promptOptions.js'
 /** A whole harness as one tool of another. */
 export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
 
@@ -61,7 +65,7 @@ export type { RedisClient } from './log/index.js'
 /** Retention: what is kept for how long, and the export of a session's log before it is removed. */
 export type { RetentionOptions } from './retention/index.js'
 /** What operators see of a host: sessions, stats, queues (the `harness` CLI and the dashboard). */
-export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef } from './ops/index.js'
+export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef, LimitStats } from './ops/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
 export type { Session, Settled, LogReader } from './harness/session.js'

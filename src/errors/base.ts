@@ -35,6 +35,7 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'session_busy',
   'call_not_logged',
   'middleware_tool',
+  'limit_key',
   // step retries (errors/retry.ts)
   'non_retryable',
   'retry_after',

@@ -6,10 +6,12 @@ import {
   type BeforeFinishHook,
   type DurabilityOptions,
   type Harness,
+  type HarnessLimits,
   type ModelErrorPolicy,
 } from '../harnessTypes.js'
 import { retryTransientErrors } from '../turn/modelErrors.js'
 import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
+import { checkPriority, resolveLimits } from './limitOptions.js'
 
 /** The durability options a harness gets where `defineHarness({ durability })` says nothing (docs/harness.md). */
 export const DEFAULT_DURABILITY: DurabilityOptions = {
@@ -54,6 +56,13 @@ export interface HarnessOptions {
   toolExecution?: Harness['toolExecution']
   /** Abort a turn (and its parked calls) when this event with the turn's key arrives (`host.sendEvent`; docs/events-and-schedules.md). */
   cancelOn?: Harness['cancelOn']
+  /**
+   * Flow control across every worker and shard (R17, docs/limits.md): `tools[name]` limits the
+   * calls of a tool, `turns` the turns; each `{ concurrency?, rate?: { limit, per }, key? }`.
+   */
+  limits?: HarnessLimits
+  /** The priority of a turn (and its calls) whose prompt gives none: 1 (runs first) to 2^21, BullMQ's scale. */
+  priority?: number
 }
 
 export type { Harness }
@@ -159,6 +168,8 @@ export function defineHarness(options: HarnessOptions): Harness {
           'Remove it, or move its work to a hook that runs (see "Middleware" in docs/harness.md).',
       )
   }
+  const limits = resolveLimits(options.name, options.limits, new Set(toolsByName.keys()))
+  const priority = options.priority === undefined ? undefined : checkPriority(options.priority, `defineHarness "${options.name}"`)
   return {
     name: options.name,
     adapter: options.adapter,
@@ -177,5 +188,7 @@ export function defineHarness(options: HarnessOptions): Harness {
     busy,
     toolExecution,
     cancelOn: [...cancelOn],
+    ...(limits ? { limits } : {}),
+    ...(priority !== undefined ? { priority } : {}),
   }
 }

@@ -276,7 +276,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       return harness ? openSession(harness, sessionId) : null
     },
     queues: () => hostQueues(harnesses.values(), queuesOf),
-    stats: () => hostStats(redis, prefix, shards, hostQueues(harnesses.values(), queuesOf)),
+    stats: () => hostStats(redis, prefix, shards, hostQueues(harnesses.values(), queuesOf), all),
     async sendEvent(event) {
       await checkShards()
       return sendEvent({ waits, queuesByName, queues: { connection: redis, prefix, shards }, abortTurn, logger }, event)

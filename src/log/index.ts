@@ -30,3 +30,4 @@ export {
   type ToolCallRecord,
   type ModelUsage,
 } from './records.js'
+export { LimitStore, type LimitBounds, type LimitKeyState, type SlotReply } from './limitStore.js'

@@ -125,7 +125,7 @@ export const harnessRecordSchemas = {
   'harness.tool.suspended': z.object({
     toolCallId: z.string(),
     until: z.number(),
-    kind: z.enum(['sleep', 'ask', 'agent', 'retry', 'event']),
+    kind: z.enum(['sleep', 'ask', 'agent', 'retry', 'event', 'limit']),
   }),
   'harness.tool.result': z
     .object({

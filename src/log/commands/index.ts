@@ -13,6 +13,8 @@ type Arg = string | number
 /** What a prompt to a busy session does (defineHarness `busy`). */
 export type BusyMode = 'queue' | 'steer' | 'reject'
 type Fenced = ['fenced', number]
+/** The state of one key of one limit (R17), in the limit's own slot. */
+type LimitKeys = [slots: string, waiting: string, starts: string, keysIndex: string, handed: string]
 
 /** What landing a call's result takes (includes/land.lua), the same for landResult and cancelCall. */
 export type LandArgs = [
@@ -45,6 +47,13 @@ export interface ScriptContract {
       | ['busy', string]
       | ['exists', string, 'open' | 'settled', 'first' | '']
       | ['conflict']
+  }
+  acquireSlot: {
+    keys: LimitKeys
+    args: [member: string, leaseMs: number, concurrency: number, rateLimit: number, perMs: number, key: string, recheckMs: number]
+    reply:
+      | ['granted', waitedMs: number, startedAt: number, ...promote: string[]]
+      | ['wait', 'concurrency' | 'rate', untilMs: number, ...promote: string[]]
   }
   answerQuestion: {
     keys: [questions: string, log: string, openQuestions: string]
@@ -146,6 +155,16 @@ export interface ScriptContract {
     ]
     args: [mode: 'check' | 'remove', exportedLastId: string, sessionId: string]
     reply: ['open', 'turn' | 'call'] | ['idle', string] | ['moved', string] | ['removed']
+  }
+  releaseSlot: {
+    keys: LimitKeys
+    args: [member: string, leaseMs: number, concurrency: number, rateLimit: number, perMs: number, key: string]
+    reply: string[]
+  }
+  renewSlot: {
+    keys: [slots: string]
+    args: [member: string, leaseMs: number]
+    reply: 0 | 1
   }
   requestCall: {
     keys: [calls: string, log: string, sessions: string, openCalls: string]
