@@ -14,6 +14,8 @@ export {
   harnessRecordSchemas,
   parseRecord,
   hasType,
+  isHarnessRecord,
+  asHarnessRecord,
   RESERVED_PREFIX,
   CONVERSATION_TYPES,
   conversationOf,
@@ -24,6 +26,7 @@ export {
   type LogRecord,
   type RecordOf,
   type ToolErrorPayload,
+  type ToolOutcome,
   type ToolCallRecord,
   type ModelUsage,
 } from './records.js'
