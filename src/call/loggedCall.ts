@@ -34,14 +34,14 @@ export async function beginLoggedCall(
     warnDisagreement(
       deps,
       ids,
-      ['sessionId', 'toolCallId'].filter((f) => data[f as 'sessionId'] !== ids[f as 'sessionId']),
+      (['sessionId', 'toolCallId'] as const).filter((f) => data[f] !== ids[f]),
     )
     return checked
   }
   const logged = await log.findLoggedCall(ids.toolCallId)
   if (!logged) throw new CallNotLoggedError(ids.sessionId, ids.toolCallId)
   const call = toolCall(ids, data.traceparent, logged)
-  const fields = ['sessionId', 'toolCallId', 'inputId', 'inputTooLarge'].filter((f) => data[f as 'inputId'] !== call[f as 'inputId'])
+  const fields: string[] = (['sessionId', 'toolCallId', 'inputId', 'inputTooLarge'] as const).filter((f) => data[f] !== call[f])
   if (JSON.stringify(data.input ?? null) !== JSON.stringify(call.input ?? null)) fields.push('input')
   if (job.name !== call.name) fields.push('name')
   warnDisagreement(deps, ids, fields)
@@ -88,7 +88,7 @@ function fingerprintOf(call: ToolCall): string {
 }
 
 /** Names the fields that disagreed, never their values (job data is anyone's with queue access). */
-function warnDisagreement(deps: ToolJobDeps, ids: { sessionId: string; toolCallId: string }, fields: string[]): void {
+function warnDisagreement(deps: ToolJobDeps, ids: { sessionId: string; toolCallId: string }, fields: readonly string[]): void {
   // the same call, its request mark missing or of an older version: nothing to warn about
   if (fields.length === 0) return deps.logger.debug(ids, 'tool job began from its logged call (no matching request mark)')
   deps.logger.warn(

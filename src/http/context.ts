@@ -21,7 +21,12 @@ export interface RouteContext {
   reader: AbortController
 }
 
-export function routeContext(options: HarnessHandlerOptions, request: Request, principal: Principal, heartbeatMs: number): RouteContext {
+export function routeContext<P extends Principal>(
+  options: HarnessHandlerOptions<P>,
+  request: Request,
+  principal: P,
+  heartbeatMs: number,
+): RouteContext {
   const { host, harness } = options
   const reader = new AbortController()
   if (request.signal.aborted) reader.abort()

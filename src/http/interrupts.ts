@@ -115,8 +115,15 @@ export async function* endOnApprovals(
 
 function isApprovalAsk(event: StreamChunk): event is StreamChunk & { value: Question } {
   if (event.type !== 'CUSTOM' || event.name !== 'harness.tool.ask') return false
-  const value = event.value as Partial<Question> | undefined
-  return value?.kind === 'approval' && typeof value.toolCallId === 'string'
+  const { value } = event
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'kind' in value &&
+    value.kind === 'approval' &&
+    'toolCallId' in value &&
+    typeof value.toolCallId === 'string'
+  )
 }
 
 /**
