@@ -1,15 +1,24 @@
 import type { Job } from 'bullmq'
 import { CallNotLoggedError } from '../errors.js'
-import { toolOf } from '../harnessTypes.js'
+import { toolOf, type Harness } from '../harnessTypes.js'
 import { callFingerprint, openMember, parseToolJobId, type BeginResult, type SessionLog } from '../log/index.js'
 import type { ToolJobData } from '../queue/index.js'
 import { replayOf } from '../tool/index.js'
-import type { ToolJobDeps } from './toolJob.js'
+import type { Logger } from '../logger.js'
+import type { CallAborts } from './callAborts.js'
 
 /** A tool job's call: its session, id, turn and input, and the tool's name. */
 export type ToolCall = ToolJobData & { name: string }
 
-type Attempt = ReturnType<ToolJobDeps['aborts']['open']>
+/** What beginning a call needs of the tool job's deps (ToolJobDeps has it). */
+interface LoggedCallDeps {
+  harness: Harness
+  logFor(sessionId: string): SessionLog
+  aborts: CallAborts
+  logger: Logger
+}
+
+type Attempt = ReturnType<CallAborts['open']>
 
 /**
  * Begins an attempt of the call a tool job names, as the log holds it (DESIGN §1: the log is the
@@ -21,7 +30,7 @@ type Attempt = ReturnType<ToolJobDeps['aborts']['open']>
  */
 export async function beginLoggedCall(
   job: Job<ToolJobData>,
-  deps: ToolJobDeps,
+  deps: LoggedCallDeps,
 ): Promise<{ call: ToolCall; begin: BeginResult; attempt: Attempt; log: SessionLog }> {
   const ids = parseToolJobId(job.id ?? '')
   if (!ids) throw new Error(`Tool job ${JSON.stringify(job.id)} is not a call's job (call|<sessionId>|<toolCallId>): nothing runs.`)
@@ -66,7 +75,7 @@ function toolCall(
 }
 
 /** One begin; undefined when the job's call is not the logged one (nothing was written). */
-async function begin(log: SessionLog, call: ToolCall, fingerprint: string, deps: ToolJobDeps) {
+async function begin(log: SessionLog, call: ToolCall, fingerprint: string, deps: LoggedCallDeps) {
   const tool = toolOf(deps.harness, call.name)
   const owner = { harness: deps.harness.name, ...(call.inputId ? { inputId: call.inputId } : {}) }
   // opened before the turn's input is read (beginCall returns it): a settle from now on fires its
@@ -88,7 +97,7 @@ function fingerprintOf(call: ToolCall): string {
 }
 
 /** Names the fields that disagreed, never their values (job data is anyone's with queue access). */
-function warnDisagreement(deps: ToolJobDeps, ids: { sessionId: string; toolCallId: string }, fields: readonly string[]): void {
+function warnDisagreement(deps: LoggedCallDeps, ids: { sessionId: string; toolCallId: string }, fields: readonly string[]): void {
   // the same call, its request mark missing or of an older version: nothing to warn about
   if (fields.length === 0) return deps.logger.debug(ids, 'tool job began from its logged call (no matching request mark)')
   deps.logger.warn(

@@ -1,5 +1,6 @@
 import { EventType, type StreamChunk } from '@tanstack/ai'
-import { isHarnessRecord, toolMessageContent, type LogRecord, type RecordOf } from '../log/index.js'
+import { toolMessageContent } from '../core/index.js'
+import { isHarnessRecord, type LogRecord, type RecordOf } from '../log/index.js'
 import type { LiveEntry } from '../log/live.js'
 
 /** The live message a follower is in the middle of, and how much of its text it has. */

@@ -19,7 +19,6 @@ export {
   RESERVED_PREFIX,
   CONVERSATION_TYPES,
   conversationOf,
-  toolMessageContent,
   type HarnessRecord,
   type HarnessRecordType,
   type AppRecord,

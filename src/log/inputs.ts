@@ -2,7 +2,7 @@ import { StorageError } from '../errors.js'
 import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, requestField } from './keys.js'
-import type { BusyMode } from './commands/index.js'
+import type { BusyMode } from '../core/index.js'
 import {
   CONVERSATION_TYPES,
   conversationOf,

@@ -251,12 +251,3 @@ export function conversationOf<E extends { record: LogRecord }>(entries: E[]): E
     return (CONVERSATION_TYPES as readonly string[]).includes(record.type)
   })
 }
-
-/**
- * What the model reads for a result (turn/ builds its messages with it, events/ shows it in TOOL_CALL_RESULT): strings
- * as they are, other JSON encoded, errors as `{"error": ...}`.
- */
-export function toolMessageContent(result: RecordOf<'harness.tool.result'>): string {
-  if (result.error) return JSON.stringify({ error: result.error.message })
-  return typeof result.result === 'string' ? result.result : JSON.stringify(result.result ?? null)
-}
