@@ -41,7 +41,7 @@ export function stringOption(values: CommandInput['values'], name: string): stri
 }
 
 export function parseCommand(command: Command, argv: string[]): CommandInput & { help: boolean } {
-  const options = { ...COMMON_OPTIONS, ...command.options } as Options
+  const options: Options = { ...COMMON_OPTIONS, ...command.options }
   let parsed
   try {
     // parseArgs takes every word after `--` as an argument: a session id may start with '-' (`-- -abc`)

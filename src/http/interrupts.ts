@@ -40,7 +40,7 @@ export function approvalInterrupt(
   const tool = toolOf(harness, call.name)
   const schema = normalizeApprovalSchema(undefined, tool?.inputSchema)
   const expires = question.expiresAt !== undefined ? { expiresAt: new Date(question.expiresAt).toISOString() } : {}
-  const descriptor = {
+  const descriptor: Interrupt = {
     id: question.questionId,
     reason: 'approval_required',
     message: question.message,
@@ -48,24 +48,21 @@ export function approvalInterrupt(
     responseSchema: schema.responseSchema,
     ...expires,
     metadata: { kind: 'approval', toolName: call.name, input: call.input },
-  } as Interrupt
-  return withInterruptBinding(
-    descriptor as never,
-    {
-      v: 1,
-      kind: 'tool-approval',
-      interruptId: question.questionId,
-      toolName: call.name,
-      toolCallId: question.toolCallId,
-      originalArgs: call.input,
-      inputSchemaHash: hashSchemaInput(tool?.inputSchema),
-      approvalSchemaHash: schema.approvalSchemaHash,
-      responseSchemaHash: schema.responseSchemaHash,
-      ...expires,
-      interruptedRunId,
-      generation: 0,
-    } as never,
-  ) as Interrupt
+  }
+  return withInterruptBinding(descriptor, {
+    v: 1,
+    kind: 'tool-approval',
+    interruptId: question.questionId,
+    toolName: call.name,
+    toolCallId: question.toolCallId,
+    originalArgs: call.input,
+    inputSchemaHash: hashSchemaInput(tool?.inputSchema),
+    approvalSchemaHash: schema.approvalSchemaHash,
+    responseSchemaHash: schema.responseSchemaHash,
+    ...expires,
+    interruptedRunId,
+    generation: 0,
+  })
 }
 
 /**
