@@ -5,7 +5,7 @@ import { createHarnessHost, type HarnessHost } from '../harness/host.js'
 import type { Harness } from '../harnessTypes.js'
 import { stringOption } from './command.js'
 import { loadHarnesses } from './loadHarnesses.js'
-import { jsonText } from './output.js'
+import { jsonText } from '../terminalText.js'
 import { redisFromEnv } from './processEnv.js'
 
 type Values = Record<string, string | boolean | undefined>
