@@ -35,6 +35,9 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'session_busy',
   'call_not_logged',
   'middleware_tool',
+  // operator APIs (errors/ops.ts)
+  'invalid_tags',
+  'invalid_turn_filter',
   // step retries (errors/retry.ts)
   'non_retryable',
   'retry_after',

@@ -44,7 +44,16 @@ export class EventMapper {
     if (hasType(record, 'harness.input')) {
       return [
         { type: EventType.RUN_STARTED, threadId, runId: record.inputId },
-        { type: EventType.CUSTOM, name: 'harness.input', value: { inputId: record.inputId, text: record.text } },
+        {
+          type: EventType.CUSTOM,
+          name: 'harness.input',
+          value: {
+            inputId: record.inputId,
+            text: record.text,
+            ...(record.principal !== undefined ? { principal: record.principal } : {}),
+            ...(record.metadata ? { metadata: record.metadata } : {}),
+          },
+        },
       ]
     }
     if (hasType(record, 'harness.model.response')) return this.response(record, entryId)

@@ -14,3 +14,5 @@ export {
   inspectCallJob,
   HarnessQueues,
 } from './enqueue.js'
+export { clearFinishedTurn } from './finished.js'
+export { pauseQueues, resumeQueues, queuesPaused } from './pause.js'

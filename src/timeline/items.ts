@@ -48,12 +48,30 @@ function loggedAt(cursor: string): number {
 
 type Line = Omit<TimelineItem, 'cursor' | 'at' | 'detail'>
 
+/** ` by <principal>` when a record names who did it (prompt, answer, approval, rerun). */
+function by(r: Record<string, unknown>): string {
+  return typeof r.principal === 'string' ? ` by ${short(r.principal, 80)}` : ''
+}
+
+/** ` [k=v, ...]`: an input's operator tags. */
+function tags(r: Record<string, unknown>): string {
+  const metadata = r.metadata as Record<string, string> | undefined
+  return metadata
+    ? ` [${short(
+        Object.entries(metadata)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', '),
+        80,
+      )}]`
+    : ''
+}
+
 /** A harness record (a CUSTOM event's value) as a line; null for the records other events already show. */
 function recordLine(name: string, r: Record<string, unknown>): Line | null {
   const call = { toolCallId: r.toolCallId as string }
   switch (name) {
     case 'harness.input':
-      return { kind: 'input', inputId: r.inputId as string, text: `input ${r.inputId}: ${short(r.text)}` }
+      return { kind: 'input', inputId: r.inputId as string, text: `input ${r.inputId}${by(r)}: ${short(r.text)}${tags(r)}` }
     case 'harness.tool.started':
       return { kind: 'attempt', ...call, text: `${r.name} ${r.toolCallId} attempt ${r.attempt} (${r.reason}, replay ${r.replay})` }
     case 'harness.tool.step':
@@ -73,7 +91,7 @@ function recordLine(name: string, r: Record<string, unknown>): Line | null {
         text: `${r.toolCallId} asks${r.kind === 'approval' ? ' for approval' : ''} (${r.questionId}): ${short(r.message)}`,
       }
     case 'harness.tool.answer':
-      return { kind: 'answer', ...call, text: `${r.toolCallId} answered (${r.questionId}): ${short(r.value)}` }
+      return { kind: 'answer', ...call, text: `${r.toolCallId} answered (${r.questionId})${by(r)}: ${short(r.value)}` }
     case 'harness.tool.suspended':
       return { kind: 'park', ...call, text: `${r.toolCallId} parked (${r.kind})` }
     case 'harness.recovery':
@@ -95,6 +113,10 @@ function recordLine(name: string, r: Record<string, unknown>): Line | null {
       }
     case 'harness.turn.resumed':
       return { kind: 'record', inputId: r.inputId as string, text: `turn ${r.inputId} resumed` }
+    case 'harness.turn.rerun': {
+      const calls = Array.isArray(r.calls) && r.calls.length > 0 ? `; runs again: ${short(r.calls.join(', '))}` : ''
+      return { kind: 'record', inputId: r.inputId as string, text: `turn ${r.inputId} rerun (${short(r.rerunId, 60)})${by(r)}${calls}` }
+    }
     case 'harness.turn.finish':
       return { kind: 'model', inputId: r.inputId as string, text: `beforeFinish cycle ${r.cycle}: ${short(r.messages)}` }
     case 'harness.tool.requested':

@@ -27,7 +27,7 @@ export type LandArgs = [
 
 export interface ScriptContract {
   addInput: {
-    keys: [log: string, inputs: string, sessions: string, openTurns: string, line: string, conversation: string]
+    keys: [log: string, inputs: string, sessions: string, openTurns: string, line: string, conversation: string, openIndex: string]
     args: [
       inputId: string,
       text: string,
@@ -39,6 +39,8 @@ export interface ScriptContract {
       parent: string,
       busy: BusyMode,
       context: string,
+      metadata: string,
+      principal: string,
     ]
     reply:
       | ['added', string, 'run' | 'queued' | 'steered', string]
@@ -128,9 +130,25 @@ export interface ScriptContract {
       conversation: string,
       live: string,
       sessions: string,
+      ...turnIndexes: string[],
     ]
     args: [mode: 'check' | 'remove', exportedLastId: string, sessionId: string]
-    reply: ['open', 'turn' | 'call'] | ['idle', string] | ['moved', string] | ['removed']
+    reply: ['open', 'turn' | 'call'] | ['idle', string, ...harnesses: string[]] | ['moved', string] | ['removed']
+  }
+  rerunTurn: {
+    keys: [
+      log: string,
+      inputs: string,
+      calls: string,
+      openTurns: string,
+      line: string,
+      conversation: string,
+      openIndex: string,
+      failedIndex: string,
+      abortedIndex: string,
+    ]
+    args: [inputId: string, rerunId: string, now: number, openMember: string, principal: string, ...toolCallIds: string[]]
+    reply: ['rerun', string, string] | ['exists'] | ['unknown'] | ['open'] | ['completed']
   }
   requestCall: {
     keys: [calls: string, log: string, sessions: string]
@@ -148,8 +166,17 @@ export interface ScriptContract {
     reply: ['ok'] | ['exists', string] | Fenced
   }
   settleInput: {
-    keys: [log: string, inputs: string, openTurns: string, line: string, conversation: string]
-    args: [inputId: string, record: string, openMember: string, publish: 'PUBLISH' | 'SPUBLISH', channel: string, messageKey: string]
+    keys: [log: string, inputs: string, openTurns: string, line: string, conversation: string, openIndex: string, outcomeIndex: string]
+    args: [
+      inputId: string,
+      record: string,
+      openMember: string,
+      publish: 'PUBLISH' | 'SPUBLISH',
+      channel: string,
+      messageKey: string,
+      outcome: 'completed' | 'failed' | 'aborted',
+      now: number,
+    ]
     reply: ['settled', string, string] | ['already', string, string] | ['unknown']
   }
   turnRecord: {
@@ -193,6 +220,9 @@ export interface ReplicaWait {
   timeoutMs: number
 }
 
+/** Scripts whose KEYS go on past the file name's count (removeSession: the turns indexes it cleans). */
+const TRAILING_KEYS: ReadonlySet<ScriptName> = new Set(['removeSession'])
+
 /** The scripts each connection has sent once (as EVAL, with their source): later uses send EVALSHA. */
 const sentOn = new WeakMap<RedisClient, Set<ScriptName>>()
 
@@ -205,8 +235,9 @@ export async function runScript<N extends ScriptName>(
   wait?: ReplicaWait,
 ): Promise<ScriptContract[N]['reply']> {
   const script = scripts.get(name)
-  // the file name's key count and the contract must agree, or KEYS and ARGV would shift
-  if (script?.numberOfKeys !== keys.length)
+  // the file name's key count and the contract must agree, or KEYS and ARGV would shift (a script
+  // of TRAILING_KEYS takes more keys after its fixed ones)
+  if (!script || (script.numberOfKeys !== keys.length && !(TRAILING_KEYS.has(name) && keys.length > script.numberOfKeys)))
     throw new Error(`Script ${name}: the contract names ${keys.length} keys, the .lua file ${script?.numberOfKeys}.`)
   const keysAndArgs = [keys.length, ...keys, ...(args as Arg[])]
   // a script's first use on a connection sends its source: no NOSCRIPT round trip on a new server, and
