@@ -7,9 +7,28 @@ import { dashboard } from './commands/dashboard.js'
 import { worker, sweep } from './commands/processes.js'
 import { answer, approve, deny, questions } from './commands/questions.js'
 import { log, sessions } from './commands/sessions.js'
+import { cancel, pause, replay, rerun, turns } from './commands/incidents.js'
 import { paint, terminalSafe } from './output.js'
 
-const COMMANDS: Command[] = [worker, sweep, sessions, log, questions, answer, approve, deny, abort, resume, stats, dashboard]
+const COMMANDS: Command[] = [
+  worker,
+  sweep,
+  sessions,
+  log,
+  questions,
+  answer,
+  approve,
+  deny,
+  abort,
+  resume,
+  stats,
+  dashboard,
+  turns,
+  rerun,
+  replay,
+  cancel,
+  pause,
+]
 
 function overview(): string {
   return [

@@ -23,6 +23,7 @@ import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
 import { Session } from './session.js'
+import { hostOperations, type HostOperations } from './hostOps.js'
 import {
   harnessOf,
   hostQueues,
@@ -71,7 +72,7 @@ export interface HostOptions {
 export type { CloseOptions, CloseResult, WorkersHandle }
 
 /** What `createHarnessHost` returns: sessions (`open`), workers, the sweeper, and what operators see (`sessions`, `stats`, `queues`). */
-export interface HarnessHost {
+export interface HarnessHost extends HostOperations {
   readonly prefix: string
   readonly logger: Logger
   /** Resolves when Redis answers; rejects with RedisUnavailableError after `timeoutMs`. */
@@ -204,6 +205,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     retention ? retainOnce({ redis, prefix, shards, logFor, retention, logger }, retainOptions) : []
 
   return {
+    ...hostOperations({ redis, prefix, shards, harnesses, queuesOf, open: openSession }),
     prefix,
     logger,
     async ready(timeoutMs = 3_000) {

@@ -4,7 +4,7 @@ import { messageKey, openMember } from './formats.js'
 import { requestField, retryField, stepField } from './keys.js'
 import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
 import { type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
-import { SessionReruns } from './reruns.js'
+import { SessionActions } from './actions.js'
 import { encodeRecord } from './stream.js'
 import type { LandArgs } from './commands/index.js'
 import type { BeginResult, CallOwner, CallState, Fence, LoggedCall } from './callState.js'
@@ -27,7 +27,7 @@ const NO_VALUE = ''
  * attempt (begin, step, question, staged records, park, land). Every multi-key write is one named Lua
  * script (src/log/commands) whose first act is the fence check.
  */
-export class SessionLog extends SessionReruns {
+export class SessionLog extends SessionActions {
   /** Logs a runTool request under its id once ('exists': the same tool and input, 'conflict': another), listing its session for retention. */
   async requestCall(toolCallId: string, name: string, input: unknown): Promise<'added' | 'exists' | 'conflict'> {
     const record = encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input })

@@ -288,20 +288,4 @@ export class SessionInputs extends LogStream {
       .map(([, raw]) => parseQuestion(raw))
       .filter((q) => q.expiresAt === undefined || q.expiresAt > now)
   }
-
-  /** Records the first answer (the caller validated it). */
-  async answerQuestion(
-    questionId: string,
-    value: unknown,
-    toolCallId: string,
-    principal?: string,
-  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
-    const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value, ...(principal ? { principal } : {}) })
-    const reply = await this.script(
-      'answerQuestion',
-      [this.keys.questions, this.keys.log, this.index.openQuestions],
-      [questionId, JSON.stringify(value), record, Date.now(), openMember(this.sessionId, questionId)],
-    )
-    return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
-  }
 }

@@ -1,8 +1,12 @@
 import { openMember } from './formats.js'
+import { encodeRecord } from './stream.js'
 import { SessionInputs } from './inputs.js'
 
-/** A session's reruns (session.rerun): a failed or aborted turn opened again, its kept results kept. */
-export class SessionReruns extends SessionInputs {
+/**
+ * What callers do to a session's turns besides prompting, each with who did it: answers (and
+ * approvals) to questions, and reruns of failed or aborted turns.
+ */
+export class SessionActions extends SessionInputs {
   /**
    * Opens a failed or aborted turn again (rerunTurn-9.lua), once per rerunId: the candidate calls that
    * landed an error are reset to run again, the others keep their results (R19). `first`: the input
@@ -29,5 +33,21 @@ export class SessionReruns extends SessionInputs {
       [inputId, options.rerunId, Date.now(), openMember(this.sessionId, inputId), options.principal ?? '', ...options.calls],
     )
     return reply[0] === 'rerun' ? { status: 'rerun', first: reply[2] } : { status: reply[0] }
+  }
+
+  /** Records the first answer (the caller validated it). */
+  async answerQuestion(
+    questionId: string,
+    value: unknown,
+    toolCallId: string,
+    principal?: string,
+  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
+    const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value, ...(principal ? { principal } : {}) })
+    const reply = await this.script(
+      'answerQuestion',
+      [this.keys.questions, this.keys.log, this.index.openQuestions],
+      [questionId, JSON.stringify(value), record, Date.now(), openMember(this.sessionId, questionId)],
+    )
+    return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
   }
 }
