@@ -72,4 +72,6 @@ export async function main(argv: string[]): Promise<number | 'running'> {
 }
 
 const code = await main(process.argv.slice(2))
-if (code !== 'running') process.exit(code)
+// exit once stdout has taken everything: to a socket (a spawning process's stdio) writes are
+// asynchronous, and an exit right away cut a long `turns --json` short
+if (code !== 'running') process.stdout.write('', () => process.exit(code))

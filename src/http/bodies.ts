@@ -25,12 +25,19 @@ export const runInputSchema = z.object({
 export const controlSchema = z.discriminatedUnion(
   'op',
   [
-    z.object({ op: z.literal('prompt'), threadId: id('threadId'), text: z.string(), inputId: id('inputId').optional() }),
+    z.object({
+      op: z.literal('prompt'),
+      threadId: id('threadId'),
+      text: z.string(),
+      inputId: id('inputId').optional(),
+      metadata: z.record(z.string(), z.string()).optional(),
+    }),
     z.object({ op: z.literal('answer'), threadId: id('threadId'), questionId: id('questionId'), value: z.unknown() }),
     z.object({ op: z.literal('abort'), threadId: id('threadId'), inputId: id('inputId'), reason: z.string().max(1000).optional() }),
     z.object({ op: z.literal('resume'), threadId: id('threadId'), inputId: id('inputId') }),
+    z.object({ op: z.literal('rerun'), threadId: id('threadId'), inputId: id('inputId'), rerunId: id('rerunId').optional() }),
   ],
-  { error: "op must be 'prompt', 'answer', 'abort' or 'resume'" },
+  { error: "op must be 'prompt', 'answer', 'abort', 'resume' or 'rerun'" },
 )
 
 /** Parses a value with a schema; a 400 with zod's one-line reason when it does not fit. */

@@ -3,6 +3,13 @@ import { HttpError } from './responses.js'
 import type { Session } from '../harness/session.js'
 import type { Harness } from '../harnessTypes.js'
 import type { HarnessHandlerOptions, Principal } from './types.js'
+import { principalId } from '../harness/tags.js'
+
+/** `{ principal }` with the principal's string id, or `{}` when it has none (nothing recorded then). */
+export function byPrincipal(principal: Principal): { principal?: string } {
+  const id = principalId(principal)
+  return id === undefined ? {} : { principal: id }
+}
 
 /** What a route gets: the request, its URL, and the sessions the principal may use. */
 export interface RouteContext {
@@ -19,6 +26,8 @@ export interface RouteContext {
   open(threadId: string, options: { existing: boolean }): Promise<Session>
   /** Aborts when the client goes away (request.signal) or the response body is cancelled. */
   reader: AbortController
+  /** Who sends the request, as the log records it (`principalId` of authorize's principal): spread into prompt, answer, abort and rerun. */
+  by: { principal?: string }
 }
 
 export function routeContext(options: HarnessHandlerOptions, request: Request, principal: Principal, heartbeatMs: number): RouteContext {
@@ -33,6 +42,7 @@ export function routeContext(options: HarnessHandlerOptions, request: Request, p
     heartbeatMs,
     harness,
     reader,
+    by: byPrincipal(principal),
     async open(threadId, { existing }) {
       if (options.canAccess && !(await options.canAccess(principal, threadId)))
         throw new HttpError(403, `No access to thread ${threadId}.`, 'forbidden')
