@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { defineHarness, durableTool, InvalidTagsError } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
+import { createHarnessHandler } from '../../src/http/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { records } from '../helpers/log.js'
 
@@ -74,6 +75,41 @@ describe('session.rerun', () => {
     expect(results.filter((r) => r.name === 'charge')).toHaveLength(1)
     expect(results.filter((r) => r.name === 'flaky').map((r) => (r.error ? 'error' : 'ok'))).toEqual(['error', 'ok'])
     expect(records(log, 'harness.input.settled').map((r) => r.outcome)).toEqual(['failed', 'completed'])
+  })
+
+  it("POST control { op: 'rerun' } behind authorize and canAccess: the prompt's and the rerun's principal are recorded", async () => {
+    state.providerDown = true
+    state.flakyBroken = false
+    const { host } = hosts.start(rerunHarness, 'rerun-http')
+    const handler = createHarnessHandler({
+      host,
+      harness: rerunHarness,
+      authorize: (request) => (request.headers.get('authorization') === 'Bearer t' ? { sub: 'op-42', name: 'Ops' } : null),
+      canAccess: (_principal, threadId) => !threadId.startsWith('secret-'),
+    })
+    const control = (body: object, token = 't') =>
+      handler(
+        new Request('http://dh.test/api/control', {
+          method: 'POST',
+          body: JSON.stringify(body),
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        }),
+      )
+    const prompted = await (await control({ op: 'prompt', threadId: 'h-1', text: 'go', metadata: { ticket: 'T-9' } })).json()
+    const session = host.open(rerunHarness, { sessionId: 'h-1' })
+    expect(await session.settled(prompted.inputId)).toMatchObject({ outcome: 'failed' })
+    state.providerDown = false
+    expect((await control({ op: 'rerun', threadId: 'h-1', inputId: prompted.inputId }, 'wrong')).status).toBe(401)
+    expect((await control({ op: 'rerun', threadId: 'secret-1', inputId: prompted.inputId })).status).toBe(403)
+    const receipt = await control({ op: 'rerun', threadId: 'h-1', inputId: prompted.inputId, rerunId: 'http-1' })
+    expect(await receipt.json()).toEqual({ op: 'rerun', threadId: 'h-1', status: 'rerun', inputId: prompted.inputId })
+    expect(await session.settled(prompted.inputId)).toMatchObject({ outcome: 'completed' })
+    expect(await (await control({ op: 'rerun', threadId: 'h-1', inputId: prompted.inputId })).json()).toMatchObject({
+      status: 'not_rerunnable',
+    })
+    const log = await session.log.read()
+    expect(records(log, 'harness.input')[0]).toMatchObject({ principal: 'op-42', metadata: { ticket: 'T-9' } })
+    expect(records(log, 'harness.turn.rerun')).toMatchObject([{ rerunId: 'http-1', principal: 'op-42' }])
   })
 
   it('refuses bad tags before anything is written', async () => {
