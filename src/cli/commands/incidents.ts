@@ -6,7 +6,8 @@ type TurnsFilter = NonNullable<Parameters<HarnessHost['turns']>[0]>
 type TurnStatus = NonNullable<TurnsFilter['status']>
 import { countOption, type Command } from '../command.js'
 import { withHost } from '../connect.js'
-import { jsonLine, print, table, terminalSafe } from '../output.js'
+import { terminalSafe } from '../../terminalText.js'
+import { jsonLine, print, table } from '../output.js'
 
 const UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
