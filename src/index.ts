@@ -66,6 +66,13 @@ export type { RedisClient } from './log/index.js'
 export type { RetentionOptions } from './retention/index.js'
 /** What operators see of a host: sessions, stats, queues (the `harness` CLI and the dashboard). */
 export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef, LimitStats } from './ops/index.js'
+/** Operating incidents: turns by status and tags (`host.turns`), bulk replay and cancel, pause and resume of a harness. */
+export type { TurnsFilter, TurnSummary, TurnsPage } from './ops/index.js'
+export type { HostOperations, BulkOptions } from './harness/hostOps.js'
+export type { TurnStatus } from './log/index.js'
+/** `session.rerun` options, and the string id a principal object is recorded as (its `id`, `sub`, `email` or `name`). */
+export type { RerunOptions } from './harness/rerun.js'
+export { principalId } from './harness/tags.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
 export type { Session, Settled, LogReader } from './harness/session.js'

@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash,events,retention]`
+// `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash,events,retention,turns-index]`
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
 // `npm run bench -- --against <git ref> [--rounds 5] [--rows …]`: A/B of this tree against a commit (against.ts)
 //
@@ -25,9 +25,10 @@ import { measureScale, type ScaleRow } from './scale.js'
 import { measureSteps } from './steps.js'
 import { measureToolCalls } from './toolCalls.js'
 import { measureTurn } from './turn.js'
+import { measureTurnsIndex } from './turnsIndex.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const MEASUREMENTS = ['steps', 'calls', 'replay', 'turn', 'append', 'parked', 'crash', 'events', 'retention'] as const
+const MEASUREMENTS = ['steps', 'calls', 'replay', 'turn', 'append', 'parked', 'crash', 'events', 'retention', 'turns-index'] as const
 type Name = (typeof MEASUREMENTS)[number]
 
 interface Row {
@@ -160,6 +161,7 @@ async function main(): Promise<void> {
       crash: () => measureCrash(url, { quick, progress }),
       events: () => measureEvents(url, { quick, progress }),
       retention: () => measureRetention(url, { quick, progress }),
+      'turns-index': () => measureTurnsIndex(url, { quick, progress }),
     }
     for (const name of MEASUREMENTS) {
       if (!only.includes(name)) continue
@@ -222,6 +224,7 @@ type Results = {
   crash?: Awaited<ReturnType<typeof measureCrash>>
   events?: Awaited<ReturnType<typeof measureEvents>>
   retention?: Awaited<ReturnType<typeof measureRetention>>
+  'turns-index'?: Awaited<ReturnType<typeof measureTurnsIndex>>
 }
 
 function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name[]): Row[] {
@@ -392,6 +395,14 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       info('5c', figure, `${retained.bytesPerSettledTurn} B`, base, retained.bytesPerSettledTurn / kept.bytesPerSettledTurn)
     }
   } else missing('5c', 'Redis memory per settled turn, with and without retention', '(info)', 'retention')
+
+  // 5d. host.turns: the first page of failed turns does not grow with the sessions (issue 27)
+  const ti = r['turns-index']
+  if (ti) {
+    const figure = `host.turns first page (${ti.pageSize}) of failed turns p50, ${ti.large.sessions.toLocaleString('en-US')} sessions`
+    const base = `${ti.small.sessions.toLocaleString('en-US')} sessions ${ms(ti.small.page.p50)}`
+    atMost('5d', figure, ms(ti.large.page.p50), base, ti.ratio, 1.2)
+  } else missing('5d', 'host.turns first page of failed turns, 100,000 vs 1,000 sessions', '<= 1.2x', 'turns-index')
 
   // 6. turn latency against its Redis round trips
   if (r.turn) {

@@ -8,6 +8,7 @@ import { worker, sweep } from './commands/processes.js'
 import { answer, approve, deny, questions } from './commands/questions.js'
 import { event, schedules } from './commands/machineEvents.js'
 import { log, sessions } from './commands/sessions.js'
+import { cancel, pause, replay, rerun, turns } from './commands/incidents.js'
 import { terminalSafe } from '../terminalText.js'
 import { paint } from './output.js'
 
@@ -26,6 +27,11 @@ const COMMANDS: Command[] = [
   event,
   schedules,
   dashboard,
+  turns,
+  rerun,
+  replay,
+  cancel,
+  pause,
 ]
 
 function overview(): string {
@@ -70,4 +76,6 @@ export async function main(argv: string[]): Promise<number | 'running'> {
 }
 
 const code = await main(process.argv.slice(2))
-if (code !== 'running') process.exit(code)
+// exit once stdout has taken everything: to a socket (a spawning process's stdio) writes are
+// asynchronous, and an exit right away cut a long `turns --json` short
+if (code !== 'running') process.stdout.write('', () => process.exit(code))

@@ -12,6 +12,8 @@ import { schedulesPage } from './schedulesPage.js'
 import { limitsPage } from './limitsPage.js'
 import { hostRefusal, originRefusal, tokenExchange, tokenPrincipal } from './guard.js'
 import { mountQueueViews } from './queues.js'
+import { mountIncidents } from './incidents.js'
+import { byPrincipal } from '../http/context.js'
 import type { Session } from '../harness/session.js'
 import { isRecord } from '../log/index.js'
 
@@ -169,7 +171,7 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
       return c.json({ error: 'Send the answer as JSON (content-type: application/json).', code: 'bad_request' }, 415)
     const value: unknown = await c.req.json().catch(() => undefined)
     if (value === undefined) return c.json({ error: 'The body is not JSON.', code: 'bad_request' }, 400)
-    await session.answer(c.req.param('questionId'), value)
+    await session.answer(c.req.param('questionId'), value, byPrincipal(c.get('principal')))
     return c.json({ ok: true })
   })
   app.post('/sessions/:id/turns/:inputId/resume', async (c) => {
@@ -189,6 +191,7 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
       return c.json({ error: 'Forbidden: the limits page is for operators (canOperate).', code: 'forbidden' }, 403)
     return c.html(layout(base, 'Limits', limitsPage((await host.stats()).limits)))
   })
+  mountIncidents(app, { host, base, allowed, operator, layout: (title, body) => layout(base, title, body) })
   mountQueueViews(
     app,
     host,

@@ -124,4 +124,5 @@ form.answer input[type=text], form.answer input[type=number], form.answer select
 form.answer button { margin-top: 10px; margin-right: 8px; padding: 5px 14px; }
 form.answer .status { margin-left: 8px; color: #555; } .hint { display: block; color: #666; }
 .muted { color: #778; }
+form.op { display: inline; margin-right: 6px; } form.op .status { margin-left: 6px; color: #555; } form.filter, .harnesses, form.bulk { display: block; margin: 8px 0; }
 `

@@ -36,6 +36,9 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'call_not_logged',
   'middleware_tool',
   'limit_key',
+  // operator APIs (errors/ops.ts)
+  'invalid_tags',
+  'invalid_turn_filter',
   // step retries (errors/retry.ts)
   'non_retryable',
   'retry_after',

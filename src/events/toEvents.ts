@@ -48,7 +48,16 @@ export class EventMapper {
       case 'harness.input':
         return [
           { type: EventType.RUN_STARTED, threadId, runId: record.inputId },
-          { type: EventType.CUSTOM, name: 'harness.input', value: { inputId: record.inputId, text: record.text } },
+          {
+            type: EventType.CUSTOM,
+            name: 'harness.input',
+            value: {
+              inputId: record.inputId,
+              text: record.text,
+              ...(record.principal !== undefined ? { principal: record.principal } : {}),
+              ...(record.metadata ? { metadata: record.metadata } : {}),
+            },
+          },
         ]
       case 'harness.model.response':
         return this.response(record, entryId)
@@ -90,6 +99,7 @@ export class EventMapper {
       case 'harness.turn.paused':
       case 'harness.turn.resumed':
       case 'harness.turn.finish':
+      case 'harness.turn.rerun':
       case 'harness.recovery':
         return [{ type: EventType.CUSTOM, name: record.type, value: record }]
     }

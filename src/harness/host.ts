@@ -30,6 +30,7 @@ import { Session } from './session.js'
 import { sendEvent, type HostEvents } from './machineEvents.js'
 import { createSchedules, type HostSchedules } from './schedules.js'
 import { parseDuration, type Duration } from '../tool/index.js'
+import { hostOperations, type HostOperations } from './hostOps.js'
 import {
   harnessOf,
   hostQueues,
@@ -80,7 +81,7 @@ export interface HostOptions {
 export type { CloseOptions, CloseResult, WorkersHandle }
 
 /** What `createHarnessHost` returns: sessions (`open`), workers, the sweeper, and what operators see (`sessions`, `stats`, `queues`). */
-export interface HarnessHost extends HostEvents, HostSchedules {
+export interface HarnessHost extends HostEvents, HostSchedules, HostOperations {
   readonly prefix: string
   readonly logger: Logger
   /** Resolves when Redis answers; rejects with RedisUnavailableError after `timeoutMs`. */
@@ -232,15 +233,14 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     retention ? retainOnce({ redis, prefix, shards, logFor, retention, logger }, retainOptions) : []
 
   return {
+    ...hostOperations({ redis, prefix, shards, harnesses, queuesOf, open: openSession }),
     prefix,
     logger,
     async ready(timeoutMs = 3_000) {
       await probeRedis(target, timeoutMs)
       await checkShards()
     },
-    open(harness, { sessionId }) {
-      return openSession(harness, sessionId)
-    },
+    open: (harness, { sessionId }) => openSession(harness, sessionId),
     startWorkers(workerOptions) {
       return startHostWorkers(
         {

@@ -13,4 +13,8 @@ export interface PromptOptions {
    * gets the harness's default (docs/limits.md).
    */
   priority?: number
+  /** Operator tags, searchable with `host.turns({ metadata })` (checked: InvalidTagsError). */
+  metadata?: Record<string, string>
+  /** Who prompted (a principal's string id): in the log and the timeline. */
+  principal?: string
 }

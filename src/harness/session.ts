@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { z } from 'zod'
 import {
   InputConflictError,
-  InvalidAnswerError,
-  QuestionClosedError,
   ToolCallConflictError,
   ToolCallError,
   SessionBusyError,
@@ -27,13 +24,16 @@ import {
 } from '../log/index.js'
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
-import { enqueueCall, enqueueTurn, wakeCall, wakeTurn, type HarnessQueues } from '../queue/index.js'
+import { enqueueCall, enqueueTurn, wakeTurn, type HarnessQueues } from '../queue/index.js'
 import { checkPriority } from './limitOptions.js'
 import type { PromptOptions } from './promptOptions.js'
 import { settleTurn } from '../turn/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import { assertNoSecrets } from './callerSecrets.js'
 import { cancelParkedCalls } from './cancel.js'
+import { rerunTurn, type RerunOptions } from './rerun.js'
+import { answerQuestion } from './answer.js'
+import { checkPrincipal, checkTags } from './tags.js'
 import { usageOf, type SessionUsage } from './usage.js'
 import { enqueueNewCall } from './newCall.js'
 import { WaitCancel, type Notifier } from './notifier.js'
@@ -110,6 +110,7 @@ export class Session {
     const { maxValueBytes } = harness.durability
     const what = `Context of prompt ${inputId}`
     const context = options.context === undefined ? undefined : toJsonCopy(options.context, what)
+    const tags = checkTags(options)
     await assertNoSecrets(
       harness,
       this.sessionId,
@@ -117,7 +118,7 @@ export class Session {
       { what, encoded: encodeChecked(context, what, maxValueBytes) },
     )
     await this.checkDeployment()
-    const added = await this.deps.log.addInput(inputId, text, harness.name, { busy: harness.busy, context })
+    const added = await this.deps.log.addInput(inputId, text, harness.name, { busy: harness.busy, context, ...tags })
     if (added.status === 'conflict') throw new InputConflictError(inputId)
     if (added.status === 'busy') throw new SessionBusyError(this.sessionId, added.running)
     // a turn waiting in line is enqueued when the turns before it settle; a steered input has none.
@@ -155,15 +156,17 @@ export class Session {
    * call's child turn is aborted too. Returns false when the turn had settled already; aborting an
    * aborted or failed turn (a timeout) again ends any call it left parked (a cancel a crash cut short).
    */
-  async abort(inputId: string, reason = 'Aborted by the caller.'): Promise<boolean> {
+  async abort(inputId: string, reason = 'Aborted by the caller.', options: { principal?: string } = {}): Promise<boolean> {
     assertInputId(inputId)
     const { log, harness, queues } = this.deps
+    if (options.principal !== undefined) checkPrincipal(options.principal)
     await this.checkDeployment()
     const status = await settleTurn(log, queues, harness, {
       type: 'harness.input.settled',
       inputId,
       outcome: 'aborted',
       error: { code: 'aborted', message: reason },
+      ...(options.principal !== undefined ? { principal: options.principal } : {}),
     })
     if (status === 'unknown') throw new UnknownInputError(inputId)
     const settled = status === 'settled' ? null : await log.getSettled(inputId)
@@ -190,6 +193,12 @@ export class Session {
     if (resumed.status !== 'ok') return false
     await wakeTurn(queues, harness, this.sessionId, inputId)
     return true
+  }
+
+  /** Runs a failed or aborted turn again: kept results stay kept (R19), failed calls and the model go on (harness/rerun.ts). */
+  async rerun(inputId: string, options?: RerunOptions): Promise<boolean> {
+    await this.checkDeployment()
+    return rerunTurn(this.deps, inputId, options)
   }
 
   /**
@@ -270,24 +279,7 @@ export class Session {
    * answer is refused with the validation message, nothing logged), the first valid answer wins, then
    * the parked job is promoted so it runs at once.
    */
-  async answer(questionId: string, value: unknown): Promise<void> {
-    const found = await this.deps.log.getQuestion(questionId)
-    if (!found) throw new QuestionClosedError(questionId, 'unknown')
-    const { question } = found
-    if (found.answer.found) throw new QuestionClosedError(questionId, 'answered')
-    if (found.closed) throw new QuestionClosedError(questionId, 'closed')
-    const what = `Answer to question ${questionId}`
-    const copy = toJsonCopy(value, what)
-    await assertNoSecrets(this.deps.harness, this.sessionId, {
-      what,
-      encoded: encodeChecked(copy, what, this.deps.harness.durability.maxValueBytes),
-    })
-    const parsed = z.fromJSONSchema(question.schema as never).safeParse(copy)
-    if (!parsed.success) throw new InvalidAnswerError(questionId, z.prettifyError(parsed.error).replace(/\n\s*/g, ' '))
-    await this.checkDeployment()
-    const answered = await this.deps.log.answerQuestion(questionId, copy, question.toolCallId)
-    if (answered.status !== 'ok') throw new QuestionClosedError(questionId, answered.status)
-    // not delayed yet (the tool is still parking): it re-checks the answer after its moveToDelayed
-    await wakeCall(this.deps.queues, this.sessionId, question.toolCallId)
+  async answer(questionId: string, value: unknown, options: { principal?: string } = {}): Promise<void> {
+    await answerQuestion({ ...this.deps, checkDeployment: () => this.checkDeployment() }, questionId, value, options)
   }
 }

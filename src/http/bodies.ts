@@ -25,7 +25,13 @@ export const runInputSchema = z.object({
 export const controlSchema = z.discriminatedUnion(
   'op',
   [
-    z.object({ op: z.literal('prompt'), threadId: id('threadId'), text: z.string(), inputId: id('inputId').optional() }),
+    z.object({
+      op: z.literal('prompt'),
+      threadId: id('threadId'),
+      text: z.string(),
+      inputId: id('inputId').optional(),
+      metadata: z.record(z.string(), z.string()).optional(),
+    }),
     z.object({ op: z.literal('answer'), threadId: id('threadId'), questionId: id('questionId'), value: z.unknown() }),
     z.object({ op: z.literal('abort'), threadId: id('threadId'), inputId: id('inputId'), reason: z.string().max(1000).optional() }),
     z.object({ op: z.literal('resume'), threadId: id('threadId'), inputId: id('inputId') }),
@@ -36,8 +42,9 @@ export const controlSchema = z.discriminatedUnion(
       payload: z.unknown().optional(),
       id: id('id').optional(),
     }),
+    z.object({ op: z.literal('rerun'), threadId: id('threadId'), inputId: id('inputId'), rerunId: id('rerunId').optional() }),
   ],
-  { error: "op must be 'prompt', 'answer', 'abort', 'resume' or 'event'" },
+  { error: "op must be 'prompt', 'answer', 'abort', 'resume', 'rerun' or 'event'" },
 )
 
 /** Parses a value with a schema; a 400 with zod's one-line reason when it does not fit. */

@@ -4,6 +4,13 @@ import type { Session } from '../harness/session.js'
 import type { Harness } from '../harnessTypes.js'
 import type { SendEventOptions, SendEventResult } from '../harness/machineEvents.js'
 import type { HarnessHandlerOptions, Principal } from './types.js'
+import { principalId } from '../harness/tags.js'
+
+/** `{ principal }` with the principal's string id, or `{}` when it has none (nothing recorded then). */
+export function byPrincipal(principal: Principal): { principal?: string } {
+  const id = principalId(principal)
+  return id === undefined ? {} : { principal: id }
+}
 
 /** What a route gets: the request, its URL, and the sessions the principal may use. */
 export interface RouteContext {
@@ -22,6 +29,8 @@ export interface RouteContext {
   reader: AbortController
   /** host.sendEvent, if the principal may send this event (`canSendEvent`; without one every event is refused with 403). */
   sendEvent(event: SendEventOptions): Promise<SendEventResult>
+  /** Who sends the request, as the log records it (`principalId` of authorize's principal): spread into prompt, answer, abort and rerun. */
+  by: { principal?: string }
 }
 
 export function routeContext<P extends Principal>(
@@ -41,6 +50,7 @@ export function routeContext<P extends Principal>(
     heartbeatMs,
     harness,
     reader,
+    by: byPrincipal(principal),
     async open(threadId, { existing }) {
       if (options.canAccess && !(await options.canAccess(principal, threadId)))
         throw new HttpError(403, `No access to thread ${threadId}.`, 'forbidden')

@@ -8,6 +8,9 @@ import { snapshot } from './threadView.js'
  * `{ op: 'prompt', threadId, text, inputId? }`, `{ op: 'answer', threadId, questionId, value }` or
  * `{ op: 'abort', threadId, inputId, reason? }` or `{ op: 'resume', threadId, inputId }` → a receipt. Only a prompt may start a thread.
  * `{ op: 'event', event, key, payload?, id? }` (a webhook's machine event, no thread) → host.sendEvent's result, if `canSendEvent` admits it.
+ * `{ op: 'abort', threadId, inputId, reason? }`, `{ op: 'resume', threadId, inputId }` or `{ op: 'rerun', threadId, inputId,
+ * rerunId? }` (a failed or aborted turn runs again) → a receipt; prompts, answers, aborts and reruns
+ * record who sent them (`principalId` of authorize's principal). Only a prompt may start a thread.
  */
 export async function postControl(ctx: RouteContext): Promise<Response> {
   const command = parse(controlSchema, await readJson(ctx.request))
@@ -20,19 +23,28 @@ export async function postControl(ctx: RouteContext): Promise<Response> {
   const receipt = { op: command.op, threadId: command.threadId }
   switch (command.op) {
     case 'prompt': {
-      const { inputId } = await session.prompt(command.text, command.inputId ? { inputId: command.inputId } : {})
+      const { inputId: id, metadata } = command
+      const { inputId } = await session.prompt(command.text, {
+        ...(id ? { inputId: id } : {}),
+        ...(metadata ? { metadata } : {}),
+        ...ctx.by,
+      })
       return json({ ...receipt, status: 'accepted', inputId })
     }
     case 'answer':
-      await session.answer(command.questionId, command.value)
+      await session.answer(command.questionId, command.value, ctx.by)
       return json({ ...receipt, status: 'answered', questionId: command.questionId })
     case 'abort': {
-      const aborted = await session.abort(command.inputId, command.reason)
+      const aborted = await session.abort(command.inputId, command.reason, ctx.by)
       return json({ ...receipt, status: aborted ? 'aborted' : 'already_settled', inputId: command.inputId })
     }
     case 'resume': {
       const resumed = await session.resume(command.inputId)
       return json({ ...receipt, status: resumed ? 'resumed' : 'not_paused', inputId: command.inputId })
+    }
+    case 'rerun': {
+      const rerun = await session.rerun(command.inputId, { ...(command.rerunId ? { rerunId: command.rerunId } : {}), ...ctx.by })
+      return json({ ...receipt, status: rerun ? 'rerun' : 'not_rerunnable', inputId: command.inputId })
     }
   }
 }

@@ -128,13 +128,13 @@ function isApprovalAsk(event: StreamChunk): event is StreamChunk & { value: Ques
  * `{ approved, reason? }` (a cancelled interrupt denies). The same resume again (a retry) changes
  * nothing: the first decision is kept. Editing a call's input on approval is refused.
  */
-export async function applyDecisions(session: Session, items: ResumeItem[]): Promise<void> {
+export async function applyDecisions(session: Session, items: ResumeItem[], by: { principal?: string } = {}): Promise<void> {
   const open = await session.questions()
   for (const item of items) {
     if (open.find((q) => q.questionId === item.interruptId)?.kind === 'ask')
       throw new HttpError(400, `Interrupt ${item.interruptId} is a step.ask question: answer it with POST control.`, 'bad_request')
     try {
-      await session.answer(item.interruptId, decisionOf(item))
+      await session.answer(item.interruptId, decisionOf(item), by)
     } catch (error) {
       // decided already (a retried resume, or another process), or its call ended: the log says how
       if (error instanceof QuestionClosedError && error.code !== 'question_unknown') continue

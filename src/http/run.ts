@@ -63,7 +63,7 @@ export async function postRun(ctx: RouteContext): Promise<Response> {
   // AG-UI forwardedProps become the turn's context: every tool call of it gets them as ctx.context
   const context = input.forwardedProps === undefined ? {} : { context: input.forwardedProps }
   return streamRun(ctx, session, input.runId, resumeCursor(ctx, 'from'), {
-    start: () => session.prompt(text, { inputId: input.runId, ...context }),
+    start: () => session.prompt(text, { inputId: input.runId, ...context, ...ctx.by }),
   })
 }
 
@@ -72,7 +72,7 @@ async function resumeRun(ctx: RouteContext, threadId: string, runId: string, par
   const session = await ctx.open(threadId, { existing: true })
   await assertRun(session, threadId, parentRunId)
   return streamRun(ctx, session, parentRunId, resumeCursor(ctx, 'from'), {
-    start: () => applyDecisions(session, resume),
+    start: () => applyDecisions(session, resume, ctx.by),
     as: { runId, resumed: resume.map((r) => r.interruptId) },
   })
 }

@@ -3,7 +3,8 @@ import { callFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { requestField, retryField, stepField } from './keys.js'
 import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
-import { SessionInputs, type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
+import { type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
+import { SessionActions } from './actions.js'
 import { encodeRecord } from './stream.js'
 import type { LandArgs } from './commands/index.js'
 import type { BeginResult, CallOwner, CallState, Fence, LoggedCall, RequestBegin, StoredCallState } from './callState.js'
@@ -26,7 +27,7 @@ const NO_VALUE = ''
  * attempt (begin, step, question, staged records, park, land). Every multi-key write is one named Lua
  * script (src/log/commands) whose first act is the fence check.
  */
-export class SessionLog extends SessionInputs {
+export class SessionLog extends SessionActions {
   /**
    * Logs a runTool request under its id once ('exists': the same tool and input, 'conflict': another),
    * listing its session for retention. `begin`: a new call is begun in the same write (its first

@@ -12,7 +12,7 @@ export interface BeginResult {
 }
 
 export interface CallState {
-  status: 'running' | 'parked' | 'done'
+  status: 'running' | 'parked' | 'done' | 'again'
   epoch: number
   attempt: number
   replay: 'safe' | 'never'

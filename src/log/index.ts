@@ -1,9 +1,28 @@
 export { SessionLog, type StepRetryState } from './callLedger.js'
 export type { BeginResult, Fence } from './callState.js'
 export { callFingerprint } from './callIds.js'
-export { contextOf, type Question, type InputState, type ParentCall, type StepLookup, type ModelToolCall } from './inputs.js'
+export {
+  contextOf,
+  type Question,
+  type InputState,
+  type InputTags,
+  type ParentCall,
+  type StepLookup,
+  type ModelToolCall,
+} from './inputs.js'
 export { encodeRecord, isRecord, isStreamId, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
-export { indexKeys, shardBase, assertSessionId, assertInputId, assertToolCallId, stepField, isSafeId } from './keys.js'
+export {
+  indexKeys,
+  shardBase,
+  assertSessionId,
+  assertInputId,
+  assertToolCallId,
+  stepField,
+  turnIndexKey,
+  TURN_STATUSES,
+  type TurnStatus,
+  isSafeId,
+} from './keys.js'
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { claimShardCount } from './deployment.js'
 export { CallMarks, claimCallMarks, MARK_TRUST_MS } from './callMarks.js'

@@ -35,6 +35,19 @@ export interface InputState {
   steerInto?: string
   /** The input's context as JSON text, when it has one (`prompt(text, { context })`), kept verbatim. */
   context?: string
+  /** Tags and who prompted (`prompt(text, { metadata, principal })`). */
+  metadata?: Record<string, string>
+  principal?: string
+  /** How it settled (inputs settled before this was kept have none: their settled record says). */
+  outcome?: 'completed' | 'failed' | 'aborted'
+  /** The rerun ids that opened it again (session.rerun). */
+  reruns?: string[]
+}
+
+/** What a prompt is tagged with: operator tags, and who prompted (a principal's string id). */
+export interface InputTags {
+  metadata?: Record<string, string>
+  principal?: string
 }
 
 /** What became of a prompt: its turn runs now, waits in line, joined the running turn, or was refused. */
@@ -69,15 +82,31 @@ export class SessionInputs extends LogStream {
     inputId: string,
     text: string,
     harness = '',
-    options: { parent?: ParentCall; busy?: BusyMode; context?: unknown } = {},
+    options: { parent?: ParentCall; busy?: BusyMode; context?: unknown } & InputTags = {},
   ): Promise<AddedInput> {
-    const { parent, busy = 'queue', context } = options
+    const { parent, busy = 'queue', context, metadata, principal } = options
     assertInputId(inputId)
     const idx = this.index
-    const record = encodeRecord({ type: 'harness.input', inputId, text, at: Date.now(), ...(context !== undefined ? { context } : {}) })
+    const record = encodeRecord({
+      type: 'harness.input',
+      inputId,
+      text,
+      at: Date.now(),
+      ...(context !== undefined ? { context } : {}),
+      ...(metadata ? { metadata } : {}),
+      ...(principal !== undefined ? { principal } : {}),
+    })
     const reply = await this.script(
       'addInput',
-      [this.keys.log, this.keys.inputs, idx.sessions, idx.openTurns, this.keys.line, this.keys.conversation],
+      [
+        this.keys.log,
+        this.keys.inputs,
+        idx.sessions,
+        idx.openTurns,
+        this.keys.line,
+        this.keys.conversation,
+        this.turnIndex(harness, 'open'),
+      ],
       [
         inputId,
         text,
@@ -89,6 +118,8 @@ export class SessionInputs extends LogStream {
         parent ? JSON.stringify(parent) : '',
         busy,
         context !== undefined ? JSON.stringify(context) : '',
+        metadata && Object.keys(metadata).length > 0 ? JSON.stringify(metadata) : '',
+        principal ?? '',
       ],
     )
     if (reply[0] === 'added')
@@ -116,11 +147,22 @@ export class SessionInputs extends LogStream {
    * `next`: the input now first in the session's line, whose turn should run (its job is enqueued by
    * the caller: settleTurn, the one settler every path uses).
    */
-  async settle(record: RecordOf<'harness.input.settled'>): Promise<{ status: 'settled' | 'already' | 'unknown'; next?: string }> {
+  async settle(
+    record: RecordOf<'harness.input.settled'>,
+    harness: string,
+  ): Promise<{ status: 'settled' | 'already' | 'unknown'; next?: string }> {
     const idx = this.index
     const reply = await this.script(
       'settleInput',
-      [this.keys.log, this.keys.inputs, idx.openTurns, this.keys.line, this.keys.conversation],
+      [
+        this.keys.log,
+        this.keys.inputs,
+        idx.openTurns,
+        this.keys.line,
+        this.keys.conversation,
+        this.turnIndex(harness, 'open'),
+        this.turnIndex(harness, record.outcome),
+      ],
       [
         record.inputId,
         encodeRecord(record),
@@ -128,6 +170,8 @@ export class SessionInputs extends LogStream {
         this.publish,
         idx.events,
         messageKey('input', this.sessionId, record.inputId),
+        record.outcome,
+        Date.now(),
       ],
     )
     return reply[0] === 'unknown' ? { status: 'unknown' } : { status: reply[0], ...(reply[2] ? { next: reply[2] } : {}) }
@@ -243,20 +287,5 @@ export class SessionInputs extends LogStream {
       .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all) && !(`${field}\0closed` in all))
       .map(([, raw]) => parseQuestion(raw))
       .filter((q) => q.expiresAt === undefined || q.expiresAt > now)
-  }
-
-  /** Records the first answer (the caller validated it). */
-  async answerQuestion(
-    questionId: string,
-    value: unknown,
-    toolCallId: string,
-  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
-    const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value })
-    const reply = await this.script(
-      'answerQuestion',
-      [this.keys.questions, this.keys.log, this.index.openQuestions],
-      [questionId, JSON.stringify(value), record, Date.now(), openMember(this.sessionId, questionId)],
-    )
-    return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
   }
 }

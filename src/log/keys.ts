@@ -87,6 +87,19 @@ export function indexKeys(prefix: string, shard: number, shards: number) {
 }
 export type IndexKeys = ReturnType<typeof indexKeys>
 
+/** A turn's status in the turns indexes (host.turns): open (running, in line or paused) or how it settled. */
+export type TurnStatus = 'open' | 'completed' | 'failed' | 'aborted'
+export const TURN_STATUSES: readonly TurnStatus[] = ['open', 'completed', 'failed', 'aborted']
+
+/**
+ * The turns index of one harness in one shard for one status (sorted set): member `<sid>|<inputId>`,
+ * score = ms the turn entered the status. Written by the scripts that change a turn's status (addInput,
+ * settleInput, rerunTurn), cleaned by removeSession; host.turns pages it, O(the page).
+ */
+export function turnIndexKey(prefix: string, shard: number, shards: number, harness: string, status: TurnStatus): string {
+  return `${shardBase(prefix, shard, shards)}:turns:${harness}:${status}`
+}
+
 /** The deployment's shard count, written by the first host; a host with another count is refused. */
 export function shardCountKey(prefix: string): string {
   return `${prefix}:shards`

@@ -69,7 +69,16 @@ export type ModelUsage = z.infer<typeof usageSchema>
 
 export const harnessRecordSchemas = {
   /** `context`: the caller's JSON context of the input (`prompt(text, { context })`), every tool call of the turn gets it. */
-  'harness.input': z.object({ inputId: z.string(), text: z.string(), at: z.number(), context: json.optional() }),
+  'harness.input': z.object({
+    inputId: z.string(),
+    text: z.string(),
+    at: z.number(),
+    context: json.optional(),
+    /** Operator tags (`prompt(text, { metadata })`): `host.turns({ metadata })` finds the turn by them. */
+    metadata: z.record(z.string(), z.string()).optional(),
+    /** Who prompted (`prompt(text, { principal })`, the handler's authorize result as a string id). */
+    principal: z.string().optional(),
+  }),
   'harness.model.response': z.object({
     inputId: z.string(),
     text: z.string().optional(),
@@ -111,7 +120,8 @@ export const harnessRecordSchemas = {
     /** 'approval': a person decides whether a `needsApproval` tool call runs; absent: a step.ask. */
     kind: z.enum(['ask', 'approval']).optional(),
   }),
-  'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json }),
+  /** `principal`: who answered (or approved), when the caller named one. */
+  'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json, principal: z.string().optional() }),
   /** step.waitForEvent began to wait (once: a run again keeps the timeout). */
   'harness.tool.wait': z.object({ toolCallId: z.string(), name: z.string(), event: z.string(), key: z.string(), until: z.number() }),
   /** The event a step.waitForEvent took: its payload as the step's value. */
@@ -141,6 +151,19 @@ export const harnessRecordSchemas = {
     outcome: z.enum(['completed', 'failed', 'aborted']),
     text: z.string().optional(),
     error: toolError.optional(),
+    /** Who aborted the turn, when the caller named one. */
+    principal: z.string().optional(),
+  }),
+  /**
+   * `session.rerun`: a failed or aborted turn runs again (rerunTurn-9.lua). `calls`: the calls whose
+   * failed results it drops (they run again); every other kept result stays kept (R19).
+   */
+  'harness.turn.rerun': z.object({
+    inputId: z.string(),
+    rerunId: z.string(),
+    at: z.number(),
+    calls: z.array(z.string()).optional(),
+    principal: z.string().optional(),
   }),
   /** A failed model call the turn's `onModelError` policy retries: the try count and the next time, durable across crashes. */
   'harness.turn.retry': z.object({
@@ -203,6 +226,7 @@ export const CONVERSATION_TYPES = [
   'harness.turn.paused',
   'harness.turn.resumed',
   'harness.turn.finish',
+  'harness.turn.rerun',
 ] as const
 
 /** The turn records a turn writes beside its responses (turnRecord-3.lua). */

@@ -2,7 +2,7 @@ import { DurableHarnessError, InvalidCursorError, InvalidRecordError, MalformedE
 import { runScript, type ReplicaWait, type ScriptContract, type ScriptName } from './commands/index.js'
 import { publishCommand, type RedisClient } from './client.js'
 import { waitForEntries } from './sharedReader.js'
-import { indexKeys, sessionKeys, type IndexKeys, type SessionKeys } from './keys.js'
+import { indexKeys, sessionKeys, turnIndexKey, TURN_STATUSES, type IndexKeys, type SessionKeys, type TurnStatus } from './keys.js'
 import { assertShards, defaultShards, shardOf } from './shards.js'
 import { appendLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
@@ -97,6 +97,7 @@ export class LogStream {
   readonly logId: string
   private readonly writeRetryMs: number
   private readonly waitReplicas: ReplicaWait | undefined
+  private readonly shards: number
 
   constructor(
     readonly redis: RedisClient,
@@ -109,6 +110,7 @@ export class LogStream {
     this.keys = sessionKeys(prefix, sessionId, shards)
     this.shard = shardOf(sessionId, shards)
     this.index = indexKeys(prefix, this.shard, shards)
+    this.shards = shards
     this.publish = publishCommand(redis)
     this.logId = sessionId
     this.writeRetryMs = options.writeRetryMs ?? DEFAULT_WRITE_RETRY_MS
@@ -213,13 +215,19 @@ export class LogStream {
    * last log entry; 'remove' deletes every key of the session and its entry in the sessions index, in
    * one write, unless it has open work or its log grew past `exportedLastId`.
    */
-  removeSession(mode: 'check' | 'remove', exportedLastId = '') {
+  removeSession(mode: 'check' | 'remove', exportedLastId = '', harnesses: readonly string[] = []) {
     const k = this.keys
+    const indexes = harnesses.flatMap((harness) => TURN_STATUSES.map((status) => this.turnIndex(harness, status)))
     return this.script(
       'removeSession',
-      [k.log, k.steps, k.calls, k.questions, k.inputs, k.line, k.conversation, k.live, this.index.sessions],
+      [k.log, k.steps, k.calls, k.questions, k.inputs, k.line, k.conversation, k.live, this.index.sessions, ...indexes],
       [mode, exportedLastId, this.sessionId],
     )
+  }
+
+  /** The turns index of a harness in this session's shard (keys.ts turnIndexKey). */
+  turnIndex(harness: string, status: TurnStatus): string {
+    return turnIndexKey(this.prefix, this.shard, this.shards, harness, status)
   }
 
   /** One entry by its stream id. */

@@ -17,3 +17,5 @@ export {
   HarnessQueues,
 } from './enqueue.js'
 export { wakeCallByName } from './wake.js'
+export { clearFinishedTurn } from './finished.js'
+export { pauseQueues, resumeQueues, queuesPaused } from './pause.js'

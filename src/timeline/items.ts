@@ -49,11 +49,23 @@ function loggedAt(cursor: string): number {
 
 type Line = Omit<TimelineItem, 'cursor' | 'at' | 'detail'>
 
+/** ` by <principal>` when a record names who did it (prompt, answer, approval, rerun). */
+function by(r: { principal?: unknown }): string {
+  return typeof r.principal === 'string' ? ` by ${short(r.principal, 80)}` : ''
+}
+
+/** ` [k=v, ...]`: an input's operator tags. */
+function tags(metadata: unknown): string {
+  if (typeof metadata !== 'object' || metadata === null) return ''
+  const pairs = Object.entries(metadata).map(([k, v]) => `${k}=${String(v)}`)
+  return ` [${short(pairs.join(', '), 80)}]`
+}
+
 /** A harness record as a line; null for the records other events already show. */
 function recordLine(r: HarnessRecord): Line | null {
   switch (r.type) {
     case 'harness.input':
-      return inputLine(r.inputId, r.text)
+      return inputLine(r)
     case 'harness.tool.started':
       return {
         kind: 'attempt',
@@ -100,7 +112,7 @@ function recordLine(r: HarnessRecord): Line | null {
         text: `${r.toolCallId} asks${r.kind === 'approval' ? ' for approval' : ''} (${r.questionId}): ${short(r.message)}`,
       }
     case 'harness.tool.answer':
-      return { kind: 'answer', toolCallId: r.toolCallId, text: `${r.toolCallId} answered (${r.questionId}): ${short(r.value)}` }
+      return { kind: 'answer', toolCallId: r.toolCallId, text: `${r.toolCallId} answered (${r.questionId})${by(r)}: ${short(r.value)}` }
     case 'harness.tool.suspended':
       // a call that waits for its limit (R17) holds no slot: shown as waiting, not as a park of the tool
       if (r.kind === 'limit') return { kind: 'park', toolCallId: r.toolCallId, text: `${r.toolCallId} waiting for limit` }
@@ -121,6 +133,10 @@ function recordLine(r: HarnessRecord): Line | null {
       return { kind: 'park', inputId: r.inputId, text: `turn ${r.inputId} paused: ${short(r.error.message)}` }
     case 'harness.turn.resumed':
       return { kind: 'record', inputId: r.inputId, text: `turn ${r.inputId} resumed` }
+    case 'harness.turn.rerun': {
+      const calls = r.calls && r.calls.length > 0 ? `; runs again: ${short(r.calls.join(', '))}` : ''
+      return { kind: 'record', inputId: r.inputId, text: `turn ${r.inputId} rerun (${short(r.rerunId, 60)})${by(r)}${calls}` }
+    }
     case 'harness.turn.finish':
       return { kind: 'model', inputId: r.inputId, text: `beforeFinish cycle ${r.cycle}: ${short(r.messages)}` }
     case 'harness.tool.requested':
@@ -131,8 +147,10 @@ function recordLine(r: HarnessRecord): Line | null {
   }
 }
 
-function inputLine(inputId: unknown, text: unknown): Line {
-  return { kind: 'input', inputId: String(inputId), text: `input ${String(inputId)}: ${short(text)}` }
+/** An input's line: from its record, or from the CUSTOM event's value that carries its fields. */
+function inputLine(value: { inputId?: unknown; text?: unknown; principal?: unknown; metadata?: unknown }): Line {
+  const inputId = String(value.inputId)
+  return { kind: 'input', inputId, text: `input ${inputId}${by(value)}: ${short(value.text)}${tags(value.metadata)}` }
 }
 
 /**
@@ -140,7 +158,7 @@ function inputLine(inputId: unknown, text: unknown): Line {
  * `{inputId, text}`), or a tool's or an app's own event.
  */
 function customLine(name: string, value: object): Line | null {
-  if (name === 'harness.input') return inputLine('inputId' in value ? value.inputId : undefined, 'text' in value ? value.text : undefined)
+  if (name === 'harness.input') return inputLine(value)
   if (name === 'harness.model.retry') return null
   const record = asHarnessRecord(value)
   if (record?.type === name) return recordLine(record)

@@ -16,7 +16,7 @@ export interface TurnFold {
   /** `beforeFinish` cycles so far; `continued`: the last response has a cycle after it (the model goes on). */
   finishCycles: number
   continued: boolean
-  /** Turn records (retries, pauses, resumes, cycles): progress of the turn, like responses and results. */
+  /** Turn records (retries, pauses, resumes, cycles, reruns): progress of the turn, like responses and results. */
   turnRecords: number
 }
 
@@ -58,6 +58,15 @@ export function foldTurn(entries: LogEntry[], inputId: string): TurnFold {
       delete fold.paused
       delete fold.retry
       fold.retries = 0
+    } else if (isRecord(entry, 'harness.turn.rerun')) {
+      // session.rerun: the turn is open again; the calls it reset lose their failed results (they
+      // run again), every other result stays (R19), and the model call's retries start afresh
+      fold.turnRecords++
+      delete fold.settled
+      delete fold.paused
+      delete fold.retry
+      fold.retries = 0
+      for (const id of entry.record.calls ?? []) fold.results.delete(id)
     } else if (isRecord(entry, 'harness.turn.finish')) {
       fold.turnRecords++
       fold.finishCycles = Math.max(fold.finishCycles, entry.record.cycle)

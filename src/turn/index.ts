@@ -1,2 +1,3 @@
 export { processTurnJob } from './turnJob.js'
 export { settleTurn } from './settle.js'
+export { foldTurn } from './fold.js'

@@ -18,9 +18,9 @@ export async function settleTurn(
   record: RecordOf<'harness.input.settled'>,
   last?: { usage?: ModelUsage },
 ): Promise<'settled' | 'already' | 'unknown'> {
-  const { status, next } = await log.settle(record)
+  const { status, next } = await log.settle(record, harness.name)
   const input = status === 'settled' ? await log.getInput(record.inputId) : null
-  for (const inputId of input?.steered ?? []) await log.settle({ ...record, inputId })
+  for (const inputId of input?.steered ?? []) await log.settle({ ...record, inputId }, harness.name)
   if (next) await enqueueTurn(queues, harness, log.sessionId, next)
   if (input) await terminalHooks(harness, log, input, record, last)
   return status

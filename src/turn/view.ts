@@ -40,7 +40,12 @@ export function turnView(conversation: LogEntry[], inputId: string, joined: read
       responses.set(entry.record.inputId, list)
       for (const id of entry.record.joined ?? []) seen.add(id)
     } else if (isRecord(entry, 'harness.tool.result')) results.set(entry.record.toolCallId, entry)
-    else if (isRecord(entry, 'harness.turn.finish')) cycles.set(entry.record.inputId, [...(cycles.get(entry.record.inputId) ?? []), entry])
+    else if (isRecord(entry, 'harness.turn.rerun')) {
+      // a rerun opens the turn again and drops the failed results of the calls that run again
+      outcomes.delete(entry.record.inputId)
+      for (const id of entry.record.calls ?? []) results.delete(id)
+    } else if (isRecord(entry, 'harness.turn.finish'))
+      cycles.set(entry.record.inputId, [...(cycles.get(entry.record.inputId) ?? []), entry])
   }
   const joinedHere = new Set(joined)
   const reached = (id: string) => responses.has(id) || seen.has(id)

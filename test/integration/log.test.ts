@@ -588,8 +588,8 @@ describe('session log: inputs', () => {
     expect(await redis.zscore(idx.openTurns, openMember(log.sessionId, 'in-1'))).not.toBeNull()
     expect(await redis.zscore(idx.sessions, 's1')).not.toBeNull()
 
-    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' })
-    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'failed' })
+    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' }, '')
+    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'failed' }, '')
     const settled = await log.read({ types: ['harness.input.settled'] })
     expect(settled.map((e) => e.record)).toEqual([{ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' }])
     expect(await log.getInput('in-1')).toMatchObject({ status: 'settled', settledId: settled[0]!.id })
@@ -661,7 +661,7 @@ describe('session log: turn records', () => {
     expect((await log.getInput('in-1'))?.paused).toBeUndefined()
     // a resume starts the count afresh
     expect((await log.logTurnRecord(retry(1), 0)).status).toBe('ok')
-    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed' })
+    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed' }, '')
     expect((await log.logTurnRecord(retry(2), 0)).status).toBe('settled')
     const types = (await log.read()).map((e) => e.record.type)
     expect(types.filter((t) => t.startsWith('harness.turn.'))).toEqual([

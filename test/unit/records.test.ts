@@ -16,6 +16,14 @@ import { isJsonData } from '../../src/log/records.js'
 /** One valid record of every harness type. */
 const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } = {
   'harness.input': { type: 'harness.input', inputId: 'in-1', text: 'Charge order 42', at: 1_700_000_000_000 },
+  'harness.turn.rerun': {
+    type: 'harness.turn.rerun',
+    inputId: 'in-1',
+    rerunId: 'r-1',
+    at: 1_700_000_000_000,
+    calls: ['call_1'],
+    principal: 'ops@acme',
+  },
   'harness.model.response': {
     type: 'harness.model.response',
     inputId: 'in-1',

@@ -24,17 +24,24 @@ export const abort: Command = {
 
 export const resume: Command = {
   name: 'resume',
-  args: '<sessionId> <inputId>',
-  summary: "Resumes a turn paused by onExhausted: 'pause' (its model call's retries ran out): the model call is made again.",
+  args: '<harness> | <sessionId> <inputId>',
+  summary: "Resumes a paused harness (harness pause), or a turn paused by onExhausted: 'pause' (its model call is made again).",
   options: {},
-  required: 2,
+  required: 1,
+  optional: 1,
   async run({ args, values }) {
+    if (args.length === 1) {
+      await withHost(values, true, (host) => host.resume(args[0]!))
+      print(`Resumed ${terminalSafe(args[0]!)}.`)
+      return 0
+    }
     const resumed = await withHost(values, true, async (host) => {
       const session = await host.find(args[0]!)
       if (!session) throw new UsageError(`No session ${args[0]} of the module's harnesses.`)
       return session.resume(args[1]!)
     })
-    print(resumed ? `Resumed ${args[1]}.` : `Turn ${args[1]} is not paused (running or settled); nothing to resume.`)
+    const inputId = terminalSafe(args[1]!)
+    print(resumed ? `Resumed ${inputId}.` : `Turn ${inputId} is not paused (running or settled); nothing to resume.`)
     return resumed ? 0 : 1
   },
 }

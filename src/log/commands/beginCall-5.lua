@@ -3,7 +3,7 @@
   fencing epoch; later writes of older attempts are refused.
 
   Input:
-    KEYS[1] calls hash (toolCallId -> {s = status, e = epoch, a = attempt, r = replay, n = name, h = harness, i = inputId};
+    KEYS[1] calls hash (toolCallId -> {s = status (running | parked | done | again), e = epoch, a = attempt, r = replay, n = name, h = harness, i = inputId};
             "<toolCallId>\0req" -> the fingerprint of the logged call)
     KEYS[2] session log stream
     KEYS[3] staged records list of this call
@@ -27,7 +27,8 @@
       'done'   the call has its kept result: do not run it
       'fresh'  first attempt
       'resume' a parked call woke up (sleep or answer): planned, not a crash
-      'rerun'  the previous attempt was cut and the call is replay 'safe': run it again
+      'rerun'  the previous attempt was cut and the call is replay 'safe', or session.rerun reset the
+               call's failed result (state 'again'): run it again
       'cut'    the previous attempt was cut and the call is replay 'never': land a tool error
 ]]
 local callsKey, logKey, stagedKey, openCallsKey, inputsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -52,6 +53,10 @@ else
   state.q = nil
   if state.s == 'parked' then
     kind = 'resume'
+  elseif state.s == 'again' then
+    -- session.rerun reset a call that had landed an error (rerunTurn-9.lua): a new attempt from the top
+    state.a = state.a + 1
+    kind = 'rerun'
   else
     -- 'running' seen by a new attempt: the previous one was cut by a crash
     state.a = state.a + 1

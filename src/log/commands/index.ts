@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { BusyMode } from '../../core/index.js'
 import type { RedisClient } from '../client.js'
+import type { EventScripts, LimitScripts } from './flowScripts.js'
 
 /**
  * The typed contract of our Lua scripts: for each `<name>-<numberOfKeys>.lua` of this folder, its
@@ -12,8 +13,6 @@ import type { RedisClient } from '../client.js'
  */
 type Arg = string | number
 type Fenced = ['fenced', number]
-/** The state of one key of one limit (R17), in the limit's own slot. */
-type LimitKeys = [slots: string, waiting: string, starts: string, keysIndex: string, handed: string]
 
 /** What landing a call's result takes (includes/land.lua), the same for landResult and cancelCall. */
 export type LandArgs = [
@@ -26,9 +25,9 @@ export type LandArgs = [
   messageKey: string,
 ]
 
-export interface ScriptContract {
+export interface ScriptContract extends LimitScripts, EventScripts {
   addInput: {
-    keys: [log: string, inputs: string, sessions: string, openTurns: string, line: string, conversation: string]
+    keys: [log: string, inputs: string, sessions: string, openTurns: string, line: string, conversation: string, openIndex: string]
     args: [
       inputId: string,
       text: string,
@@ -40,19 +39,14 @@ export interface ScriptContract {
       parent: string,
       busy: BusyMode,
       context: string,
+      metadata: string,
+      principal: string,
     ]
     reply:
       | ['added', string, 'run' | 'queued' | 'steered', string]
       | ['busy', string]
       | ['exists', string, 'open' | 'settled', 'first' | '']
       | ['conflict']
-  }
-  acquireSlot: {
-    keys: LimitKeys
-    args: [member: string, leaseMs: number, concurrency: number, rateLimit: number, perMs: number, key: string, recheckMs: number]
-    reply:
-      | ['granted', waitedMs: number, startedAt: number, ...promote: string[]]
-      | ['wait', 'concurrency' | 'rate', untilMs: number, ...promote: string[]]
   }
   answerQuestion: {
     keys: [questions: string, log: string, openQuestions: string]
@@ -63,12 +57,6 @@ export interface ScriptContract {
     keys: [log: string]
     args: string[]
     reply: string[]
-  }
-  awaitEvent: {
-    keys: [eventHash: string]
-    /** member, waiter value, now, waiter grace, timeout passed, then pairs of kept event uid and verdict */
-    args: [member: string, waiter: string, now: number, graceMs: number, expired: '1' | '0', ...verdicts: string[]]
-    reply: ['event', string, string] | ['timeout'] | ['waiting'] | ['check', ...uidsAndPayloads: string[]]
   }
   askQuestion: {
     keys: [calls: string, steps: string, log: string, questions: string, openQuestions: string]
@@ -104,15 +92,6 @@ export interface ScriptContract {
     /** the landing (the parked epoch seen as its epoch), then pairs of questionId and open questions member */
     args: [...LandArgs, ...questions: string[]]
     reply: ['ok', string] | ['done'] | ['running'] | ['moved'] | ['unknown']
-  }
-  deliverEvent: {
-    keys: [eventHash: string]
-    args: [uid: string, id: string, payload: string, now: number, retentionMs: number, graceMs: number, ...checkedMembers: string[]]
-    reply:
-      | ['delivered', ...membersAndHarnesses: string[]]
-      | ['stored']
-      | ['duplicate', ...membersAndHarnesses: string[]]
-      | ['check', ...membersAndWaiters: string[]]
   }
   fillConversation: {
     keys: [conversation: string]
@@ -151,19 +130,25 @@ export interface ScriptContract {
       conversation: string,
       live: string,
       sessions: string,
+      ...turnIndexes: string[],
     ]
     args: [mode: 'check' | 'remove', exportedLastId: string, sessionId: string]
-    reply: ['open', 'turn' | 'call'] | ['idle', string] | ['moved', string] | ['removed']
+    reply: ['open', 'turn' | 'call'] | ['idle', string, ...harnesses: string[]] | ['moved', string] | ['removed']
   }
-  releaseSlot: {
-    keys: LimitKeys
-    args: [member: string, leaseMs: number, concurrency: number, rateLimit: number, perMs: number, key: string]
-    reply: string[]
-  }
-  renewSlot: {
-    keys: [slots: string]
-    args: [member: string, leaseMs: number]
-    reply: 0 | 1
+  rerunTurn: {
+    keys: [
+      log: string,
+      inputs: string,
+      calls: string,
+      openTurns: string,
+      line: string,
+      conversation: string,
+      openIndex: string,
+      failedIndex: string,
+      abortedIndex: string,
+    ]
+    args: [inputId: string, rerunId: string, now: number, openMember: string, principal: string, ...toolCallIds: string[]]
+    reply: ['rerun', string, string] | ['exists'] | ['unknown'] | ['open'] | ['completed']
   }
   requestCall: {
     keys: [calls: string, log: string, sessions: string, openCalls: string]
@@ -190,8 +175,17 @@ export interface ScriptContract {
     reply: ['ok'] | ['exists', string] | Fenced
   }
   settleInput: {
-    keys: [log: string, inputs: string, openTurns: string, line: string, conversation: string]
-    args: [inputId: string, record: string, openMember: string, publish: 'PUBLISH' | 'SPUBLISH', channel: string, messageKey: string]
+    keys: [log: string, inputs: string, openTurns: string, line: string, conversation: string, openIndex: string, outcomeIndex: string]
+    args: [
+      inputId: string,
+      record: string,
+      openMember: string,
+      publish: 'PUBLISH' | 'SPUBLISH',
+      channel: string,
+      messageKey: string,
+      outcome: 'completed' | 'failed' | 'aborted',
+      now: number,
+    ]
     reply: ['settled', string, string] | ['already', string, string] | ['unknown']
   }
   turnRecord: {
@@ -235,6 +229,9 @@ export interface ReplicaWait {
   timeoutMs: number
 }
 
+/** Scripts whose KEYS go on past the file name's count (removeSession: the turns indexes it cleans). */
+const TRAILING_KEYS: ReadonlySet<ScriptName> = new Set(['removeSession'])
+
 /** The scripts each connection has sent once (as EVAL, with their source): later uses send EVALSHA. */
 const sentOn = new WeakMap<RedisClient, Set<ScriptName>>()
 
@@ -247,8 +244,9 @@ export async function runScript<N extends ScriptName>(
   wait?: ReplicaWait,
 ): Promise<ScriptContract[N]['reply']> {
   const script = scripts.get(name)
-  // the file name's key count and the contract must agree, or KEYS and ARGV would shift
-  if (script?.numberOfKeys !== keys.length)
+  // the file name's key count and the contract must agree, or KEYS and ARGV would shift (a script
+  // of TRAILING_KEYS takes more keys after its fixed ones)
+  if (!script || (script.numberOfKeys !== keys.length && !(TRAILING_KEYS.has(name) && keys.length > script.numberOfKeys)))
     throw new Error(`Script ${name}: the contract names ${keys.length} keys, the .lua file ${script?.numberOfKeys}.`)
   const keysAndArgs = [keys.length, ...keys, ...(args as Arg[])]
   // a script's first use on a connection sends its source: no NOSCRIPT round trip on a new server, and

@@ -16,13 +16,15 @@
     KEYS[7] the session's conversation projection
     KEYS[8] the session's live stream
     KEYS[9] the shard's sessions index (sorted set)
+    KEYS[10..] ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named: the
+            session's turns leave them in the same write
     ARGV[1] 'check' | 'remove'
     ARGV[2] ('remove') the id of the log's last entry when it was exported ('' for an empty log)
     ARGV[3] the session id (its member in the sessions index)
 
   Output:
     {'open', 'turn' | 'call'}      open work: nothing removed
-    {'idle', lastEntryId or ''}    ('check') nothing open; the log's last entry
+    {'idle', lastEntryId or '', harness...}  ('check') nothing open; the log's last entry, and the harnesses of its inputs
     {'moved', lastEntryId}         ('remove') the log grew since it was exported: nothing removed
     {'removed'}
 ]]
@@ -47,13 +49,29 @@ for i = 1, #calls, 2 do
   local nul = string.find(field, '\0', 1, true)
   local id = field
   if nul then id = string.sub(field, 1, nul - 1) end
-  if states[id] ~= 'done' then return {'open', 'call'} end
+  -- 'again': reset by a rerun whose turn settled before the call ran again (nothing runs it now)
+  if states[id] ~= 'done' and states[id] ~= 'again' then return {'open', 'call'} end
 end
 local last = redis.call('XREVRANGE', logKey, '+', '-', 'COUNT', 1)[1]
 local lastId = ''
 if last then lastId = last[1] end
-if mode == 'check' then return {'idle', lastId} end
+if mode == 'check' then
+  local reply, named = {'idle', lastId}, {}
+  for i = 1, #inputs, 2 do
+    local harness = string.byte(inputs[i], 1) ~= 0 and cjson.decode(inputs[i + 1]).harness
+    if harness and harness ~= '' and not named[harness] then
+      named[harness] = true
+      table.insert(reply, harness)
+    end
+  end
+  return reply
+end
 if lastId ~= exported then return {'moved', lastId} end
+for i = 1, #inputs, 2 do
+  if string.byte(inputs[i], 1) ~= 0 then
+    for k = 10, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputs[i]) end
+  end
+end
 redis.call('DEL', logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey)
 redis.call('ZREM', sessionsKey, sessionId)
 return {'removed'}

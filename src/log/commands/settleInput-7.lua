@@ -9,6 +9,8 @@
     KEYS[3] open turns index
     KEYS[4] the session's open inputs in line
     KEYS[5] the session's conversation projection (includes/conversation.lua)
+    KEYS[6] the turns index of the input's harness, status 'open' (keys.ts turnIndexKey)
+    KEYS[7] the turns index of the input's harness, status = the outcome
     ARGV[1] inputId
     ARGV[2] harness.input.settled record JSON
     ARGV[3] open turns member
@@ -16,12 +18,15 @@
     ARGV[5] events channel of the session's shard
     ARGV[6] message key (formats.ts): PUBLISH "<key>\n<settled record>" wakes settled() waiters and
             tells workers to end the turn's running calls (the record's outcome is a field of it)
+    ARGV[7] the outcome: 'completed' | 'failed' | 'aborted' (kept on the input: a rerun takes only failed or aborted)
+    ARGV[8] now ms (the score of the turn in its outcome's index)
 
   Output:
     {'settled', entryId, nextInputId or ''} | {'already', settledEntryId, nextInputId or ''} | {'unknown'}
 ]]
-local logKey, inputsKey, openTurnsKey, lineKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local logKey, inputsKey, openTurnsKey, lineKey, convKey, openIndexKey, outcomeIndexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local inputId, record, openMember, publish, channel, messageKey = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local outcome, now = ARGV[7], ARGV[8]
 
 --@include conversation
 --@include compactLog
@@ -35,8 +40,11 @@ local id = redis.call('XADD', logKey, '*', 'r', record)
 indexConversation(convKey, logKey, id)
 input.status = 'settled'
 input.settledId = id
+input.outcome = outcome
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))
 redis.call('ZREM', openTurnsKey, openMember)
+redis.call('ZREM', openIndexKey, openMember)
+redis.call('ZADD', outcomeIndexKey, now, openMember)
 redis.call('ZREM', lineKey, inputId)
 compactLog(logKey)
 redis.call(publish, channel, messageKey .. '\n' .. record)

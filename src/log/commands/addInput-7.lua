@@ -12,6 +12,7 @@
     KEYS[4] open turns index (sorted set, member = the open turn member, score = start ms)
     KEYS[5] the session's open inputs in line (sorted set, score = arrival order)
     KEYS[6] the session's conversation projection (includes/conversation.lua)
+    KEYS[7] the turns index of the harness, status 'open' (keys.ts turnIndexKey: host.turns reads it)
     ARGV[1] inputId
     ARGV[2] text
     ARGV[3] harness.input record JSON
@@ -22,14 +23,17 @@
     ARGV[8] parent call JSON ('' for none): the agent tool call this input answers, woken when it settles
     ARGV[9] busy mode: 'queue' | 'steer' | 'reject'
     ARGV[10] the input's context JSON ('' for none), kept as a string (verbatim: cjson would turn [] into {})
+    ARGV[11] the input's metadata JSON ('' for none): string tags host.turns filters by
+    ARGV[12] who prompted ('' for nobody named)
 
   Output:
     {'added', entryId, 'run' | 'queued' | 'steered', runningInputId or ''} | {'busy', runningInputId}
     | {'exists', entryId, status, 'first' | ''} | {'conflict'}
 ]]
-local logKey, inputsKey, sessionsKey, openTurnsKey, lineKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local logKey, inputsKey, sessionsKey, openTurnsKey, lineKey, convKey, openIndexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local inputId, text, record, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local sessionId, openMember, harness, parent, busy, context = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local metadata, principal = ARGV[11], ARGV[12]
 
 --@include conversation
 local existing = redis.call('HGET', inputsKey, inputId)
@@ -47,6 +51,8 @@ indexConversation(convKey, logKey, id)
 local input = {text = text, entryId = id, status = 'open', harness = harness, at = tonumber(now)}
 if parent ~= '' then input.parent = cjson.decode(parent) end
 if context ~= '' then input.context = context end
+if metadata ~= '' then input.metadata = cjson.decode(metadata) end
+if principal ~= '' then input.principal = principal end
 local disposition = 'run'
 if running and busy == 'steer' then
   -- joins the running turn: listed on it, settled with it, never in line itself
@@ -63,4 +69,5 @@ end
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))
 redis.call('ZADD', sessionsKey, now, sessionId)
 redis.call('ZADD', openTurnsKey, now, openMember)
+redis.call('ZADD', openIndexKey, now, openMember)
 return {'added', id, disposition, running or ''}

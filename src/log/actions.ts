@@ -1,0 +1,53 @@
+import { openMember } from './formats.js'
+import { encodeRecord } from './stream.js'
+import { SessionInputs } from './inputs.js'
+
+/**
+ * What callers do to a session's turns besides prompting, each with who did it: answers (and
+ * approvals) to questions, and reruns of failed or aborted turns.
+ */
+export class SessionActions extends SessionInputs {
+  /**
+   * Opens a failed or aborted turn again (rerunTurn-9.lua), once per rerunId: the candidate calls that
+   * landed an error are reset to run again, the others keep their results (R19). `first`: the input
+   * now first in the session's line (whose turn the caller enqueues).
+   */
+  async rerun(
+    inputId: string,
+    harness: string,
+    options: { rerunId: string; principal?: string; calls: readonly string[] },
+  ): Promise<{ status: 'rerun'; first: string } | { status: 'exists' | 'unknown' | 'open' | 'completed' }> {
+    const reply = await this.script(
+      'rerunTurn',
+      [
+        this.keys.log,
+        this.keys.inputs,
+        this.keys.calls,
+        this.index.openTurns,
+        this.keys.line,
+        this.keys.conversation,
+        this.turnIndex(harness, 'open'),
+        this.turnIndex(harness, 'failed'),
+        this.turnIndex(harness, 'aborted'),
+      ],
+      [inputId, options.rerunId, Date.now(), openMember(this.sessionId, inputId), options.principal ?? '', ...options.calls],
+    )
+    return reply[0] === 'rerun' ? { status: 'rerun', first: reply[2] } : { status: reply[0] }
+  }
+
+  /** Records the first answer (the caller validated it). */
+  async answerQuestion(
+    questionId: string,
+    value: unknown,
+    toolCallId: string,
+    principal?: string,
+  ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
+    const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value, ...(principal ? { principal } : {}) })
+    const reply = await this.script(
+      'answerQuestion',
+      [this.keys.questions, this.keys.log, this.index.openQuestions],
+      [questionId, JSON.stringify(value), record, Date.now(), openMember(this.sessionId, questionId)],
+    )
+    return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
+  }
+}

@@ -1,0 +1,85 @@
+--[[
+  session.rerun: a failed or aborted turn runs again. Logs harness.turn.rerun once per rerunId and
+  opens the input again (in the session's line, the open-turns index and the harness's 'open' turns
+  index, out of its outcome's). Of the candidate calls (those of the turn's last model response),
+  each that landed an error is reset to state 'again': its next begin runs it from the top (its kept
+  steps stay kept, R5), and the rerun record names it so the fold drops its failed result. A call
+  that landed a result stays done: its job begins as 'done' and never runs again (R19).
+
+  Input:
+    KEYS[1] session log stream
+    KEYS[2] inputs hash
+    KEYS[3] calls hash
+    KEYS[4] open turns index of the shard
+    KEYS[5] the session's open inputs in line
+    KEYS[6] the session's conversation projection (includes/conversation.lua)
+    KEYS[7] the turns index of the input's harness, status 'open' (keys.ts turnIndexKey)
+    KEYS[8] the same, status 'failed'
+    KEYS[9] the same, status 'aborted'
+    ARGV[1] inputId
+    ARGV[2] rerunId (the same rerunId again does nothing)
+    ARGV[3] now ms
+    ARGV[4] open turns member (formats.ts)
+    ARGV[5] who reran ('' for nobody named)
+    ARGV[6..] the candidate tool call ids
+
+  Output:
+    {'rerun', entryId, firstInLineInputId} | {'exists'} (this rerunId ran already) | {'unknown'}
+    | {'open'} (the turn has not settled) | {'completed'} (it completed: nothing to run again)
+]]
+local logKey, inputsKey, callsKey, openTurnsKey, lineKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local openIndexKey, failedIndexKey, abortedIndexKey = KEYS[7], KEYS[8], KEYS[9]
+local inputId, rerunId, now, openMember, principal = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+
+--@include conversation
+local raw = redis.call('HGET', inputsKey, inputId)
+if not raw then return {'unknown'} end
+local input = cjson.decode(raw)
+for _, id in ipairs(input.reruns or {}) do
+  if id == rerunId then return {'exists'} end
+end
+if input.status ~= 'settled' then return {'open'} end
+local outcome = input.outcome
+if not outcome then
+  -- settled before inputs kept their outcome: its settled record has it
+  local settled = redis.call('XRANGE', logKey, input.settledId, input.settledId)[1]
+  outcome = settled and cjson.decode(settled[2][2]).outcome
+end
+if outcome == 'completed' then return {'completed'} end
+
+local reset = {}
+for i = 6, #ARGV do
+  local toolCallId = ARGV[i]
+  local stored = redis.call('HMGET', callsKey, toolCallId, toolCallId .. '\0result')
+  if stored[1] and stored[2] then
+    local state = cjson.decode(stored[1])
+    if state.s == 'done' and cjson.decode(stored[2]).error then
+      state.s = 'again'
+      state.id = nil
+      redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
+      redis.call('HDEL', callsKey, toolCallId .. '\0result')
+      table.insert(reset, toolCallId)
+    end
+  end
+end
+
+local record = {type = 'harness.turn.rerun', inputId = inputId, rerunId = rerunId, at = tonumber(now)}
+if #reset > 0 then record.calls = reset end
+if principal ~= '' then record.principal = principal end
+local id = redis.call('XADD', logKey, '*', 'r', cjson.encode(record))
+indexConversation(convKey, logKey, id)
+
+input.status = 'open'
+input.settledId = nil
+input.outcome = nil
+input.paused = nil
+input.retried = nil
+input.reruns = input.reruns or {}
+table.insert(input.reruns, rerunId)
+redis.call('HSET', inputsKey, inputId, cjson.encode(input))
+redis.call('ZREM', failedIndexKey, openMember)
+redis.call('ZREM', abortedIndexKey, openMember)
+redis.call('ZADD', openIndexKey, now, openMember)
+redis.call('ZADD', openTurnsKey, now, openMember)
+redis.call('ZADD', lineKey, redis.call('HINCRBY', inputsKey, '\0seq', 1), inputId)
+return {'rerun', id, redis.call('ZRANGE', lineKey, 0, 0)[1] or ''}

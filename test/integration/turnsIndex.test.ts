@@ -1,0 +1,153 @@
+// host.turns (issue 27): the turns indexes the status scripts write, paged over shards with a cursor;
+// filters by status, harness, time and tags; bad filters refused; retention cleans the indexes;
+// host.cancel by filter.
+import { toolDefinition } from '@tanstack/ai'
+import { describe, expect, it } from 'vitest'
+import { z } from 'zod'
+import { createHarnessHost, defineHarness, durableTool, InvalidTurnFilterError, type TurnSummary } from '../../src/index.js'
+import { SessionLog, turnIndexKey } from '../../src/log/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
+import { quiet, useInProcessHosts } from '../helpers/hosts.js'
+import { until } from '../helpers/log.js'
+import { rigClient } from '../rig.js'
+
+const plain = defineHarness({ name: 'plain', adapter: scriptedModel([{ text: 'done' }]) })
+const other = defineHarness({ name: 'other', adapter: scriptedModel([{ text: 'done' }]) })
+const napper = defineHarness({
+  name: 'napper',
+  adapter: scriptedModel([{ toolCalls: [{ name: 'longNap', input: {} }] }, { text: 'woke' }]),
+  tools: [
+    durableTool(toolDefinition({ name: 'longNap', description: 'Naps a day', inputSchema: z.object({}) }), async (_input, { step }) => {
+      await step.sleep('nap', 24 * 3600_000)
+      return 'rested'
+    }),
+  ],
+})
+const SHARDS = 3
+
+describe('host.turns', () => {
+  const hosts = useInProcessHosts()
+
+  /** Sessions of one turn each, through the scripts a prompt and a settle run (no workers needed). */
+  async function populate(url: string, prefix: string) {
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    const made: Array<{ sessionId: string; harness: string; outcome: 'completed' | 'failed' | 'open' }> = []
+    for (let i = 0; i < 30; i++) {
+      const harness = i % 5 === 0 ? 'other' : 'plain'
+      const log = new SessionLog(redis, prefix, `t-${i}`, { shards: SHARDS })
+      await log.addInput('in-1', `order ${i}`, harness, { metadata: { team: i % 2 === 0 ? 'even' : 'odd' }, principal: `u${i}` })
+      const outcome = i % 3 === 0 ? 'failed' : i % 3 === 1 ? 'completed' : 'open'
+      if (outcome !== 'open') await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome }, harness)
+      made.push({ sessionId: `t-${i}`, harness, outcome })
+      await new Promise((resolve) => setTimeout(resolve, 2)) // distinct times, and some ties
+    }
+    return made
+  }
+
+  const all = async (list: (cursor?: string) => Promise<{ items: TurnSummary[]; cursor?: string }>) => {
+    const items: TurnSummary[] = []
+    let cursor: string | undefined
+    let pages = 0
+    do {
+      const page = await list(cursor)
+      items.push(...page.items)
+      cursor = page.cursor
+      pages++
+    } while (cursor)
+    return { items, pages }
+  }
+
+  it('pages every index of the filter over the shards, newest first, each turn once; by status, harness, time and tag', async () => {
+    const url = hosts.url()
+    const prefix = `turns-${Date.now()}`
+    const host = createHarnessHost({ redis: url, harnesses: [plain, other], prefix, shards: SHARDS, logger: quiet })
+    hosts.defer(() => host.close())
+    const start = Date.now()
+    const made = await populate(url, prefix)
+    const failed = made.filter((m) => m.outcome === 'failed').map((m) => m.sessionId)
+
+    const paged = await all((cursor) => host.turns({ status: 'failed', limit: 3, ...(cursor ? { cursor } : {}) }))
+    expect(paged.items.map((t) => t.sessionId).sort()).toEqual([...failed].sort())
+    expect(paged.pages).toBeGreaterThanOrEqual(4)
+    const times = paged.items.map((t) => t.at)
+    expect(times).toEqual([...times].sort((a, b) => b - a))
+    expect(paged.items[0]).toMatchObject({
+      status: 'failed',
+      inputId: 'in-1',
+      principal: expect.stringMatching(/^u\d+$/),
+      metadata: { team: expect.any(String) },
+    })
+
+    // every status at once, one harness, a tag
+    expect((await all((cursor) => host.turns({ limit: 7, ...(cursor ? { cursor } : {}) }))).items).toHaveLength(30)
+    const others = (await host.turns({ harness: 'other', limit: 100 })).items
+    expect(others.map((t) => t.sessionId).sort()).toEqual(
+      made
+        .filter((m) => m.harness === 'other')
+        .map((m) => m.sessionId)
+        .sort(),
+    )
+    const evenFailed = (
+      await all((cursor) => host.turns({ status: 'failed', metadata: { team: 'even' }, limit: 2, ...(cursor ? { cursor } : {}) }))
+    ).items
+    expect(evenFailed.map((t) => t.sessionId).sort()).toEqual(failed.filter((id) => Number(id.slice(2)) % 2 === 0).sort())
+    expect((await host.turns({ status: 'open', limit: 100 })).items).toHaveLength(made.filter((m) => m.outcome === 'open').length)
+
+    // a time window: the newest failed turn alone
+    const newest = paged.items[0]!
+    const window = await host.turns({ status: 'failed', since: newest.at, until: new Date(newest.at) })
+    expect(window.items.map((t) => t.sessionId)).toContain(newest.sessionId)
+    expect((await host.turns({ status: 'failed', until: start - 1 })).items).toEqual([])
+  })
+
+  it('refuses a filter it cannot answer with InvalidTurnFilterError', async () => {
+    const host = createHarnessHost({ redis: hosts.url(), harnesses: [plain], prefix: `turns-bad-${Date.now()}`, logger: quiet })
+    hosts.defer(() => host.close())
+    const bad = [
+      { status: 'broken' },
+      { harness: 'nope' },
+      { limit: 0 },
+      { limit: 5_000 },
+      { cursor: 'not-a-cursor' },
+      { since: Number.NaN },
+    ]
+    for (const filter of bad) await expect(host.turns(filter as never)).rejects.toBeInstanceOf(InvalidTurnFilterError)
+    expect(() => host.replay({ status: 'open' })).toThrow(InvalidTurnFilterError)
+    expect(() => host.cancel({ status: 'completed' })).toThrow(InvalidTurnFilterError)
+  })
+
+  it('retention takes a removed session out of the turns indexes in the same write', async () => {
+    const { host, prefix, url } = hosts.start(plain, 'turns-retention', { retention: { sessionMs: 100, export: () => {} } })
+    const session = host.open(plain, { sessionId: 'gone-1' })
+    const { inputId } = await session.prompt('hi')
+    expect((await session.settled(inputId)).outcome).toBe('completed')
+    expect((await host.turns({ status: 'completed' })).items).toHaveLength(1)
+    await until(
+      async () => (await host.retain()).includes('gone-1') || (await host.turns({ status: 'completed' })).items.length === 0,
+      'the session to be removed',
+    )
+    expect((await host.turns({})).items).toEqual([])
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    expect(await redis.exists(turnIndexKey(prefix, 0, 1, 'plain', 'completed'))).toBe(0)
+  })
+
+  it('host.cancel aborts every open turn the filter finds, their parked calls cancelled; again: none', async () => {
+    const { host } = hosts.start(napper, 'turns-cancel')
+    const sessions = Array.from({ length: 5 }, (_, i) => host.open(napper, { sessionId: `nap-${i}` }))
+    const inputs = await Promise.all(sessions.map((s) => s.prompt('nap', { metadata: { batch: 'b1' } })))
+    await until(async () => (await host.stats()).parkedCalls === 5, 'every nap to park')
+    const progress: number[] = []
+    expect(
+      await host.cancel(
+        { status: 'open', metadata: { batch: 'b1' } },
+        { batch: 2, principal: 'ops', onProgress: (p) => progress.push(p.done) },
+      ),
+    ).toEqual({ count: 5 })
+    expect(progress.at(-1)).toBe(5)
+    for (const [i, s] of sessions.entries()) expect(await s.settled(inputs[i]!.inputId)).toMatchObject({ outcome: 'aborted' })
+    expect(await host.cancel({ status: 'open' })).toEqual({ count: 0 })
+    expect((await host.turns({ status: 'aborted', harness: 'napper' })).items).toHaveLength(5)
+  })
+})
