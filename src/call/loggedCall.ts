@@ -68,7 +68,7 @@ function toolCall(
 /** One begin; undefined when the job's call is not the logged one (nothing was written). */
 async function begin(log: SessionLog, call: ToolCall, fingerprint: string, deps: ToolJobDeps) {
   const tool = toolOf(deps.harness, call.name)
-  const owner = { harness: deps.harness.name, ...(call.inputId ? { inputId: call.inputId } : {}) }
+  const owner = { harness: deps.harness.name, version: deps.harness.version, ...(call.inputId ? { inputId: call.inputId } : {}) }
   // opened before the turn's input is read (beginCall returns it): a settle from now on fires its
   // signal, one before it is seen there
   const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)

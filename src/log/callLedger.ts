@@ -87,21 +87,15 @@ export class SessionLog extends SessionInputs {
   async getCall(toolCallId: string): Promise<CallState | null> {
     const [state, result] = await this.command('getCall', () => this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`))
     if (!state) return null
-    const s = JSON.parse(state) as {
-      s: CallState['status']
-      e: number
-      a: number
-      r: CallState['replay']
-      n: string
-      h?: string
-      i?: string
-    }
+    type Stored = { s: CallState['status']; e: number; a: number; r: CallState['replay']; n: string; h?: string; i?: string; v?: string }
+    const s = JSON.parse(state) as Stored
     return {
       status: s.s,
       epoch: s.e,
       attempt: s.a,
       replay: s.r,
       name: s.n,
+      ...(s.v ? { version: s.v } : {}),
       ...(s.h ? { owner: { harness: s.h, ...(s.i ? { inputId: s.i } : {}) } } : {}),
       ...(result ? { result: JSON.parse(result) as RecordOf<'harness.tool.result'> } : {}),
     }
@@ -140,11 +134,12 @@ export class SessionLog extends SessionInputs {
         owner?.harness ?? '',
         owner?.inputId ?? '',
         fingerprint,
+        owner?.version ?? '',
       ],
     )
     if (reply[0] === 'unverified') return 'unverified'
-    const [kind, epoch, attempt, input] = reply
-    const begun = { kind, epoch: Number(epoch), attempt: Number(attempt) }
+    const [kind, epoch, attempt, input, version] = reply
+    const begun = { kind, epoch: Number(epoch), attempt: Number(attempt), ...(version ? { version } : {}) }
     return owner?.inputId && kind !== 'done' ? { ...begun, input: input ? (JSON.parse(input) as InputState) : null } : begun
   }
 

@@ -9,6 +9,8 @@ export interface BeginResult {
   attempt: number
   /** The state of the call's turn input, read in the same script (a call of a turn that began). */
   input?: InputState | null
+  /** The harness version the call began under (its first begin); absent for a call begun without one. */
+  version?: string
 }
 
 export interface CallState {
@@ -18,6 +20,8 @@ export interface CallState {
   replay: 'safe' | 'never'
   name: string
   owner?: CallOwner
+  /** The harness version the call began under. */
+  version?: string
   result?: RecordOf<'harness.tool.result'>
 }
 
@@ -34,6 +38,8 @@ export interface LoggedCall {
 export interface CallOwner {
   harness: string
   inputId?: string
+  /** The version of the harness that begins the call (kept by its first begin only). */
+  version?: string
 }
 
 /** What a fenced write names: the call and the attempt's epoch. */

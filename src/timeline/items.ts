@@ -55,7 +55,11 @@ function recordLine(name: string, r: Record<string, unknown>): Line | null {
     case 'harness.input':
       return { kind: 'input', inputId: r.inputId as string, text: `input ${r.inputId}: ${short(r.text)}` }
     case 'harness.tool.started':
-      return { kind: 'attempt', ...call, text: `${r.name} ${r.toolCallId} attempt ${r.attempt} (${r.reason}, replay ${r.replay})` }
+      return {
+        kind: 'attempt',
+        ...call,
+        text: `${r.name} ${r.toolCallId} attempt ${r.attempt} (${r.reason}, replay ${r.replay}${r.version ? `, version ${short(r.version)}` : ''})`,
+      }
     case 'harness.tool.step':
       return { kind: 'step', ...call, text: `${r.toolCallId} step ${r.name}${'value' in r ? ` = ${short(r.value)}` : ' done'}` }
     case 'harness.tool.step.retry': {

@@ -23,6 +23,8 @@ export interface DurableContextOptions {
   abortSignal?: AbortSignal
   /** The tool's default retry policy of every step.do (durableTool's `retry`). */
   retry?: RetryPolicy
+  /** The harness version the call began under: its questions record it. */
+  version?: string
 }
 
 export interface DurableContextHandle {
@@ -157,7 +159,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     if (Date.now() < stored.wakeAt) park(new Park('sleep', stored.wakeAt, name))
   }
 
-  const ask = createAsk({ log, fence, lookup, park, checkValue, ours })
+  const ask = createAsk({ log, fence, lookup, park, checkValue, ours, ...(options.version ? { version: options.version } : {}) })
 
   const append = (records: AppendRecord[]) => {
     if (parked) throw parked

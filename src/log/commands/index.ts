@@ -82,8 +82,11 @@ export interface ScriptContract {
       harness: string,
       inputId: string,
       fingerprint: string,
+      version: string,
     ]
-    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string] | ['unverified']
+    reply:
+      | [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string, version?: string]
+      | ['unverified']
   }
   cancelCall: {
     keys: [calls: string, log: string, staged: string, openCalls: string, questions: string, openQuestions: string, conversation: string]
