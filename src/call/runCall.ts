@@ -39,7 +39,7 @@ export async function runCall(
   secrets: SecretStore,
   abortSignal: AbortSignal,
 ): Promise<CallOutcome> {
-  const tool = toolOfCall(harness, call.name, begin.version)
+  const tool = toolOfCall(harness, call.name, begin.version ?? '')
   if (!tool) return { error: toToolError(new UnknownToolError(call.name, toolNames(harness))) }
   if (call.inputTooLarge !== undefined) {
     return {

@@ -107,7 +107,7 @@ async function attemptOutcome(
   attempt: Attempt,
 ): Promise<{ outcome: CallOutcome; secrets: SecretStore; duration: number }> {
   const { harness } = deps
-  const tool = toolOfCall(harness, call.name, begin.version)
+  const tool = toolOfCall(harness, call.name, begin.version ?? '')
   const interrupted = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
   let secrets: SecretStore
   try {

@@ -4,12 +4,13 @@ import { DurableHarnessError, UsageError } from '../errors.js'
 import { commandHelp, parseCommand, type Command } from './command.js'
 import { abort, resume, stats } from './commands/admin.js'
 import { dashboard } from './commands/dashboard.js'
+import { checkDeployCommand } from './commands/deploys.js'
 import { worker, sweep } from './commands/processes.js'
 import { answer, approve, deny, questions } from './commands/questions.js'
 import { log, sessions } from './commands/sessions.js'
 import { paint, terminalSafe } from './output.js'
 
-const COMMANDS: Command[] = [worker, sweep, sessions, log, questions, answer, approve, deny, abort, resume, stats, dashboard]
+const COMMANDS: Command[] = [worker, sweep, sessions, log, questions, answer, approve, deny, abort, resume, stats, dashboard, checkDeployCommand]
 
 function overview(): string {
   return [

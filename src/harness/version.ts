@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { convertSchemaToJsonSchema, type AnyServerTool } from '@tanstack/ai'
 
 /** JSON text with object keys sorted, so two equal schemas give one text whatever their key order. */
-function canonical(value: unknown): string {
+export function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
   if (value && typeof value === 'object')
     return `{${Object.keys(value)

@@ -288,6 +288,6 @@ function encodeValue(value: unknown): string {
   return value === undefined ? NO_VALUE : JSON.stringify(value)
 }
 
-function decodeValue(stored: string): unknown {
+export function decodeValue(stored: string): unknown {
   return stored === NO_VALUE ? undefined : JSON.parse(stored)
 }

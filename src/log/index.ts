@@ -27,3 +27,4 @@ export {
   type ToolCallRecord,
   type ModelUsage,
 } from './records.js'
+export { storedOpenCalls, moveWakeTime, type StoredCall } from './storedCalls.js'
