@@ -10,7 +10,21 @@ import { answer, approve, deny, questions } from './commands/questions.js'
 import { log, sessions } from './commands/sessions.js'
 import { paint, terminalSafe } from './output.js'
 
-const COMMANDS: Command[] = [worker, sweep, sessions, log, questions, answer, approve, deny, abort, resume, stats, dashboard, checkDeployCommand]
+const COMMANDS: Command[] = [
+  worker,
+  sweep,
+  sessions,
+  log,
+  questions,
+  answer,
+  approve,
+  deny,
+  abort,
+  resume,
+  stats,
+  dashboard,
+  checkDeployCommand,
+]
 
 function overview(): string {
   return [

@@ -7,7 +7,8 @@ import { redisFromEnv } from '../processEnv.js'
 export const checkDeployCommand: Command = {
   name: 'check-deploy',
   args: '<new harness module>',
-  summary: 'Checks the open, queued and parked calls and open questions in Redis against a new harness module; exit 1 lists every one it would break.',
+  summary:
+    'Checks the open, queued and parked calls and open questions in Redis against a new harness module; exit 1 lists every one it would break.',
   details: [
     'For each call not landed: its tool exists (or is a legacy tool of a call begun under an older version), its input passes the',
     "new input schema, and a dry replay of the new code (stored steps answered from storage, no step's fn runs) reaches every",

@@ -48,7 +48,15 @@ export const questions: Command = {
       print(
         table(
           ['QUESTION', 'SESSION', 'KIND', 'TOOL CALL', 'VERSION', 'MESSAGE', 'SCHEMA'],
-          list.map((q) => [q.questionId, q.sessionId, q.kind ?? 'ask', q.toolCallId, q.version ?? '-', q.message, JSON.stringify(q.schema)]),
+          list.map((q) => [
+            q.questionId,
+            q.sessionId,
+            q.kind ?? 'ask',
+            q.toolCallId,
+            q.version ?? '-',
+            q.message,
+            JSON.stringify(q.schema),
+          ]),
         ),
       )
     return 0
