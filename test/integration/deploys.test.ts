@@ -83,7 +83,7 @@ describe('deploys during a wait: the change table over worker processes', () => 
 
   it('check-deploy flags exactly the breaking rows of v2 (exit 1) and passes v2-safe (exit 0); the dry replay calls no provider', async () => {
     const before = await effects()
-    expect(before).toHaveLength(ROWS.length)
+    expect(before).toHaveLength(ROWS.length + 1) // reorder has two steps
     const [broken, safe] = await Promise.all([bin('v2', true), bin('v2-safe', false)])
     expect(broken.code, broken.stderr).toBe(1)
     const problems = broken.stdout
@@ -100,6 +100,8 @@ describe('deploys during a wait: the change table over worker processes', () => 
     expect(byRow('stepBefore')).toEqual(['step_not_reached stepBefore:1', 'step_not_reached go'])
     expect(byRow('removeStep')).toEqual(['step_not_reached removeStep:1'])
     expect(byRow('renameAsk')).toEqual(['step_not_reached go'])
+    expect(byRow('removeAsk')).toEqual(['step_not_reached go'])
+    expect(problems.find((p) => p.tool === 'removeAsk')!.message).toContain('its answer would be ignored')
     expect(byRow('answerSchema')).toEqual(['answer_schema_changed go'])
     expect(byRow('inputNarrow')).toEqual(['invalid_tool_input'])
     const renamed = problems.find((p) => p.tool === 'renameStep')!
@@ -122,13 +124,18 @@ describe('deploys during a wait: the change table over worker processes', () => 
   it('woken under v2, each call does what its row of the table says', async () => {
     await worker!.kill()
     worker = await spawnWorker({ redisUrl: url, prefix, module: MODULE, concurrency: 20, env: { DEPLOY_CODE: 'v2' } })
-    for (const [row, s] of sessions) await s.answer((await s.questions())[0]!.questionId, { ok: true })
-    // renamed ask: the answer to `go` is ignored and the person is asked again
-    const renameAsk = sessions.get('renameAsk')!
-    await waitUntil(async () => (await renameAsk.questions()).some((q) => q.name === 'go-v2'), 'the renamed question')
-    await renameAsk.answer((await renameAsk.questions())[0]!.questionId, { ok: true })
+    for (const s of sessions.values()) await s.answer((await s.questions())[0]!.questionId, { ok: true })
+    // renamed ask: the answer to `go` is ignored and the person is asked again; an ask added after the wait is asked
+    for (const [row, name] of [
+      ['renameAsk', 'go-v2'],
+      ['askAfter', 'go-again'],
+    ] as const) {
+      const s = sessions.get(row)!
+      await waitUntil(async () => (await s.questions()).some((q) => q.name === name), `the question ${name}`)
+      await s.answer((await s.questions())[0]!.questionId, { ok: true })
+    }
     const done = Object.fromEntries(await Promise.all(ROWS.map(async (row) => [row, await outcomes.get(row)!] as const)))
-    for (const row of [...SAFE_ROWS, 'renameStep', 'stepBefore', 'removeStep', 'renameAsk'])
+    for (const row of [...SAFE_ROWS, 'renameStep', 'stepBefore', 'removeStep', 'removeAsk', 'renameAsk'])
       expect(done[row], row).toEqual({ result: { done: row } })
     for (const [row, code] of [
       ['removed', 'unknown_tool'],
@@ -140,7 +147,9 @@ describe('deploys during a wait: the change table over worker processes', () => 
     const ran = await effects()
     const count = (name: string) => ran.filter((e) => e.startsWith(`${name}|`)).length
     // safe: stored steps replay (one run each); a step added after the wait runs once
-    for (const row of SAFE_ROWS) expect(count(`${row}:1`), row).toBe(1)
+    for (const row of SAFE_ROWS.filter((r) => r !== 'reorder')) expect(count(`${row}:1`), row).toBe(1)
+    // reordered stored steps: each found by its name, neither runs again
+    expect([count('reorder-a:1'), count('reorder-b:1')]).toEqual([1, 1])
     expect(count('stepAfter-new:1')).toBe(1)
     // a renamed step: its side effect ran again, under another idempotency key
     const keys = ran.filter((e) => e.startsWith('renameStep')).map((e) => e.split('|')[1])
