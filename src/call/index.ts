@@ -1,5 +1,5 @@
 export { processToolJob } from './toolJob.js'
 export { AGENT, CHILD_INPUT_ID, isAgentTool, childSessionId, type AgentToolMarker } from './agentCall.js'
 export { CallAborts, cancelledError } from './callAborts.js'
-export { runCall, type CallOutcome } from './runCall.js'
+export { runCall } from './runCall.js'
 export { keptResult } from './keptResult.js'
