@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import { pino, type Bindings, type Logger, type LoggerOptions } from 'pino'
 import { serializeError } from './credentials.js'
+import { jsonText, prettySafeLine } from './terminalText.js'
 
 /** pino-pretty is optional (not a dependency): without it, a terminal gets JSON lines too. */
 function hasPinoPretty(): boolean {
@@ -20,10 +21,14 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? process.env.LOG_LEVEL ?? 'info'
   // errors are redacted: an ioredis error can carry the Redis password
   options = { ...options, serializers: { ...options.serializers, err: serializeError } }
+  // log lines carry values models and callers chose (error messages, ids, inputs): none reaches a
+  // terminal raw. JSON lines escape what JSON.stringify leaves raw; the pretty printer decodes JSON
+  // escapes, so its lines get every string made visible first.
   if (process.stdout.isTTY && !process.env.LOG_JSON && hasPinoPretty()) {
-    return pino({ ...options, level, transport: { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,hostname' } } })
+    const transport = { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,hostname' } }
+    return pino({ ...options, level, hooks: { ...options.hooks, streamWrite: prettySafeLine }, transport })
   }
-  return pino({ ...options, level })
+  return pino({ ...options, level, hooks: { ...options.hooks, streamWrite: options.hooks?.streamWrite ?? jsonText } })
 }
 
 /** The levels a per-call logger writes at. */

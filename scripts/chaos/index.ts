@@ -208,7 +208,6 @@ const counters = {
   redisRestarts: 0,
   failovers: 0,
   masterKills: 0,
-  landed: 0,
   fencedLines: 0,
   zombieFenced: 0,
   crashedWorkers: 0,
@@ -222,7 +221,6 @@ const sweepRepairs: string[] = []
 /** Counts the worker's new log lines; drops them so a long run does not keep them all. */
 function scan(worker: Worker): void {
   for (const line of worker.w.lines) {
-    if (line.msg === 'tool call landed') counters.landed++
     if (typeof line.msg === 'string' && line.msg.includes('superseded')) {
       counters.fencedLines++
       if (worker.zombie) counters.zombieFenced++
@@ -243,7 +241,7 @@ function progress(final = false): void {
   const width = 24
   const filled = Math.round((done / allTurns.length) * width)
   const line =
-    `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] turns ${done}/${allTurns.length} | calls landed ${counters.landed}` +
+    `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] turns ${done}/${allTurns.length} | fenced writes ${counters.fencedLines}` +
     ` | kills ${counters.kills} | pauses ${counters.pauses} | ${cluster ? `failovers ${counters.failovers + counters.masterKills}` : `redis restarts ${counters.redisRestarts}`} | ${elapsed()}`
   if (tty) process.stderr.write(`\r\x1b[2K${line}${final ? '\n' : ''}`)
   else if ((final && line !== lastLine) || Date.now() - lastPlain >= 3_000) {

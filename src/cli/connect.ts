@@ -4,7 +4,7 @@ import { UsageError } from '../errors.js'
 import { createHarnessHost, type HarnessHost } from '../harness/host.js'
 import type { Harness } from '../harnessTypes.js'
 import { loadHarnesses } from './loadHarnesses.js'
-import { jsonText } from './output.js'
+import { jsonText } from '../terminalText.js'
 import { redisFromEnv } from './processEnv.js'
 
 type Values = Record<string, string | boolean | undefined>

@@ -8,7 +8,8 @@ import { checkDeployCommand } from './commands/deploys.js'
 import { worker, sweep } from './commands/processes.js'
 import { answer, approve, deny, questions } from './commands/questions.js'
 import { log, sessions } from './commands/sessions.js'
-import { paint, terminalSafe } from './output.js'
+import { terminalSafe } from '../terminalText.js'
+import { paint } from './output.js'
 
 const COMMANDS: Command[] = [
   worker,

@@ -6,7 +6,7 @@ import { createHarnessHost, type CloseOptions, type CloseResult, type HarnessHos
 import { createLogger } from '../logger.js'
 import { serveMetrics } from '../telemetry/index.js'
 import { loadHarnesses } from './loadHarnesses.js'
-import { jsonText, terminalSafe } from './output.js'
+import { terminalSafe } from '../terminalText.js'
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 /** Time SIGTERM gives active jobs; below docker compose's stop_grace_period (30 s), so we leave before SIGKILL. */
@@ -69,8 +69,7 @@ export async function startProcess(
   argv: string[],
   run: (host: HarnessHost, logger: Logger) => { close(options?: CloseOptions): Promise<CloseResult | void> },
 ): Promise<void> {
-  // log lines carry values models chose (error messages, ids): no bidi control or separator goes out raw
-  const logger = createLogger({ hooks: { streamWrite: jsonText } }).child({ role })
+  const logger = createLogger().child({ role })
   // whatever escapes is logged through the redacting serializer (an ioredis error carries the AUTH
   // arguments, password included), never printed raw by Node, and ends the process
   for (const event of ['uncaughtException', 'unhandledRejection'] as const) {

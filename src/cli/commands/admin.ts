@@ -1,7 +1,8 @@
 import { UsageError } from '../../errors.js'
 import type { Command } from '../command.js'
 import { withHost } from '../connect.js'
-import { jsonLine, print, table, terminalSafe } from '../output.js'
+import { terminalSafe } from '../../terminalText.js'
+import { jsonLine, print, table } from '../output.js'
 
 export const abort: Command = {
   name: 'abort',

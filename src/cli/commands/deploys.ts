@@ -1,7 +1,8 @@
 import { checkDeploy } from '../../deploys/index.js'
 import type { Command } from '../command.js'
 import { loadHarnesses } from '../loadHarnesses.js'
-import { jsonLine, paint, print, terminalSafe } from '../output.js'
+import { terminalSafe } from '../../terminalText.js'
+import { jsonLine, paint, print } from '../output.js'
 import { redisFromEnv } from '../processEnv.js'
 
 export const checkDeployCommand: Command = {

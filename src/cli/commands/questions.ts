@@ -2,7 +2,8 @@ import { UsageError } from '../../errors.js'
 import type { HarnessHost } from '../../harness/host.js'
 import { countOption, type Command } from '../command.js'
 import { withHost } from '../connect.js'
-import { jsonLine, print, table, terminalSafe } from '../output.js'
+import { terminalSafe } from '../../terminalText.js'
+import { jsonLine, print, table } from '../output.js'
 
 const sessionOption = { session: { type: 'string', help: 'the session of the question (default: found among open questions)' } } as const
 
