@@ -29,8 +29,22 @@ function harnessOf(harnesses: readonly Harness[], owner: string | undefined, too
  * Checks one session's open work against the new harnesses: each call not landed (queued, running or
  * parked) by checkCall, each open turn's harness by name. Reads the session's log, calls and steps.
  */
-export async function checkSession(log: SessionLog, harnesses: readonly Harness[]): Promise<DeployReport> {
+export async function checkSession(
+  log: SessionLog,
+  harnesses: readonly Harness[],
+  openInputs: readonly string[] = [],
+): Promise<DeployReport> {
   const problems: DeployProblem[] = []
+  // a queued or running turn: the new module must have its harness to run it at all
+  for (const inputId of openInputs) {
+    const input = await log.getInput(inputId)
+    if (input && input.status === 'open' && !harnesses.some((h) => h.name === input.harness))
+      problems.push({
+        code: 'unknown_harness',
+        sessionId: log.sessionId,
+        message: `turn ${inputId} is of harness "${input.harness}", which is not in the new module: nothing would run it`,
+      })
+  }
   const calls = await storedOpenCalls(log)
   for (const stored of calls) {
     const logged = await log.findLoggedCall(stored.toolCallId, stored.state?.owner?.inputId)
@@ -75,12 +89,16 @@ export async function checkDeploy(options: StorageOptions & { harnesses: readonl
   const shards = options.shards ?? defaultShards()
   return withStorage(options, async (client) => {
     const work = new OpenWork(client, prefix, shards)
-    const sessions = new Set<string>()
+    const sessions = new Map<string, string[]>()
     for (const index of ['openCalls', 'openTurns', 'openQuestions'] as const)
-      for (const item of await work.olderThan(index, Date.now() + 365 * 86_400_000, 100_000)) sessions.add(item.sessionId)
+      for (const item of await work.olderThan(index, Date.now() + 365 * 86_400_000, 100_000)) {
+        const inputs = sessions.get(item.sessionId) ?? []
+        if (index === 'openTurns') inputs.push(item.id)
+        sessions.set(item.sessionId, inputs)
+      }
     const report: DeployReport = { sessions: 0, calls: 0, problems: [] }
-    for (const sessionId of [...sessions].sort()) {
-      const checked = await checkSession(new SessionLog(client, prefix, sessionId, { shards }), options.harnesses)
+    for (const [sessionId, inputs] of [...sessions].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const checked = await checkSession(new SessionLog(client, prefix, sessionId, { shards }), options.harnesses, inputs)
       report.sessions += 1
       report.calls += checked.calls
       report.problems.push(...checked.problems)

@@ -5,9 +5,10 @@
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createHarnessHost, ToolCallError, type HarnessHost, type Session } from '../../src/index.js'
+import { checkDeploy } from '../../src/deploys/index.js'
+import { createHarnessHost, defineHarness, ToolCallError, type HarnessHost, type Session } from '../../src/index.js'
 import type { RecordOf } from '../../src/log/index.js'
-import { replaySession, type DeployProblem } from '../../src/testing/index.js'
+import { replaySession, scriptedModel, type DeployProblem } from '../../src/testing/index.js'
 import { BREAKING_ROWS, deployHarness, provider, ROWS, SAFE_ROWS } from '../fixtures/deploys.js'
 import { runBin } from '../helpers/cli.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
@@ -118,6 +119,10 @@ describe('deploys during a wait: the change table over worker processes', () => 
     const replayed = await replaySession({ redis: url, prefix, sessionId: 's-renameStep', harness: v2 })
     expect(replayed.problems.map((p) => p.step)).toEqual(['renameStep:1', 'go'])
     expect((await replaySession({ redis: url, prefix, sessionId: 's-stepAfter', harness: v2 })).problems).toEqual([])
+    // a module without the calls' harness: nothing would run them
+    const other = defineHarness({ name: 'deploys/other', adapter: scriptedModel([]) })
+    const orphaned = await checkDeploy({ redis: url, prefix, harnesses: [other] })
+    expect(orphaned.problems.map((p) => p.code)).toEqual(ROWS.map(() => 'unknown_harness'))
     expect(await effects()).toEqual(before) // no step's fn ran: the provider counts no call
   }, 180_000)
 
