@@ -164,6 +164,12 @@ describe('deploys during a wait: the change table over worker processes', () => 
     expect([count('stepBefore-new:1'), count('stepBefore:1')]).toEqual([1, 1])
   }, 300_000)
 
+  it('check-deploy without a module is a usage error (exit 2) that names the argument', async () => {
+    const usage = await runBin(['check-deploy'], { REDIS_URL: url, DH_PREFIX: prefix })
+    expect(usage.code).toBe(2)
+    expect(usage.stderr).toContain('Usage: harness check-deploy <new harness module>')
+  }, 120_000)
+
   it('a legacy tool runs only calls begun under an older version: a new call of it under v2 lands unknown_tool', async () => {
     const s = host.open(v1, { sessionId: 's-legacy-new' })
     const error = await s
