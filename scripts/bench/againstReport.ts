@@ -20,8 +20,8 @@ export const AB_ROWS: readonly RowSpec[] = [
   { id: 'drain-10', figure: '1-step calls/s drained, concurrency 10', unit: '/s', better: 'higher' },
   { id: 'drain-50', figure: '1-step calls/s drained, concurrency 50', unit: '/s', better: 'higher' },
   { id: 'cpu-drain-10', figure: 'own CPU (Node + Redis) per drained call, concurrency 10', unit: 'µs', better: 'lower' },
-  { id: 'floor-10', figure: 'floor (bare worker, 3 scripts) calls/s, concurrency 10', unit: '/s', better: 'higher' },
-  { id: 'floor-50', figure: 'floor (bare worker, 3 scripts) calls/s, concurrency 50', unit: '/s', better: 'higher' },
+  { id: 'floor-10', figure: 'floor (bare worker, only the scripts a call needs) calls/s, concurrency 10', unit: '/s', better: 'higher' },
+  { id: 'floor-50', figure: 'floor (bare worker, only the scripts a call needs) calls/s, concurrency 50', unit: '/s', better: 'higher' },
   { id: 'cpu-floor-10', figure: 'own CPU (Node + Redis) per floor call, concurrency 10', unit: 'µs', better: 'lower' },
   { id: 'raw-20', figure: 'control: raw BullMQ round trips/s, 20 callers (same code both sides)', unit: '/s', better: 'higher' },
 ]

@@ -4,6 +4,10 @@
 // `AB-RESULT {"rows":{...}}` on stdout: a value a row, or the reason the row could not be measured
 // (an older library without an API the row needs). Progress goes to stderr.
 // `npx tsx scripts/bench/againstSide.ts --lib <root> --redis <url> --rows runTool-p50,drain-10 [--quick]`
+// `--cpu-prof <dir>`: a V8 CPU profile of the measured part of the runTool-20 and drain rows only
+// (after the warm-up), one `<row>.cpuprofile` each; compare sides with profileDiff.ts.
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { Session as Inspector } from 'node:inspector'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { toolDefinition } from '@tanstack/ai'
@@ -57,6 +61,26 @@ const arg = (name: string) => {
   return i >= 0 ? process.argv[i + 1] : undefined
 }
 
+/** Runs `measure` under the V8 profiler when `dir` is given, writing `<dir>/<row>.cpuprofile`. */
+async function profiled<T>(dir: string | undefined, row: string, measure: () => Promise<T>): Promise<T> {
+  if (!dir) return measure()
+  const inspector = new Inspector()
+  inspector.connect()
+  const post = (method: string, params: object = {}) =>
+    new Promise<unknown>((resolve, reject) => inspector.post(method, params, (err, res) => (err ? reject(err) : resolve(res))))
+  await post('Profiler.enable')
+  await post('Profiler.setSamplingInterval', { interval: 100 })
+  await post('Profiler.start')
+  try {
+    return await measure()
+  } finally {
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown }
+    inspector.disconnect()
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, `${row}.cpuprofile`), JSON.stringify(profile))
+  }
+}
+
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 300)
 
 async function main(): Promise<void> {
@@ -65,8 +89,10 @@ async function main(): Promise<void> {
   const wanted = new Set((arg('rows') ?? '').split(',').filter(Boolean))
   if (!root || !url || wanted.size === 0) throw new Error('againstSide: needs --lib <root> --redis <url> --rows <ids>')
   const quick = process.argv.includes('--quick')
+  const profileDir = arg('cpu-prof')
   const size = quick ? { seq: 100, callers: 500, drain: 1000 } : { seq: 200, callers: 1000, drain: 2000 }
   const callers = 20
+  const perCall = (us: number) => Math.round(us / size.callers)
   const progress = stderrProgress
   const rows: Record<string, RowResult> = {}
   const failAll = (ids: string[], e: unknown) => ids.forEach((id) => wanted.has(id) && (rows[id] = { error: message(e) }))
@@ -120,11 +146,14 @@ async function main(): Promise<void> {
           if (want('runTool-20', 'cpu-20')) {
             const cpu0 = process.cpuUsage()
             const redis0 = await serverUsec(stats)
-            const ms = await pool(size.callers, callers, (i) => call(`par-${i % callers}`))
+            const ms = await profiled(profileDir, 'runTool-20', () => pool(size.callers, callers, (i) => call(`par-${i % callers}`)))
             const cpu = process.cpuUsage(cpu0)
             const redisUs = (await serverUsec(stats)) - redis0
             rows['runTool-20'] = { value: (size.callers / ms) * 1000 }
             rows['cpu-20'] = { value: (cpu.user + cpu.system + redisUs) / size.callers }
+            progress(
+              `[side] cpu-20 a call: Node user ${perCall(cpu.user)} µs, system ${perCall(cpu.system)} µs, redis-server ${perCall(redisUs)} µs`,
+            )
           }
           if (want('commands', 'lua-calls')) {
             // ioredis can trip over a MONITOR line under load ("Command queue state error"): one more try
@@ -156,7 +185,7 @@ async function main(): Promise<void> {
       const drainRows = async (id: string, cpuId: string, start: () => Drainable) => {
         const cpu0 = process.cpuUsage()
         const redis0 = await serverUsec(stats)
-        const ms = await drainWith(start, 'tools.', size.drain)
+        const ms = await profiled(profileDir, id, () => drainWith(start, 'tools.', size.drain))
         const cpu = process.cpuUsage(cpu0)
         const redisUs = (await serverUsec(stats)) - redis0
         rows[id] = { value: (size.drain / ms) * 1000 }

@@ -4,9 +4,7 @@
 // top frames by self time and the self time per package; writes the .cpuprofile for a viewer.
 // `--raw`: the same for raw BullMQ no-op jobs (our job options and worker settings), for comparison.
 // `--floor`: the same durable calls drained by the floor worker of floor.ts (a bare BullMQ worker that
-// only sends the three scripts a 1-step call cannot do without): the design's floor.
-// `--floor --two`: the same with two scripts (no saveStep): the floor of a design that folds the begin
-// into the first fenced write.
+// only sends the scripts a 1-step call cannot do without: two for a call begun with its request): the design's floor.
 // Uses REDIS_URL when set (only its own key prefix, deleted afterwards); else a private redis-server.
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
@@ -90,7 +88,6 @@ const host = createHarnessHost({ redis: url, harnesses: [harness], prefix, logge
 const session = new Session()
 const raw = process.argv.includes('--raw')
 const floor = process.argv.includes('--floor')
-const two = process.argv.includes('--two')
 const connection = new Redis(url, { maxRetriesPerRequest: null })
 const queue = new Queue('raw', { connection, prefix: bullPrefix(prefix, 0, 1) })
 try {
@@ -122,7 +119,7 @@ try {
     : floor
       ? startFloorWorker(
           { SessionLog, bullPrefix, toolQueueName },
-          { redisUrl: url, prefix, harness: harness.name, concurrency, connection, scripts: two ? 2 : 3 },
+          { redisUrl: url, prefix, harness: harness.name, concurrency, connection },
         )
       : host.startWorkers({ concurrency, sweepEveryMs: 0 })
   let done = 0
@@ -141,7 +138,7 @@ try {
   writeFileSync(out, JSON.stringify(profile))
   const summary = summarizeProfile(profile)
   console.log(
-    `${calls} ${raw ? 'raw no-op jobs' : floor ? `durable calls (floor: ${two ? 'two' : 'the three'} scripts only)` : 'durable calls'} drained at concurrency ${concurrency} in ${Math.round(ms)} ms (${Math.round((calls / ms) * 1000)}/s); profile: ${out}`,
+    `${calls} ${raw ? 'raw no-op jobs' : floor ? 'durable calls (floor: only the scripts a call needs)' : 'durable calls'} drained at concurrency ${concurrency} in ${Math.round(ms)} ms (${Math.round((calls / ms) * 1000)}/s); profile: ${out}`,
   )
   console.log(
     `Node CPU while draining: ${Math.round((cpu.user + cpu.system) / calls)} µs a call (user ${Math.round(cpu.user / 1000)} ms, system ${Math.round(cpu.system / 1000)} ms)`,

@@ -310,7 +310,7 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       const per = profile.commandsPerOp
       info('2f', `Redis commands per drained call (1 step), ${what}`, `${per}`, `BullMQ no-op job ${job}`, per / job)
     }
-    // 2g/2h: our overhead above the design's floor (floor.ts: a bare worker, 3 scripts a call), same reps
+    // 2g/2h: our overhead above the design's floor (floor.ts: a bare worker, only the scripts a call needs), same reps
     for (const run of ours.drain1) {
       const base = r.calls.floor.drain.find((d) => d.concurrency === run.concurrency)!
       const figure = `durable calls/s (1 step), runTool, concurrency ${run.concurrency}, against the floor`

@@ -77,7 +77,7 @@ export interface ToolCallsResult {
     /** One runTool call; draining at concurrency 10, per tool call (enqueue not included). */
     profile: { runTool: CommandProfile; drain1: CommandProfile; drain10: CommandProfile }
   }
-  /** The same 1-step calls as drain1, drained by floor.ts's bare worker (3 scripts a call), in the same reps. */
+  /** The same 1-step calls as drain1, drained by floor.ts's bare worker (only the scripts a call needs), in the same reps. */
   floor: { drain: DrainRun[]; profile: CommandProfile }
 }
 

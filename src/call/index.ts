@@ -3,3 +3,4 @@ export { AGENT, CHILD_INPUT_ID, isAgentTool, childSessionId, type AgentToolMarke
 export { CallAborts, cancelledError } from './callAborts.js'
 export { runCall } from './runCall.js'
 export { keptResult } from './keptResult.js'
+export { skipsBegin } from './loggedCall.js'

@@ -4,6 +4,8 @@ import { toolOf } from '../harnessTypes.js'
 import { callFingerprint, openMember, parseToolJobId, type BeginResult, type SessionLog } from '../log/index.js'
 import type { ToolJobData } from '../queue/index.js'
 import { replayOf } from '../tool/index.js'
+import { isAgentTool } from './agentCall.js'
+import { needsApproval } from './approval.js'
 import type { ToolJobDeps } from './toolJob.js'
 
 /** A tool job's call: its session, id, turn and input, and the tool's name. */
@@ -28,7 +30,16 @@ export async function beginLoggedCall(
   const log = deps.logFor(ids.sessionId)
   const { data } = job
   const claimed = toolCall(ids, data.traceparent, { ...data, name: job.name })
-  const checked = await begin(log, claimed, fingerprintOf(claimed), deps)
+  const fingerprint = fingerprintOf(claimed)
+  if (beganWithRequest(job, ids, fingerprint, deps)) {
+    return {
+      call: claimed,
+      begin: { kind: 'fresh', epoch: 1, attempt: 1, version: deps.harness.version },
+      attempt: deps.aborts.open(undefined),
+      log,
+    }
+  }
+  const checked = await begin(log, claimed, fingerprint, deps)
   if (checked && data.sessionId === ids.sessionId && data.toolCallId === ids.toolCallId) return checked
   if (checked) {
     warnDisagreement(
@@ -47,6 +58,29 @@ export async function beginLoggedCall(
   warnDisagreement(deps, ids, fields)
   // taken from the log itself: begun unchecked (a fingerprint of an older version may differ)
   return (await begin(log, call, '', deps))!
+}
+
+/**
+ * A runTool call of a tool that may skip its begin: replay 'safe' (a cut one runs again, so a first
+ * attempt nobody saw begin is no loss), not an agent tool nor one that needs an approval (their
+ * first acts read the call's state). Its request begins it (requestCall-4.lua) and marks its job.
+ */
+export function skipsBegin(tool: unknown): boolean {
+  return !!tool && replayOf(tool) === 'safe' && !isAgentTool(tool) && !needsApproval(tool)
+}
+
+/**
+ * True for the first delivery of a job its runTool request began (epoch 1): its data is the logged
+ * call's (the mark verifies its ids, tool and input: callMarks.ts), BullMQ runs it for the first
+ * time and it did not stall, so no attempt of the call can have begun. It runs without a begin of its
+ * own; a later delivery begins as any job does, and its begin counts the call cut (a new epoch).
+ */
+function beganWithRequest(job: Job<ToolJobData>, ids: { sessionId: string; toolCallId: string }, fingerprint: string, deps: ToolJobDeps) {
+  const { data } = job
+  if (data.mark === undefined || data.inputId !== undefined || data.inputTooLarge !== undefined) return false
+  if (data.sessionId !== ids.sessionId || data.toolCallId !== ids.toolCallId) return false
+  if (job.attemptsStarted !== 1 || job.stalledCounter > 0 || !skipsBegin(toolOf(deps.harness, job.name))) return false
+  return deps.marks?.verify(ids.sessionId, ids.toolCallId, fingerprint, data.mark, Date.now()) === true
 }
 
 /** A call of these ids with the tool, input and turn of `source` (the job's data, or the logged call). */

@@ -2,7 +2,7 @@ import { DelayedError, type Job } from 'bullmq'
 import { FencedError, StorageError } from '../errors.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOfCall, type Harness } from '../harnessTypes.js'
-import { contextOf, type BeginResult, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
+import { contextOf, sendCorked, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
 import { questionIdOf, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
@@ -26,6 +26,8 @@ export interface ToolJobDeps {
    * Cluster): the landing is sent there right before, so the two travel in one round trip, in order.
    */
   completesOn?: RedisClient
+  /** The deployment's call marks: a marked runTool job's first delivery skips its begin (loggedCall.ts). */
+  marks?: CallMarks | undefined
 }
 
 /**
@@ -60,7 +62,14 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       callLanded(deps.harness.name, call, landing, job.timestamp)
       logger.debug({ outcome: landing }, 'tool call landed')
     }
-    if (deps.completesOn) return landBehindCompletion(log.via(deps.completesOn).landResult(fence, call.name, kept), landed, logger)
+    const on = deps.completesOn
+    // the completion leaves in the landing's socket write
+    if (on)
+      return landBehindCompletion(
+        sendCorked(on, () => log.via(on).landResult(fence, call.name, kept)),
+        landed,
+        logger,
+      )
     await log.landResult(fence, call.name, kept)
     landed()
   } catch (error) {

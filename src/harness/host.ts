@@ -6,6 +6,8 @@ import {
   assertSessionId,
   assertShards,
   claimShardCount,
+  claimCallMarks,
+  type CallMarks,
   defaultShards,
   indexKeys,
   OpenWork,
@@ -179,16 +181,28 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const logFor = (sessionId: string) => new SessionLog(logRedis, prefix, sessionId, logOptions)
   const openSession = (harness: Harness, sessionId: string): Session => {
     assertSessionId(sessionId)
-    return new Session({ harness, log: logFor(sessionId), queues: queuesOf(harness), notifier, open: openSession, deployment: checkShards })
+    return new Session({
+      harness,
+      log: logFor(sessionId),
+      queues: queuesOf(harness),
+      notifier,
+      open: openSession,
+      deployment: checkShards,
+      callMarks,
+    })
   }
   const openWork = new OpenWork(redis, prefix, shards)
   // the deployment's shard count: the first host writes it, every later one must agree (checked once;
   // ready(), the workers, the sweeper and every session write wait for it)
+  // with it, the deployment's call mark key (callMarks.ts), read once in the same round trip
   let shardCheck: Promise<void> | undefined
+  let marks: CallMarks | undefined
+  const callMarks = () => marks
   const checkShards = (): Promise<void> =>
     (shardCheck ??= (async () => {
-      const stored = await claimShardCount(redis, prefix, shards)
+      const [stored, claimed] = await Promise.all([claimShardCount(redis, prefix, shards), claimCallMarks(redis, prefix)])
       if (stored !== null && stored !== shards) throw new ShardCountError(prefix, stored, shards)
+      marks = claimed
     })().catch((error: unknown) => {
       if (!(error instanceof ShardCountError)) shardCheck = undefined // Redis trouble: check again next time
       throw error
@@ -227,6 +241,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
           queuesByName,
           keepJobs: retention?.keepJobs,
           checkShards,
+          callMarks,
           sweepOnce,
           retain,
           running,

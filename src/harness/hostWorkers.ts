@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import { CallAborts } from '../call/index.js'
 import { ConfigError } from '../errors.js'
 import type { Harness } from '../harnessTypes.js'
-import { openMember, type RedisClient, type SessionLog } from '../log/index.js'
+import { openMember, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues } from '../queue/index.js'
 import type { Notifier } from './notifier.js'
 import { startSweepTimer } from './sweepTimer.js'
@@ -34,6 +34,8 @@ export interface HostWorkersContext {
   keepJobs: { completedMs: number; failedMs: number } | undefined
   /** Resolves once the deployment's shard count is known to match (rejects with ShardCountError). */
   checkShards(): Promise<void>
+  /** The deployment's call marks, known once checkShards resolved. */
+  callMarks(): CallMarks | undefined
   sweepOnce(options: { shards: readonly number[] }): Promise<unknown>
   retain(options: { shards: readonly number[] }): Promise<unknown>
   /** The host's running worker sets: a handle adds itself, and takes itself out on close. */
@@ -87,6 +89,7 @@ export function startHostWorkers(
         queuesByName: host.queuesByName,
         aborts,
         logger,
+        callMarks: host.callMarks,
         ...(host.keepJobs ? { keepJobs: host.keepJobs } : {}),
       }),
     ),

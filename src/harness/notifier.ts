@@ -19,6 +19,21 @@ const RECHECK_MS = 1_000
  * (ioredis keeps one sharded subscriber connection per master, and follows a failover). The waiter
  * always re-checks the durable state, so the message is a hint, never the truth.
  */
+/** Ends a wait() early (its promise rejects); lighter than an AbortController for a wait of every call. */
+export class WaitCancel {
+  cancelled = false
+  private wake: () => void = () => {}
+
+  onCancel(wake: () => void): void {
+    this.wake = wake
+  }
+
+  cancel(): void {
+    this.cancelled = true
+    this.wake()
+  }
+}
+
 export class Notifier {
   private subscriber: RedisClient | null = null
   private subscribed: Promise<void> | null = null
@@ -60,7 +75,13 @@ export class Notifier {
     key: string,
     check: () => Promise<T | undefined>,
     what: string,
-    options: { timeoutMs?: number; fresh?: boolean; fromPayload?: (payload: string) => T | undefined; signal?: AbortSignal } = {},
+    options: {
+      timeoutMs?: number
+      fresh?: boolean
+      fromPayload?: (payload: string) => T | undefined
+      signal?: AbortSignal
+      cancel?: WaitCancel
+    } = {},
   ): Promise<T> {
     const { timeoutMs } = options
     const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs
@@ -78,10 +99,12 @@ export class Notifier {
     set.add(onMessage)
     const onAbort = () => wake()
     options.signal?.addEventListener('abort', onAbort, { once: true })
+    options.cancel?.onCancel(onAbort)
     try {
       await this.subscribe()
       for (let first = true; ; first = false) {
         options.signal?.throwIfAborted()
+        if (options.cancel?.cancelled) throw new Error(`${what}: no longer awaited`)
         if (found !== undefined) return found
         signalled = false
         if (!(first && options.fresh)) {

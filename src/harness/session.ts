@@ -17,6 +17,7 @@ import {
   assertInputId,
   assertToolCallId,
   messageKey,
+  type CallMarks,
   type FollowOptions,
   type LogEntry,
   type Question,
@@ -26,13 +27,14 @@ import {
 } from '../log/index.js'
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
-import { enqueueCall, enqueueCallBehind, enqueueTurn, wakeCall, wakeTurn, type HarnessQueues } from '../queue/index.js'
+import { enqueueCall, enqueueTurn, wakeCall, wakeTurn, type HarnessQueues } from '../queue/index.js'
 import { settleTurn } from '../turn/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import { assertNoSecrets } from './callerSecrets.js'
 import { cancelParkedCalls } from './cancel.js'
 import { usageOf, type SessionUsage } from './usage.js'
-import type { Notifier } from './notifier.js'
+import { enqueueNewCall } from './newCall.js'
+import { WaitCancel, type Notifier } from './notifier.js'
 
 /** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
 export interface Settled {
@@ -65,9 +67,10 @@ export interface SessionDeps {
   open(harness: Harness, sessionId: string): Session
   /**
    * Resolves once the deployment's shard count is known to be this host's (checked once a host);
-   * rejects with ShardCountError when it is not, so a host with another count writes nothing.
-   */
+   * rejects with ShardCountError when it is not, so a host with another count writes nothing. Then
+   * `callMarks` are known: a new runTool call's job gets one (src/log/callMarks.ts). */
   deployment(): Promise<void>
+  callMarks?(): CallMarks | undefined
 }
 
 export interface PromptOptions {
@@ -216,7 +219,7 @@ export class Session {
     if (!fresh && (await log.requestCall(toolCallId, call.name, input)) === 'conflict') throw new ToolCallConflictError(toolCallId)
     await notifier.ready()
     let requested = !fresh
-    const cancel = new AbortController()
+    const cancel = new WaitCancel()
     const landed = notifier.wait(
       messageKey('call', this.sessionId, toolCallId),
       async () => {
@@ -225,18 +228,17 @@ export class Session {
         return state?.status === 'done' ? state.result : undefined
       },
       `Tool call ${toolCallId}`,
-      { ...options, fresh, signal: cancel.signal, fromPayload: (payload) => JSON.parse(payload) as RecordOf<'harness.tool.result'> },
+      { ...options, fresh, cancel, fromPayload: (payload) => JSON.parse(payload) as RecordOf<'harness.tool.result'> },
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
-    // the request (which also lists the session for retention) is logged before the job exists (a job
-    // begins only as its logged call): sent right before the add on the queue's connection, one round
-    // trip. Added again for a caller's retry too: a no-op while the job exists, a repair if it was lost
+    // the request (listing the session for retention) is logged before the job exists: a job begins
+    // only as its logged call (newCall.ts). A caller's retry adds it again: a no-op, or a lost job's repair
     const job = { toolCallId, name: call.name, input }
     const enqueue = fresh
-      ? enqueueCallBehind(queues, harness, this.sessionId, job, (client) => log.via(client).requestCall(toolCallId, call.name, input))
+      ? enqueueNewCall(queues, harness, log, job, this.deps.callMarks?.())
       : enqueueCall(queues, harness, this.sessionId, job)
     await enqueue.catch((error) => {
-      cancel.abort()
+      cancel.cancel()
       throw error
     })
     requested = true

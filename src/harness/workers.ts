@@ -4,7 +4,7 @@ import type { Logger } from 'pino'
 import { isAuthFailure } from '../credentials.js'
 import { processToolJob, type CallAborts } from '../call/index.js'
 import type { Harness } from '../harnessTypes.js'
-import { parseToolJobId, type SessionLog } from '../log/index.js'
+import { parseToolJobId, type CallMarks, type SessionLog } from '../log/index.js'
 import {
   bullPrefix,
   finishedJobs,
@@ -32,6 +32,8 @@ export interface WorkerSetOptions {
   queuesByName(name: string): HarnessQueues | undefined
   aborts: CallAborts
   logger: Logger
+  /** The deployment's call marks (a marked runTool job skips its begin on its first delivery). */
+  callMarks?(): CallMarks | undefined
   /** How long finished jobs are kept (retention; default DEFAULT_FINISHED_JOBS). */
   keepJobs?: { completedMs: number; failedMs: number }
 }
@@ -66,7 +68,15 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
     (job, token) =>
       // the span names the session and call of the job's id, which its data cannot change
       callAttemptSpan({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }, () =>
-        processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger, ...(completesOn ? { completesOn } : {}) }),
+        processToolJob(job, token, {
+          harness,
+          logFor,
+          queuesOf,
+          aborts,
+          logger,
+          marks: options.callMarks?.(),
+          ...(completesOn ? { completesOn } : {}),
+        }),
       ),
     common,
   )

@@ -6,7 +6,7 @@ import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from '.
 import { SessionInputs, type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { encodeRecord } from './stream.js'
 import type { LandArgs } from './commands/index.js'
-import type { BeginResult, CallOwner, CallState, Fence, LoggedCall } from './callState.js'
+import type { BeginResult, CallOwner, CallState, Fence, LoggedCall, RequestBegin, StoredCallState } from './callState.js'
 
 /** A step's failed tries so far (`a`), the next try's time (`n`), or why there is none (`x`), and the last error. */
 export interface StepRetryState {
@@ -27,11 +27,29 @@ const NO_VALUE = ''
  * script (src/log/commands) whose first act is the fence check.
  */
 export class SessionLog extends SessionInputs {
-  /** Logs a runTool request under its id once ('exists': the same tool and input, 'conflict': another), listing its session for retention. */
-  async requestCall(toolCallId: string, name: string, input: unknown): Promise<'added' | 'exists' | 'conflict'> {
+  /**
+   * Logs a runTool request under its id once ('exists': the same tool and input, 'conflict': another),
+   * listing its session for retention. `begin`: a new call is begun in the same write (its first
+   * delivery skips its begin: callMarks.ts), for the harness named, with the fingerprint made already.
+   */
+  async requestCall(toolCallId: string, name: string, input: unknown, begin?: RequestBegin): Promise<'added' | 'exists' | 'conflict'> {
     const record = encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input })
-    const args: [string, string, string, number, string] = [toolCallId, callFingerprint(name, input), record, Date.now(), this.sessionId]
-    const [status] = await this.script('requestCall', [this.keys.calls, this.keys.log, this.index.sessions], args)
+    const fingerprint = begin?.fingerprint ?? callFingerprint(name, input)
+    const [status] = await this.script(
+      'requestCall',
+      [this.keys.calls, this.keys.log, this.index.sessions, this.index.openCalls],
+      [
+        toolCallId,
+        fingerprint,
+        record,
+        Date.now(),
+        this.sessionId,
+        begin?.harness ?? '',
+        name,
+        openMember(this.sessionId, toolCallId),
+        begin?.version ?? '',
+      ],
+    )
     return status
   }
 
@@ -87,8 +105,7 @@ export class SessionLog extends SessionInputs {
   async getCall(toolCallId: string): Promise<CallState | null> {
     const [state, result] = await this.command('getCall', () => this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`))
     if (!state) return null
-    type Stored = { s: CallState['status']; e: number; a: number; r: CallState['replay']; n: string; h?: string; i?: string; v?: string }
-    const s = JSON.parse(state) as Stored
+    const s = JSON.parse(state) as StoredCallState
     return {
       status: s.s,
       epoch: s.e,

@@ -47,3 +47,20 @@ export interface Fence {
   toolCallId: string
   epoch: number
 }
+
+/** A call's state as the calls hash holds it (`q`: begun with its runTool request, not begun since: requestCall-4.lua). */
+export interface StoredCallState {
+  s: CallState['status']
+  e: number
+  a: number
+  r: CallState['replay']
+  n: string
+  h?: string
+  i?: string
+  /** The harness version the call began under (docs/deploys.md). */
+  v?: string
+  q?: 1
+}
+
+/** A runTool request that begins its call too: the call's harness, and its fingerprint made already. */
+export type RequestBegin = { harness: string; fingerprint: string; version?: string }

@@ -92,6 +92,11 @@ export function shardCountKey(prefix: string): string {
   return `${prefix}:shards`
 }
 
+/** The deployment's key of call marks (callMarks.ts): random, written once, never sent to a queue. */
+export function callMarkKey(prefix: string): string {
+  return `${prefix}:call-mark-key`
+}
+
 /**
  * Field of the steps hash. A stored tool call id never holds NUL (see callIds.ts), so the first NUL
  * separates it from the step name whatever the name holds.

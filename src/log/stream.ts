@@ -122,14 +122,20 @@ export class LogStream {
    * `writeRetryMs` first, so an OOM or a blip never turns a side effect that ran into a tool error.
    */
   protected async command<T>(operation: string, run: () => Promise<T>, retry = false): Promise<T> {
-    const deadline = Date.now() + (retry ? this.writeRetryMs : 0)
-    for (let delay = 20; ; delay = Math.min(delay * 2, 1_000)) {
-      try {
-        return await run()
-      } catch (error) {
-        if (error instanceof DurableHarnessError) throw error
-        if (Date.now() + delay > deadline) throw new StorageError(operation, this.sessionId, error)
+    try {
+      return await run()
+    } catch (error) {
+      // the loop, its clock and its backoff only once a try failed: the hot path is one await
+      const deadline = Date.now() + (retry ? this.writeRetryMs : 0)
+      for (let delay = 20, last = error; ; delay = Math.min(delay * 2, 1_000)) {
+        if (last instanceof DurableHarnessError) throw last
+        if (Date.now() + delay > deadline) throw new StorageError(operation, this.sessionId, last)
         await new Promise((resolve) => setTimeout(resolve, delay))
+        try {
+          return await run()
+        } catch (again) {
+          last = again
+        }
       }
     }
   }
@@ -146,7 +152,9 @@ export class LogStream {
    * is pipelined behind the script, which need not be sent at once).
    */
   via(client: RedisClient | undefined): this {
-    return client && !this.waitReplicas ? (Object.create(this, { redis: { value: client } }) as this) : this
+    if (!client || this.waitReplicas) return this
+    // a copy of the same shape as every log (not an object on top of this one): the hot paths' inline caches stay monomorphic
+    return Object.assign(Object.create(Object.getPrototypeOf(this) as object) as this, this, { redis: client })
   }
 
   /** Adds a live entry (a model text delta, a tool's custom event): best effort, never the truth. */

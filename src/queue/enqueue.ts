@@ -1,7 +1,7 @@
 import { Job, Queue } from 'bullmq'
 import type { Harness } from '../harnessTypes.js'
 import { traceField } from '../telemetry/tracing.js'
-import { isCluster, shardOf, toolJobId, turnJobId, type RedisClient } from '../log/index.js'
+import { isCluster, sendCorked, shardOf, toolJobId, turnJobId, type RedisClient } from '../log/index.js'
 import { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
 
 /** The turn and tool queues of one harness in one shard. */
@@ -117,6 +117,8 @@ export interface CallToEnqueue {
   name: string
   input: unknown
   inputTooLarge?: number
+  /** A runTool call begun with its request (ToolJobData.mark). */
+  mark?: string
 }
 
 /** Where a call belongs: a call of a turn names the turn, and its job may be the turn's child. */
@@ -132,6 +134,7 @@ function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner
     input: call.input,
     ...(owner.inputId ? { inputId: owner.inputId } : {}),
     ...(call.inputTooLarge !== undefined ? { inputTooLarge: call.inputTooLarge } : {}),
+    ...(call.mark !== undefined ? { mark: call.mark } : {}),
     ...traceField(),
   }
   return {
@@ -176,8 +179,8 @@ export async function enqueueCallBehind<T>(
     await enqueueCall(queues, harness, sessionId, call)
     return reply
   }
-  const sent = first(client) // on the wire now: the add below is sent after it, on the same connection
-  const [reply] = await Promise.all([sent, enqueueCall(queues, harness, sessionId, call)])
+  // on the wire now: the add below is sent after it, on the same connection (and in the same socket write)
+  const [reply] = await sendCorked(client, () => Promise.all([first(client), enqueueCall(queues, harness, sessionId, call)]))
   return reply
 }
 

@@ -29,6 +29,8 @@ export interface ToolJobData {
   inputTooLarge?: number
   /** W3C trace context of the turn that enqueued it (OpenTelemetry; absent without an SDK). */
   traceparent?: string
+  /** A runTool call its request began: the mark that lets its first delivery skip its begin (src/log/callMarks.ts). */
+  mark?: string
 }
 
 export interface TurnJobData {

@@ -60,10 +60,24 @@ const queueJobs = new Gauge({
   registers: [registry],
 })
 
-export const countCallStarted = (harness: string, tool: string, kind: string) => callsStarted.inc({ harness, tool, kind })
+/** A metric's child of these label values, made once (prom-client hashes a labels object on every call). */
+function children<T>(make: (values: string[]) => T): (...values: string[]) => T {
+  const made = new Map<string, T>()
+  return (...values) => {
+    const key = values.join('\0')
+    let child = made.get(key)
+    if (!child) made.set(key, (child = make(values)))
+    return child
+  }
+}
+const startedOf = children((v) => callsStarted.labels(...v))
+const landedOf = children((v) => ({ count: callsLanded.labels(...v), seconds: callSeconds.labels(...v) }))
+
+export const countCallStarted = (harness: string, tool: string, kind: string) => startedOf(harness, tool, kind).inc()
 export function countCallLanded(harness: string, tool: string, outcome: 'result' | 'error', sinceMs: number): void {
-  callsLanded.inc({ harness, tool, outcome })
-  callSeconds.observe({ harness, tool, outcome }, Math.max(0, Date.now() - sinceMs) / 1000)
+  const landed = landedOf(harness, tool, outcome)
+  landed.count.inc()
+  landed.seconds.observe(Math.max(0, Date.now() - sinceMs) / 1000)
 }
 export const observeTurn = (harness: string, sinceMs: number) => turnSeconds.observe({ harness }, Math.max(0, Date.now() - sinceMs) / 1000)
 export const countRecovery = (reason: string) => recoveries.inc({ reason })

@@ -1,4 +1,14 @@
-import { context, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span } from '@opentelemetry/api'
+import {
+  context,
+  ProxyTracerProvider,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api'
 
 /**
  * OpenTelemetry spans of a harness: turn, model call, tool call attempt, step. Through
@@ -7,6 +17,17 @@ import { context, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, 
  * the turn to its tool jobs: one trace shows a turn across workers.
  */
 const tracer = () => trace.getTracer('durable-harness')
+
+/**
+ * False while no SDK is registered (the global provider is the API's proxy with no delegate): a span
+ * then records nothing and has no context to pass on, so it is not made at all (four a 3-step call).
+ */
+function tracing(): boolean {
+  const provider = trace.getTracerProvider()
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer('durable-harness') !== undefined
+}
+
+const NO_NOTES: SpanNotes = { outcome: () => {}, set: () => {} }
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
@@ -44,6 +65,7 @@ async function inSpan<T>(
   fn: (notes: SpanNotes) => Promise<T>,
   kind = SpanKind.INTERNAL,
 ): Promise<T> {
+  if (!tracing()) return fn(NO_NOTES)
   return tracer().startActiveSpan(name, { kind, attributes }, parent, async (span: Span) => {
     let outcome: string | undefined
     const notes: SpanNotes = { outcome: (o) => void (outcome = o), set: (a) => void span.setAttributes(a) }

@@ -267,6 +267,34 @@ describe('harness in process', () => {
     },
   )
 
+  it.skipIf(onCluster)(
+    "a new runTool call of a replay-safe tool is begun with its request: its worker sends no begin, a 1-step call's scripts are its step and its landing",
+    async () => {
+      const once = durableTool(
+        toolDefinition({ name: 'once', description: 'one step', inputSchema: z.object({}) }),
+        async (_input, { step }) => {
+          await step.do('a', async () => 1)
+          return { ok: true }
+        },
+      )
+      const harness = defineHarness({ name: 'twoScripts', adapter: scriptedModel([]), tools: [once] })
+      const { host, prefix } = start(harness, 'two-scripts')
+      const session = host.open(harness, { sessionId: 't1' })
+      expect(await session.runTool({ name: 'once', input: {} })).toEqual({ ok: true }) // scripts sent once as EVAL
+      const sent = await monitorCommands(prefix)
+      expect(await session.runTool({ name: 'once', input: {} })).toEqual({ ok: true })
+      await until(async () => sent.some((c) => runs(c.line, 'landResult', "Lands a tool call's kept result")), 'the landing on MONITOR')
+      const ours = (['requestCall', 'beginCall', 'saveStep', 'landResult'] as const).map((script) => [
+        script,
+        sent.filter((c) => c.line.startsWith(`"evalsha" "${shaOf(script)}"`)).length,
+      ])
+      expect(Object.fromEntries(ours)).toEqual({ requestCall: 1, beginCall: 0, saveStep: 1, landResult: 1 })
+      const started = records(await session.log.read(), 'harness.tool.started')
+      expect(started).toHaveLength(2)
+      expect(started[1]).toMatchObject({ name: 'once', attempt: 1, replay: 'safe', reason: 'fresh' })
+    },
+  )
+
   it('a later turn sees the conversation before it: earlier inputs, answers and tool results', async () => {
     const seen: string[][] = []
     const harness = defineHarness({

@@ -50,6 +50,9 @@ if not state then
   if version ~= '' then state.v = version end
   kind = 'fresh'
 else
+  -- begun with its runTool request (requestCall-4.lua) for a first delivery that skips its begin:
+  -- any begin of it (a re-delivery, or a first one that could not skip) may follow one that ran
+  state.q = nil
   if state.s == 'parked' then
     kind = 'resume'
   else

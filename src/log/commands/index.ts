@@ -136,8 +136,18 @@ export interface ScriptContract {
     reply: ['open', 'turn' | 'call'] | ['idle', string] | ['moved', string] | ['removed']
   }
   requestCall: {
-    keys: [calls: string, log: string, sessions: string]
-    args: [toolCallId: string, fingerprint: string, record: string, now: number, sessionId: string]
+    keys: [calls: string, log: string, sessions: string, openCalls: string]
+    args: [
+      toolCallId: string,
+      fingerprint: string,
+      record: string,
+      now: number,
+      sessionId: string,
+      beginFor: string,
+      name: string,
+      openMember: string,
+      version: string,
+    ]
     reply: ['added', string] | ['exists'] | ['conflict']
   }
   saveStep: {

@@ -3,22 +3,30 @@
   call (a caller's retry); with another tool or input it is refused, so an id never names two calls.
   Lists the session in the sessions index (retention starts from there) in the same write, so a
   runTool call pays no command of its own for it (issue 24).
+  With ARGV[6] (a runTool call under a generated id, of a tool that may skip its begin: callMarks.ts),
+  the call is begun here too, as beginCall begins a fresh one, and marked `q` (queued): its job's
+  first delivery runs at epoch 1 without a begin of its own; any other begin of it counts as a cut.
 
   Input:
     KEYS[1] calls hash ("<toolCallId>\0req" -> fingerprint of the call's tool and input)
     KEYS[2] session log stream
     KEYS[3] sessions index (sorted set; NX: a listed session keeps its score, its last activity)
+    KEYS[4] open calls index (only with ARGV[6])
     ARGV[1] toolCallId
     ARGV[2] fingerprint
     ARGV[3] harness.tool.requested record JSON
     ARGV[4] now ms
     ARGV[5] session id (member of the sessions index)
+    ARGV[6] '' or the harness name: begin the call (state, open calls index, harness.tool.started)
+    ARGV[7] tool name, ARGV[8] open calls member (with ARGV[6])
+    ARGV[9] '' or the harness version the call begins under (with ARGV[6]; docs/deploys.md)
 
   Output:
     {'added', entryId} | {'exists'} | {'conflict'}
 ]]
-local callsKey, logKey, sessionsKey = KEYS[1], KEYS[2], KEYS[3]
+local callsKey, logKey, sessionsKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local toolCallId, fingerprint, record, now, sessionId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local beginFor, name, openMember, version = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 
 local used = redis.call('HGET', callsKey, toolCallId .. '\0req')
 if used then
@@ -31,4 +39,13 @@ if used then
 end
 redis.call('HSET', callsKey, toolCallId .. '\0req', fingerprint)
 redis.call('ZADD', sessionsKey, 'NX', now, sessionId)
-return {'added', redis.call('XADD', logKey, '*', 'r', record)}
+local entryId = redis.call('XADD', logKey, '*', 'r', record)
+if beginFor ~= '' then
+  local state = {s = 'running', e = 1, a = 1, r = 'safe', n = name, h = beginFor, q = 1}
+  if version ~= '' then state.v = version end
+  redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
+  redis.call('ZADD', openCallsKey, now, openMember)
+  redis.call('XADD', logKey, '*', 'r', cjson.encode({
+    type = 'harness.tool.started', toolCallId = toolCallId, name = name, attempt = 1, replay = 'safe', reason = 'fresh', version = state.v}))
+end
+return {'added', entryId}
