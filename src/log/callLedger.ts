@@ -5,6 +5,7 @@ import { requestField, retryField, stepField } from './keys.js'
 import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
 import { SessionInputs, type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { encodeRecord } from './stream.js'
+import { decodeValue, encodeValue } from './stepValues.js'
 import type { LandArgs } from './commands/index.js'
 import type { BeginResult, CallOwner, CallState, Fence, LoggedCall, RequestBegin, StoredCallState } from './callState.js'
 
@@ -16,9 +17,6 @@ export interface StepRetryState {
   m: string
   c?: string
 }
-
-/** Stored form of a step value: '' means the step returned nothing (JSON has no undefined). */
-const NO_VALUE = ''
 
 /**
  * The session log of one session: its stream (stream.ts), inputs and questions (inputs.ts), and here
@@ -216,7 +214,7 @@ export class SessionLog extends SessionInputs {
   }
 
   /** Marks the attempt parked (sleep/ask): its next begin is a planned resume, not a cut. */
-  async parkCall(fence: Fence, kind: 'sleep' | 'ask' | 'agent' | 'retry', until: number): Promise<void> {
+  async parkCall(fence: Fence, kind: RecordOf<'harness.tool.suspended'>['kind'], until: number): Promise<void> {
     const record = encodeRecord({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
     const reply = await this.script('parkCall', [this.keys.calls, this.keys.log], [fence.toolCallId, fence.epoch, record], true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
@@ -299,12 +297,4 @@ export class SessionLog extends SessionInputs {
 
 function fencedError(fence: Fence, current: number): FencedError {
   return new FencedError(fence.toolCallId, fence.epoch, current < 0 ? null : current)
-}
-
-function encodeValue(value: unknown): string {
-  return value === undefined ? NO_VALUE : JSON.stringify(value)
-}
-
-export function decodeValue(stored: string): unknown {
-  return stored === NO_VALUE ? undefined : JSON.parse(stored)
 }

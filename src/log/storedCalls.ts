@@ -1,5 +1,6 @@
 import { StorageError } from '../errors.js'
-import { decodeValue, type SessionLog } from './callLedger.js'
+import type { SessionLog } from './callLedger.js'
+import { decodeValue } from './stepValues.js'
 import type { CallState } from './callState.js'
 import { stepField } from './keys.js'
 
