@@ -164,6 +164,23 @@ describe('deploys during a wait: the change table over worker processes', () => 
     expect([count('stepBefore-new:1'), count('stepBefore:1')]).toEqual([1, 1])
   }, 300_000)
 
+  it('a call begun with its runTool request (a generated id) records the version too', async () => {
+    const host2 = createHarnessHost({ redis: url, harnesses: [v2], prefix, logger: silent })
+    try {
+      const s = host2.open(v2, { sessionId: 's-generated' })
+      const call = s.runTool({ name: 'added', input: { n: 3 } }, { timeoutMs: 120_000 })
+      await waitUntil(async () => (await s.questions()).length === 1, 'the generated call parks')
+      const started = (await s.log.read({ types: ['harness.tool.started'] })).map(
+        (e) => (e.record as RecordOf<'harness.tool.started'>).version,
+      )
+      expect(started).toEqual([v2.version])
+      await s.answer((await s.questions())[0]!.questionId, { ok: true })
+      expect(await call).toEqual({ done: 'added' })
+    } finally {
+      await host2.close()
+    }
+  }, 180_000)
+
   it('check-deploy without a module is a usage error (exit 2) that names the argument', async () => {
     const usage = await runBin(['check-deploy'], { REDIS_URL: url, DH_PREFIX: prefix })
     expect(usage.code).toBe(2)
