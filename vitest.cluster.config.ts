@@ -25,6 +25,7 @@ export default defineConfig({
       'test/integration/httpHandler.test.ts',
       'test/integration/dashboard.test.ts',
       'test/integration/cli.test.ts',
+      'test/integration/machineEvents.test.ts',
       'test/integration/telemetry.test.ts',
       'test/cluster/*.test.ts',
     ],

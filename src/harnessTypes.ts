@@ -109,6 +109,34 @@ export interface DurabilityOptions {
   approvalTimeoutMs?: number
 }
 
+/**
+ * A flow-control limit across every worker process and shard (R17, docs/limits.md): at most
+ * `concurrency` running at once, at most `rate.limit` starts per `rate.per`; with `key`, the limit
+ * holds per key (a tenant, a user, a provider host), each key with its own FIFO line.
+ */
+export interface Limit {
+  concurrency?: number
+  rate?: { limit: number; per: number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}` }
+  /** The key a call counts under: its input as the log holds it, its session and its turn's context. */
+  key?: (input: unknown, ctx: { sessionId: string; context?: unknown }) => string
+}
+
+/** `defineHarness({ limits })`: a limit per tool name, and one for the harness's turns. */
+export interface HarnessLimits {
+  tools?: Record<string, Limit>
+  turns?: Limit
+}
+
+/** A limit as defineHarness checked it: numbers, 0 for a bound it does not set. */
+export interface ResolvedLimit {
+  /** `tool:<name>` or `turns`: names the limit's keys and its line in the stats. */
+  scope: string
+  concurrency: number
+  rateLimit: number
+  perMs: number
+  key?: Limit['key']
+}
+
 /** Where a harness keeps its tools by name; not part of the public API. A `Symbol.for` key, so a harness of another copy of the package is still one. */
 export const TOOLS_BY_NAME: unique symbol = Symbol.for('durable-harness.toolsByName')
 
@@ -145,8 +173,20 @@ export interface Harness {
    * another in call order, each landed before the next begins (across workers and crashes).
    */
   readonly toolExecution: 'parallel' | 'sequential'
+  /** Machine events that abort a matching open turn (and its parked calls) when they arrive (`host.sendEvent`). */
+  readonly cancelOn: ReadonlyArray<CancelOn>
+  /** Flow-control limits (R17): per tool name, and the turns'. Absent: nothing is limited. */
+  readonly limits?: { readonly tools: ReadonlyMap<string, ResolvedLimit>; readonly turns?: ResolvedLimit }
+  /** The BullMQ priority of its turns (and their calls) when a prompt gives none: 1 runs first. */
+  readonly priority?: number
   readonly [TOOLS_BY_NAME]: ReadonlyMap<string, AnyServerTool>
   readonly [LEGACY_TOOLS]: ReadonlyMap<string, AnyServerTool>
+}
+
+/** A `cancelOn` entry of defineHarness: the event, and the correlation key of a turn from its input text and context. */
+export interface CancelOn {
+  event: string
+  key: (input: string, context: unknown) => string
 }
 
 /** The harness's tool of this name, if it has one. */

@@ -11,6 +11,7 @@ export type {
   StepOptions,
   RetryPolicy,
   AskOptions,
+  WaitForEventOptions,
   AppendRecord,
   DurableToolContext,
   Replay,
@@ -23,7 +24,7 @@ export type {
 /** Harnesses: an agent's model adapter, tools, hooks and durability options. */
 export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } from './harness/defineHarness.js'
 export { getLogRecords, LogRecordsCapability, type LogRecordsWriter } from './tool/index.js'
-export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook } from './harnessTypes.js'
+export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook, CancelOn } from './harnessTypes.js'
 /** Turn options: what a failed model call does (`turn.onModelError`), and `turn.beforeFinish`. */
 export { retryTransientErrors, isTransientModelError, type RetryTransientErrorsOptions } from './turn/modelErrors.js'
 export type {
@@ -37,6 +38,10 @@ export type {
   BeforeFinishHook,
   TurnOptions,
 } from './harnessTypes.js'
+/** Flow control across every worker and shard (R17, docs/limits.md): `defineHarness({ limits })`. */
+export type { Limit, HarnessLimits } from './harnessTypes.js'
+/** What `session.prompt` takes: `inputId`, `context`, `priority`. */
+export type { PromptOptions } from './harness/promptOptions.js'
 /** A whole harness as one tool of another. */
 export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
 
@@ -50,13 +55,17 @@ export {
   type CloseResult,
 } from './harness/host.js'
 export type { Repair, SweepOptions } from './recovery/index.js'
+/** Machine events: `host.sendEvent` wakes the calls in `step.waitForEvent` on its (event, key). */
+export type { SendEventOptions, SendEventResult } from './harness/machineEvents.js'
+/** Schedules: `host.schedule` prompts a session every interval or on a cron pattern. */
+export type { ScheduleOptions, ScheduleInfo } from './harness/schedules.js'
 /** Where Redis is (a URL, ioredis options or a Cluster), and a client for it (for tools that need their own). */
 export { createRedisClient, type RedisConnection } from './harness/connection.js'
 export type { RedisClient } from './log/index.js'
 /** Retention: what is kept for how long, and the export of a session's log before it is removed. */
 export type { RetentionOptions } from './retention/index.js'
 /** What operators see of a host: sessions, stats, queues (the `harness` CLI and the dashboard). */
-export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef } from './ops/index.js'
+export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef, LimitStats } from './ops/index.js'
 
 /** Sessions: prompt, settle, runTool, questions and answers, abort, and a read-only view of the log. */
 export type { Session, Settled, LogReader } from './harness/session.js'

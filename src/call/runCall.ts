@@ -101,6 +101,7 @@ export function stepContext(
     maxValueBytes: harness.durability.maxValueBytes,
     fresh: begin.kind === 'fresh',
     ...(begin.version === undefined ? {} : { version: begin.version }),
+    harness: harness.name,
     ...(abortSignal ? { abortSignal } : {}),
     // the tool's default retry policy of its steps (R16)
     ...(retry ? { retry } : {}),

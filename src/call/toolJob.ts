@@ -13,6 +13,8 @@ import { keptResult } from './keptResult.js'
 import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
 import { runCall, type CallOutcome } from './runCall.js'
+import { takeCallSlot } from './limitedCall.js'
+import type { HeldSlot } from '../limits/index.js'
 import { callBegan, callLanded, callLanding, countFenced } from '../telemetry/index.js'
 
 export interface ToolJobDeps {
@@ -45,6 +47,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   logger.debug({ kind: begin.kind, epoch: begin.epoch }, 'tool call started')
   callBegan(deps.harness.name, call, begin)
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
+  let held: HeldSlot | undefined
   try {
     const input = begin.input ?? null
     const aborted = input?.status === 'settled' ? await abortedTurn(log, call.inputId!) : undefined
@@ -53,6 +56,11 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       await log.landResult(fence, call.name, { error: cancelledError(aborted) })
       return logger.info('turn was aborted before this attempt: landed the cancelled tool error')
     }
+    // the tool's limit (R17): a call that must wait parks without a worker slot until a slot is handed to it
+    const slot = await takeCallSlot(deps.harness, deps.queuesOf(deps.harness), call, contextOf(input), logger)
+    if (slot && 'error' in slot) return void (await log.landResult(fence, call.name, { error: slot.error }))
+    if (slot && 'park' in slot) return await park(job, token, log, fence, slot.park, logger, slot.handed)
+    held = slot?.held
     // ctx.context: the context the turn's input was given with
     const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
     if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, call, fence, deps))
@@ -80,6 +88,8 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     throw error
   } finally {
     attempt.done()
+    // not awaited: a lost release costs the slot until its lease expires (one lock duration), never more
+    held?.release().catch((err: unknown) => logger.warn({ err }, 'limit slot release failed; it frees itself when its lease expires'))
   }
 }
 
@@ -161,9 +171,10 @@ async function attemptOutcome(
 
 type Attempt = ReturnType<CallAborts['open']>
 
-/** True when a parked call's wake-up already happened (its answer, its child agent's settle, or a cancel). */
+/** True when a parked call's wake-up already happened (its answer, its event, its child agent's settle, or a cancel). */
 async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {
   if ((await deps.logFor(call.sessionId).getCall(fence.toolCallId))?.status === 'done') return true
+  if (p.woken) return p.woken()
   if (p.kind === 'agent') return childSettled(deps.logFor, call)
   if (p.kind !== 'ask') return false
   return !!(await deps.logFor(call.sessionId).getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found

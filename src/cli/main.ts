@@ -7,6 +7,7 @@ import { dashboard } from './commands/dashboard.js'
 import { checkDeployCommand } from './commands/deploys.js'
 import { worker, sweep } from './commands/processes.js'
 import { answer, approve, deny, questions } from './commands/questions.js'
+import { event, schedules } from './commands/machineEvents.js'
 import { log, sessions } from './commands/sessions.js'
 import { terminalSafe } from '../terminalText.js'
 import { paint } from './output.js'
@@ -23,6 +24,8 @@ const COMMANDS: Command[] = [
   abort,
   resume,
   stats,
+  event,
+  schedules,
   dashboard,
   checkDeployCommand,
 ]

@@ -8,6 +8,8 @@ import { metricsText } from '../telemetry/index.js'
 import { Timeline } from '../timeline/index.js'
 import { CLIENT_JS, CSS } from './client.js'
 import { layout, questionList, questionsPage, sessionPage, sessionsPage } from './pages.js'
+import { schedulesPage } from './schedulesPage.js'
+import { limitsPage } from './limitsPage.js'
 import { hostRefusal, originRefusal, tokenExchange, tokenPrincipal } from './guard.js'
 import { mountQueueViews } from './queues.js'
 import type { Session } from '../harness/session.js'
@@ -121,6 +123,11 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     const questions = await visible(c, await host.questions({ limit: 200 }))
     return c.html(layout(base, 'Questions', questionsPage(base, questions)))
   })
+  app.get('/schedules', async (c) => {
+    // a schedule is shown to a principal who may see the session it prompts
+    const schedules = await visible(c, await host.schedules())
+    return c.html(layout(base, 'Schedules', schedulesPage(base, schedules)))
+  })
   app.get('/sessions/:id', async (c) => {
     const { session, refused } = await sessionOf(c)
     if (!session) return refused
@@ -176,6 +183,12 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     return c.body(body, 200, { 'content-type': contentType })
   })
   const operator = async (principal: Principal) => (canOperate ? (await canOperate(principal)) === true : false)
+  // every limit's keys (tenants, users) across all sessions: for operators only
+  app.get('/limits', async (c) => {
+    if (!(await operator(c.get('principal'))))
+      return c.json({ error: 'Forbidden: the limits page is for operators (canOperate).', code: 'forbidden' }, 403)
+    return c.html(layout(base, 'Limits', limitsPage((await host.stats()).limits)))
+  })
   mountQueueViews(
     app,
     host,

@@ -55,6 +55,9 @@ export async function dryReplay(
     do: (async (name: string) => (enter(name) ? call.steps.get(name) : stop(name, 'new step'))) as Step['do'],
     sleep: async (name) => wait(name, () => (call.steps.get(name) as { wakeAt?: number } | undefined)?.wakeAt),
     sleepUntil: async (name) => wait(name, () => (call.steps.get(name) as { wakeAt?: number } | undefined)?.wakeAt),
+    // an event's payload once delivered is a stored step; a wait not delivered yet is where the call waits
+    waitForEvent: (async (options: { name: string }) =>
+      enter(options.name) ? call.steps.get(options.name) : stop(options.name, 'waits')) as Step['waitForEvent'],
     ask: (async (options: { name: string; schema: StandardSchemaV1 }) => {
       if (!enter(options.name)) return stop(options.name, 'new step')
       const questionId = questionIdOf(call.toolCallId, options.name)

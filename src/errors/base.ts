@@ -35,10 +35,15 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'session_busy',
   'call_not_logged',
   'middleware_tool',
+  'limit_key',
   // step retries (errors/retry.ts)
   'non_retryable',
   'retry_after',
   'step_retries_exhausted',
+  // machine events and schedules (errors/events.ts)
+  'event_timeout',
+  'invalid_event_payload',
+  'invalid_schedule',
   // the log and Redis (errors/storage.ts)
   'fenced',
   'malformed_entry',

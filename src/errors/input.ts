@@ -3,7 +3,7 @@ import { DurableHarnessError, describeValue } from './base.js'
 
 /** A session id or input id that cannot be used in Redis keys, job ids or idempotency keys. */
 export class InvalidIdError extends DurableHarnessError {
-  constructor(kind: 'session id' | 'input id' | 'tool call id' | 'question id', value: unknown) {
+  constructor(kind: 'session id' | 'input id' | 'tool call id' | 'question id' | 'event id' | 'schedule id', value: unknown) {
     super(
       'invalid_id',
       `Invalid ${kind} ${describeValue(value)}: use 1 to 200 characters from [A-Za-z0-9._-] ` +

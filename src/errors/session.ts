@@ -170,3 +170,23 @@ export class MiddlewareToolError extends DurableHarnessError {
     )
   }
 }
+
+/**
+ * A limit's `key` function (defineHarness `limits`) threw or returned no string for a call or a
+ * turn. The call lands this as its tool error (code `limit_key`) without running; a turn fails.
+ */
+export class LimitKeyError extends DurableHarnessError {
+  constructor(
+    readonly scope: string,
+    reason: string,
+  ) {
+    super(
+      'limit_key',
+      `The key function of limit ${JSON.stringify(scope)} ${reason}. It must return a non-empty string of at most ${MAX_LIMIT_KEY_LENGTH} ` +
+        `characters (a tenant, a user, a provider host) for every input; the call did not run. Fix the function in defineHarness({ limits }).`,
+    )
+  }
+}
+
+/** The longest key a limit's key function may return. */
+export const MAX_LIMIT_KEY_LENGTH = 200

@@ -7,11 +7,13 @@ import {
   type BeforeFinishHook,
   type DurabilityOptions,
   type Harness,
+  type HarnessLimits,
   type ModelErrorPolicy,
 } from '../harnessTypes.js'
 import { retryTransientErrors } from '../turn/modelErrors.js'
 import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
 import { defaultVersion } from './version.js'
+import { checkPriority, resolveLimits } from './limitOptions.js'
 
 /** The durability options a harness gets where `defineHarness({ durability })` says nothing (docs/harness.md). */
 export const DEFAULT_DURABILITY: DurabilityOptions = {
@@ -64,6 +66,15 @@ export interface HarnessOptions {
    * days); a new model response that names one gets `unknown_tool`, as for any tool not in `tools`.
    */
   legacyTools?: ReadonlyArray<AnyServerTool>
+  /** Abort a turn (and its parked calls) when this event with the turn's key arrives (`host.sendEvent`; docs/events-and-schedules.md). */
+  cancelOn?: Harness['cancelOn']
+  /**
+   * Flow control across every worker and shard (R17, docs/limits.md): `tools[name]` limits the
+   * calls of a tool, `turns` the turns; each `{ concurrency?, rate?: { limit, per }, key? }`.
+   */
+  limits?: HarnessLimits
+  /** The priority of a turn (and its calls) whose prompt gives none: 1 (runs first) to 2^21, BullMQ's scale. */
+  priority?: number
 }
 
 export type { Harness }
@@ -162,6 +173,11 @@ export function defineHarness(options: HarnessOptions): Harness {
     throw new ConfigError(
       `defineHarness "${options.name}": toolExecution must be 'parallel' or 'sequential', got ${JSON.stringify(toolExecution)}.`,
     )
+  const cancelOn = options.cancelOn ?? []
+  if (!Array.isArray(cancelOn) || cancelOn.some((c) => typeof c?.event !== 'string' || !c.event || typeof c.key !== 'function'))
+    throw new ConfigError(
+      `defineHarness "${options.name}": cancelOn must be an array of { event: string, key: (input, context) => string }.`,
+    )
   const hook = options.hooks?.onAfterToolCall
   const turn = options.turn ?? {}
   for (const key of ['onModelError', 'beforeFinish'] as const)
@@ -183,6 +199,8 @@ export function defineHarness(options: HarnessOptions): Harness {
           'Remove it, or move its work to a hook that runs (see "Middleware" in docs/harness.md).',
       )
   }
+  const limits = resolveLimits(options.name, options.limits, new Set(toolsByName.keys()))
+  const priority = options.priority === undefined ? undefined : checkPriority(options.priority, `defineHarness "${options.name}"`)
   return {
     name: options.name,
     adapter: options.adapter,
@@ -202,5 +220,8 @@ export function defineHarness(options: HarnessOptions): Harness {
     },
     busy,
     toolExecution,
+    cancelOn: [...cancelOn],
+    ...(limits ? { limits } : {}),
+    ...(priority !== undefined ? { priority } : {}),
   }
 }

@@ -5,6 +5,8 @@ import { createLogger } from '../logger.js'
 import {
   assertSessionId,
   assertShards,
+  DEFAULT_EVENT_RETENTION_MS,
+  EventWaits,
   claimShardCount,
   claimCallMarks,
   type CallMarks,
@@ -25,6 +27,9 @@ import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
 import { Session } from './session.js'
+import { sendEvent, type HostEvents } from './machineEvents.js'
+import { createSchedules, type HostSchedules } from './schedules.js'
+import { parseDuration, type Duration } from '../tool/index.js'
 import {
   harnessOf,
   hostQueues,
@@ -68,12 +73,14 @@ export interface HostOptions {
   writeRetryMs?: number
   /** What is kept for how long (docs/retention.md); without it nothing of a session is removed. */
   retention?: RetentionOptions
+  /** Machine events (`sendEvent`): how long an event no call waits for yet, and a seen event id, are kept (default '24h'). */
+  events?: { retention?: Duration }
 }
 
 export type { CloseOptions, CloseResult, WorkersHandle }
 
 /** What `createHarnessHost` returns: sessions (`open`), workers, the sweeper, and what operators see (`sessions`, `stats`, `queues`). */
-export interface HarnessHost {
+export interface HarnessHost extends HostEvents, HostSchedules {
   readonly prefix: string
   readonly logger: Logger
   /** Resolves when Redis answers; rejects with RedisUnavailableError after `timeoutMs`. */
@@ -214,6 +221,13 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     return sweep({ openWork, harnesses, queuesOf, logFor, endParkedCalls, logger }, sweepOptions)
   }
   const retention = options.retention ? retentionOf(options.retention) : undefined
+  const eventRetentionMs = options.events?.retention === undefined ? DEFAULT_EVENT_RETENTION_MS : parseDuration(options.events.retention)
+  const waits = new EventWaits(logRedis, prefix, eventRetentionMs)
+  const abortTurn = async (name: string, sessionId: string, inputId: string, reason: string) => {
+    const harness = harnesses.get(name)
+    if (harness) await openSession(harness, sessionId).abort(inputId, reason)
+  }
+  const schedules = createSchedules({ redis, prefix, shards, harnesses, open: openSession, logFor, logger })
   const retain = async (retainOptions?: { limit?: number; shards?: readonly number[] }) =>
     retention ? retainOnce({ redis, prefix, shards, logFor, retention, logger }, retainOptions) : []
 
@@ -245,6 +259,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
           sweepOnce,
           retain,
           running,
+          scheduleWorker: schedules.worker,
         },
         workerOptions,
       )
@@ -261,13 +276,20 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       return harness ? openSession(harness, sessionId) : null
     },
     queues: () => hostQueues(harnesses.values(), queuesOf),
-    stats: () => hostStats(redis, prefix, shards, hostQueues(harnesses.values(), queuesOf)),
+    stats: () => hostStats(redis, prefix, shards, hostQueues(harnesses.values(), queuesOf), all),
+    async sendEvent(event) {
+      await checkShards()
+      return sendEvent({ waits, queuesByName, queues: { connection: redis, prefix, shards }, abortTurn, logger }, event)
+    },
+    schedule: async (o) => (await checkShards(), schedules.schedule(o)),
+    unschedule: (id) => schedules.unschedule(id),
+    schedules: () => schedules.schedules(),
     async close({ timeoutMs } = {}) {
       const deadline = Date.now() + (timeoutMs ?? Infinity)
       const left = () => (timeoutMs === undefined ? undefined : Math.max(0, deadline - Date.now()))
       const closed = await Promise.all([...running].map((w) => w.close({ timeoutMs: left() })))
       // the queues share `redis`, whose commands wait for a reconnect, so this wait is bounded too
-      await settleWithin(Promise.all([...queues.values()].map((q) => q.close())), left())
+      await settleWithin(Promise.all([...[...queues.values()].map((q) => q.close()), schedules.close()]), left())
       await notifier.close()
       redis.disconnect()
       logRedis.disconnect()

@@ -40,6 +40,8 @@ export interface HostWorkersContext {
   retain(options: { shards: readonly number[] }): Promise<unknown>
   /** The host's running worker sets: a handle adds itself, and takes itself out on close. */
   running: WorkersHandle[]
+  /** The schedules' tick worker (run by the workers that serve shard 0, where the schedules' queue is). */
+  scheduleWorker(): Worker
 }
 
 /** The settled record a settle message carries; null for a payload that is not one (never throws). */
@@ -94,6 +96,7 @@ export function startHostWorkers(
       }),
     ),
   )
+  if (serving.includes(0)) workers.push(host.scheduleWorker())
   // the workers take jobs once the shard count is known to match; a mismatch is logged and they stay idle
   host.checkShards().then(
     () => {

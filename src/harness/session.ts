@@ -28,6 +28,8 @@ import {
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { enqueueCall, enqueueTurn, wakeCall, wakeTurn, type HarnessQueues } from '../queue/index.js'
+import { checkPriority } from './limitOptions.js'
+import type { PromptOptions } from './promptOptions.js'
 import { settleTurn } from '../turn/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import { assertNoSecrets } from './callerSecrets.js'
@@ -73,16 +75,6 @@ export interface SessionDeps {
   callMarks?(): CallMarks | undefined
 }
 
-export interface PromptOptions {
-  inputId?: string
-  /**
-   * JSON data every tool call of the turn gets as `ctx.context` (e.g. who asked). Kept with the input
-   * in the log, so it must be JSON within `maxValueBytes` and hold no session secret. The same inputId
-   * again keeps the first context.
-   */
-  context?: unknown
-}
-
 /** A cheap handle on one session: any process, any machine. */
 export class Session {
   readonly sessionId: string
@@ -113,6 +105,7 @@ export class Session {
     if (typeof text !== 'string') throw new TypeError('prompt(text): text must be a string.')
     const inputId = options.inputId ?? randomUUID()
     assertInputId(inputId)
+    const priority = options.priority === undefined ? undefined : checkPriority(options.priority, 'session.prompt')
     const { harness } = this.deps
     const { maxValueBytes } = harness.durability
     const what = `Context of prompt ${inputId}`
@@ -131,7 +124,7 @@ export class Session {
     // Enqueued again after 'exists' too: a crash between the log write and the enqueue loses no turn,
     // and BullMQ ignores a job id that exists
     const runsNow = added.status === 'added' ? added.disposition === 'run' : !added.settled && added.first
-    if (runsNow) await enqueueTurn(this.deps.queues, harness, this.sessionId, inputId)
+    if (runsNow) await enqueueTurn(this.deps.queues, harness, this.sessionId, inputId, priority ?? harness.priority)
     return { inputId }
   }
 

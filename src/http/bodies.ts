@@ -29,8 +29,15 @@ export const controlSchema = z.discriminatedUnion(
     z.object({ op: z.literal('answer'), threadId: id('threadId'), questionId: id('questionId'), value: z.unknown() }),
     z.object({ op: z.literal('abort'), threadId: id('threadId'), inputId: id('inputId'), reason: z.string().max(1000).optional() }),
     z.object({ op: z.literal('resume'), threadId: id('threadId'), inputId: id('inputId') }),
+    z.object({
+      op: z.literal('event'),
+      event: z.string({ error: 'event is required' }).min(1).max(1000),
+      key: z.string({ error: 'key is required' }).min(1).max(1000),
+      payload: z.unknown().optional(),
+      id: id('id').optional(),
+    }),
   ],
-  { error: "op must be 'prompt', 'answer', 'abort' or 'resume'" },
+  { error: "op must be 'prompt', 'answer', 'abort', 'resume' or 'event'" },
 )
 
 /** Parses a value with a schema; a 400 with zod's one-line reason when it does not fit. */

@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import { HttpError } from './responses.js'
 import type { Session } from '../harness/session.js'
 import type { Harness } from '../harnessTypes.js'
+import type { SendEventOptions, SendEventResult } from '../harness/machineEvents.js'
 import type { HarnessHandlerOptions, Principal } from './types.js'
 
 /** What a route gets: the request, its URL, and the sessions the principal may use. */
@@ -19,6 +20,8 @@ export interface RouteContext {
   open(threadId: string, options: { existing: boolean }): Promise<Session>
   /** Aborts when the client goes away (request.signal) or the response body is cancelled. */
   reader: AbortController
+  /** host.sendEvent, if the principal may send this event (`canSendEvent`; without one every event is refused with 403). */
+  sendEvent(event: SendEventOptions): Promise<SendEventResult>
 }
 
 export function routeContext(options: HarnessHandlerOptions, request: Request, principal: Principal, heartbeatMs: number): RouteContext {
@@ -40,6 +43,16 @@ export function routeContext(options: HarnessHandlerOptions, request: Request, p
       if (existing && (await session.log.read({ limit: 1 })).length === 0)
         throw new HttpError(404, `Unknown thread ${threadId}.`, 'unknown_thread')
       return session
+    },
+    async sendEvent(event) {
+      if (!options.canSendEvent || !(await options.canSendEvent(principal, { event: event.event, key: event.key })))
+        throw new HttpError(
+          403,
+          `No permission to send event ${JSON.stringify(event.event)}` +
+            (options.canSendEvent ? '.' : ': the handler has no canSendEvent option (events wake calls of every thread).'),
+          'forbidden',
+        )
+      return host.sendEvent(event)
     },
   }
 }

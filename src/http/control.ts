@@ -7,9 +7,15 @@ import { snapshot } from './threadView.js'
 /**
  * `{ op: 'prompt', threadId, text, inputId? }`, `{ op: 'answer', threadId, questionId, value }` or
  * `{ op: 'abort', threadId, inputId, reason? }` or `{ op: 'resume', threadId, inputId }` → a receipt. Only a prompt may start a thread.
+ * `{ op: 'event', event, key, payload?, id? }` (a webhook's machine event, no thread) → host.sendEvent's result, if `canSendEvent` admits it.
  */
 export async function postControl(ctx: RouteContext): Promise<Response> {
   const command = parse(controlSchema, await readJson(ctx.request))
+  if (command.op === 'event') {
+    const { event, key, payload, id } = command
+    const sent = await ctx.sendEvent({ event, key, payload, ...(id === undefined ? {} : { id }) })
+    return json({ op: 'event', event, key, ...sent })
+  }
   const session = await ctx.open(command.threadId, { existing: command.op !== 'prompt' })
   const receipt = { op: command.op, threadId: command.threadId }
   switch (command.op) {

@@ -26,6 +26,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   value_too_large: 400,
   secret_in_value: 400,
   invalid_answer: 400,
+  invalid_event_payload: 400,
   input_conflict: 409,
   question_answered: 409,
   question_expired: 409,

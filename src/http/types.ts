@@ -33,6 +33,11 @@ export interface HarnessHandlerOptions<P extends Principal = Principal> {
   authorize: Authorize<P>
   /** Default: every authorized principal may use every thread. */
   canAccess?: CanAccess<P>
+  /**
+   * May this principal send this machine event (`POST control { op: 'event' }`)? An event wakes the
+   * calls of every thread waiting on it, so without this option every event is refused with 403.
+   */
+  canSendEvent?: (principal: P, event: { event: string; key: string }) => boolean | Promise<boolean>
   /** A comment line on every open SSE stream this often, so proxies keep it open (default 15 000 ms). */
   heartbeatMs?: number
 }

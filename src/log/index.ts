@@ -3,7 +3,7 @@ export type { BeginResult, Fence } from './callState.js'
 export { callFingerprint } from './callIds.js'
 export { contextOf, type Question, type InputState, type ParentCall, type StepLookup, type ModelToolCall } from './inputs.js'
 export { encodeRecord, isRecord, isStreamId, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
-export { indexKeys, shardBase, assertSessionId, assertInputId, assertToolCallId, stepField } from './keys.js'
+export { indexKeys, shardBase, assertSessionId, assertInputId, assertToolCallId, stepField, isSafeId } from './keys.js'
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { claimShardCount } from './deployment.js'
 export { CallMarks, claimCallMarks, MARK_TRUST_MS } from './callMarks.js'
@@ -11,6 +11,8 @@ export { duplicateClient, isCluster, sendCorked, type RedisClient } from './clie
 export { compareIds, waitForEntries } from './sharedReader.js'
 export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJobId, parseToolJobId, type Message } from './formats.js'
 export { OpenWork, type OpenItem } from './openWork.js'
+export { ScheduleTicks, type TickCounts } from './scheduleTicks.js'
+export { EventWaits, callWaitMember, DEFAULT_EVENT_RETENTION_MS, type EventAddress, type EventWaiter, type Delivery } from './eventWaits.js'
 export {
   harnessRecordSchemas,
   parseRecord,
@@ -29,3 +31,4 @@ export {
   type ModelUsage,
 } from './records.js'
 export { storedOpenCalls, moveWakeTime, type StoredCall } from './storedCalls.js'
+export { LimitStore, type LimitBounds, type LimitKeyState, type SlotReply } from './limitStore.js'

@@ -116,7 +116,21 @@ export const harnessRecordSchemas = {
     version: z.string().optional(),
   }),
   'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json }),
-  'harness.tool.suspended': z.object({ toolCallId: z.string(), until: z.number(), kind: z.enum(['sleep', 'ask', 'agent', 'retry']) }),
+  /** step.waitForEvent began to wait (once: a run again keeps the timeout). */
+  'harness.tool.wait': z.object({ toolCallId: z.string(), name: z.string(), event: z.string(), key: z.string(), until: z.number() }),
+  /** The event a step.waitForEvent took: its payload as the step's value. */
+  'harness.tool.event': z.object({
+    toolCallId: z.string(),
+    name: z.string(),
+    event: z.string(),
+    key: z.string(),
+    payload: json.optional(),
+  }),
+  'harness.tool.suspended': z.object({
+    toolCallId: z.string(),
+    until: z.number(),
+    kind: z.enum(['sleep', 'ask', 'agent', 'retry', 'event', 'limit']),
+  }),
   'harness.tool.result': z
     .object({
       toolCallId: z.string(),

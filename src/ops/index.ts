@@ -2,3 +2,4 @@ export { listSessions, harnessOf, type SessionSummary, type SessionsFilter } fro
 export { hostStats, type HostStats, type QueueStats } from './stats.js'
 export { hostQueues, type QueueRef } from './queues.js'
 export { openQuestions } from './questions.js'
+export type { LimitStats } from './limitStats.js'

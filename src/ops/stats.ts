@@ -2,6 +2,8 @@ import { StorageError } from '../errors.js'
 import type { RedisClient } from '../log/client.js'
 import { indexKeys } from '../log/keys.js'
 import type { QueueRef } from './queues.js'
+import type { Harness } from '../harnessTypes.js'
+import { limitStats, type LimitStats } from './limitStats.js'
 
 const STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'failed', 'completed'] as const
 
@@ -24,11 +26,19 @@ export interface HostStats {
   openQuestions: number
   /** Sweeper repairs since the prefix was first used, by reason (`<prefix>:{S}:recoveries`, summed over shards). */
   recoveries: Record<string, number>
+  /** Per limit (defineHarness `limits`) and key: running, waiting, starts in the rate window (R17). */
+  limits: LimitStats[]
 }
 
-export async function hostStats(redis: RedisClient, prefix: string, shards: number, queues: QueueRef[]): Promise<HostStats> {
+export async function hostStats(
+  redis: RedisClient,
+  prefix: string,
+  shards: number,
+  queues: QueueRef[],
+  harnesses: Iterable<Harness> = [],
+): Promise<HostStats> {
   try {
-    const [queueStats, perShard] = await Promise.all([
+    const [queueStats, perShard, limits] = await Promise.all([
       Promise.all(
         queues.map(async ({ harness, kind, shard, queue }) => ({
           harness,
@@ -49,6 +59,7 @@ export async function hostStats(redis: RedisClient, prefix: string, shards: numb
           ])
         }),
       ),
+      limitStats(redis, prefix, harnesses),
     ])
     const recoveries: Record<string, number> = {}
     for (const [, , , byReason] of perShard)
@@ -61,6 +72,7 @@ export async function hostStats(redis: RedisClient, prefix: string, shards: numb
       openCalls: sum(1),
       openQuestions: sum(2),
       recoveries,
+      limits,
     }
   } catch (error) {
     throw new StorageError('stats', '(host indexes)', error)

@@ -102,13 +102,17 @@ export function finishedJobs(keep: { completedMs: number; failedMs: number } = D
   }
 }
 
-export function enqueueTurn(queues: HarnessQueues, harness: Harness, sessionId: string, inputId: string) {
+/**
+ * Adds a turn's job. `priority` (the prompt's, else the harness's default) is BullMQ's: 1 runs first;
+ * the turn's calls inherit it (turnJob passes its job's priority to enqueueCalls).
+ */
+export function enqueueTurn(queues: HarnessQueues, harness: Harness, sessionId: string, inputId: string, priority = harness.priority) {
   return queues
     .of(sessionId)
     .turns.add(
       'turn',
       { harness: harness.name, sessionId, inputId, ...traceField() },
-      { ...turnJobOptions(harness), jobId: turnJobId(sessionId, inputId) },
+      { ...turnJobOptions(harness), jobId: turnJobId(sessionId, inputId), ...(priority ? { priority } : {}) },
     )
 }
 
@@ -125,6 +129,8 @@ export interface CallToEnqueue {
 export interface CallOwnerJob {
   inputId?: string
   parent?: { id: string; queue: string }
+  /** The turn's BullMQ priority, which its calls inherit. */
+  priority?: number
 }
 
 function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob) {
@@ -140,7 +146,12 @@ function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner
   return {
     name: call.name,
     data,
-    opts: { ...toolJobOptions, jobId: toolJobId(sessionId, call.toolCallId), ...(owner.parent ? { parent: owner.parent } : {}) },
+    opts: {
+      ...toolJobOptions,
+      jobId: toolJobId(sessionId, call.toolCallId),
+      ...(owner.parent ? { parent: owner.parent } : {}),
+      ...(owner.priority ? { priority: owner.priority } : {}),
+    },
   }
 }
 

@@ -14,3 +14,4 @@ export {
   inspectCallJob,
   HarnessQueues,
 } from './enqueue.js'
+export { wakeCallByName } from './wake.js'

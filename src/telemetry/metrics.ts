@@ -34,6 +34,13 @@ const turnSeconds = new Histogram({
   buckets: [0.05, 0.1, 0.5, 1, 5, 30, 120, 600, 3600, 86_400],
   registers: [registry],
 })
+const limitWaitSeconds = new Histogram({
+  name: 'harness_limit_wait_seconds',
+  help: 'How long a call or turn waited for its limit (defineHarness limits) before it started, holding no worker slot.',
+  labelNames: ['harness', 'limit'] as const,
+  buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600, 3600],
+  registers: [registry],
+})
 const recoveries = new Counter({
   name: 'harness_recoveries_total',
   help: 'Sweeper repairs made by this process, by reason.',
@@ -80,6 +87,8 @@ export function countCallLanded(harness: string, tool: string, outcome: 'result'
   landed.seconds.observe(Math.max(0, Date.now() - sinceMs) / 1000)
 }
 export const observeTurn = (harness: string, sinceMs: number) => turnSeconds.observe({ harness }, Math.max(0, Date.now() - sinceMs) / 1000)
+export const observeLimitWait = (harness: string, limit: string, waitedMs: number) =>
+  limitWaitSeconds.observe({ harness, limit }, Math.max(0, waitedMs) / 1000)
 export const countRecovery = (reason: string) => recoveries.inc({ reason })
 export const countFenced = () => fenced.inc()
 

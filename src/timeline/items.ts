@@ -79,6 +79,8 @@ function recordLine(name: string, r: Record<string, unknown>): Line | null {
     case 'harness.tool.answer':
       return { kind: 'answer', ...call, text: `${r.toolCallId} answered (${r.questionId}): ${short(r.value)}` }
     case 'harness.tool.suspended':
+      // a call that waits for its limit (R17) holds no slot: shown as waiting, not as a park of the tool
+      if (r.kind === 'limit') return { kind: 'park', ...call, text: `${r.toolCallId} waiting for limit` }
       return { kind: 'park', ...call, text: `${r.toolCallId} parked (${r.kind})` }
     case 'harness.recovery':
       return { kind: 'recovery', ...(r.toolCallId ? call : {}), text: `recovery: ${r.reason} ${r.toolCallId ?? r.inputId ?? ''}`.trim() }

@@ -41,6 +41,20 @@ export interface AskOptions<S extends StandardSchemaV1> {
   expiresAt?: Date | number | string
 }
 
+/** A wait of `step.waitForEvent`: the step name, the event and its correlation key, the payload's schema and the timeout. */
+export interface WaitForEventOptions<S extends StandardSchemaV1 | undefined = undefined> {
+  /** Step name of the wait: the same on every run. */
+  name: string
+  /** The event's name, e.g. `payment.settled`. */
+  event: string
+  /** The correlation key the sender names, e.g. the order id. */
+  key: string
+  /** Validates the payload; a payload it refuses wakes nothing (`host.sendEvent` throws InvalidEventPayloadError). */
+  schema?: S
+  /** How long to wait (ms or '90s' | '15m' | '3d'; at most 365 days); then the wait throws EventTimeoutError. */
+  timeout: Duration
+}
+
 /** `ctx.step` of a durable tool: each side effect as a named step that runs once per tool call (`do`), and waits that hold no worker slot (`sleep`, `sleepUntil`, `ask`). */
 export interface Step {
   /**
@@ -53,6 +67,14 @@ export interface Step {
   sleepUntil(name: string, at: Date | number): Promise<void>
   /** Asks a person; resolves with the validated answer (R8). */
   ask<S extends StandardSchemaV1>(options: AskOptions<S>): Promise<StandardSchemaV1.InferOutput<S>>
+  /**
+   * Waits for a machine event (`host.sendEvent({ event, key, payload })`) without holding a worker
+   * slot; resolves with its payload, stored like a step value. An event sent before the wait is kept
+   * for the host's event retention (R20). Throws EventTimeoutError after `timeout`.
+   */
+  waitForEvent<S extends StandardSchemaV1 | undefined = undefined>(
+    options: WaitForEventOptions<S>,
+  ): Promise<S extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<S> : unknown>
 }
 
 /** A user record added with `append`: any JSON object with a `type` not starting with `harness.`. */

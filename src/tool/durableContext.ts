@@ -11,6 +11,7 @@ import { stepSpan } from '../telemetry/index.js'
 import { createAsk } from './ask.js'
 import type { RetryPolicy } from './retry.js'
 import { policyOf, tryDurably } from './stepRetry.js'
+import { createWaitForEvent } from './waitForEvent.js'
 
 export interface DurableContextOptions {
   log: SessionLog
@@ -25,6 +26,8 @@ export interface DurableContextOptions {
   retry?: RetryPolicy
   /** The harness version the call began under: its questions record it. */
   version?: string
+  /** The harness's name: a sender of an event this call waits for finds its queue by it (runCall passes it). */
+  harness?: string
 }
 
 export interface DurableContextHandle {
@@ -148,6 +151,10 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       claim(askOptions.name)
       return ask(askOptions)
     },
+    waitForEvent: ((waitOptions: { name: string }) => {
+      claim(waitOptions.name)
+      return waitForEvent(waitOptions as never)
+    }) as Step['waitForEvent'],
   }
 
   // R7: the wake time is logged once; a run again reads it back and never restarts the timer
@@ -160,6 +167,12 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
   }
 
   const ask = createAsk({ log, fence, lookup, park, checkValue, ours, ...(options.version ? { version: options.version } : {}) })
+  const saveValue = async (name: string, value: unknown, what: string, record: (copy: unknown) => LogRecord) => {
+    const { copy, encoded } = encodeValue(value, what)
+    await staging
+    return (await ours(log.saveStep(fence, name, copy, record(copy), encoded))).value
+  }
+  const waitForEvent = createWaitForEvent({ log, fence, harness: options.harness ?? '', lookup, storeOnce, saveValue, park, ours })
 
   const append = (records: AppendRecord[]) => {
     if (parked) throw parked

@@ -11,13 +11,23 @@ export {
   type DurableToolOptions,
   type DurableServerTool,
 } from './durableTool.js'
-export type { Step, StepFnOptions, StepOptions, AskOptions, AppendRecord, DurableToolContext, Replay } from './context.js'
+export type {
+  Step,
+  StepFnOptions,
+  StepOptions,
+  AskOptions,
+  WaitForEventOptions,
+  AppendRecord,
+  DurableToolContext,
+  Replay,
+} from './context.js'
 export type { RetryPolicy } from './retry.js'
 export { APPROVAL_STEP, createDurableContext, type DurableContextHandle } from './durableContext.js'
 export { Park } from './park.js'
 export { SecretStore, type Secrets } from './secrets.js'
 export { toJsonCopy, encodeChecked, DEFAULT_MAX_VALUE_BYTES, type Json, type JsonChecked } from './json.js'
 export type { Duration } from './duration.js'
+export { parseDuration } from './duration.js'
 export { questionIdOf, validateOptional } from './ask.js'
 export { toToolError } from './toolError.js'
 export { middlewareRun } from './middlewareContext.js'

@@ -37,6 +37,9 @@ export function createPlainContext(toolCallId: string, abortSignal?: AbortSignal
     async ask() {
       throw new DurableSessionRequiredError('step.ask')
     },
+    async waitForEvent() {
+      throw new DurableSessionRequiredError('step.waitForEvent')
+    },
   }
   return {
     step,

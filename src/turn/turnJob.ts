@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { DelayedError, WaitingChildrenError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import type { Harness } from '../harnessTypes.js'
-import { contextOf, openMember, type InputState, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
+import { contextOf, EventWaits, openMember, type InputState, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { enqueueCalls, wakeCall, type HarnessQueues, type TurnJobData } from '../queue/index.js'
 import { toToolError } from '../tool/index.js'
 import { foldTurn } from './fold.js'
@@ -13,10 +13,12 @@ import { ModelCallError } from './modelErrors.js'
 import { decideModelError, waitForModelCall } from './modelRetry.js'
 import type { FinishMessage } from '../harnessTypes.js'
 import { modelSpan } from '../telemetry/index.js'
-import { MiddlewareToolError } from '../errors.js'
+import { LimitKeyError, MiddlewareToolError } from '../errors.js'
 import { MiddlewareAbort, modelCallHooks } from './middleware.js'
 import { settleTurn } from './settle.js'
 import { turnView } from './view.js'
+import { takeTurnSlot } from './limitedTurn.js'
+import type { HeldSlot } from '../limits/index.js'
 
 /** Passes in a row that change nothing before a turn attempt gives up (see the loop). */
 const MAX_IDLE_PASSES = 5
@@ -45,6 +47,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   const log = deps.logFor(sessionId)
   const logger = deps.logger.child({ sessionId, inputId, attempt: job.attemptsMade + 1 })
   let input: InputState | null = null
+  let held: HeldSlot | undefined
   // an abort (or any settle) of this turn from any process stops its model call in flight
   const stop = deps.aborts.open(openMember(sessionId, inputId))
   const settle = async (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>, last?: { usage?: ModelUsage }) => {
@@ -62,12 +65,24 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     // line are enqueued when the one before settles) waits and checks again; a steered input's turn
     // is the one it joined
     if (input.steerInto || input.status === 'settled') return
+    // cancelOn: the turn waits for its events too (again on each run of the job: one HSET each)
+    for (const { event, key } of harness.cancelOn) {
+      let turnKey: unknown
+      try {
+        turnKey = key(input.text, contextOf(input))
+      } catch (err) {
+        logger.warn({ err, event }, 'cancelOn key function threw; this turn is not cancelled by that event')
+      }
+      if (typeof turnKey === 'string' && turnKey !== '')
+        await new EventWaits(log.redis, log.prefix).watchTurn({ event, key: turnKey }, sessionId, inputId, harness.name)
+    }
     const first = await log.firstInLine()
     if (first !== undefined && first !== inputId) {
       logger.debug({ first }, 'another turn of the session runs first; waiting in line')
       await job.moveToDelayed(Date.now() + LINE_RECHECK_MS, token)
       throw new DelayedError()
     }
+    held = await takeTurnSlot(job, token, harness, deps.queues, input, logger)
     // Every pass must move the turn on (a response or a result more); a pass that does not is retried
     // a few times (a child's landing may still be on its way), then the attempt fails: no loop spins.
     let lastProgress = -1
@@ -126,6 +141,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         await enqueueCalls(deps.queues, harness, sessionId, fold.pending, {
           inputId,
           parent: { id: job.id!, queue: job.queueQualifiedName },
+          // the turn's priority (its prompt's or the harness's): its calls inherit it
+          ...(job.opts.priority ? { priority: job.opts.priority } : {}),
         })
         logger.debug({ calls: fold.pending.length }, 'batch enqueued; waiting for its results')
         if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError()
@@ -185,7 +202,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     // the turn settled elsewhere (session.abort, a timeout by the sweeper) and its model call was stopped
     if (stop.signal.aborted && (await log.getInput(inputId))?.status === 'settled') return
     // a middleware offered the model a tool this harness cannot run: no attempt would do better
-    if (error instanceof MiddlewareToolError)
+    if (error instanceof MiddlewareToolError || error instanceof LimitKeyError)
       return await settle({ outcome: 'failed', error: { code: error.code, message: error.message } })
     // a model-call hook called ctx.abort(reason): the turn ends as aborted (no call of it is parked or running now)
     if (error instanceof MiddlewareAbort) return await settle({ outcome: 'aborted', error: { code: 'aborted', message: error.reason } })
@@ -204,5 +221,6 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     })
   } finally {
     stop.done()
+    held?.release().catch((err: unknown) => logger.warn({ err }, 'limit slot release failed; it frees itself when its lease expires'))
   }
 }

@@ -41,6 +41,28 @@ describe('the harness CLI', () => {
     expect(help.stdout).toContain('Usage: harness answer <questionId> <json>')
   })
 
+  it('event sends a machine event (kept with no wait, a resend with its id a no-op) and schedules lists the schedules', async () => {
+    const kept = await runBin(['event', 'payment.settled', 'cli-order', '{"amount":1}', '--id', 'cli-evt-1'], env)
+    expect(kept.code).toBe(0)
+    expect(kept.stdout).toContain('Kept payment.settled "cli-order"')
+    expect((await runBin(['event', 'payment.settled', 'cli-order', '{"amount":1}', '--id', 'cli-evt-1'], env)).stdout).toContain(
+      'was sent before',
+    )
+    const bad = await runBin(['event', 'payment.settled', 'cli-order', '{not json'], env)
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain('The payload is not JSON')
+    await host.schedule({ id: 'cli-nightly', harness: ops, cron: '0 2 * * *', prompt: 'nightly report' })
+    try {
+      const listed = await runBin(['schedules'], env)
+      expect(listed.code).toBe(0)
+      expect(listed.stdout).toMatch(/cli-nightly\s+ops\s+0 2 \* \* \* UTC\s+schedule-cli-nightly\s+queue/)
+      const json = JSON.parse((await runBin(['schedules', '--json'], env)).stdout) as { id: string; next: number }
+      expect(json).toMatchObject({ id: 'cli-nightly', prompt: 'nightly report' })
+    } finally {
+      await host.unschedule('cli-nightly')
+    }
+  })
+
   it('log --follow sees a turn park on a question and land after `harness answer` from another process wakes it', async () => {
     const session = host.open(ops, { sessionId: 'cli-deploy' })
     const follow = spawnBin(['log', 'cli-deploy', '--follow', '--json'], env)

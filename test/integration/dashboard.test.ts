@@ -143,4 +143,24 @@ describe('the dashboard in headless Chromium', () => {
     if (SHOTS) await page.screenshot({ path: 'docs/dashboard-queues.png' })
     await page.context().close()
   })
+
+  it('the schedules list shows each schedule the principal may see, its values escaped', async () => {
+    await ctx.host.schedule({ id: 'mornings', harness: ops, cron: '0 9 * * 1-5', tz: 'Europe/Berlin', prompt: '<b>report</b> please' })
+    await ctx.host.schedule({ id: 'hidden', harness: ops, every: '1d', prompt: 'x', sessionId: 'secret-sched' })
+    try {
+      const page = await openPage()
+      await page.goto(`${dashboard.url}schedules`)
+      const rows = await page.locator('#schedules tbody tr').allTextContents()
+      expect(rows).toHaveLength(1)
+      expect(rows[0]).toContain('mornings')
+      expect(rows[0]).toContain('0 9 * * 1-5 (Europe/Berlin)')
+      expect(await page.locator('#schedules tbody td').last().textContent()).toBe('<b>report</b> please')
+      expect(await page.locator('#schedules b').count()).toBe(0)
+      await page.screenshot({ path: SHOTS ? 'docs/dashboard-schedules.png' : join(tmpdir(), 'dashboard-schedules.png') })
+      await page.context().close()
+    } finally {
+      await ctx.host.unschedule('mornings')
+      await ctx.host.unschedule('hidden')
+    }
+  })
 })

@@ -49,6 +49,22 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
     expiresAt: 1_700_000_600_000,
   },
   'harness.tool.answer': { type: 'harness.tool.answer', toolCallId: 'call_1', questionId: 'q1', value: true },
+  'harness.tool.wait': {
+    type: 'harness.tool.wait',
+    toolCallId: 'call_1',
+    name: 'settled',
+    event: 'payment.settled',
+    key: 'order-42',
+    until: 1,
+  },
+  'harness.tool.event': {
+    type: 'harness.tool.event',
+    toolCallId: 'call_1',
+    name: 'settled',
+    event: 'payment.settled',
+    key: 'order-42',
+    payload: { ok: true },
+  },
   'harness.tool.suspended': { type: 'harness.tool.suspended', toolCallId: 'call_1', until: 1_700_000_060_000, kind: 'sleep' },
   'harness.tool.result': { type: 'harness.tool.result', toolCallId: 'call_1', name: 'checkout', result: { ok: true } },
   'harness.turn.retry': {

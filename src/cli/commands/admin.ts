@@ -78,6 +78,23 @@ export const stats: Command = {
     print(`open questions  ${s.openQuestions}`)
     const recoveries = Object.entries(s.recoveries)
     print(`recoveries      ${recoveries.length ? recoveries.map(([reason, n]) => `${terminalSafe(reason)}=${n}`).join(' ') : 0}`)
+    // flow-control limits (R17): a key is the key function's value, hostile as printed
+    if (s.limits.length > 0) {
+      print('')
+      print(
+        table(
+          ['HARNESS', 'LIMIT', 'KEY', 'RUNNING', 'WAITING', 'RATE-USED'],
+          s.limits.map((l) => [
+            terminalSafe(l.harness),
+            terminalSafe(l.limit),
+            terminalSafe(l.key || '-'),
+            String(l.running),
+            String(l.waiting),
+            String(l.rateUsed),
+          ]),
+        ),
+      )
+    }
     return 0
   },
 }

@@ -13,6 +13,8 @@ type Arg = string | number
 /** What a prompt to a busy session does (defineHarness `busy`). */
 export type BusyMode = 'queue' | 'steer' | 'reject'
 type Fenced = ['fenced', number]
+/** The state of one key of one limit (R17), in the limit's own slot. */
+type LimitKeys = [slots: string, waiting: string, starts: string, keysIndex: string, handed: string]
 
 /** What landing a call's result takes (includes/land.lua), the same for landResult and cancelCall. */
 export type LandArgs = [
@@ -46,6 +48,13 @@ export interface ScriptContract {
       | ['exists', string, 'open' | 'settled', 'first' | '']
       | ['conflict']
   }
+  acquireSlot: {
+    keys: LimitKeys
+    args: [member: string, leaseMs: number, concurrency: number, rateLimit: number, perMs: number, key: string, recheckMs: number]
+    reply:
+      | ['granted', waitedMs: number, startedAt: number, ...promote: string[]]
+      | ['wait', 'concurrency' | 'rate', untilMs: number, ...promote: string[]]
+  }
   answerQuestion: {
     keys: [questions: string, log: string, openQuestions: string]
     args: [questionId: string, answer: string, record: string, now: number, openMember: string]
@@ -55,6 +64,12 @@ export interface ScriptContract {
     keys: [log: string]
     args: string[]
     reply: string[]
+  }
+  awaitEvent: {
+    keys: [eventHash: string]
+    /** member, waiter value, now, waiter grace, timeout passed, then pairs of kept event uid and verdict */
+    args: [member: string, waiter: string, now: number, graceMs: number, expired: '1' | '0', ...verdicts: string[]]
+    reply: ['event', string, string] | ['timeout'] | ['waiting'] | ['check', ...uidsAndPayloads: string[]]
   }
   askQuestion: {
     keys: [calls: string, steps: string, log: string, questions: string, openQuestions: string]
@@ -93,6 +108,15 @@ export interface ScriptContract {
     /** the landing (the parked epoch seen as its epoch), then pairs of questionId and open questions member */
     args: [...LandArgs, ...questions: string[]]
     reply: ['ok', string] | ['done'] | ['running'] | ['moved'] | ['unknown']
+  }
+  deliverEvent: {
+    keys: [eventHash: string]
+    args: [uid: string, id: string, payload: string, now: number, retentionMs: number, graceMs: number, ...checkedMembers: string[]]
+    reply:
+      | ['delivered', ...membersAndHarnesses: string[]]
+      | ['stored']
+      | ['duplicate', ...membersAndHarnesses: string[]]
+      | ['check', ...membersAndWaiters: string[]]
   }
   fillConversation: {
     keys: [conversation: string]
@@ -134,6 +158,16 @@ export interface ScriptContract {
     ]
     args: [mode: 'check' | 'remove', exportedLastId: string, sessionId: string]
     reply: ['open', 'turn' | 'call'] | ['idle', string] | ['moved', string] | ['removed']
+  }
+  releaseSlot: {
+    keys: LimitKeys
+    args: [member: string, leaseMs: number, concurrency: number, rateLimit: number, perMs: number, key: string]
+    reply: string[]
+  }
+  renewSlot: {
+    keys: [slots: string]
+    args: [member: string, leaseMs: number]
+    reply: 0 | 1
   }
   requestCall: {
     keys: [calls: string, log: string, sessions: string, openCalls: string]

@@ -1,0 +1,152 @@
+// Event waits (issue 29, R20): Redis memory per call parked in step.waitForEvent, 10,000 waits on
+// distinct keys, beside a call parked in step.sleep measured in the same run (the baseline: what the
+// event index adds). Also how long a sendEvent takes to wake a waiting call (send → result landed).
+//   npx tsx scripts/bench/eventWaits.ts [--waits 10000] [--wakes 200]
+// Uses REDIS_URL when set (only its own key prefixes, deleted afterwards); else a private redis-server.
+import { randomBytes } from 'node:crypto'
+import { pathToFileURL } from 'node:url'
+import { toolDefinition } from '@tanstack/ai'
+import { Queue } from 'bullmq'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { z } from 'zod'
+import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError, type HarnessHost } from '../../src/index.js'
+import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
+import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
+
+const settle = durableTool(
+  toolDefinition({ name: 'settle', description: 'Wait for a payment', inputSchema: z.object({ orderId: z.string(), sleep: z.boolean() }) }),
+  async ({ orderId, sleep }, { step }) => {
+    if (sleep) {
+      await step.sleep('settled', '1h')
+      return null
+    }
+    return step.waitForEvent({
+      name: 'settled',
+      event: 'payment.settled',
+      key: orderId,
+      schema: z.object({ amount: z.number() }),
+      timeout: '1h',
+    })
+  },
+)
+const bench = defineHarness({ name: 'bench-events', adapter: scriptedModel([]), tools: [settle] })
+const silent = pino({ level: 'silent' })
+const usedMemory = async (redis: Redis) => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1])
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+async function pool(n: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0
+  await Promise.all(
+    Array.from({ length: Math.min(width, n) }, async () => {
+      while (next < n) await fn(next++)
+    }),
+  )
+}
+
+async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0'
+  do {
+    const [c, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+    cursor = c
+    if (keys.length) await redis.unlink(...keys)
+  } while (cursor !== '0')
+}
+
+async function withHost<T>(url: string, label: string, fn: (host: HarnessHost, prefix: string, admin: Redis) => Promise<T>): Promise<T> {
+  const prefix = `bench-${label}-${randomBytes(3).toString('hex')}`
+  const host = createHarnessHost({ redis: url, harnesses: [bench], prefix, logger: silent })
+  const workers = host.startWorkers({ concurrency: 50, sweepEveryMs: 0 })
+  const admin = new Redis(url)
+  try {
+    return await fn(host, prefix, admin)
+  } finally {
+    await workers.close()
+    await host.close()
+    await deletePrefix(admin, prefix)
+    admin.disconnect()
+  }
+}
+
+/** Bytes of used_memory a parked call, `n` calls on distinct sessions (and, for waits, distinct keys). */
+async function memoryPerCall(url: string, n: number, sleep: boolean, progress: (line: string) => void): Promise<number> {
+  return withHost(url, sleep ? 'sleep' : 'wait', async (host, prefix, admin) => {
+    const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix, 0, 1), skipMetasUpdate: true })
+    // warm-up: queue metadata and loaded scripts are in the baseline
+    await host
+      .open(bench, { sessionId: 'warm' })
+      .runTool({ name: 'settle', input: { orderId: 'warm', sleep } }, { timeoutMs: 0 })
+      .catch(() => {})
+    while ((await delayed.getDelayedCount()) < 1) await pause(50)
+    await pause(300)
+    const before = await usedMemory(admin)
+    await pool(n, 200, async (i) => {
+      await host
+        .open(bench, { sessionId: `s-${i}` })
+        .runTool({ name: 'settle', input: { orderId: `order-${i}`, sleep }, toolCallId: `c-${i}` }, { timeoutMs: 0 })
+        .catch((e: unknown) => {
+          if (!(e instanceof WaitTimeoutError)) throw e
+        })
+    })
+    while ((await delayed.getDelayedCount()) < n + 1) await pause(200)
+    await pause(500)
+    const perCall = Math.round(((await usedMemory(admin)) - before) / n)
+    progress(`${sleep ? 'sleep' : 'waitForEvent'}: ${perCall} B a parked call over ${n}`)
+    await delayed.close()
+    return perCall
+  })
+}
+
+/** ms from host.sendEvent to the woken call's result, over `n` waits in turn. */
+async function wakeLatency(url: string, n: number): Promise<{ p50: number; p99: number }> {
+  return withHost(url, 'wake', async (host, prefix, admin) => {
+    const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix, 0, 1), skipMetasUpdate: true })
+    const times: number[] = []
+    for (let i = 0; i < n; i++) {
+      const session = host.open(bench, { sessionId: `w-${i}` })
+      const call = session.runTool({ name: 'settle', input: { orderId: `w-${i}`, sleep: false } }, { timeoutMs: 60_000 })
+      while ((await delayed.getDelayedCount()) < 1) await pause(5)
+      const sent = Date.now()
+      await host.sendEvent({ event: 'payment.settled', key: `w-${i}`, payload: { amount: i } })
+      await call
+      times.push(Date.now() - sent)
+    }
+    await delayed.close()
+    times.sort((a, b) => a - b)
+    return { p50: times[Math.floor(n / 2)]!, p99: times[Math.min(n - 1, Math.ceil(n * 0.99) - 1)]! }
+  })
+}
+
+export async function measureEventWaits(url: string, options: { waits: number; wakes: number; progress?: (line: string) => void }) {
+  const progress = options.progress ?? ((line: string) => process.stderr.write(`${line}\n`))
+  const sleepBytes = await memoryPerCall(url, options.waits, true, progress)
+  const waitBytes = await memoryPerCall(url, options.waits, false, progress)
+  const wake = await wakeLatency(url, options.wakes)
+  return { waits: options.waits, sleepBytes, waitBytes, ratio: Number((waitBytes / sleepBytes).toFixed(2)), wake }
+}
+
+const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href
+if (isMain) {
+  const arg = (name: string, fallback: number) => {
+    const i = process.argv.indexOf(`--${name}`)
+    return i >= 0 ? Number(process.argv[i + 1]) : fallback
+  }
+  let stop = async () => {}
+  let url = process.env.REDIS_URL
+  if (!url) {
+    const server = await startRedisServer({})
+    url = server.url
+    stop = () => server.stop()
+  }
+  try {
+    const r = await measureEventWaits(url, { waits: arg('waits', 10_000), wakes: arg('wakes', 200) })
+    console.log(
+      `Redis memory per call waiting in step.waitForEvent: ${r.waitBytes} B (target <= 2048 B) over ${r.waits} waits on distinct keys; ` +
+        `a call parked in step.sleep in the same run: ${r.sleepBytes} B (ratio ${r.ratio}x)`,
+    )
+    console.log(`sendEvent -> woken call's result: p50 ${r.wake.p50} ms, p99 ${r.wake.p99} ms`)
+    console.log(JSON.stringify(r))
+  } finally {
+    await stop()
+  }
+}

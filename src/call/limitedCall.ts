@@ -1,0 +1,44 @@
+import { LimitKeyError } from '../errors.js'
+import type { Harness } from '../harnessTypes.js'
+import type { LineLogger } from '../logger.js'
+import { takeSlot, type HeldSlot } from '../limits/index.js'
+import type { ToolErrorPayload } from '../log/index.js'
+import { wakeCall, type HarnessQueues } from '../queue/index.js'
+import { Park, toToolError } from '../tool/index.js'
+
+/** What a call's limit says for this attempt: none, a slot it holds, a wait (a park), or a bad key (a tool error). */
+export type CallSlot = undefined | { held: HeldSlot } | { park: Park; handed: () => Promise<boolean> } | { error: ToolErrorPayload }
+
+/**
+ * Takes the slot of the call's tool limit (`limits.tools[name]`, R17) before the tool runs. A call
+ * that must wait parks (kind `limit`) like a sleep: it holds no worker slot, and a release that
+ * hands it a slot promotes its job. Every attempt takes its own slot: one that parks (sleep, ask,
+ * approval, a retry's backoff) gives it back, and takes one again when it wakes.
+ */
+export async function takeCallSlot(
+  harness: Harness,
+  queues: HarnessQueues,
+  call: { sessionId: string; toolCallId: string; name: string; input: unknown },
+  context: unknown,
+  logger: LineLogger,
+): Promise<CallSlot> {
+  const limit = harness.limits?.tools.get(call.name)
+  if (!limit) return undefined
+  const place = { redis: queues.connection, prefix: queues.prefix, harness: harness.name, lockMs: harness.durability.lockMs }
+  const subject = { member: `${call.sessionId}|${call.toolCallId}`, sessionId: call.sessionId, input: call.input, context }
+  try {
+    const slot = await takeSlot(place, limit, subject, (member) => {
+      const at = member.indexOf('|')
+      return wakeCall(queues, member.slice(0, at), member.slice(at + 1))
+    })
+    if (slot.kind === 'held') {
+      logger.debug({ limit: limit.scope, key: slot.key, waitedMs: slot.waitedMs, startedAt: slot.startedAt }, 'limit slot taken')
+      return { held: slot }
+    }
+    logger.debug({ limit: limit.scope, reason: slot.reason, until: slot.until }, 'waiting for limit')
+    return { park: new Park('limit', slot.until, limit.scope), handed: slot.handed }
+  } catch (error) {
+    if (error instanceof LimitKeyError) return { error: toToolError(error) }
+    throw error
+  }
+}

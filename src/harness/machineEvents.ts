@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto'
+import { z } from 'zod'
+import { InvalidEventPayloadError, InvalidIdError } from '../errors.js'
+import type { Logger } from '../logger.js'
+import { isSafeId, type EventWaiter, type EventWaits, type RedisClient } from '../log/index.js'
+import { wakeCall, wakeCallByName, type HarnessQueues } from '../queue/index.js'
+import { DEFAULT_MAX_VALUE_BYTES, encodeChecked, toJsonCopy } from '../tool/index.js'
+
+/** A machine event for `host.sendEvent`: its name, its correlation key, its payload and an optional id that makes a resend a no-op. */
+export interface SendEventOptions {
+  /** The event's name, e.g. `payment.settled`. */
+  event: string
+  /** The correlation key a wait names, e.g. the order id. */
+  key: string
+  /** JSON; checked against the schema of every call waiting on (event, key). */
+  payload?: unknown
+  /** De-duplicates: a second send with the same id (per event and key, within the retention) does nothing. */
+  id?: string
+}
+
+/** What `host.sendEvent` did: woke the calls (and cancelOn turns) waiting on the event, kept it for a later wait, or nothing (a seen id). */
+export interface SendEventResult {
+  status: 'delivered' | 'stored' | 'duplicate'
+  /** The waiting calls woken (on a duplicate: the ones woken again that had not taken the event yet). */
+  calls: number
+  /** The turns cancelled by a cancelOn of their harness. */
+  turns: number
+}
+
+/** The machine-event method of a host (createHarnessHost). */
+export interface HostEvents {
+  /**
+   * Sends a machine event from any process: wakes every call waiting on (event, key) in
+   * `step.waitForEvent` (and cancels the turns a harness's `cancelOn` names); with none waiting it is
+   * kept for `events.retention` for the first wait that asks (R20); a payload a waiting call's
+   * schema refuses throws InvalidEventPayloadError and wakes nothing; a seen `id` does nothing.
+   */
+  sendEvent(options: SendEventOptions): Promise<SendEventResult>
+}
+
+export interface SendEventDeps {
+  waits: EventWaits
+  queuesByName(name: string): HarnessQueues | undefined
+  /** Where the queues of a harness this host does not run are: their calls are woken there by name. */
+  queues: { connection: RedisClient; prefix: string; shards: number }
+  /** Aborts a turn whose harness cancels on this event. */
+  abortTurn(harness: string, sessionId: string, inputId: string, reason: string): Promise<void>
+  logger: Logger
+}
+
+/** Rounds of "a new waiter came in while we checked its schema": each is one script; more than a few means a storm of new waits. */
+const MAX_CHECK_ROUNDS = 10
+
+function assertText(what: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 1_000)
+    throw new TypeError(`host.sendEvent needs an ${what}: a non-empty string of at most 1000 characters.`)
+}
+
+/**
+ * Delivers one event: the payload is checked against the JSON Schema of every call waiting on
+ * (event, key) first (a refusal throws InvalidEventPayloadError: nothing stored, nothing woken), then
+ * one script on the event's hash delivers it to them all or keeps it for the first wait (R20), and
+ * each waiting call's job is promoted. A crash before a promote is repaired by a resend with the
+ * same id (its duplicate names the calls that have not taken it yet) or by the call's own timeout.
+ */
+export async function sendEvent(deps: SendEventDeps, options: SendEventOptions): Promise<SendEventResult> {
+  const { event, key, id } = options
+  assertText('event', event)
+  assertText('key', key)
+  if (id !== undefined && (typeof id !== 'string' || !isSafeId(id))) throw new InvalidIdError('event id', id)
+  const what = `Payload of event "${event}"`
+  const copy = toJsonCopy(options.payload ?? null, what)
+  // a JSON copy always encodes (null for an undefined payload)
+  const payload = encodeChecked(copy, what, DEFAULT_MAX_VALUE_BYTES) ?? 'null'
+  const address = { event, key }
+  const uid = randomBytes(12).toString('base64url')
+  const checked: string[] = []
+  for (let round = 0; round < MAX_CHECK_ROUNDS; round++) {
+    const delivery = await deps.waits.deliver(address, { uid, ...(id ? { id } : {}), payload }, checked)
+    if (delivery.status === 'stored') return { status: 'stored', calls: 0, turns: 0 }
+    if (delivery.status !== 'check') return { status: delivery.status, ...(await wake(deps, delivery.waiters, event)) }
+    for (const { member, schema } of delivery.schemas) {
+      if (schema !== undefined) {
+        const parsed = z.fromJSONSchema(schema as never).safeParse(copy)
+        if (!parsed.success) throw new InvalidEventPayloadError(event, key, z.prettifyError(parsed.error).replace(/\n\s*/g, ' '))
+      }
+      checked.push(member)
+    }
+  }
+  throw new Error(`host.sendEvent: the waiters of event "${event}" kept changing over ${MAX_CHECK_ROUNDS} rounds; send it again.`)
+}
+
+async function wake(deps: SendEventDeps, waiters: EventWaiter[], event: string): Promise<{ calls: number; turns: number }> {
+  let calls = 0
+  let turns = 0
+  await Promise.all(
+    waiters.map(async (w) => {
+      if (w.kind === 'turn') {
+        await deps.abortTurn(w.harness, w.sessionId, w.id, `Cancelled by event "${event}" (cancelOn).`)
+        return void turns++
+      }
+      const queues = deps.queuesByName(w.harness)
+      if (queues) await wakeCall(queues, w.sessionId, w.id)
+      else {
+        // a harness this host does not run (a webhook server, the CLI): its tool queue by name
+        const { connection, prefix, shards } = deps.queues
+        await wakeCallByName(connection, prefix, shards, w.harness, w.sessionId, w.id)
+      }
+      calls++
+    }),
+  )
+  return { calls, turns }
+}

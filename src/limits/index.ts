@@ -1,0 +1,1 @@
+export { takeSlot, limitStates, type HeldSlot } from './slot.js'

@@ -1,0 +1,82 @@
+--[[
+  Takes a slot of one limit key for a call (R17), or puts the call in the key's FIFO line. Granted
+  when the call already holds a slot (a slot handed to it on a release, or its own after a rerun),
+  or when there is room (concurrency and rate) and no waiter is ahead of it. Otherwise the call
+  waits without a worker slot; room that waiters ahead of it can use is handed to them (they are
+  promoted by the caller), so a slot freed by a dead worker's lease expiry is passed on by the next
+  acquire as well as by a waiter's own re-check.
+
+  Input:
+    KEYS[1] slots ZSET      KEYS[2] waiting ZSET      KEYS[3] starts ZSET
+    KEYS[4] keys index ZSET (the limit's keys by last use: stats read it)
+    KEYS[5] handed HASH (member -> ms it first became ready, for a waiter handed a slot: its wait time)
+    ARGV[1] member (<sessionId>|<toolCallId>, or a turn's <sessionId>|<inputId>)
+    ARGV[2] lease ms (the job lock: a slot not renewed within it is free again)
+    ARGV[3] concurrency (0: none)   ARGV[4] rate limit (0: none)   ARGV[5] rate per ms
+    ARGV[6] the key as the user's key function gave it
+    ARGV[7] re-check ms of a concurrency waiter (its fallback when no release wakes it)
+
+  Output:
+    {'granted', waitedMs, startedAt (server ms: the start the rate counts), ...promote}
+    {'wait', 'concurrency' | 'rate', untilMs, ...promote}   (promote: waiters handed a slot)
+]]
+local slotsKey, waitingKey, startsKey, keysKey, handedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local member, leaseMs = ARGV[1], tonumber(ARGV[2])
+local concurrency, rateLimit, per = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local rawKey, recheckMs = ARGV[6], tonumber(ARGV[7])
+
+--@include limitSlots
+local now = serverNow()
+dropExpired(slotsKey, startsKey, now, rateLimit, per)
+redis.call('ZADD', keysKey, now, rawKey)
+
+local waitingSince = redis.call('ZSCORE', waitingKey, member)
+local readyAt = waitingSince or redis.call('HGET', handedKey, member)
+local function grant(promote)
+  redis.call('ZADD', slotsKey, now + leaseMs, member)
+  if rateLimit > 0 then
+    -- a start held for it by a hand-off becomes its real start, now
+    redis.call('ZREM', startsKey, member .. '@h')
+    redis.call('ZADD', startsKey, now, member .. '@' .. now)
+  end
+  redis.call('ZREM', waitingKey, member)
+  redis.call('HDEL', handedKey, member)
+  local reply = {'granted', readyAt and (now - tonumber(readyAt)) or 0, now}
+  for i = 1, #promote do reply[#reply + 1] = promote[i] end
+  return reply
+end
+
+if redis.call('ZSCORE', slotsKey, member) then
+  -- a slot handed to it comes with its start; its own slot after a rerun is a new start, within the rate
+  local handedStart = rateLimit == 0 or redis.call('ZSCORE', startsKey, member .. '@h')
+  if handedStart or rateLimit - redis.call('ZCARD', startsKey) > 0 then return grant({}) end
+  redis.call('ZREM', slotsKey, member)
+end
+
+local free = freeRoom(slotsKey, startsKey, concurrency, rateLimit)
+local ahead = redis.call('ZRANK', waitingKey, member) or redis.call('ZCARD', waitingKey)
+-- room for every waiter ahead and this call: the ones ahead (asleep) are handed theirs
+if free > ahead then return grant(handOff(slotsKey, waitingKey, startsKey, handedKey, ahead, now, leaseMs, rateLimit, {})) end
+
+-- a waiter whose handed slot expired before it came back takes its old place in the line
+if not waitingSince then
+  redis.call('ZADD', waitingKey, readyAt or now, member)
+  redis.call('HDEL', handedKey, member)
+end
+local promote = handOff(slotsKey, waitingKey, startsKey, handedKey, math.min(free, ahead), now, leaseMs, rateLimit, {})
+local rank = redis.call('ZRANK', waitingKey, member)
+local reply = {'wait'}
+if concurrency > 0 and concurrency - redis.call('ZCARD', slotsKey) <= 0 then
+  -- woken by a release's hand-off; the re-check only covers a releaser that died before it promoted
+  reply[2] = 'concurrency'
+  reply[3] = now + recheckMs * (1 + math.min(math.floor(rank / concurrency), 9))
+else
+  -- the rank-th start from now opens when the start that many places into the window leaves it
+  local window = math.max(rateLimit, 1)
+  local oldest = redis.call('ZRANGE', startsKey, rank % window, rank % window, 'WITHSCORES')
+  local base = oldest[2] and tonumber(oldest[2]) or now
+  reply[2] = 'rate'
+  reply[3] = base + per * (1 + math.floor(rank / window))
+end
+for i = 1, #promote do reply[#reply + 1] = promote[i] end
+return reply

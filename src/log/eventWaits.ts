@@ -1,0 +1,175 @@
+import { createHash } from 'node:crypto'
+import { StorageError } from '../errors.js'
+import type { RedisClient } from './client.js'
+import { runScript } from './commands/index.js'
+
+/** How long an event no call waits for yet is kept, and how long a seen event id is remembered (24 h). */
+export const DEFAULT_EVENT_RETENTION_MS = 24 * 3_600_000
+/** How long past its timeout a wait's entries are kept (its call wakes at the timeout and removes them; this is for one that never does). */
+const WAITER_GRACE_MS = 24 * 3_600_000
+
+/** What a machine event is addressed to: its name and its correlation key (an order id, a PR number). */
+export interface EventAddress {
+  event: string
+  key: string
+}
+
+/** A call or a cancelOn turn waiting on an (event, key), as the sender sees it. */
+export interface EventWaiter {
+  kind: 'call' | 'turn'
+  sessionId: string
+  /** The tool call id of a call, the input id of a turn. */
+  id: string
+  harness: string
+}
+
+/** What delivering an event did: woke these waiters, kept the event for a later wait, or nothing (a seen id). */
+export type Delivery =
+  | { status: 'delivered' | 'duplicate'; waiters: EventWaiter[] }
+  | { status: 'stored' }
+  | { status: 'check'; schemas: Array<{ member: string; schema: unknown }> }
+
+export type AwaitReply =
+  | { status: 'event'; payload: unknown }
+  | { status: 'timeout' }
+  | { status: 'waiting' }
+  | { status: 'check'; events: Array<{ uid: string; payload: unknown }> }
+
+/** How long a turn's cancelOn entry stays: as long as the longest wait of its calls. */
+const TURN_WATCH_MS = 365 * 86_400_000
+
+/** How long an operation here retries what Redis refused: each is idempotent when re-sent (a delivery under one uid, a consume by one waiter). */
+const RETRY_MS = 10_000
+
+/** Runs one idempotent operation, with backoff for RETRY_MS; what Redis still throws becomes a StorageError. */
+async function guarded<T>(operation: string, sessionId: string, run: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + RETRY_MS
+  for (let delay = 20; ; delay = Math.min(delay * 2, 1_000)) {
+    try {
+      return await run()
+    } catch (error) {
+      if (Date.now() + delay > deadline) throw new StorageError(operation, sessionId, error)
+      await new Promise((resolve) => setTimeout(resolve, delay))
+    }
+  }
+}
+
+/** The member of a call's wait: a step of one call waits on one (event, key) at a time. */
+export function callWaitMember(sessionId: string, toolCallId: string, step: string): string {
+  return `c|${sessionId}|${toolCallId}|${step}`
+}
+
+function parseWaiter(member: string, harness: string): EventWaiter {
+  const [kind, sessionId, id] = member.split('|') as [string, string, string]
+  return { kind: kind === 't' ? 'turn' : 'call', sessionId, id, harness }
+}
+
+function pairs(list: string[]): Array<[string, string]> {
+  const out: Array<[string, string]> = []
+  for (let i = 0; i + 1 < list.length; i += 2) out.push([list[i]!, list[i + 1]!])
+  return out
+}
+
+/**
+ * The event index: one hash an (event, key), under its own hash tag (a hash of the pair), so the
+ * waiter's registration and the sender's delivery are one script on one slot of a Cluster, whatever
+ * the shards of the waiting sessions (commands/includes/eventHash.lua has its fields). Waking each
+ * waiting call is then the sender's step on the call's own shard (a job promote), which the call's
+ * own wake-up at its timeout and a resend repair if the sender dies between.
+ */
+export class EventWaits {
+  constructor(
+    readonly redis: RedisClient,
+    readonly prefix: string,
+    /** The sender's: how long a kept event and a seen id stay (a waiter needs none). */
+    readonly retentionMs: number = DEFAULT_EVENT_RETENTION_MS,
+  ) {}
+
+  /** The hash of one (event, key). */
+  keyOf({ event, key }: EventAddress): string {
+    const hash = createHash('sha256').update(`${event}\0${key}`).digest('hex').slice(0, 20)
+    return `${this.prefix}:{ev-${hash}}`
+  }
+
+  /** A call's wait asks once: its delivered event, its timeout, a kept event its schema accepts, or it waits. */
+  async await(
+    address: EventAddress,
+    member: string,
+    waiter: { until: number; harness: string; schema?: unknown },
+    verdicts: ReadonlyMap<string, boolean>,
+  ): Promise<AwaitReply> {
+    const now = Date.now()
+    const value = `${waiter.until}\n${waiter.harness}\n${waiter.schema === undefined ? '' : JSON.stringify(waiter.schema)}`
+    const checked = [...verdicts].flatMap(([uid, ok]) => [uid, ok ? 'ok' : 'no'])
+    const reply = await guarded('awaitEvent', parseWaiter(member, '').sessionId, () =>
+      runScript(
+        this.redis,
+        'awaitEvent',
+        [this.keyOf(address)],
+        [member, value, now, WAITER_GRACE_MS, now >= waiter.until ? '1' : '0', ...checked],
+      ),
+    )
+    if (reply[0] === 'event') return { status: 'event', payload: JSON.parse(reply[2]) }
+    if (reply[0] === 'check') {
+      return { status: 'check', events: pairs(reply.slice(1)).map(([uid, payload]) => ({ uid, payload: JSON.parse(payload) })) }
+    }
+    return { status: reply[0] }
+  }
+
+  /** Whether an event was delivered to this wait (a parking call re-checks after its job was delayed). */
+  async delivered(address: EventAddress, member: string): Promise<boolean> {
+    const sessionId = parseWaiter(member, '').sessionId
+    return (await guarded('delivered', sessionId, () => this.redis.hexists(this.keyOf(address), `d\0${member}`))) === 1
+  }
+
+  /** The wait is over (its payload is stored as the call's step): its entries go. */
+  async done(address: EventAddress, member: string): Promise<void> {
+    const sessionId = parseWaiter(member, '').sessionId
+    await guarded('eventWaitDone', sessionId, () => this.redis.hdel(this.keyOf(address), `w\0${member}`, `d\0${member}`))
+  }
+
+  /**
+   * A turn waits to be cancelled by (event, key) (its harness's cancelOn): the sender aborts it. Its
+   * entry stays until the event comes or a year passes (a settled turn's abort is a no-op).
+   */
+  async watchTurn(address: EventAddress, sessionId: string, inputId: string, harness: string): Promise<void> {
+    const until = Date.now() + TURN_WATCH_MS
+    const key = this.keyOf(address)
+    // no field of the hash is needed later than this one (calls wait at most 365 days), so its expiry is the hash's
+    await guarded('watchTurn', sessionId, () =>
+      this.redis
+        .multi()
+        .hset(key, `w\0t|${sessionId}|${inputId}`, `${until}\n${harness}\n`)
+        .pexpireat(key, until + WAITER_GRACE_MS)
+        .exec(),
+    )
+  }
+
+  /** Delivers one event (`payload` is its JSON text) to the waiters whose schema `checked` accepted it. */
+  async deliver(
+    address: EventAddress,
+    event: { uid: string; id?: string; payload: string },
+    checked: readonly string[],
+  ): Promise<Delivery> {
+    const reply = await guarded(`deliverEvent ${JSON.stringify(address.event)}`, '(any)', () =>
+      runScript(
+        this.redis,
+        'deliverEvent',
+        [this.keyOf(address)],
+        [event.uid, event.id ?? '', event.payload, Date.now(), this.retentionMs, WAITER_GRACE_MS, ...checked],
+      ),
+    )
+    if (reply[0] === 'stored') return { status: 'stored' }
+    const found = pairs(reply.slice(1))
+    if (reply[0] === 'check') {
+      return {
+        status: 'check',
+        schemas: found.map(([member, waiter]) => {
+          const schema = waiter.split('\n').slice(2).join('\n')
+          return { member, schema: schema === '' ? undefined : JSON.parse(schema) }
+        }),
+      }
+    }
+    return { status: reply[0], waiters: found.map(([member, harness]) => parseWaiter(member, harness)) }
+  }
+}

@@ -1,0 +1,81 @@
+import { convertSchemaToJsonSchema } from '@tanstack/ai'
+import { EventTimeoutError } from '../errors.js'
+import { callWaitMember, EventWaits, RESERVED_PREFIX, type Fence, type LogRecord, type SessionLog, type StepLookup } from '../log/index.js'
+import { validateOptional } from './ask.js'
+import type { WaitForEventOptions } from './context.js'
+import { parseDuration } from './duration.js'
+import { Park } from './park.js'
+
+/** The harness's own step of a wait, beside the payload's step `name`: when the wait times out, stored once (a run again keeps the timeout). */
+const WAIT_STEP = `${RESERVED_PREFIX}wait:`
+
+/** Longest event name and key: they are hashed into one key name, and shown in records and errors. */
+const MAX_ADDRESS_LENGTH = 1_000
+
+interface WaitDeps {
+  log: SessionLog
+  fence: Fence
+  /** The harness whose tool waits: the sender finds the call's queue by it. */
+  harness: string
+  lookup(name: string): Promise<StepLookup>
+  storeOnce(name: string, make: () => { value: unknown; record: LogRecord }): Promise<unknown>
+  saveValue(name: string, value: unknown, what: string, record: (copy: unknown) => LogRecord): Promise<unknown>
+  park(p: Park): never
+  ours<T>(write: Promise<T>): Promise<T>
+}
+
+function assertAddress(what: 'event' | 'key', value: unknown): asserts value is string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ADDRESS_LENGTH)
+    throw new TypeError(`step.waitForEvent needs an ${what}: a non-empty string of at most ${MAX_ADDRESS_LENGTH} characters.`)
+}
+
+/**
+ * step.waitForEvent: the payload once it is stored (a run again returns it), else the event delivered
+ * to this wait or a kept one its schema accepts (consumed by this wait, R20), else EventTimeoutError
+ * past the timeout, else the call parks until the timeout or a sender's wake-up.
+ */
+export function createWaitForEvent({ log, fence, harness, lookup, storeOnce, saveValue, park, ours }: WaitDeps) {
+  return async function waitForEvent(options: WaitForEventOptions<never>): Promise<unknown> {
+    const { name, event, key, schema } = options
+    assertAddress('event', event)
+    assertAddress('key', key)
+    const ms = parseDuration(options.timeout)
+    const stored = await lookup(name)
+    if (stored.found) return stored.value
+    const { until } = (await storeOnce(`${WAIT_STEP}${name}`, () => {
+      const at = Date.now() + ms
+      return { value: { until: at }, record: { type: 'harness.tool.wait', toolCallId: fence.toolCallId, name, event, key, until: at } }
+    })) as { until: number }
+    const address = { event, key }
+    const waits = new EventWaits(log.redis, log.prefix)
+    const member = callWaitMember(log.sessionId, fence.toolCallId, name)
+    // the sender checks a payload against this before it wakes the call (it has no Standard Schema)
+    const jsonSchema = schema ? convertSchemaToJsonSchema(schema) : undefined
+    const verdicts = new Map<string, boolean>()
+    for (;;) {
+      const reply = await ours(waits.await(address, member, { until, harness, schema: jsonSchema }, verdicts))
+      if (reply.status === 'check') {
+        for (const kept of reply.events) verdicts.set(kept.uid, (await validateOptional(schema, kept.payload)).ok)
+        continue
+      }
+      if (reply.status === 'timeout') throw new EventTimeoutError(event, key, new Date(until).toISOString())
+      if (reply.status === 'waiting') return park(new Park('event', until, name, () => waits.delivered(address, member)))
+      const checked = await validateOptional(schema, reply.payload)
+      if (!checked.ok) {
+        // passed the JSON Schema the sender checked, not the schema itself (a refinement): it wakes nothing, the wait goes on
+        await ours(waits.done(address, member))
+        continue
+      }
+      const value = await saveValue(name, checked.value, `Event "${event}" payload (step "${name}")`, (copy) => ({
+        type: 'harness.tool.event',
+        toolCallId: fence.toolCallId,
+        name,
+        event,
+        key,
+        ...(copy === undefined ? {} : { payload: copy as never }),
+      }))
+      await ours(waits.done(address, member))
+      return value
+    }
+  }
+}
