@@ -1,9 +1,10 @@
 // Lint: eslint's and typescript-eslint's recommended rules (formatting is prettier's job), the
-// type-aware rules that catch a promise nobody waits for, the layer table of docs/architecture.md,
-// and the 300-line limit of a src/ file.
+// type-aware rules that catch a promise nobody waits for, the layer table of docs/architecture.md, no
+// import cycle in src/, and the 300-line limit of a src/ file.
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 import { layerRules } from './scripts/lint/layers.js'
+import { cycleRules } from './scripts/lint/cycles.js'
 
 const root = import.meta.dirname
 
@@ -29,6 +30,7 @@ export default tseslint.config(
     },
   },
   ...layerRules(root),
+  ...cycleRules(root),
   {
     files: ['src/**/*.ts'],
     rules: { 'max-lines': ['error', { max: 300, skipBlankLines: false, skipComments: false }] },

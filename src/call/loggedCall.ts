@@ -1,17 +1,29 @@
 import type { Job } from 'bullmq'
 import { CallNotLoggedError } from '../errors.js'
-import { toolOf } from '../harnessTypes.js'
+import { toolOf, type Harness } from '../harnessTypes.js'
 import { callFingerprint, openMember, parseToolJobId, type BeginResult, type SessionLog } from '../log/index.js'
 import type { ToolJobData } from '../queue/index.js'
 import { replayOf } from '../tool/index.js'
 import { isAgentTool } from './agentCall.js'
 import { needsApproval } from './approval.js'
-import type { ToolJobDeps } from './toolJob.js'
+import type { CallAborts } from './callAborts.js'
+import type { Logger } from '../logger.js'
+import type { CallMarks } from '../log/index.js'
 
 /** A tool job's call: its session, id, turn and input, and the tool's name. */
 export type ToolCall = ToolJobData & { name: string }
 
-type Attempt = ReturnType<ToolJobDeps['aborts']['open']>
+/** What beginning a call needs of the tool job's deps (ToolJobDeps has it). */
+interface LoggedCallDeps {
+  harness: Harness
+  logFor(sessionId: string): SessionLog
+  aborts: CallAborts
+  logger: Logger
+  /** The deployment's call marks: a verified first delivery of a call its request began skips its begin. */
+  marks?: CallMarks | undefined
+}
+
+type Attempt = ReturnType<CallAborts['open']>
 
 /**
  * Begins an attempt of the call a tool job names, as the log holds it (DESIGN §1: the log is the
@@ -23,7 +35,7 @@ type Attempt = ReturnType<ToolJobDeps['aborts']['open']>
  */
 export async function beginLoggedCall(
   job: Job<ToolJobData>,
-  deps: ToolJobDeps,
+  deps: LoggedCallDeps,
 ): Promise<{ call: ToolCall; begin: BeginResult; attempt: Attempt; log: SessionLog }> {
   const ids = parseToolJobId(job.id ?? '')
   if (!ids) throw new Error(`Tool job ${JSON.stringify(job.id)} is not a call's job (call|<sessionId>|<toolCallId>): nothing runs.`)
@@ -45,14 +57,14 @@ export async function beginLoggedCall(
     warnDisagreement(
       deps,
       ids,
-      ['sessionId', 'toolCallId'].filter((f) => data[f as 'sessionId'] !== ids[f as 'sessionId']),
+      (['sessionId', 'toolCallId'] as const).filter((f) => data[f] !== ids[f]),
     )
     return checked
   }
   const logged = await log.findLoggedCall(ids.toolCallId)
   if (!logged) throw new CallNotLoggedError(ids.sessionId, ids.toolCallId)
   const call = toolCall(ids, data.traceparent, logged)
-  const fields = ['sessionId', 'toolCallId', 'inputId', 'inputTooLarge'].filter((f) => data[f as 'inputId'] !== call[f as 'inputId'])
+  const fields: string[] = (['sessionId', 'toolCallId', 'inputId', 'inputTooLarge'] as const).filter((f) => data[f] !== call[f])
   if (JSON.stringify(data.input ?? null) !== JSON.stringify(call.input ?? null)) fields.push('input')
   if (job.name !== call.name) fields.push('name')
   warnDisagreement(deps, ids, fields)
@@ -75,7 +87,12 @@ export function skipsBegin(tool: unknown): boolean {
  * time and it did not stall, so no attempt of the call can have begun. It runs without a begin of its
  * own; a later delivery begins as any job does, and its begin counts the call cut (a new epoch).
  */
-function beganWithRequest(job: Job<ToolJobData>, ids: { sessionId: string; toolCallId: string }, fingerprint: string, deps: ToolJobDeps) {
+function beganWithRequest(
+  job: Job<ToolJobData>,
+  ids: { sessionId: string; toolCallId: string },
+  fingerprint: string,
+  deps: LoggedCallDeps,
+) {
   const { data } = job
   if (data.mark === undefined || data.inputId !== undefined || data.inputTooLarge !== undefined) return false
   if (data.sessionId !== ids.sessionId || data.toolCallId !== ids.toolCallId) return false
@@ -100,7 +117,7 @@ function toolCall(
 }
 
 /** One begin; undefined when the job's call is not the logged one (nothing was written). */
-async function begin(log: SessionLog, call: ToolCall, fingerprint: string, deps: ToolJobDeps) {
+async function begin(log: SessionLog, call: ToolCall, fingerprint: string, deps: LoggedCallDeps) {
   const tool = toolOf(deps.harness, call.name)
   const owner = { harness: deps.harness.name, version: deps.harness.version, ...(call.inputId ? { inputId: call.inputId } : {}) }
   // opened before the turn's input is read (beginCall returns it): a settle from now on fires its
@@ -122,7 +139,7 @@ function fingerprintOf(call: ToolCall): string {
 }
 
 /** Names the fields that disagreed, never their values (job data is anyone's with queue access). */
-function warnDisagreement(deps: ToolJobDeps, ids: { sessionId: string; toolCallId: string }, fields: string[]): void {
+function warnDisagreement(deps: LoggedCallDeps, ids: { sessionId: string; toolCallId: string }, fields: readonly string[]): void {
   // the same call, its request mark missing or of an older version: nothing to warn about
   if (fields.length === 0) return deps.logger.debug(ids, 'tool job began from its logged call (no matching request mark)')
   deps.logger.warn(

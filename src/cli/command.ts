@@ -34,8 +34,14 @@ export interface CommandInput {
   values: Record<string, string | boolean | undefined>
 }
 
+/** A string option's value (parseArgs gives a string option a string, or nothing). */
+export function stringOption(values: CommandInput['values'], name: string): string | undefined {
+  const value = values[name]
+  return typeof value === 'string' ? value : undefined
+}
+
 export function parseCommand(command: Command, argv: string[]): CommandInput & { help: boolean } {
-  const options = { ...COMMON_OPTIONS, ...command.options } as Options
+  const options: Options = { ...COMMON_OPTIONS, ...command.options }
   let parsed
   try {
     // parseArgs takes every word after `--` as an argument: a session id may start with '-' (`-- -abc`)

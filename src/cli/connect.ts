@@ -3,6 +3,7 @@ import { serializeError } from '../credentials.js'
 import { UsageError } from '../errors.js'
 import { createHarnessHost, type HarnessHost } from '../harness/host.js'
 import type { Harness } from '../harnessTypes.js'
+import { stringOption } from './command.js'
 import { loadHarnesses } from './loadHarnesses.js'
 import { jsonText } from '../terminalText.js'
 import { redisFromEnv } from './processEnv.js'
@@ -11,7 +12,7 @@ type Values = Record<string, string | boolean | undefined>
 
 /** The module to load: --module, else HARNESS_MODULE; `needed` makes a missing one a usage error. */
 export async function harnessesFrom(values: Values, needed: boolean): Promise<Harness[]> {
-  const specifier = (values.module as string | undefined) ?? process.env.HARNESS_MODULE
+  const specifier = stringOption(values, 'module') ?? process.env.HARNESS_MODULE
   if (!specifier) {
     if (needed) throw new UsageError('This command needs the harness module: pass --module <path-or-package> or set HARNESS_MODULE.')
     return []
@@ -30,7 +31,7 @@ export async function connect(values: Values, harnesses: Harness[]): Promise<Har
   )
   const host = createHarnessHost({
     redis: typeof values.redis === 'string' ? values.redis : redisFromEnv().redis,
-    prefix: (values.prefix as string | undefined) ?? process.env.DH_PREFIX ?? 'dh',
+    prefix: stringOption(values, 'prefix') ?? process.env.DH_PREFIX ?? 'dh',
     harnesses,
     logger,
   })

@@ -28,7 +28,7 @@ async function mayRead(job: Job | undefined | null): Promise<boolean> {
   if (!job || !asker) return false
   const named = [sessionOfJobId(job.id)]
   const data: unknown = job.data
-  if (typeof data === 'object' && data !== null && 'sessionId' in data) named.push(String((data as { sessionId: unknown }).sessionId))
+  if (typeof data === 'object' && data !== null && 'sessionId' in data) named.push(String(data.sessionId))
   if (named[0] === undefined) return asker.operator
   for (const sessionId of named) if (!(await asker.canAccess(asker.principal, sessionId!))) return false
   return true

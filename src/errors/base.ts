@@ -117,7 +117,7 @@ export class DurableHarnessError extends Error {
  */
 export function isDurableHarnessError(error: unknown): error is DurableHarnessError {
   try {
-    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[BRAND] === true
+    return typeof error === 'object' && error !== null && Reflect.get(error, BRAND) === true
   } catch {
     return false // a Proxy whose get trap throws (a tool may throw anything)
   }

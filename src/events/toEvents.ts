@@ -1,5 +1,6 @@
 import { EventType, type StreamChunk } from '@tanstack/ai'
-import { hasType, toolMessageContent, type LogRecord, type RecordOf } from '../log/index.js'
+import { toolMessageContent } from '../core/index.js'
+import { isHarnessRecord, type LogRecord, type RecordOf } from '../log/index.js'
 import type { LiveEntry } from '../log/live.js'
 
 /** The live message a follower is in the middle of, and how much of its text it has. */
@@ -40,40 +41,58 @@ export class EventMapper {
   }
 
   fromLog(record: LogRecord, entryId: string): StreamChunk[] {
+    // app records: as they are logged
+    if (!isHarnessRecord(record)) return [{ type: EventType.CUSTOM, name: record.type, value: record }]
     const threadId = this.sessionId
-    if (hasType(record, 'harness.input')) {
-      return [
-        { type: EventType.RUN_STARTED, threadId, runId: record.inputId },
-        { type: EventType.CUSTOM, name: 'harness.input', value: { inputId: record.inputId, text: record.text } },
-      ]
+    switch (record.type) {
+      case 'harness.input':
+        return [
+          { type: EventType.RUN_STARTED, threadId, runId: record.inputId },
+          { type: EventType.CUSTOM, name: 'harness.input', value: { inputId: record.inputId, text: record.text } },
+        ]
+      case 'harness.model.response':
+        return this.response(record, entryId)
+      case 'harness.tool.result':
+        return [
+          {
+            type: EventType.TOOL_CALL_RESULT,
+            toolCallId: record.toolCallId,
+            messageId: `result-${record.toolCallId}`,
+            role: 'tool',
+            content: toolMessageContent(record),
+          },
+        ]
+      case 'harness.input.settled': {
+        const run = { threadId, runId: record.inputId }
+        return record.outcome === 'completed'
+          ? [{ type: EventType.RUN_FINISHED, ...run, ...(record.text !== undefined ? { result: record.text } : {}) }]
+          : [
+              {
+                type: EventType.RUN_ERROR,
+                ...run,
+                message: record.error?.message ?? `Turn ${record.outcome}.`,
+                code: record.error?.code ?? record.outcome,
+              },
+            ]
+      }
+      // steps, sleeps, questions, answers, parks, turn records and recoveries: as they are logged
+      case 'harness.tool.requested':
+      case 'harness.tool.started':
+      case 'harness.tool.step':
+      case 'harness.tool.step.retry':
+      case 'harness.tool.sleep':
+      case 'harness.tool.wait':
+      case 'harness.tool.event':
+      case 'harness.tool.ask':
+      case 'harness.tool.answer':
+      case 'harness.tool.suspended':
+      case 'harness.turn.retry':
+      case 'harness.turn.paused':
+      case 'harness.turn.resumed':
+      case 'harness.turn.finish':
+      case 'harness.recovery':
+        return [{ type: EventType.CUSTOM, name: record.type, value: record }]
     }
-    if (hasType(record, 'harness.model.response')) return this.response(record, entryId)
-    if (hasType(record, 'harness.tool.result')) {
-      return [
-        {
-          type: EventType.TOOL_CALL_RESULT,
-          toolCallId: record.toolCallId,
-          messageId: `result-${record.toolCallId}`,
-          role: 'tool',
-          content: toolMessageContent(record),
-        },
-      ]
-    }
-    if (hasType(record, 'harness.input.settled')) {
-      const run = { threadId, runId: record.inputId }
-      return record.outcome === 'completed'
-        ? [{ type: EventType.RUN_FINISHED, ...run, ...(record.text !== undefined ? { result: record.text } : {}) }]
-        : [
-            {
-              type: EventType.RUN_ERROR,
-              ...run,
-              message: record.error?.message ?? `Turn ${record.outcome}.`,
-              code: record.error?.code ?? record.outcome,
-            },
-          ]
-    }
-    // steps, sleeps, questions, answers, parks, recoveries and app records: as they are logged
-    return [{ type: EventType.CUSTOM, name: record.type, value: record }]
   }
 
   private response(record: RecordOf<'harness.model.response'>, entryId: string): StreamChunk[] {

@@ -27,10 +27,10 @@ export function agentTool(harness: Harness, options: AgentToolOptions = {}): Any
         messages: [{ role: 'user', content: prompt }],
         tools: [...harness.tools],
         ...(harness.systemPrompts ? { systemPrompts: [...harness.systemPrompts] } : {}),
-      } as never) as never,
+      }),
     ),
   )
-  return Object.assign(tool, { [AGENT]: { harness } }) as AnyServerTool & AgentToolMarker
+  return Object.assign(tool, { [AGENT]: { harness } })
 }
 
 /** The harnesses reachable from these through agent tools, each once: a host runs them all. */
@@ -39,7 +39,7 @@ export function withAgentHarnesses(harnesses: ReadonlyArray<Harness>): Harness[]
   const visit = (h: Harness) => {
     if (all.has(h.name)) return
     all.set(h.name, h)
-    for (const tool of h.tools) if (isAgentTool(tool)) visit(tool[AGENT].harness as Harness)
+    for (const tool of h.tools) if (isAgentTool(tool)) visit(tool[AGENT].harness)
   }
   harnesses.forEach(visit)
   return [...all.values()]

@@ -63,8 +63,11 @@ const CLUSTER_DEFAULTS: ClusterOptions = {
 
 export function resolveRedis(spec: RedisConnection): RedisTarget {
   if (typeof spec === 'string' && spec.includes(',')) return resolveRedis(parseClusterNodes(spec))
-  if (spec instanceof Cluster)
-    return resolveRedis({ cluster: (spec as unknown as { startupNodes: ClusterNode[] }).startupNodes, options: spec.options })
+  if (spec instanceof Cluster) {
+    // the nodes it was made with: ioredis keeps them in a private field, untyped in its declarations
+    const nodes: ClusterNode[] = spec['startupNodes']
+    return resolveRedis({ cluster: nodes, options: spec.options })
+  }
   if (isClusterSpec(spec)) {
     const { cluster: nodes, options = {} } = spec
     if (nodes.length === 0) throw new ConfigError('createHarnessHost: redis.cluster needs at least one node.')

@@ -141,7 +141,7 @@ export function defineHarness(options: HarnessOptions): Harness {
     if (toolsByName.has(tool.name)) throw new ConfigError(`defineHarness "${options.name}": two tools are named "${tool.name}".`)
     // TanStack tool options we do not support are refused, never ignored
     const unsupported = (['lazy', 'approvalSchema'] as const).filter(
-      (key) => (tool as Record<string, unknown>)[key] !== undefined && (tool as Record<string, unknown>)[key] !== false,
+      (key) => Reflect.get(tool, key) !== undefined && Reflect.get(tool, key) !== false,
     )
     if (unsupported.length > 0)
       throw new ConfigError(
@@ -192,7 +192,7 @@ export function defineHarness(options: HarnessOptions): Harness {
   if (!Array.isArray(middleware) || middleware.some((m) => !m || typeof m !== 'object'))
     throw new ConfigError(`defineHarness "${options.name}": middleware must be an array of @tanstack/ai ChatMiddleware objects.`)
   for (const mw of middleware) {
-    const unsupported = UNSUPPORTED_MIDDLEWARE.filter((key) => (mw as Record<string, unknown>)[key] !== undefined)
+    const unsupported = UNSUPPORTED_MIDDLEWARE.filter((key) => Reflect.get(mw, key) !== undefined)
     if (unsupported.length > 0)
       throw new ConfigError(
         `defineHarness "${options.name}": middleware "${mw.name ?? 'unnamed'}" uses ${unsupported.join(', ')}, which a durable turn does not run yet. ` +

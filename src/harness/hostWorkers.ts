@@ -47,7 +47,7 @@ export interface HostWorkersContext {
 /** The settled record a settle message carries; null for a payload that is not one (never throws). */
 function parseSettled(payload: string): { outcome?: string; error?: { message?: string } } | null {
   try {
-    const record = JSON.parse(payload) as unknown
+    const record: unknown = JSON.parse(payload)
     return typeof record === 'object' && record !== null ? (record as { outcome?: string; error?: { message?: string } }) : null
   } catch {
     return null

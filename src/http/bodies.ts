@@ -64,7 +64,8 @@ export async function readJson(request: Request): Promise<unknown> {
   const text = await readText(request.body, MAX_BODY_BYTES)
   assertDepth(text, MAX_JSON_DEPTH)
   try {
-    return JSON.parse(text) as unknown
+    const body: unknown = JSON.parse(text)
+    return body
   } catch {
     throw new HttpError(400, 'The request body must be JSON.', 'bad_request')
   }
@@ -140,9 +141,6 @@ export function promptText(messages: ReadonlyArray<{ role: string; content?: unk
 
 function isTextPart(part: unknown): part is { type: 'text'; text: string } {
   return (
-    typeof part === 'object' &&
-    part !== null &&
-    (part as { type?: unknown }).type === 'text' &&
-    typeof (part as { text?: unknown }).text === 'string'
+    typeof part === 'object' && part !== null && 'type' in part && part.type === 'text' && 'text' in part && typeof part.text === 'string'
   )
 }

@@ -24,7 +24,12 @@ export interface RouteContext {
   sendEvent(event: SendEventOptions): Promise<SendEventResult>
 }
 
-export function routeContext(options: HarnessHandlerOptions, request: Request, principal: Principal, heartbeatMs: number): RouteContext {
+export function routeContext<P extends Principal>(
+  options: HarnessHandlerOptions<P>,
+  request: Request,
+  principal: P,
+  heartbeatMs: number,
+): RouteContext {
   const { host, harness } = options
   const reader = new AbortController()
   if (request.signal.aborted) reader.abort()

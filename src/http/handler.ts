@@ -47,7 +47,6 @@ export function createHarnessHandler<P extends Principal>(options: HarnessHandle
     throw new ConfigError('createHarnessHandler: `canAccess` must be a function (principal, threadId) => boolean.')
   const heartbeatMs = options.heartbeatMs ?? 15_000
   const logger = options.host.logger
-  const generic = options as unknown as HarnessHandlerOptions
 
   return async (request) => {
     try {
@@ -61,7 +60,7 @@ export function createHarnessHandler<P extends Principal>(options: HarnessHandle
         return json({ error: `Method ${request.method} not allowed on ${segment}.`, code: 'method_not_allowed' }, 405, {
           Allow: Object.keys(methods).join(', '),
         })
-      return await route(routeContext(generic, request, principal, heartbeatMs))
+      return await route(routeContext(options, request, principal, heartbeatMs))
     } catch (error) {
       const refused = errorResponse(error)
       if (refused) return refused

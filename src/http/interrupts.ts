@@ -40,7 +40,7 @@ export function approvalInterrupt(
   const tool = toolOf(harness, call.name)
   const schema = normalizeApprovalSchema(undefined, tool?.inputSchema)
   const expires = question.expiresAt !== undefined ? { expiresAt: new Date(question.expiresAt).toISOString() } : {}
-  const descriptor = {
+  const descriptor: Interrupt = {
     id: question.questionId,
     reason: 'approval_required',
     message: question.message,
@@ -48,24 +48,21 @@ export function approvalInterrupt(
     responseSchema: schema.responseSchema,
     ...expires,
     metadata: { kind: 'approval', toolName: call.name, input: call.input },
-  } as Interrupt
-  return withInterruptBinding(
-    descriptor as never,
-    {
-      v: 1,
-      kind: 'tool-approval',
-      interruptId: question.questionId,
-      toolName: call.name,
-      toolCallId: question.toolCallId,
-      originalArgs: call.input,
-      inputSchemaHash: hashSchemaInput(tool?.inputSchema),
-      approvalSchemaHash: schema.approvalSchemaHash,
-      responseSchemaHash: schema.responseSchemaHash,
-      ...expires,
-      interruptedRunId,
-      generation: 0,
-    } as never,
-  ) as Interrupt
+  }
+  return withInterruptBinding(descriptor, {
+    v: 1,
+    kind: 'tool-approval',
+    interruptId: question.questionId,
+    toolName: call.name,
+    toolCallId: question.toolCallId,
+    originalArgs: call.input,
+    inputSchemaHash: hashSchemaInput(tool?.inputSchema),
+    approvalSchemaHash: schema.approvalSchemaHash,
+    responseSchemaHash: schema.responseSchemaHash,
+    ...expires,
+    interruptedRunId,
+    generation: 0,
+  })
 }
 
 /**
@@ -115,8 +112,15 @@ export async function* endOnApprovals(
 
 function isApprovalAsk(event: StreamChunk): event is StreamChunk & { value: Question } {
   if (event.type !== 'CUSTOM' || event.name !== 'harness.tool.ask') return false
-  const value = event.value as Partial<Question> | undefined
-  return value?.kind === 'approval' && typeof value.toolCallId === 'string'
+  const { value } = event
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'kind' in value &&
+    value.kind === 'approval' &&
+    'toolCallId' in value &&
+    typeof value.toolCallId === 'string'
+  )
 }
 
 /**

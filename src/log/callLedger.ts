@@ -92,9 +92,9 @@ export class SessionLog extends SessionInputs {
     for (const { record } of await this.read(input ? { from: input.entryId } : {})) {
       if (hasType(record, 'harness.tool.requested') && record.toolCallId === toolCallId) return { name: record.name, input: record.input }
       const call = hasType(record, 'harness.model.response') ? record.toolCalls.find((c) => c.toolCallId === toolCallId) : undefined
-      if (call) {
+      if (call && hasType(record, 'harness.model.response')) {
         const tooLarge = call.inputTooLarge === undefined ? {} : { inputTooLarge: call.inputTooLarge }
-        return { name: call.name, input: call.input, inputId: (record as RecordOf<'harness.model.response'>).inputId, ...tooLarge }
+        return { name: call.name, input: call.input, inputId: record.inputId, ...tooLarge }
       }
     }
     return undefined

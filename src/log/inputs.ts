@@ -2,9 +2,9 @@ import { StorageError } from '../errors.js'
 import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, requestField } from './keys.js'
-import type { BusyMode } from './commands/index.js'
+import type { BusyMode } from '../core/index.js'
 import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord, type TurnRecordType } from './records.js'
-import { encodeRecord, LogStream, type LogEntry } from './stream.js'
+import { encodeRecord, isRecord, LogStream, type LogEntry } from './stream.js'
 
 /** A step.ask question as logged and kept in the questions hash. */
 export type Question = Omit<RecordOf<'harness.tool.ask'>, 'type'>
@@ -108,7 +108,7 @@ export class SessionInputs extends LogStream {
     const input = await this.getInput(inputId)
     if (input?.status !== 'settled' || !input.settledId) return null
     const entry = await this.readEntry(input.settledId)
-    return entry?.record.type === 'harness.input.settled' ? (entry.record as RecordOf<'harness.input.settled'>) : null
+    return entry && isRecord(entry, 'harness.input.settled') ? entry.record : null
   }
 
   /**

@@ -171,9 +171,19 @@ export const harnessRecordSchemas = {
 
 /** The `type` of a harness record. */
 export type HarnessRecordType = keyof typeof harnessRecordSchemas
-/** A record the harness writes (`harness.*`, docs/architecture.md). */
+/**
+ * What a tool call came to, as its `harness.tool.result` holds it: a result (absent: the tool returned
+ * nothing) or a tool error, never both (the schema's refine checks it on write and read).
+ */
+export type ToolOutcome = { result?: unknown; error?: undefined } | { error: ToolErrorPayload; result?: undefined }
+
+type RecordFields<K extends HarnessRecordType> = K extends 'harness.tool.result'
+  ? Omit<z.infer<(typeof harnessRecordSchemas)[K]>, 'result' | 'error'> & ToolOutcome
+  : z.infer<(typeof harnessRecordSchemas)[K]>
+
+/** A record the harness writes (`harness.*`, docs/architecture.md); `switch (record.type)` narrows it. */
 export type HarnessRecord = {
-  [K in HarnessRecordType]: { type: K } & z.infer<(typeof harnessRecordSchemas)[K]>
+  [K in HarnessRecordType]: { type: K } & RecordFields<K>
 }[HarnessRecordType]
 export type RecordOf<K extends HarnessRecordType> = Extract<HarnessRecord, { type: K }>
 
@@ -212,6 +222,25 @@ function isHarnessType(type: string): type is HarnessRecordType {
 }
 
 /**
+ * Narrows a record of the log to the harness's own (`harness.*` of a type this version knows), so a
+ * `switch (record.type)` over it is checked for exhaustiveness. The record was validated on write and
+ * read, so its type names its shape.
+ */
+export function isHarnessRecord(record: LogRecord): record is HarnessRecord {
+  return isHarnessType(record.type)
+}
+
+/** A value of unknown origin (an event's payload) as a harness record, checked against its schema; undefined when it is not one. */
+export function asHarnessRecord(value: unknown): HarnessRecord | undefined {
+  try {
+    const record = parseRecord(value, 'read')
+    return record !== 'skip' && isHarnessRecord(record) ? record : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
  * Validates one record (app records need only be JSON, which a record read from the log is by
  * construction). Returns the parsed record, `'skip'` for an unknown `harness.*` type (written by
  * a newer version), or throws a message describing what is wrong.
@@ -239,13 +268,4 @@ export function conversationOf<E extends { record: LogRecord }>(entries: E[]): E
     if (hasType(record, 'harness.tool.result')) return calls.has(record.toolCallId)
     return (CONVERSATION_TYPES as readonly string[]).includes(record.type)
   })
-}
-
-/**
- * What the model reads for a result (turn/ builds its messages with it, events/ shows it in TOOL_CALL_RESULT): strings
- * as they are, other JSON encoded, errors as `{"error": ...}`.
- */
-export function toolMessageContent(result: RecordOf<'harness.tool.result'>): string {
-  if (result.error) return JSON.stringify({ error: result.error.message })
-  return typeof result.result === 'string' ? result.result : JSON.stringify(result.result ?? null)
 }

@@ -178,7 +178,7 @@ export class LogStream {
     const page = options.limit && !options.types ? options.limit : 1000
     let from = start
     for (;;) {
-      const raw = (await this.command('read', () => this.redis.xrange(this.keys.log, from, end, 'COUNT', page))) as RawEntry[]
+      const raw = await this.command('read', () => this.redis.xrange(this.keys.log, from, end, 'COUNT', page))
       for (const entry of raw) {
         const parsed = this.parseEntry(entry)
         if (parsed && (!options.types || options.types.includes(parsed.record.type))) out.push(parsed)
@@ -198,7 +198,7 @@ export class LogStream {
     let from = '-'
     let lastId = ''
     for (;;) {
-      const raw = (await this.command('export', () => this.redis.xrange(this.keys.log, from, '+', 'COUNT', 1000))) as RawEntry[]
+      const raw = await this.command('export', () => this.redis.xrange(this.keys.log, from, '+', 'COUNT', 1000))
       for (const [id, fields] of raw) {
         lines.push(`{"id":${JSON.stringify(id)},"record":${fields[1] ?? 'null'}}\n`)
         lastId = id
@@ -224,7 +224,7 @@ export class LogStream {
 
   /** One entry by its stream id. */
   async readEntry(id: string): Promise<LogEntry | null> {
-    const [raw] = (await this.command('read', () => this.redis.xrange(this.keys.log, id, id))) as RawEntry[]
+    const [raw] = await this.command('read', () => this.redis.xrange(this.keys.log, id, id))
     return raw ? this.parseEntry(raw) : null
   }
 

@@ -18,8 +18,8 @@ export function hostQueues(harnesses: Iterable<Harness>, queuesOf: (harness: Har
     return Array.from({ length: q.shards }, (_, shard) => {
       const { turns, tools } = q.shard(shard)
       return [
-        { harness: harness.name, kind: 'turns' as const, shard, queue: turns as Queue },
-        { harness: harness.name, kind: 'tools' as const, shard, queue: tools as Queue },
+        { harness: harness.name, kind: 'turns' as const, shard, queue: turns },
+        { harness: harness.name, kind: 'tools' as const, shard, queue: tools },
       ]
     }).flat()
   })

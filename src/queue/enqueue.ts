@@ -2,7 +2,8 @@ import { Job, Queue } from 'bullmq'
 import type { Harness } from '../harnessTypes.js'
 import { traceField } from '../telemetry/tracing.js'
 import { isCluster, sendCorked, shardOf, toolJobId, turnJobId, type RedisClient } from '../log/index.js'
-import { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
+import type { ToolJobData, TurnJobData } from '../core/index.js'
+import { bullPrefix, toolQueueName, turnQueueName } from './names.js'
 
 /** The turn and tool queues of one harness in one shard. */
 export interface ShardQueues {

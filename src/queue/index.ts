@@ -1,4 +1,6 @@
-export { bullPrefix, toolQueueName, turnQueueName, type ToolJobData, type TurnJobData } from './names.js'
+export { bullPrefix, toolQueueName, turnQueueName } from './names.js'
+// the job data types live in core/; re-exported here for the callers that import them with the queue's functions
+export type { ToolJobData, TurnJobData } from '../core/index.js'
 export {
   createQueues,
   toolJobOptions,

@@ -75,14 +75,12 @@ async function inSpan<T>(
       return value
     } catch (error) {
       // a park or a wait for children is a planned end (BullMQ's Delayed/WaitingChildren errors), not a failure
-      const planned = (error as Error)?.name === 'DelayedError' || (error as Error)?.name === 'WaitingChildrenError'
-      span.setAttribute(
-        'harness.outcome',
-        outcome ?? (planned ? ((error as Error).name === 'DelayedError' ? 'parked' : 'waiting') : 'failed'),
-      )
+      const failure = error as Error | null | undefined
+      const planned = failure?.name === 'DelayedError' || failure?.name === 'WaitingChildrenError'
+      span.setAttribute('harness.outcome', outcome ?? (planned ? (failure?.name === 'DelayedError' ? 'parked' : 'waiting') : 'failed'))
       if (!planned) {
         span.recordException(error as Error)
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message })
+        span.setStatus({ code: SpanStatusCode.ERROR, message: failure?.message })
       }
       throw error
     } finally {

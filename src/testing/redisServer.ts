@@ -5,7 +5,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
-import type net from 'node:net'
+import net from 'node:net'
 import path from 'node:path'
 import { freePort, isRedisReachable, serverPid } from './redisProbe.js'
 
@@ -109,7 +109,7 @@ function startWatchdog(dir: string, ownsDir: boolean): ChildProcess {
   })
   watchdog.unref()
   // The pipe is a net.Socket at runtime; unref it so it does not keep the parent alive.
-  ;(watchdog.stdin as unknown as net.Socket).unref()
+  if (watchdog.stdin instanceof net.Socket) watchdog.stdin.unref()
   watchdog.stdin?.on('error', () => undefined)
   return watchdog
 }

@@ -82,5 +82,5 @@ export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: Scrip
     async structuredOutput() {
       throw new Error('scriptedModel does not support structured output.')
     },
-  } as unknown as AnyTextAdapter
+  } as AnyTextAdapter
 }

@@ -1,5 +1,6 @@
 import { EventType, type StreamChunk } from '@tanstack/ai'
 import type { SessionEvent } from '../events/index.js'
+import { asHarnessRecord, type HarnessRecord } from '../log/index.js'
 
 /** What a timeline line is about. */
 export type TimelineKind =
@@ -48,71 +49,103 @@ function loggedAt(cursor: string): number {
 
 type Line = Omit<TimelineItem, 'cursor' | 'at' | 'detail'>
 
-/** A harness record (a CUSTOM event's value) as a line; null for the records other events already show. */
-function recordLine(name: string, r: Record<string, unknown>): Line | null {
-  const call = { toolCallId: r.toolCallId as string }
-  switch (name) {
+/** A harness record as a line; null for the records other events already show. */
+function recordLine(r: HarnessRecord): Line | null {
+  switch (r.type) {
     case 'harness.input':
-      return { kind: 'input', inputId: r.inputId as string, text: `input ${r.inputId}: ${short(r.text)}` }
+      return inputLine(r.inputId, r.text)
     case 'harness.tool.started':
       return {
         kind: 'attempt',
-        ...call,
+        toolCallId: r.toolCallId,
         text: `${r.name} ${r.toolCallId} attempt ${r.attempt} (${r.reason}, replay ${r.replay}${r.version ? `, version ${short(r.version)}` : ''})`,
       }
     case 'harness.tool.step':
-      return { kind: 'step', ...call, text: `${r.toolCallId} step ${r.name}${'value' in r ? ` = ${short(r.value)}` : ' done'}` }
+      return {
+        kind: 'step',
+        toolCallId: r.toolCallId,
+        text: `${r.toolCallId} step ${r.name}${'value' in r ? ` = ${short(r.value)}` : ' done'}`,
+      }
     case 'harness.tool.step.retry': {
       const next =
         typeof r.nextAt === 'number' ? `, next try at ${new Date(r.nextAt).toISOString()}` : ` (${r.final ?? 'final'}, no further try)`
-      const error = (r.error ?? {}) as { message?: unknown }
-      return { kind: 'retry', ...call, text: `${r.toolCallId} step ${r.name} try ${r.attempt} failed: ${short(error.message)}${next}` }
+      return {
+        kind: 'retry',
+        toolCallId: r.toolCallId,
+        text: `${r.toolCallId} step ${r.name} try ${r.attempt} failed: ${short(r.error.message)}${next}`,
+      }
     }
     case 'harness.tool.sleep':
-      return { kind: 'sleep', ...call, text: `${r.toolCallId} sleeps (${r.name}) until ${new Date(r.wakeAt as number).toISOString()}` }
+      return {
+        kind: 'sleep',
+        toolCallId: r.toolCallId,
+        text: `${r.toolCallId} sleeps (${r.name}) until ${new Date(r.wakeAt).toISOString()}`,
+      }
+    case 'harness.tool.wait':
+      return {
+        kind: 'sleep',
+        toolCallId: r.toolCallId,
+        text: `${r.toolCallId} waits (${r.name}) for event ${r.event} key ${r.key} until ${new Date(r.until).toISOString()}`,
+      }
+    case 'harness.tool.event':
+      return {
+        kind: 'step',
+        toolCallId: r.toolCallId,
+        text: `${r.toolCallId} got event ${r.event} key ${r.key} (${r.name}) = ${short(r.payload)}`,
+      }
     case 'harness.tool.ask':
       return {
         kind: 'question',
-        ...call,
+        toolCallId: r.toolCallId,
         text: `${r.toolCallId} asks${r.kind === 'approval' ? ' for approval' : ''} (${r.questionId}): ${short(r.message)}`,
       }
     case 'harness.tool.answer':
-      return { kind: 'answer', ...call, text: `${r.toolCallId} answered (${r.questionId}): ${short(r.value)}` }
+      return { kind: 'answer', toolCallId: r.toolCallId, text: `${r.toolCallId} answered (${r.questionId}): ${short(r.value)}` }
     case 'harness.tool.suspended':
       // a call that waits for its limit (R17) holds no slot: shown as waiting, not as a park of the tool
-      if (r.kind === 'limit') return { kind: 'park', ...call, text: `${r.toolCallId} waiting for limit` }
-      return { kind: 'park', ...call, text: `${r.toolCallId} parked (${r.kind})` }
+      if (r.kind === 'limit') return { kind: 'park', toolCallId: r.toolCallId, text: `${r.toolCallId} waiting for limit` }
+      return { kind: 'park', toolCallId: r.toolCallId, text: `${r.toolCallId} parked (${r.kind})` }
     case 'harness.recovery':
-      return { kind: 'recovery', ...(r.toolCallId ? call : {}), text: `recovery: ${r.reason} ${r.toolCallId ?? r.inputId ?? ''}`.trim() }
-    case 'harness.turn.retry': {
-      const error = r.error as { message: string }
-      const at = new Date(r.nextAt as number).toISOString()
+      return {
+        kind: 'recovery',
+        ...(r.toolCallId ? { toolCallId: r.toolCallId } : {}),
+        text: `recovery: ${r.reason} ${r.toolCallId ?? r.inputId ?? ''}`.trim(),
+      }
+    case 'harness.turn.retry':
       return {
         kind: 'error',
-        inputId: r.inputId as string,
-        text: `model call failed (try ${r.attempt}): ${short(error.message)}; again at ${at}`,
+        inputId: r.inputId,
+        text: `model call failed (try ${r.attempt}): ${short(r.error.message)}; again at ${new Date(r.nextAt).toISOString()}`,
       }
-    }
     case 'harness.turn.paused':
-      return {
-        kind: 'park',
-        inputId: r.inputId as string,
-        text: `turn ${r.inputId} paused: ${short((r.error as { message: string }).message)}`,
-      }
+      return { kind: 'park', inputId: r.inputId, text: `turn ${r.inputId} paused: ${short(r.error.message)}` }
     case 'harness.turn.resumed':
-      return { kind: 'record', inputId: r.inputId as string, text: `turn ${r.inputId} resumed` }
+      return { kind: 'record', inputId: r.inputId, text: `turn ${r.inputId} resumed` }
     case 'harness.turn.finish':
-      return { kind: 'model', inputId: r.inputId as string, text: `beforeFinish cycle ${r.cycle}: ${short(r.messages)}` }
+      return { kind: 'model', inputId: r.inputId, text: `beforeFinish cycle ${r.cycle}: ${short(r.messages)}` }
     case 'harness.tool.requested':
     case 'harness.tool.result':
     case 'harness.input.settled':
     case 'harness.model.response':
-    case 'harness.model.retry':
       return null
-    default:
-      if (name.startsWith('harness.')) return { kind: 'record', text: `${name} ${short(r)}` }
-      return { kind: 'record', text: `record ${name}: ${short(r)}` }
   }
+}
+
+function inputLine(inputId: unknown, text: unknown): Line {
+  return { kind: 'input', inputId: String(inputId), text: `input ${String(inputId)}: ${short(text)}` }
+}
+
+/**
+ * A CUSTOM event as a line: a harness record (its value is the record), the input (its value is
+ * `{inputId, text}`), or a tool's or an app's own event.
+ */
+function customLine(name: string, value: object): Line | null {
+  if (name === 'harness.input') return inputLine('inputId' in value ? value.inputId : undefined, 'text' in value ? value.text : undefined)
+  if (name === 'harness.model.retry') return null
+  const record = asHarnessRecord(value)
+  if (record?.type === name) return recordLine(record)
+  if (name.startsWith('harness.')) return { kind: 'record', text: `${name} ${short(value)}` }
+  return { kind: 'record', text: `record ${name}: ${short(value)}` }
 }
 
 /**
@@ -173,9 +206,7 @@ export class Timeline {
           text: `turn ${event.runId ?? ''} ${event.code ?? 'failed'}: ${short(event.message)}`,
         }
       case EventType.CUSTOM:
-        return typeof event.value === 'object' && event.value !== null
-          ? recordLine(event.name, event.value as Record<string, unknown>)
-          : null
+        return typeof event.value === 'object' && event.value !== null ? customLine(event.name, event.value) : null
       default:
         return null
     }

@@ -178,7 +178,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     if (parked) throw parked
     if (!Array.isArray(records)) throw new TypeError('append takes an array of records: append([{ type: "app.x", ... }]).')
     const checked = records.map((record, i) => {
-      const type = (record as { type?: unknown })?.type
+      const type: unknown = record?.type
       if (typeof type !== 'string' || type.length === 0 || type.startsWith(RESERVED_PREFIX)) throw new ReservedRecordTypeError(type)
       return checkValue(record, `append record [${i}] (${type})`) as LogRecord
     })

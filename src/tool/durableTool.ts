@@ -96,7 +96,7 @@ export function durableTool<
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.retry !== undefined ? { retry: options.retry } : {}),
     },
-  }) as unknown as DurableServerTool<TInput, TOutput, TName, TNeedsApproval, TApprovalSchema>
+  }) as DurableServerTool<TInput, TOutput, TName, TNeedsApproval, TApprovalSchema>
 }
 
 export function isDurableTool(tool: unknown): tool is AnyServerTool & DurableToolMarker {
@@ -120,7 +120,7 @@ export function withTimeout<T extends AnyServerTool>(tool: T, timeoutMs: number)
 /** The tool's own time limit, if it has one (durableTool option or withTimeout). */
 export function timeoutOf(tool: unknown): number | undefined {
   if (isDurableTool(tool)) return tool[DURABLE].timeoutMs
-  const own = (tool as { timeoutMs?: unknown } | undefined)?.timeoutMs
+  const own = typeof tool === 'object' && tool !== null && 'timeoutMs' in tool ? tool.timeoutMs : undefined
   return typeof own === 'number' ? own : undefined
 }
 
@@ -141,5 +141,5 @@ function assertTimeout(timeoutMs: unknown, where: string): void {
 /** The replay option the harness obeys: the durableTool option, else a plain tool's own `replay: 'safe'`. */
 export function replayOf(tool: unknown): Replay {
   if (isDurableTool(tool)) return tool[DURABLE].replay
-  return (tool as { replay?: unknown }).replay === 'safe' ? 'safe' : 'never'
+  return typeof tool === 'object' && tool !== null && 'replay' in tool && tool.replay === 'safe' ? 'safe' : 'never'
 }

@@ -47,7 +47,7 @@ export function hookRecords(secrets: SecretStore, maxValueBytes: number): { writ
       if (!Array.isArray(batch))
         throw new TypeError('getLogRecords(ctx).append takes an array of records: append([{ type: "app.x", ... }]).')
       const checked = batch.map((record, i) => {
-        const type = (record as { type?: unknown })?.type
+        const type: unknown = record?.type
         if (typeof type !== 'string' || type.length === 0 || type.startsWith(RESERVED_PREFIX)) throw new ReservedRecordTypeError(type)
         const what = `middleware log record [${i}] (${type})`
         const copy = toJsonCopy(record, what)

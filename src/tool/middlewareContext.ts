@@ -5,7 +5,10 @@ import { randomBytes } from 'node:crypto'
 type Registry = ChatMiddlewareContext['capabilities']
 type Handle = Parameters<Registry['has']>[0]
 
-/** TanStack's CapabilityRegistry (not exported by @tanstack/ai): which capability handles were provided. */
+/**
+ * TanStack's CapabilityRegistry (not exported by @tanstack/ai): which capability handles were provided. The
+ * class has private fields, so no object of ours is one by its type: the one cast says so.
+ */
 function capabilityRegistry(): Registry {
   const provided = new Set<Handle>()
   let onDuplicate: ((name: string) => void) | undefined
@@ -16,7 +19,7 @@ function capabilityRegistry(): Registry {
       provided.add(handle)
     },
     has: (handle: Handle) => provided.has(handle),
-  } as unknown as Registry
+  } as never
 }
 
 export interface MiddlewareContextFields {

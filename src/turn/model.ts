@@ -3,7 +3,8 @@ import { resolveDebugOption } from '@tanstack/ai/adapter-internals'
 import type { Harness } from '../harnessTypes.js'
 import type { ModelCallHooks } from './middleware.js'
 import { ModelCallError, modelErrorOf } from './modelErrors.js'
-import { isRecord, toolMessageContent, type LogEntry, type ModelToolCall, type ModelUsage, type RecordOf } from '../log/index.js'
+import { toolMessageContent } from '../core/index.js'
+import { isRecord, type LogEntry, type ModelToolCall, type ModelUsage, type RecordOf } from '../log/index.js'
 
 export interface ModelResponse {
   text?: string

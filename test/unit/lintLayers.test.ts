@@ -1,11 +1,11 @@
 // The lint's guards of the layers (docs/architecture.md, layer table): an import a row does not allow
-// fails, type-only imports included; a src/ file over 300 lines fails; a src/ unit without a row fails;
+// fails, type-only imports included; an import cycle fails; a src/ file over 300 lines fails; a src/ unit without a row fails;
 // and the type-aware rules catch a promise nobody waits for and a switch that misses a case.
 import { cpSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ESLint } from 'eslint'
-import { describe, expect, test } from 'vitest'
+import { beforeAll, describe, expect, test } from 'vitest'
 import { layerRules } from '../../scripts/lint/layers.js'
 
 const root = join(import.meta.dirname, '../..')
@@ -17,6 +17,10 @@ async function rulesHit(code: string, filePath: string): Promise<string[]> {
 }
 
 describe('the lint guards the layers', () => {
+  // the type-aware rules build one TypeScript program for the whole project on the first lint: built
+  // here, so no test's own time holds it (on a loaded machine it took over a minute)
+  beforeAll(() => rulesHit('export {}\n', 'src/tool/json.ts'), 300_000)
+
   test('telemetry importing a type of harness/ fails the lint (type-only imports count)', async () => {
     const hits = await rulesHit(
       "import type { HarnessHost } from '../harness/host.js'\nexport type Host = HarnessHost\n",
@@ -59,6 +63,19 @@ describe('the lint guards the layers', () => {
     expect(await rulesHit(partial, 'src/tool/json.ts')).toContainEqual(
       expect.stringMatching(/^@typescript-eslint\/switch-exhaustiveness-check/),
     )
+  })
+
+  test('an import cycle in src/ fails the lint, type-only imports included, with its chain', async () => {
+    // stream.ts imports records.ts: records.ts importing stream.ts back (for a type only) closes a cycle
+    const back = "import type { LogEntry } from './stream.js'\nexport type Entry = LogEntry\n"
+    expect(await rulesHit(back, 'src/log/records.ts')).toContainEqual(
+      expect.stringMatching(
+        /^cycles\/no-import-cycle: Import cycle: src\/log\/records\.ts → src\/log\/stream\.ts → .*src\/log\/records\.ts/,
+      ),
+    )
+    // the same import from a file stream.ts does not reach is no cycle
+    const hits = await rulesHit(back, 'src/log/deployment.ts')
+    expect(hits.filter((h) => h.startsWith('cycles/'))).toEqual([])
   })
 
   test('a folder of src/ without a row in the layer table stops the lint with its name', () => {

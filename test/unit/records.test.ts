@@ -1,12 +1,15 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, expectTypeOf, it } from 'vitest'
 import { InvalidRecordError } from '../../src/errors.js'
 import {
   encodeRecord,
   harnessRecordSchemas,
   parseRecord,
+  isHarnessRecord,
+  asHarnessRecord,
   type HarnessRecord,
   type HarnessRecordType,
   type LogRecord,
+  type RecordOf,
 } from '../../src/log/index.js'
 import { isJsonData } from '../../src/log/records.js'
 
@@ -279,5 +282,27 @@ describe("isJsonData (the records' JSON check)", () => {
     // the same object twice (not a cycle) is JSON
     const shared = { n: 1 }
     expect(isJsonData({ a: shared, b: [shared, shared] })).toBe(true)
+  })
+})
+
+describe('isHarnessRecord, asHarnessRecord', () => {
+  it('narrow every harness record type, and no app record or malformed value', () => {
+    for (const record of Object.values(valid)) {
+      expect(isHarnessRecord(record)).toBe(true)
+      expect(asHarnessRecord(JSON.parse(JSON.stringify(record)))).toEqual(record)
+    }
+    const app: LogRecord = { type: 'app.note', text: 'hi' }
+    expect(isHarnessRecord(app)).toBe(false)
+    expect(asHarnessRecord(app)).toBeUndefined()
+    // a type it knows, a shape it does not (a forged event value): not a record
+    expect(asHarnessRecord({ type: 'harness.tool.sleep', toolCallId: 'c', name: 's', wakeAt: 'soon' })).toBeUndefined()
+    expect(asHarnessRecord({ type: 'harness.future.kind' })).toBeUndefined()
+    expect(asHarnessRecord('harness.input')).toBeUndefined()
+  })
+
+  it('type a tool result as a result or an error, never both', () => {
+    type Result = RecordOf<'harness.tool.result'>
+    expectTypeOf<Extract<Result, { error: object }>['result']>().toEqualTypeOf<undefined>()
+    expectTypeOf<Extract<Result, { result?: unknown; error?: undefined }>['error']>().toEqualTypeOf<undefined>()
   })
 })

@@ -1,5 +1,5 @@
 import { UsageError } from '../../errors.js'
-import type { Command } from '../command.js'
+import { stringOption, type Command } from '../command.js'
 import { connect, harnessesFrom } from '../connect.js'
 import { print } from '../output.js'
 
@@ -22,8 +22,8 @@ export const dashboard: Command = {
     const port = Number(values.port ?? process.env.PORT ?? 8080)
     if (!Number.isInteger(port) || port < 0 || port > 65_535)
       throw new UsageError(`--port must be a port number, not ${JSON.stringify(values.port)}.`)
-    const token = (values.token as string | undefined) ?? process.env.DASHBOARD_TOKEN
-    const hostname = (values.host as string | undefined) ?? '127.0.0.1'
+    const token = stringOption(values, 'token') ?? process.env.DASHBOARD_TOKEN
+    const hostname = stringOption(values, 'host') ?? '127.0.0.1'
     if (!token && !['127.0.0.1', 'localhost', '::1'].includes(hostname))
       throw new UsageError(
         `Listening on ${hostname} needs --token (or DASHBOARD_TOKEN): the dashboard answers questions and approves calls.`,

@@ -1,5 +1,5 @@
 import { startSweepTimer } from '../../harness/sweepTimer.js'
-import type { Command, CommandInput } from '../command.js'
+import { stringOption, type Command, type CommandInput } from '../command.js'
 import { withHost } from '../connect.js'
 import { jsonLine, print } from '../output.js'
 import { startProcess, workerShards } from '../processEnv.js'
@@ -22,7 +22,10 @@ export function runSweeper(argv: string[]): Promise<void> {
 
 /** The processes read their settings from the environment: flags given on the command line win. */
 function flagsToEnv(values: CommandInput['values'], names: Record<string, string>): void {
-  for (const [flag, env] of Object.entries(names)) if (typeof values[flag] === 'string') process.env[env] = values[flag] as string
+  for (const [flag, env] of Object.entries(names)) {
+    const value = stringOption(values, flag)
+    if (value !== undefined) process.env[env] = value
+  }
 }
 
 const PROCESS_ENV = { redis: 'REDIS_URL', prefix: 'DH_PREFIX', module: 'HARNESS_MODULE' }
@@ -58,7 +61,7 @@ export const sweep: Command = {
   async run({ args, values }) {
     flagsToEnv(values, { ...PROCESS_ENV, every: 'SWEEP_EVERY_MS' })
     if (values.once) {
-      const repairs = await withHost({ ...values, module: args[0] ?? (values.module as string | undefined) }, true, (host) => host.sweep())
+      const repairs = await withHost({ ...values, module: args[0] ?? stringOption(values, 'module') }, true, (host) => host.sweep())
       for (const repair of repairs) print(jsonLine(repair))
       return 0
     }

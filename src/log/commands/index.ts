@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { BusyMode } from '../../core/index.js'
 import type { RedisClient } from '../client.js'
 
 /**
@@ -10,8 +11,6 @@ import type { RedisClient } from '../client.js'
  * TypeScript side runs one (EVAL on a connection's first use, then EVALSHA; EVAL again on NOSCRIPT).
  */
 type Arg = string | number
-/** What a prompt to a busy session does (defineHarness `busy`). */
-export type BusyMode = 'queue' | 'steer' | 'reject'
 type Fenced = ['fenced', number]
 /** The state of one key of one limit (R17), in the limit's own slot. */
 type LimitKeys = [slots: string, waiting: string, starts: string, keysIndex: string, handed: string]

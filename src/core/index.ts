@@ -1,0 +1,4 @@
+// The leaf layer: types and pure helpers every layer may use; it imports nothing of ours.
+export type { BusyMode } from './busy.js'
+export type { ToolJobData, TurnJobData } from './jobs.js'
+export { toolMessageContent } from './conversation.js'
