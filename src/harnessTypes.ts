@@ -140,9 +140,14 @@ export interface ResolvedLimit {
 /** Where a harness keeps its tools by name; not part of the public API. A `Symbol.for` key, so a harness of another copy of the package is still one. */
 export const TOOLS_BY_NAME: unique symbol = Symbol.for('durable-harness.toolsByName')
 
+/** Where a harness keeps its retired tools by name (`legacyTools`); not part of the public API. */
+export const LEGACY_TOOLS: unique symbol = Symbol.for('durable-harness.legacyTools')
+
 /** A harness as `defineHarness` makes it and every layer runs it. */
 export interface Harness {
   readonly name: string
+  /** The version every call and question it begins records (docs/deploys.md). */
+  readonly version: string
   readonly adapter: AnyTextAdapter
   readonly tools: ReadonlyArray<AnyServerTool>
   readonly systemPrompts?: ReadonlyArray<SystemPrompt>
@@ -175,6 +180,7 @@ export interface Harness {
   /** The BullMQ priority of its turns (and their calls) when a prompt gives none: 1 runs first. */
   readonly priority?: number
   readonly [TOOLS_BY_NAME]: ReadonlyMap<string, AnyServerTool>
+  readonly [LEGACY_TOOLS]: ReadonlyMap<string, AnyServerTool>
 }
 
 /** A `cancelOn` entry of defineHarness: the event, and the correlation key of a turn from its input text and context. */
@@ -186,6 +192,14 @@ export interface CancelOn {
 /** The harness's tool of this name, if it has one. */
 export function toolOf(harness: Harness, name: string): AnyServerTool | undefined {
   return harness[TOOLS_BY_NAME].get(name)
+}
+
+/**
+ * The tool that runs a call of this name that began under `version`: the harness's own, or a
+ * retired one (`legacyTools`) for a call that began under another version (never a new call).
+ */
+export function toolOfCall(harness: Harness, name: string, version: string | undefined): AnyServerTool | undefined {
+  return toolOf(harness, name) ?? (version !== undefined && version !== harness.version ? harness[LEGACY_TOOLS]?.get(name) : undefined)
 }
 
 export function toolNames(harness: Harness): string[] {

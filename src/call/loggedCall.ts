@@ -44,7 +44,12 @@ export async function beginLoggedCall(
   const claimed = toolCall(ids, data.traceparent, { ...data, name: job.name })
   const fingerprint = fingerprintOf(claimed)
   if (beganWithRequest(job, ids, fingerprint, deps)) {
-    return { call: claimed, begin: { kind: 'fresh', epoch: 1, attempt: 1 }, attempt: deps.aborts.open(undefined), log }
+    return {
+      call: claimed,
+      begin: { kind: 'fresh', epoch: 1, attempt: 1, version: deps.harness.version },
+      attempt: deps.aborts.open(undefined),
+      log,
+    }
   }
   const checked = await begin(log, claimed, fingerprint, deps)
   if (checked && data.sessionId === ids.sessionId && data.toolCallId === ids.toolCallId) return checked
@@ -114,7 +119,7 @@ function toolCall(
 /** One begin; undefined when the job's call is not the logged one (nothing was written). */
 async function begin(log: SessionLog, call: ToolCall, fingerprint: string, deps: LoggedCallDeps) {
   const tool = toolOf(deps.harness, call.name)
-  const owner = { harness: deps.harness.name, ...(call.inputId ? { inputId: call.inputId } : {}) }
+  const owner = { harness: deps.harness.name, version: deps.harness.version, ...(call.inputId ? { inputId: call.inputId } : {}) }
   // opened before the turn's input is read (beginCall returns it): a settle from now on fires its
   // signal, one before it is seen there
   const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)

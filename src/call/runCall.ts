@@ -1,5 +1,5 @@
 import { FencedError, InvalidToolInputError, UnknownToolError, ValueTooLargeError } from '../errors.js'
-import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
+import { toolNames, toolOfCall, type Harness } from '../harnessTypes.js'
 import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
 import {
   createDurableContext,
@@ -39,7 +39,7 @@ export async function runCall(
   secrets: SecretStore,
   abortSignal: AbortSignal,
 ): Promise<CallOutcome> {
-  const tool = toolOf(harness, call.name)
+  const tool = toolOfCall(harness, call.name, begin.version ?? '')
   if (!tool) return { error: toToolError(new UnknownToolError(call.name, toolNames(harness))) }
   if (call.inputTooLarge !== undefined) {
     return {
@@ -100,6 +100,7 @@ export function stepContext(
     secrets,
     maxValueBytes: harness.durability.maxValueBytes,
     fresh: begin.kind === 'fresh',
+    ...(begin.version === undefined ? {} : { version: begin.version }),
     harness: harness.name,
     ...(abortSignal ? { abortSignal } : {}),
     // the tool's default retry policy of its steps (R16)

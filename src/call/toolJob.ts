@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from 'bullmq'
 import { FencedError, StorageError } from '../errors.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
-import { toolOf, type Harness } from '../harnessTypes.js'
+import { toolOfCall, type Harness } from '../harnessTypes.js'
 import { contextOf, sendCorked, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
 import { questionIdOf, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
@@ -126,7 +126,7 @@ async function attemptOutcome(
   attempt: Attempt,
 ): Promise<{ outcome: CallOutcome; secrets: SecretStore; duration: number }> {
   const { harness } = deps
-  const tool = toolOf(harness, call.name)
+  const tool = toolOfCall(harness, call.name, begin.version ?? '')
   const interrupted = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
   let secrets: SecretStore
   try {

@@ -4,6 +4,7 @@ import { DurableHarnessError, UsageError } from '../errors.js'
 import { commandHelp, parseCommand, type Command } from './command.js'
 import { abort, resume, stats } from './commands/admin.js'
 import { dashboard } from './commands/dashboard.js'
+import { checkDeployCommand } from './commands/deploys.js'
 import { worker, sweep } from './commands/processes.js'
 import { answer, approve, deny, questions } from './commands/questions.js'
 import { event, schedules } from './commands/machineEvents.js'
@@ -32,6 +33,7 @@ const COMMANDS: Command[] = [
   replay,
   cancel,
   pause,
+  checkDeployCommand,
 ]
 
 function overview(): string {

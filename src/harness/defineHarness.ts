@@ -1,6 +1,7 @@
 import type { AnyServerTool, AnyTextAdapter, ChatMiddleware, SystemPrompt } from '@tanstack/ai'
 import { ConfigError } from '../errors.js'
 import {
+  LEGACY_TOOLS,
   TOOLS_BY_NAME,
   type AfterToolCallHook,
   type BeforeFinishHook,
@@ -11,6 +12,7 @@ import {
 } from '../harnessTypes.js'
 import { retryTransientErrors } from '../turn/modelErrors.js'
 import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
+import { defaultVersion } from './version.js'
 import { checkPriority, resolveLimits } from './limitOptions.js'
 
 /** The durability options a harness gets where `defineHarness({ durability })` says nothing (docs/harness.md). */
@@ -54,6 +56,16 @@ export interface HarnessOptions {
   busy?: Harness['busy']
   /** 'parallel' (default) or 'sequential': the calls of one model response one after another (docs/harness.md). */
   toolExecution?: Harness['toolExecution']
+  /**
+   * Names this code in every call and question it begins (docs/deploys.md). Default: a hash of the
+   * tools' names and schemas, so a deploy that changes them gets a new version by itself.
+   */
+  version?: string
+  /**
+   * Retired tools, kept runnable for the calls that began under an older version (a call parked for
+   * days); a new model response that names one gets `unknown_tool`, as for any tool not in `tools`.
+   */
+  legacyTools?: ReadonlyArray<AnyServerTool>
   /** Abort a turn (and its parked calls) when this event with the turn's key arrives (`host.sendEvent`; docs/events-and-schedules.md). */
   cancelOn?: Harness['cancelOn']
   /**
@@ -68,6 +80,21 @@ export interface HarnessOptions {
 export type { Harness }
 
 const NAME = /^[A-Za-z0-9._/-]{1,100}$/
+/** A version is printed and kept in call states: a short id, a semver or a commit hash. */
+const VERSION = /^[A-Za-z0-9._+-]{1,64}$/
+
+/** The retired tools by name: each with a server execute, none also in `tools` (it would never be the one that runs). */
+function checkedLegacyTools(harness: string, legacy: ReadonlyArray<AnyServerTool>, current: ReadonlyMap<string, AnyServerTool>) {
+  const byName = new Map<string, AnyServerTool>()
+  for (const tool of legacy) {
+    if (typeof tool?.execute !== 'function')
+      throw new ConfigError(`defineHarness "${harness}": legacy tool "${tool?.name}" has no server execute.`)
+    if (current.has(tool.name) || byName.has(tool.name))
+      throw new ConfigError(`defineHarness "${harness}": "${tool.name}" is named twice in tools and legacyTools; keep one.`)
+    byName.set(tool.name, tool)
+  }
+  return byName
+}
 
 /**
  * ChatMiddleware members a durable turn never calls: refused, never silently ignored. (The loop's
@@ -123,6 +150,10 @@ export function defineHarness(options: HarnessOptions): Harness {
       )
     toolsByName.set(tool.name, tool)
   }
+  const legacyTools = checkedLegacyTools(options.name, options.legacyTools ?? [], toolsByName)
+  const version = options.version ?? defaultVersion(tools)
+  if (typeof version !== 'string' || !VERSION.test(version))
+    throw new ConfigError(`defineHarness "${options.name}": version ${JSON.stringify(version)} must match ${VERSION}.`)
   const durability = { ...DEFAULT_DURABILITY, ...options.durability }
   for (const key of ['maxAttempts', 'lockMs', 'stalledMs', 'maxValueBytes', 'maxModelCalls', 'toolTimeoutMs'] as const) {
     if (!Number.isInteger(durability[key]) || durability[key] <= 0)
@@ -175,6 +206,8 @@ export function defineHarness(options: HarnessOptions): Harness {
     adapter: options.adapter,
     tools,
     [TOOLS_BY_NAME]: toolsByName,
+    version,
+    [LEGACY_TOOLS]: legacyTools,
     ...(options.systemPrompts ? { systemPrompts: options.systemPrompts } : {}),
     ...(options.secrets ? { secrets: options.secrets } : {}),
     hooks: { onAfterToolCall: hook === undefined ? [] : typeof hook === 'function' ? [hook] : [...hook] },

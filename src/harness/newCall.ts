@@ -22,6 +22,6 @@ export function enqueueNewCall(
   const fingerprint = callFingerprint(name, input)
   const mark = marks.sign(log.sessionId, toolCallId, fingerprint, Date.now())
   return enqueueCallBehind(queues, harness, log.sessionId, { ...call, mark }, (client) =>
-    log.via(client).requestCall(toolCallId, name, input, { harness: harness.name, fingerprint }),
+    log.via(client).requestCall(toolCallId, name, input, { harness: harness.name, fingerprint, version: harness.version }),
   )
 }

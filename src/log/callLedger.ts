@@ -6,20 +6,9 @@ import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from '.
 import { type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { SessionActions } from './actions.js'
 import { encodeRecord } from './stream.js'
+import { decodeValue, encodeValue } from './stepValues.js'
 import type { LandArgs } from './commands/index.js'
-import type { BeginResult, CallOwner, CallState, Fence, LoggedCall, RequestBegin, StoredCallState } from './callState.js'
-
-/** A step's failed tries so far (`a`), the next try's time (`n`), or why there is none (`x`), and the last error. */
-export interface StepRetryState {
-  a: number
-  n?: number
-  x?: 'exhausted' | 'stopped'
-  m: string
-  c?: string
-}
-
-/** Stored form of a step value: '' means the step returned nothing (JSON has no undefined). */
-const NO_VALUE = ''
+import type { BeginResult, CallOwner, CallState, Fence, LoggedCall, RequestBegin, StepRetryState, StoredCallState } from './callState.js'
 
 /**
  * The session log of one session: its stream (stream.ts), inputs and questions (inputs.ts), and here
@@ -39,7 +28,17 @@ export class SessionLog extends SessionActions {
     const [status] = await this.script(
       'requestCall',
       [this.keys.calls, this.keys.log, this.index.sessions, this.index.openCalls],
-      [toolCallId, fingerprint, record, Date.now(), this.sessionId, begin?.harness ?? '', name, openMember(this.sessionId, toolCallId)],
+      [
+        toolCallId,
+        fingerprint,
+        record,
+        Date.now(),
+        this.sessionId,
+        begin?.harness ?? '',
+        name,
+        openMember(this.sessionId, toolCallId),
+        begin?.version ?? '',
+      ],
     )
     return status
   }
@@ -103,6 +102,7 @@ export class SessionLog extends SessionActions {
       attempt: s.a,
       replay: s.r,
       name: s.n,
+      ...(s.v ? { version: s.v } : {}),
       ...(s.h ? { owner: { harness: s.h, ...(s.i ? { inputId: s.i } : {}) } } : {}),
       ...(result ? { result: JSON.parse(result) as RecordOf<'harness.tool.result'> } : {}),
     }
@@ -141,11 +141,12 @@ export class SessionLog extends SessionActions {
         owner?.harness ?? '',
         owner?.inputId ?? '',
         fingerprint,
+        owner?.version ?? '',
       ],
     )
     if (reply[0] === 'unverified') return 'unverified'
-    const [kind, epoch, attempt, input] = reply
-    const begun = { kind, epoch: Number(epoch), attempt: Number(attempt) }
+    const [kind, epoch, attempt, input, version] = reply
+    const begun = { kind, epoch: Number(epoch), attempt: Number(attempt), ...(version ? { version } : {}) }
     return owner?.inputId && kind !== 'done' ? { ...begun, input: input ? (JSON.parse(input) as InputState) : null } : begun
   }
 
@@ -288,12 +289,4 @@ export class SessionLog extends SessionActions {
 
 function fencedError(fence: Fence, current: number): FencedError {
   return new FencedError(fence.toolCallId, fence.epoch, current < 0 ? null : current)
-}
-
-function encodeValue(value: unknown): string {
-  return value === undefined ? NO_VALUE : JSON.stringify(value)
-}
-
-function decodeValue(stored: string): unknown {
-  return stored === NO_VALUE ? undefined : JSON.parse(stored)
 }

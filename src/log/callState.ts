@@ -9,6 +9,8 @@ export interface BeginResult {
   attempt: number
   /** The state of the call's turn input, read in the same script (a call of a turn that began). */
   input?: InputState | null
+  /** The harness version the call began under (its first begin); absent for a call begun without one. */
+  version?: string
 }
 
 export interface CallState {
@@ -18,6 +20,8 @@ export interface CallState {
   replay: 'safe' | 'never'
   name: string
   owner?: CallOwner
+  /** The harness version the call began under. */
+  version?: string
   result?: RecordOf<'harness.tool.result'>
 }
 
@@ -34,6 +38,8 @@ export interface LoggedCall {
 export interface CallOwner {
   harness: string
   inputId?: string
+  /** The version of the harness that begins the call (kept by its first begin only). */
+  version?: string
 }
 
 /** What a fenced write names: the call and the attempt's epoch. */
@@ -51,8 +57,19 @@ export interface StoredCallState {
   n: string
   h?: string
   i?: string
+  /** The harness version the call began under (docs/deploys.md). */
+  v?: string
   q?: 1
 }
 
 /** A runTool request that begins its call too: the call's harness, and its fingerprint made already. */
-export type RequestBegin = { harness: string; fingerprint: string }
+export type RequestBegin = { harness: string; fingerprint: string; version?: string }
+
+/** A step's failed tries so far (`a`), the next try's time (`n`), or why there is none (`x`), and the last error. */
+export interface StepRetryState {
+  a: number
+  n?: number
+  x?: 'exhausted' | 'stopped'
+  m: string
+  c?: string
+}

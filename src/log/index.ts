@@ -1,4 +1,5 @@
-export { SessionLog, type StepRetryState } from './callLedger.js'
+export { SessionLog } from './callLedger.js'
+export type { StepRetryState } from './callState.js'
 export type { BeginResult, Fence } from './callState.js'
 export { callFingerprint } from './callIds.js'
 export {
@@ -51,4 +52,5 @@ export {
   type ToolCallRecord,
   type ModelUsage,
 } from './records.js'
+export { storedOpenCalls, moveWakeTime, type StoredCall } from './storedCalls.js'
 export { LimitStore, type LimitBounds, type LimitKeyState, type SlotReply } from './limitStore.js'

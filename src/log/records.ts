@@ -97,6 +97,8 @@ export const harnessRecordSchemas = {
     attempt: z.number().int().positive(),
     replay: z.enum(['safe', 'never']),
     reason: z.enum(['fresh', 'resume', 'rerun', 'cut']),
+    /** The harness version the call began under (docs/deploys.md); absent on older records. */
+    version: z.string().optional(),
   }),
   'harness.tool.step': z.object({ toolCallId: z.string(), name: z.string(), value: json.optional() }),
   /** A failed try of a step with a retry policy (R16); no `nextAt`: no further try (exhausted, or not retryable). */
@@ -119,6 +121,8 @@ export const harnessRecordSchemas = {
     expiresAt: z.number().optional(),
     /** 'approval': a person decides whether a `needsApproval` tool call runs; absent: a step.ask. */
     kind: z.enum(['ask', 'approval']).optional(),
+    /** The harness version its call began under (docs/deploys.md); absent on older records. */
+    version: z.string().optional(),
   }),
   /** `principal`: who answered (or approved), when the caller named one. */
   'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json, principal: z.string().optional() }),

@@ -70,7 +70,7 @@ function recordLine(r: HarnessRecord): Line | null {
       return {
         kind: 'attempt',
         toolCallId: r.toolCallId,
-        text: `${r.name} ${r.toolCallId} attempt ${r.attempt} (${r.reason}, replay ${r.replay})`,
+        text: `${r.name} ${r.toolCallId} attempt ${r.attempt} (${r.reason}, replay ${r.replay}${r.version ? `, version ${short(r.version)}` : ''})`,
       }
     case 'harness.tool.step':
       return {

@@ -50,13 +50,15 @@ interface AskDeps {
   checkValue(value: unknown, what: string): unknown
   /** Marks a failed write of ours (see durableContext). */
   ours<T>(write: Promise<T>): Promise<T>
+  /** The harness version the call began under, kept with the question. */
+  version?: string
 }
 
 /**
  * step.ask (R8): logs the question once, then returns the logged answer, throws QuestionExpiredError
  * after expiresAt, or parks the call until an answer promotes it (or the expiry wakes it).
  */
-export function createAsk({ log, fence, lookup, park, checkValue, ours }: AskDeps) {
+export function createAsk({ log, fence, lookup, park, checkValue, ours, version }: AskDeps) {
   return async function ask<S extends StandardSchemaV1>(
     options: AskOptions<S>,
     kind: 'ask' | 'approval' = 'ask',
@@ -78,6 +80,7 @@ export function createAsk({ log, fence, lookup, park, checkValue, ours }: AskDep
           schema: jsonSchema as never,
           ...(expiresAt === undefined ? {} : { expiresAt }),
           ...(kind === 'approval' ? { kind } : {}),
+          ...(version === undefined ? {} : { version }),
         }),
       )
     }

@@ -24,6 +24,8 @@ export interface DurableContextOptions {
   abortSignal?: AbortSignal
   /** The tool's default retry policy of every step.do (durableTool's `retry`). */
   retry?: RetryPolicy
+  /** The harness version the call began under: its questions record it. */
+  version?: string
   /** The harness's name: a sender of an event this call waits for finds its queue by it (runCall passes it). */
   harness?: string
 }
@@ -164,7 +166,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     if (Date.now() < stored.wakeAt) park(new Park('sleep', stored.wakeAt, name))
   }
 
-  const ask = createAsk({ log, fence, lookup, park, checkValue, ours })
+  const ask = createAsk({ log, fence, lookup, park, checkValue, ours, ...(options.version ? { version: options.version } : {}) })
   const saveValue = async (name: string, value: unknown, what: string, record: (copy: unknown) => LogRecord) => {
     const { copy, encoded } = encodeValue(value, what)
     await staging

@@ -158,6 +158,7 @@ describe('step.ask answered from another host (R8)', () => {
           properties: { approved: { type: 'boolean' }, note: { type: 'string' } },
           required: ['approved'],
         }),
+        version: shop.version, // the version its call began under (docs/deploys.md)
       },
     ])
     expect(await other.questions()).toContainEqual({ sessionId: 'ask-1', ...questions[0] })

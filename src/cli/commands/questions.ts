@@ -48,8 +48,16 @@ export const questions: Command = {
     else
       print(
         table(
-          ['QUESTION', 'SESSION', 'KIND', 'TOOL CALL', 'MESSAGE', 'SCHEMA'],
-          list.map((q) => [q.questionId, q.sessionId, q.kind ?? 'ask', q.toolCallId, q.message, JSON.stringify(q.schema)]),
+          ['QUESTION', 'SESSION', 'KIND', 'TOOL CALL', 'VERSION', 'MESSAGE', 'SCHEMA'],
+          list.map((q) => [
+            q.questionId,
+            q.sessionId,
+            q.kind ?? 'ask',
+            q.toolCallId,
+            q.version ?? '-',
+            q.message,
+            JSON.stringify(q.schema),
+          ]),
         ),
       )
     return 0

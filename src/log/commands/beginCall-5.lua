@@ -19,11 +19,13 @@
     ARGV[8] the fingerprint of the call the job names (tool, input, turn): the attempt begins only if the
             log's request of the call ("<toolCallId>\0req", written with the logged call) has it; ''
             begins unchecked (the caller took the call from the log itself)
+    ARGV[9] the harness version of this worker ('' for none): a fresh call keeps it as the version it
+            began under (state.v), which every later attempt gets back (docs/deploys.md)
 
   Output:
     {'unverified'} (nothing written) the call is not logged, or logged with another fingerprint
-    {kind, epoch, attempt, input} with input the turn's input state JSON ('' for a runTool call or
-    none; not sent with 'done') and kind:
+    {kind, epoch, attempt, input, version} with input the turn's input state JSON ('' for a runTool
+    call or none; not sent with 'done'), version the one the call began under ('' for none) and kind:
       'done'   the call has its kept result: do not run it
       'fresh'  first attempt
       'resume' a parked call woke up (sleep or answer): planned, not a crash
@@ -32,8 +34,8 @@
       'cut'    the previous attempt was cut and the call is replay 'never': land a tool error
 ]]
 local callsKey, logKey, stagedKey, openCallsKey, inputsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local toolCallId, name, replay, now, openMember, harness, inputId, fingerprint =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local toolCallId, name, replay, now, openMember, harness, inputId, fingerprint, version =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 
 -- the call's state and the request its logged call wrote (model response or runTool), in one read
 local stored = redis.call('HMGET', callsKey, toolCallId, toolCallId .. '\0req')
@@ -46,6 +48,7 @@ if not state then
   state = {s = 'running', e = 1, a = 1, r = replay, n = name}
   if harness ~= '' then state.h = harness end
   if inputId ~= '' then state.i = inputId end
+  if version ~= '' then state.v = version end
   kind = 'fresh'
 else
   -- begun with its runTool request (requestCall-4.lua) for a first delivery that skips its begin:
@@ -78,8 +81,8 @@ redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
 if kind ~= 'resume' then
   redis.call('XADD', logKey, '*', 'r', cjson.encode({
     type = 'harness.tool.started', toolCallId = toolCallId, name = state.n,
-    attempt = state.a, replay = state.r, reason = kind}))
+    attempt = state.a, replay = state.r, reason = kind, version = state.v}))
 end
 local input = ''
 if inputId ~= '' then input = redis.call('HGET', inputsKey, inputId) or '' end
-return {kind, state.e, state.a, input}
+return {kind, state.e, state.a, input, state.v or ''}

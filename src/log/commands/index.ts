@@ -84,8 +84,11 @@ export interface ScriptContract extends LimitScripts, EventScripts {
       harness: string,
       inputId: string,
       fingerprint: string,
+      version: string,
     ]
-    reply: [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string] | ['unverified']
+    reply:
+      | [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string, version?: string]
+      | ['unverified']
   }
   cancelCall: {
     keys: [calls: string, log: string, staged: string, openCalls: string, questions: string, openQuestions: string, conversation: string]
@@ -161,6 +164,7 @@ export interface ScriptContract extends LimitScripts, EventScripts {
       beginFor: string,
       name: string,
       openMember: string,
+      version: string,
     ]
     reply: ['added', string] | ['exists'] | ['conflict']
   }

@@ -19,13 +19,14 @@
     ARGV[5] session id (member of the sessions index)
     ARGV[6] '' or the harness name: begin the call (state, open calls index, harness.tool.started)
     ARGV[7] tool name, ARGV[8] open calls member (with ARGV[6])
+    ARGV[9] '' or the harness version the call begins under (with ARGV[6]; docs/deploys.md)
 
   Output:
     {'added', entryId} | {'exists'} | {'conflict'}
 ]]
 local callsKey, logKey, sessionsKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local toolCallId, fingerprint, record, now, sessionId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local beginFor, name, openMember = ARGV[6], ARGV[7], ARGV[8]
+local beginFor, name, openMember, version = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 
 local used = redis.call('HGET', callsKey, toolCallId .. '\0req')
 if used then
@@ -40,9 +41,11 @@ redis.call('HSET', callsKey, toolCallId .. '\0req', fingerprint)
 redis.call('ZADD', sessionsKey, 'NX', now, sessionId)
 local entryId = redis.call('XADD', logKey, '*', 'r', record)
 if beginFor ~= '' then
-  redis.call('HSET', callsKey, toolCallId, cjson.encode({s = 'running', e = 1, a = 1, r = 'safe', n = name, h = beginFor, q = 1}))
+  local state = {s = 'running', e = 1, a = 1, r = 'safe', n = name, h = beginFor, q = 1}
+  if version ~= '' then state.v = version end
+  redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
   redis.call('ZADD', openCallsKey, now, openMember)
   redis.call('XADD', logKey, '*', 'r', cjson.encode({
-    type = 'harness.tool.started', toolCallId = toolCallId, name = name, attempt = 1, replay = 'safe', reason = 'fresh'}))
+    type = 'harness.tool.started', toolCallId = toolCallId, name = name, attempt = 1, replay = 'safe', reason = 'fresh', version = state.v}))
 end
 return {'added', entryId}

@@ -1,0 +1,99 @@
+import { convertSchemaToJsonSchema } from '@tanstack/ai'
+import type { StandardSchemaV1 } from '@standard-schema/spec'
+import { canonical } from '../harness/version.js'
+import type { SessionLog } from '../log/index.js'
+import { DURABLE, questionIdOf, SecretStore, validateOptional, type Step } from '../tool/index.js'
+
+/** Where a dry replay ended: the code returned or threw, or it stopped at a step it would have to run (or wait on). */
+export type ReplayEnd =
+  | { kind: 'returned' }
+  | { kind: 'threw'; message: string }
+  | { kind: 'stopped'; step: string; why: 'new step' | 'waits' | 'answer refused' }
+
+/** What a dry replay found: the steps the code reached, where it ended, and the open question it met, if any. */
+export interface DryReplay {
+  reached: Set<string>
+  end: ReplayEnd
+  /** Problems with a stored question the code reached (its answer, or its changed schema). */
+  questions: Array<{ step: string; questionId: string; message: string }>
+}
+
+/** The private stop signal: a step the log does not have (its side effect would run) or a wait; never a tool's error. */
+class ReplayStop {
+  constructor(readonly end: Extract<ReplayEnd, { kind: 'stopped' }>) {}
+}
+
+/**
+ * Runs a call's new tool code with a step context that answers each step from storage and stops at
+ * the first step the log does not have, so no side effect runs and no provider is called (a step's
+ * fn never runs). Code between steps does run, as it would on a replay.
+ */
+export async function dryReplay(
+  tool: { readonly [DURABLE]: { execute: (input: never, ctx: never) => unknown } },
+  input: unknown,
+  call: { toolCallId: string; steps: ReadonlyMap<string, unknown>; context?: unknown },
+  log: SessionLog,
+): Promise<DryReplay> {
+  const reached = new Set<string>()
+  const questions: DryReplay['questions'] = []
+  let stopped: ReplayStop | null = null
+  const stop = (step: string, why: 'new step' | 'waits' | 'answer refused'): never => {
+    stopped ??= new ReplayStop({ kind: 'stopped', step, why })
+    throw stopped
+  }
+  const enter = (name: string) => {
+    if (stopped) throw stopped
+    reached.add(name)
+    return call.steps.has(name)
+  }
+  const wait = (name: string, wakeAt: () => number | undefined) => {
+    if (!enter(name)) stop(name, 'new step')
+    const at = wakeAt()
+    if (at !== undefined && Date.now() < at) stop(name, 'waits')
+  }
+  const step: Step = {
+    do: (async (name: string) => (enter(name) ? call.steps.get(name) : stop(name, 'new step'))) as Step['do'],
+    sleep: async (name) => wait(name, () => (call.steps.get(name) as { wakeAt?: number } | undefined)?.wakeAt),
+    sleepUntil: async (name) => wait(name, () => (call.steps.get(name) as { wakeAt?: number } | undefined)?.wakeAt),
+    // an event's payload once delivered is a stored step; a wait not delivered yet is where the call waits
+    waitForEvent: (async (options: { name: string }) =>
+      enter(options.name) ? call.steps.get(options.name) : stop(options.name, 'waits')) as Step['waitForEvent'],
+    ask: (async (options: { name: string; schema: StandardSchemaV1 }) => {
+      if (!enter(options.name)) return stop(options.name, 'new step')
+      const questionId = questionIdOf(call.toolCallId, options.name)
+      const found = await log.getQuestion(questionId)
+      if (found?.answer.found) {
+        const checked = await validateOptional(options.schema, found.answer.value)
+        if (checked.ok) return checked.value
+        questions.push({ step: options.name, questionId, message: `the new code refuses its logged answer: ${checked.message}` })
+        return stop(options.name, 'answer refused')
+      }
+      const schema = convertSchemaToJsonSchema(options.schema as never) ?? {}
+      if (found && canonical(schema) !== canonical(found.question.schema))
+        questions.push({
+          step: options.name,
+          questionId,
+          message:
+            'the new code asks it with another answer schema: an answer valid under the stored one (which `harness answer` checks) may be refused when the call wakes',
+        })
+      return stop(options.name, 'waits')
+    }) as Step['ask'],
+  }
+  const ctx = {
+    toolCallId: call.toolCallId,
+    context: call.context,
+    abortSignal: new AbortController().signal,
+    step,
+    append: () => {},
+    secrets: new SecretStore(),
+    emitCustomEvent: () => {},
+  }
+  let end: ReplayEnd
+  try {
+    await tool[DURABLE].execute(input as never, ctx as never)
+    end = stopped ? (stopped as ReplayStop).end : { kind: 'returned' }
+  } catch (error) {
+    end = stopped ? (stopped as ReplayStop).end : { kind: 'threw', message: error instanceof Error ? error.message : String(error) }
+  }
+  return { reached, end, questions }
+}

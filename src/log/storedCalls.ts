@@ -1,0 +1,56 @@
+import { StorageError } from '../errors.js'
+import type { SessionLog } from './callLedger.js'
+import { decodeValue } from './stepValues.js'
+import type { CallState } from './callState.js'
+import { stepField } from './keys.js'
+
+/** A call of a session as storage holds it: its state (none when it is logged and not begun yet) and its stored steps. */
+export interface StoredCall {
+  toolCallId: string
+  state: CallState | null
+  /** Step name → stored value (a sleep's `{ wakeAt }`, an ask's question id), in no particular order. */
+  steps: Map<string, unknown>
+}
+
+const SEP = '\0'
+
+async function read<T>(log: SessionLog, operation: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    throw new StorageError(operation, log.sessionId, error)
+  }
+}
+
+/**
+ * Every call of a session that has no kept result yet (running, parked, or logged and not begun),
+ * with its stored steps: what a deploy check replays. Reads the session's whole calls and steps
+ * hashes: for `harness check-deploy` and replay tests, never for a hot path.
+ */
+export async function storedOpenCalls(log: SessionLog): Promise<StoredCall[]> {
+  const [calls, steps] = await read(log, 'storedOpenCalls', () =>
+    Promise.all([log.redis.hgetall(log.keys.calls), log.redis.hgetall(log.keys.steps)]),
+  )
+  const ids = new Set<string>()
+  for (const field of Object.keys(calls)) {
+    const [id, part] = field.split(SEP)
+    // a logged call (its request mark) or a begun one; `\0result` comes with a state
+    if (id && (part === undefined || part === 'req')) ids.add(id)
+  }
+  const open: StoredCall[] = []
+  for (const toolCallId of ids) {
+    const state = calls[toolCallId] === undefined ? null : await log.getCall(toolCallId)
+    if (state?.status === 'done') continue
+    const prefix = stepField(toolCallId, '')
+    const stored = new Map<string, unknown>()
+    for (const [field, value] of Object.entries(steps))
+      if (field.startsWith(prefix)) stored.set(field.slice(prefix.length), decodeValue(value))
+    open.push({ toolCallId, state, steps: stored })
+  }
+  return open
+}
+
+/** Moves a stored sleep's wake time to `at`: for crash exploration, which must not wait out a three-day sleep. */
+export async function moveWakeTime(log: SessionLog, toolCallId: string, name: string, at: number): Promise<void> {
+  await read(log, 'moveWakeTime', () => log.redis.hset(log.keys.steps, stepField(toolCallId, name), JSON.stringify({ wakeAt: at })))
+}
