@@ -134,8 +134,10 @@ describe('refused requests', () => {
       expect(response.status).toBe(status)
       expect((await response.json()).error).toEqual(expect.any(String))
     }
-    // the queues' own keys (BullMQ's meta, made when the workers start) and the shard count are not a session's
-    const sessionKeys = (await scanKeys(url, prefix)).filter((k) => !k.includes('}:jobs:') && k !== `${prefix}:shards`)
+    // the queues' own keys (BullMQ's meta, made when the workers start), the shard count and the call-mark key are not a session's
+    const sessionKeys = (await scanKeys(url, prefix)).filter(
+      (k) => !k.includes('}:jobs:') && k !== `${prefix}:shards` && k !== `${prefix}:call-mark-key`,
+    )
     expect(sessionKeys).toEqual([])
   })
 

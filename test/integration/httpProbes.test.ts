@@ -18,7 +18,7 @@ const { serve } = httpServers(hosts)
 
 /** The keys of sessions under a prefix: the queues' own keys (BullMQ meta) and the shard count are not one's. */
 const sessionKeys = async (url: string, prefix: string) =>
-  (await scanKeys(url, prefix)).filter((k) => !k.includes('}:jobs:') && k !== `${prefix}:shards`)
+  (await scanKeys(url, prefix)).filter((k) => !k.includes('}:jobs:') && k !== `${prefix}:shards` && k !== `${prefix}:call-mark-key`)
 
 /** The chat handler on a real server with these options; `sockets` holds every connection it accepted. */
 async function listen(host: HarnessHost, options: Partial<HarnessHandlerOptions> = {}) {
