@@ -27,7 +27,16 @@ export type LandArgs = [
 
 export interface ScriptContract extends LimitScripts, EventScripts {
   addInput: {
-    keys: [log: string, inputs: string, sessions: string, openTurns: string, line: string, conversation: string, openIndex: string]
+    keys: [
+      log: string,
+      inputs: string,
+      sessions: string,
+      openTurns: string,
+      line: string,
+      conversation: string,
+      openIndex: string,
+      ...tagIndexes: string[],
+    ]
     args: [
       inputId: string,
       text: string,
@@ -107,9 +116,9 @@ export interface ScriptContract extends LimitScripts, EventScripts {
     reply: ['ok', string] | Fenced
   }
   logModelResponse: {
-    keys: [log: string, inputs: string, calls: string, conversation: string]
-    /** inputId, expected responses, record, then pairs of stored call id and fingerprint */
-    args: [inputId: string, expected: number, record: string, ...idsAndFingerprints: string[]]
+    keys: [log: string, inputs: string, calls: string, conversation: string, ...toolIndexes: string[]]
+    /** inputId, expected responses, record, the turn's member, its tool names (JSON), then pairs of stored call id and fingerprint */
+    args: [inputId: string, expected: number, record: string, member: string, tools: string, ...idsAndFingerprints: string[]]
     reply: ['ok', string] | ['stale'] | ['unknown'] | ['taken', string]
   }
   parkCall: {
@@ -136,7 +145,7 @@ export interface ScriptContract extends LimitScripts, EventScripts {
       ...turnIndexes: string[],
     ]
     args: [mode: 'check' | 'remove', exportedLastId: string, sessionId: string]
-    reply: ['open', 'turn' | 'call'] | ['idle', string, ...harnesses: string[]] | ['moved', string] | ['removed']
+    reply: ['open', 'turn' | 'call'] | ['idle', string, ...names: string[]] | ['moved', string] | ['removed']
   }
   rerunTurn: {
     keys: [
@@ -233,8 +242,12 @@ export interface ReplicaWait {
   timeoutMs: number
 }
 
-/** Scripts whose KEYS go on past the file name's count (removeSession: the turns indexes it cleans). */
-const TRAILING_KEYS: ReadonlySet<ScriptName> = new Set(['removeSession'])
+/**
+ * Scripts whose KEYS go on past the file name's count: removeSession (the turns, tool and tag indexes
+ * it cleans), addInput (the tag indexes of the input's metadata), logModelResponse (the tool indexes
+ * of the tools the response calls).
+ */
+const TRAILING_KEYS: ReadonlySet<ScriptName> = new Set(['removeSession', 'addInput', 'logModelResponse'])
 
 /** The scripts each connection has sent once (as EVAL, with their source): later uses send EVALSHA. */
 const sentOn = new WeakMap<RedisClient, Set<ScriptName>>()
