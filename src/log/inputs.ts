@@ -210,8 +210,8 @@ export class SessionInputs extends LogStream {
   /**
    * Logs a model response if the turn still has `expected` responses, with a stored id for each tool
    * call (callIds.ts): the model's id where it is safe and unused in the session, else one scoped by
-   * this response, and lists the turn in `harness`'s tool index of each tool called (host.turns({ tool })).
-   * Returns the logged calls, or null when another run of the turn logged first.
+   * this response; the turn joins `harness`'s tool index of each tool called (a well-formed name: cjson
+   * refuses a lone surrogate). Returns the logged calls, or null when another run of the turn logged first.
    */
   async logModelResponse(
     inputId: string,
@@ -219,7 +219,7 @@ export class SessionInputs extends LogStream {
     expected: number,
     harness = '',
   ): Promise<ToolCallRecord[] | null> {
-    const tools = harness ? [...new Set(response.toolCalls.map((c) => c.name))] : []
+    const tools = harness ? [...new Set(response.toolCalls.map((c) => c.name))].filter((n) => Buffer.from(n).toString() === n) : []
     const toolIndexes = tools.map((tool) => turnToolIndexKey(this.prefix, this.shard, this.shards, harness, tool))
     // another writer can take an id between our look-up and the write only by a racing runTool: pick again
     for (let tries = 0; tries < 3; tries++) {

@@ -101,13 +101,19 @@ export function turnIndexKey(prefix: string, shard: number, shards: number, harn
 }
 
 /**
+ * A name (a model's tool name, a tag's value: hostile) in a key: every character but [A-Za-z0-9._-] as
+ * `%` and 4 hex digits, so no name spells another's key; never throws (encodeURIComponent does on a
+ * lone surrogate).
+ */
+const keyPart = (name: string) => name.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+
+/**
  * The tool index of one harness in one shard (sorted set; host.turns({ tool })): member `<sid>|<inputId>`
  * of every turn a model response of which called the tool, score = ms the turn was prompted. Written by
- * logModelResponse, cleaned by removeSession. Names are URI-encoded: no harness or tool name can spell
- * another's key.
+ * logModelResponse, cleaned by removeSession.
  */
 export function turnToolIndexKey(prefix: string, shard: number, shards: number, harness: string, tool: string): string {
-  return `${shardBase(prefix, shard, shards)}:turn-tool:${encodeURIComponent(harness)}:${encodeURIComponent(tool)}`
+  return `${shardBase(prefix, shard, shards)}:turn-tool:${keyPart(harness)}:${keyPart(tool)}`
 }
 
 /**
@@ -116,7 +122,7 @@ export function turnToolIndexKey(prefix: string, shard: number, shards: number, 
  * addInput, cleaned by removeSession.
  */
 export function turnTagIndexKey(prefix: string, shard: number, shards: number, harness: string, key: string, value: string): string {
-  return `${shardBase(prefix, shard, shards)}:turn-tag:${encodeURIComponent(harness)}:${encodeURIComponent(key)}=${encodeURIComponent(value)}`
+  return `${shardBase(prefix, shard, shards)}:turn-tag:${keyPart(harness)}:${keyPart(key)}=${keyPart(value)}`
 }
 
 /**

@@ -132,8 +132,12 @@ describe('host.turns', () => {
     expect(refunds.items[0]!.at).toBe(completed.at)
     expect((await all((cursor) => host.turns({ tool: 'lookup', limit: 7, ...(cursor ? { cursor } : {}) }))).items).toHaveLength(30)
 
-    expect(sorted((await host.turns({ tool: 'refund', status: 'failed' })).items)).toEqual(ids((i, m) => i % 4 === 0 && m.outcome === 'failed'))
-    expect(sorted((await host.turns({ tool: 'refund', harness: 'other' })).items)).toEqual(ids((i, m) => i % 4 === 0 && m.harness === 'other'))
+    expect(sorted((await host.turns({ tool: 'refund', status: 'failed' })).items)).toEqual(
+      ids((i, m) => i % 4 === 0 && m.outcome === 'failed'),
+    )
+    expect(sorted((await host.turns({ tool: 'refund', harness: 'other' })).items)).toEqual(
+      ids((i, m) => i % 4 === 0 && m.harness === 'other'),
+    )
     expect(sorted((await host.turns({ tool: 'lookup', metadata: { team: 'odd' }, status: 'open' })).items)).toEqual(
       ids((i, m) => i % 2 === 1 && m.outcome === 'open'),
     )
@@ -145,6 +149,16 @@ describe('host.turns', () => {
     const shard = shardOf('t-4', SHARDS)
     expect(await redis.zscore(turnToolIndexKey(prefix, shard, SHARDS, 'plain', 'refund'), 't-4|in-1')).not.toBeNull()
     expect(await redis.zscore(turnToolIndexKey(prefix, shard, SHARDS, 'plain', 'refund'), 't-5|in-1')).toBeNull()
+
+    // a model's tool name is hostile: any character is a key part like another; a lone surrogate (cjson cannot read it) is not indexed
+    const odd = new SessionLog(redis, prefix, 'odd-name', { shards: SHARDS })
+    await odd.addInput('in-1', 'x', 'plain')
+    const names = ['a:b}{ %0025', 'lone\uD800']
+    const toolCalls = names.map((name, n) => ({ toolCallId: `c${n}`, name, input: {} }))
+    expect(await odd.logModelResponse('in-1', { toolCalls }, 0, 'plain')).toHaveLength(2)
+    expect((await host.turns({ tool: names[0]! })).items).toMatchObject([{ sessionId: 'odd-name', status: 'open' }])
+    expect((await host.turns({ tool: 'a:b}{ %25' })).items).toEqual([])
+    expect((await host.turns({ tool: names[1]! })).items).toEqual([])
   })
 
   it('metadata filter: read from the tag index, so a rare tag is found on the first page however many turns are newer', async () => {
@@ -162,9 +176,7 @@ describe('host.turns', () => {
     expect((await host.turns({ metadata: { rare: 'no' } })).items).toEqual([])
 
     const odd = await all((cursor) => host.turns({ metadata: { team: 'odd' }, limit: 4, ...(cursor ? { cursor } : {}) }))
-    expect(odd.items.map((t) => t.sessionId).sort()).toEqual(
-      Array.from({ length: 15 }, (_, n) => `t-${2 * n + 1}`).sort(),
-    )
+    expect(odd.items.map((t) => t.sessionId).sort()).toEqual(Array.from({ length: 15 }, (_, n) => `t-${2 * n + 1}`).sort())
     expect(odd.pages).toBeGreaterThanOrEqual(4)
 
     const redis = rigClient(url)
@@ -226,7 +238,9 @@ describe('host.turns', () => {
     expect((await host.turns({ metadata: { desk: 'a' } })).items).toEqual([])
     const redis = rigClient(url)
     hosts.defer(() => redis.disconnect())
-    expect(await redis.exists(turnToolIndexKey(prefix, 0, 1, 'clerk', 'stamp'), turnTagIndexKey(prefix, 0, 1, 'clerk', 'desk', 'a'))).toBe(0)
+    expect(await redis.exists(turnToolIndexKey(prefix, 0, 1, 'clerk', 'stamp'), turnTagIndexKey(prefix, 0, 1, 'clerk', 'desk', 'a'))).toBe(
+      0,
+    )
   })
 
   it('host.cancel aborts every open turn the filter finds, their parked calls cancelled; again: none', async () => {
