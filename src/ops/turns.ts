@@ -110,8 +110,8 @@ export async function listTurns(
   const { limit, min, max } = checkFilter(filter, harnesses)
   const position = decodeCursor(filter.cursor, filter)
   const items: TurnSummary[] = []
-  let plan: Plan = 'status'
-  let sources: Source[] = []
+  let plan: Plan
+  let sources: Source[]
   try {
     plan = position?.plan ?? (await choosePlan(redis, prefix, shards, harnesses, filter, [score(min), score(max)]))
     sources = sourcesOf(plan, prefix, shards, harnesses, filter)

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { BusyMode } from '../../core/index.js'
 import type { RedisClient } from '../client.js'
 import type { EventScripts, LimitScripts } from './flowScripts.js'
+import type { TurnScripts } from './turnScripts.js'
 
 /**
  * The typed contract of our Lua scripts: for each `<name>-<numberOfKeys>.lua` of this folder, its
@@ -25,38 +25,7 @@ export type LandArgs = [
   messageKey: string,
 ]
 
-export interface ScriptContract extends LimitScripts, EventScripts {
-  addInput: {
-    keys: [
-      log: string,
-      inputs: string,
-      sessions: string,
-      openTurns: string,
-      line: string,
-      conversation: string,
-      openIndex: string,
-      ...tagIndexes: string[],
-    ]
-    args: [
-      inputId: string,
-      text: string,
-      record: string,
-      now: number,
-      sessionId: string,
-      openMember: string,
-      harness: string,
-      parent: string,
-      busy: BusyMode,
-      context: string,
-      metadata: string,
-      principal: string,
-    ]
-    reply:
-      | ['added', string, 'run' | 'queued' | 'steered', string]
-      | ['busy', string]
-      | ['exists', string, 'open' | 'settled', 'first' | '']
-      | ['conflict']
-  }
+export interface ScriptContract extends LimitScripts, EventScripts, TurnScripts {
   answerQuestion: {
     keys: [questions: string, log: string, openQuestions: string]
     args: [questionId: string, answer: string, record: string, now: number, openMember: string]
@@ -147,21 +116,6 @@ export interface ScriptContract extends LimitScripts, EventScripts {
     args: [mode: 'check' | 'remove', exportedLastId: string, sessionId: string]
     reply: ['open', 'turn' | 'call'] | ['idle', string, ...names: string[]] | ['moved', string] | ['removed']
   }
-  rerunTurn: {
-    keys: [
-      log: string,
-      inputs: string,
-      calls: string,
-      openTurns: string,
-      line: string,
-      conversation: string,
-      openIndex: string,
-      failedIndex: string,
-      abortedIndex: string,
-    ]
-    args: [inputId: string, rerunId: string, now: number, openMember: string, principal: string, ...toolCallIds: string[]]
-    reply: ['rerun', string, string] | ['exists'] | ['unknown'] | ['open'] | ['completed']
-  }
   requestCall: {
     keys: [calls: string, log: string, sessions: string, openCalls: string]
     args: [
@@ -186,20 +140,6 @@ export interface ScriptContract extends LimitScripts, EventScripts {
     keys: [calls: string, steps: string, log: string]
     args: [toolCallId: string, epoch: number, retryField: string, state: string, tries: number, record: string]
     reply: ['ok'] | ['exists', string] | Fenced
-  }
-  settleInput: {
-    keys: [log: string, inputs: string, openTurns: string, line: string, conversation: string, openIndex: string, outcomeIndex: string]
-    args: [
-      inputId: string,
-      record: string,
-      openMember: string,
-      publish: 'PUBLISH' | 'SPUBLISH',
-      channel: string,
-      messageKey: string,
-      outcome: 'completed' | 'failed' | 'aborted',
-      now: number,
-    ]
-    reply: ['settled', string, string] | ['already', string, string] | ['unknown']
   }
   turnRecord: {
     keys: [log: string, inputs: string, conversation: string]
