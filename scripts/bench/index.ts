@@ -396,13 +396,19 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
     }
   } else missing('5c', 'Redis memory per settled turn, with and without retention', '(info)', 'retention')
 
-  // 5d. host.turns: the first page of failed turns does not grow with the sessions (issue 27)
+  // 5d, 5e. host.turns: the first page of failed turns, and of turns that called a tool, does not grow with the sessions (issue 27)
   const ti = r['turns-index']
   if (ti) {
     const figure = `host.turns first page (${ti.pageSize}) of failed turns p50, ${ti.large.sessions.toLocaleString('en-US')} sessions`
     const base = `${ti.small.sessions.toLocaleString('en-US')} sessions ${ms(ti.small.page.p50)}`
     atMost('5d', figure, ms(ti.large.page.p50), base, ti.ratio, 1.2)
-  } else missing('5d', 'host.turns first page of failed turns, 100,000 vs 1,000 sessions', '<= 1.2x', 'turns-index')
+    const toolFigure = `host.turns first page (${ti.pageSize}) of turns that called a tool p50, ${ti.large.sessions.toLocaleString('en-US')} sessions`
+    const toolBase = `${ti.small.sessions.toLocaleString('en-US')} sessions ${ms(ti.small.toolPage.p50)}`
+    atMost('5e', toolFigure, ms(ti.large.toolPage.p50), toolBase, ti.toolRatio, 1.2)
+  } else {
+    missing('5d', 'host.turns first page of failed turns, 100,000 vs 1,000 sessions', '<= 1.2x', 'turns-index')
+    missing('5e', 'host.turns first page of turns that called a tool, 100,000 vs 1,000 sessions', '<= 1.2x', 'turns-index')
+  }
 
   // 6. turn latency against its Redis round trips
   if (r.turn) {

@@ -1,8 +1,10 @@
-// host.turns at scale (issue 27): the first page (50) of failed turns at 1,000 sessions and at 100,000
-// sessions, in the same run and on the same Redis, queries interleaved so load hits both alike. The
-// sessions are made by the real scripts (addInput, settleInput: the ones that write the turns
-// indexes), one turn each, one in ten failed; no workers run (the query reads only the indexes and
-// the inputs of the turns it returns). Target: the large one within 1.2x of the small one.
+// host.turns at scale (issue 27): the first page (50) of failed turns, and of the turns that called a
+// tool, at 1,000 sessions and at 100,000 sessions, in the same run and on the same Redis, queries
+// interleaved so load hits both alike. The sessions are made by the real scripts (addInput,
+// logModelResponse, settleInput: the ones that write the turns and tool indexes), one turn each, one in
+// ten failed, one in ten (another one) calling `refund`, the others `lookup`; no workers run (the query
+// reads only the indexes and the inputs of the turns it returns). Target: the large one within 1.2x of
+// the small one.
 import { Redis } from 'ioredis'
 import { createHarnessHost, defineHarness } from '../../src/index.js'
 import { SessionLog } from '../../src/log/index.js'
@@ -12,15 +14,16 @@ import { benchPrefix, deletePrefix, pool, silentLogger, summarize, type Progress
 const harness = defineHarness({ name: 'bench-turns', adapter: scriptedModel([{ text: 'done' }]) })
 
 export interface TurnsIndexFigure {
-  small: { sessions: number; failed: number; page: Summary }
-  large: { sessions: number; failed: number; page: Summary }
-  /** p50 of the large one / p50 of the small one. */
+  small: { sessions: number; failed: number; page: Summary; toolPage: Summary }
+  large: { sessions: number; failed: number; page: Summary; toolPage: Summary }
+  /** p50 of the large one / p50 of the small one: failed turns, and turns that called `refund`. */
   ratio: number
+  toolRatio: number
   pageSize: number
   queries: number
 }
 
-/** Sessions of one turn each, through the scripts a prompt and a settle run; every tenth one failed. */
+/** Sessions of one turn each, through the scripts a prompt, a model response and a settle run; every tenth one failed. */
 async function populate(redisUrl: string, prefix: string, sessions: number, progress: Progress): Promise<number> {
   const host = createHarnessHost({ redis: redisUrl, harnesses: [harness], prefix, logger: silentLogger })
   const client = new Redis(redisUrl)
@@ -30,6 +33,8 @@ async function populate(redisUrl: string, prefix: string, sessions: number, prog
     await pool(sessions, 64, async (i) => {
       const log = new SessionLog(client, prefix, `s${i}`)
       await log.addInput('in-1', `order ${i}`, harness.name, { metadata: { order: String(i) } })
+      const tool = i % 10 === 5 ? 'refund' : 'lookup'
+      await log.logModelResponse('in-1', { toolCalls: [{ toolCallId: 'c1', name: tool, input: {} }] }, 0, harness.name)
       const outcome = i % 10 === 0 ? 'failed' : 'completed'
       if (outcome === 'failed') failed++
       await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome }, harness.name)
@@ -56,26 +61,29 @@ export async function measureTurnsIndex(
     progress(`[turns-index] ${sizes.small.toLocaleString('en-US')} and ${sizes.large.toLocaleString('en-US')} sessions of one turn`)
     const failedSmall = await populate(redisUrl, small, sizes.small, progress)
     const failedLarge = await populate(redisUrl, large, sizes.large, progress)
-    const samples: [number[], number[]] = [[], []]
-    const query = async (which: 0 | 1) => {
+    const filters = { failed: { status: 'failed' }, tool: { tool: 'refund' } } as const
+    const samples = { failed: [[], []] as [number[], number[]], tool: [[], []] as [number[], number[]] }
+    const query = async (which: 0 | 1, kind: keyof typeof filters) => {
       const t0 = performance.now()
-      const page = await hosts[which]!.turns({ status: 'failed', limit: pageSize })
-      samples[which].push(performance.now() - t0)
-      if (page.items.length !== pageSize) throw new Error(`turns-index bench: a page of ${page.items.length}, not ${pageSize}`)
+      const page = await hosts[which]!.turns({ ...filters[kind], limit: pageSize })
+      samples[kind][which].push(performance.now() - t0)
+      if (page.items.length !== pageSize) throw new Error(`turns-index bench: a ${kind} page of ${page.items.length}, not ${pageSize}`)
     }
-    for (let i = 0; i < 20; i++) await Promise.all([query(0), query(1)]) // warm-up: connections, scripts
-    samples[0].length = samples[1].length = 0
+    const kinds = ['failed', 'tool'] as const
+    for (let i = 0; i < 20; i++) for (const kind of kinds) await Promise.all([query(0, kind), query(1, kind)]) // warm-up: connections, scripts
+    for (const kind of kinds) samples[kind][0].length = samples[kind][1].length = 0
     // interleaved, alternating which goes first, so a burst of load on the machine hits both
     for (let i = 0; i < queries; i++) {
       const order: Array<0 | 1> = i % 2 === 0 ? [0, 1] : [1, 0]
-      for (const which of order) await query(which)
+      for (const kind of kinds) for (const which of order) await query(which, kind)
     }
-    const s = summarize(samples[0])
-    const l = summarize(samples[1])
+    const [s, l] = [summarize(samples.failed[0]), summarize(samples.failed[1])]
+    const [st, lt] = [summarize(samples.tool[0]), summarize(samples.tool[1])]
     return {
-      small: { sessions: sizes.small, failed: failedSmall, page: s },
-      large: { sessions: sizes.large, failed: failedLarge, page: l },
+      small: { sessions: sizes.small, failed: failedSmall, page: s, toolPage: st },
+      large: { sessions: sizes.large, failed: failedLarge, page: l, toolPage: lt },
       ratio: l.p50 / s.p50,
+      toolRatio: lt.p50 / st.p50,
       pageSize,
       queries,
     }

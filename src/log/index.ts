@@ -20,6 +20,8 @@ export {
   assertToolCallId,
   stepField,
   turnIndexKey,
+  turnTagIndexKey,
+  turnToolIndexKey,
   TURN_STATUSES,
   type TurnStatus,
   isSafeId,

@@ -1,7 +1,7 @@
 import { StorageError } from '../errors.js'
 import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
-import { assertInputId, assertQuestionId, requestField } from './keys.js'
+import { assertInputId, assertQuestionId, requestField, turnTagIndexKey, turnToolIndexKey } from './keys.js'
 import type { BusyMode } from '../core/index.js'
 import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord, type TurnRecordType } from './records.js'
 import { encodeRecord, isRecord, LogStream, type LogEntry } from './stream.js'
@@ -42,6 +42,8 @@ export interface InputState {
   outcome?: 'completed' | 'failed' | 'aborted'
   /** The rerun ids that opened it again (session.rerun). */
   reruns?: string[]
+  /** The tools its model responses called: the tool indexes it is in (host.turns({ tool })). */
+  tools?: string[]
 }
 
 /** What a prompt is tagged with: operator tags, and who prompted (a principal's string id). */
@@ -87,6 +89,8 @@ export class SessionInputs extends LogStream {
     const { parent, busy = 'queue', context, metadata, principal } = options
     assertInputId(inputId)
     const idx = this.index
+    const tags = harness ? Object.entries(metadata ?? {}) : []
+    const tagIndexes = tags.map(([key, value]) => turnTagIndexKey(this.prefix, this.shard, this.shards, harness, key, value))
     const record = encodeRecord({
       type: 'harness.input',
       inputId,
@@ -106,6 +110,7 @@ export class SessionInputs extends LogStream {
         this.keys.line,
         this.keys.conversation,
         this.turnIndex(harness, 'open'),
+        ...tagIndexes,
       ],
       [
         inputId,
@@ -205,13 +210,17 @@ export class SessionInputs extends LogStream {
   /**
    * Logs a model response if the turn still has `expected` responses, with a stored id for each tool
    * call (callIds.ts): the model's id where it is safe and unused in the session, else one scoped by
-   * this response. Returns the logged calls, or null when another run of the turn logged first.
+   * this response; the turn joins `harness`'s tool index of each tool called (a well-formed name: cjson
+   * refuses a lone surrogate). Returns the logged calls, or null when another run of the turn logged first.
    */
   async logModelResponse(
     inputId: string,
     response: { text?: string; messageId?: string; toolCalls: ModelToolCall[]; usage?: ModelUsage; joined?: string[] },
     expected: number,
+    harness = '',
   ): Promise<ToolCallRecord[] | null> {
+    const tools = harness ? [...new Set(response.toolCalls.map((c) => c.name))].filter((n) => Buffer.from(n).toString() === n) : []
+    const toolIndexes = tools.map((tool) => turnToolIndexKey(this.prefix, this.shard, this.shards, harness, tool))
     // another writer can take an id between our look-up and the write only by a racing runTool: pick again
     for (let tries = 0; tries < 3; tries++) {
       const toolCalls = await this.storedCallIds(inputId, response.toolCalls, expected)
@@ -227,8 +236,8 @@ export class SessionInputs extends LogStream {
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input, { inputId, inputTooLarge: c.inputTooLarge })])
       const [status] = await this.script(
         'logModelResponse',
-        [this.keys.log, this.keys.inputs, this.keys.calls, this.keys.conversation],
-        [inputId, expected, record, ...used],
+        [this.keys.log, this.keys.inputs, this.keys.calls, this.keys.conversation, ...toolIndexes],
+        [inputId, expected, record, openMember(this.sessionId, inputId), JSON.stringify(tools), ...used],
       )
       if (status === 'ok') return toolCalls
       if (status !== 'taken') return null

@@ -100,6 +100,44 @@ export function turnIndexKey(prefix: string, shard: number, shards: number, harn
   return `${shardBase(prefix, shard, shards)}:turns:${harness}:${status}`
 }
 
+/**
+ * A name (a model's tool name, a tag's value: hostile) in a key: every character but [A-Za-z0-9._-] as
+ * `%` and 4 hex digits, so no name spells another's key; never throws (encodeURIComponent does on a
+ * lone surrogate).
+ */
+const keyPart = (name: string) => name.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+
+/**
+ * The tool index of one harness in one shard (sorted set; host.turns({ tool })): member `<sid>|<inputId>`
+ * of every turn a model response of which called the tool, score = ms the turn was prompted. Written by
+ * logModelResponse, cleaned by removeSession.
+ */
+export function turnToolIndexKey(prefix: string, shard: number, shards: number, harness: string, tool: string): string {
+  return `${shardBase(prefix, shard, shards)}:turn-tool:${keyPart(harness)}:${keyPart(tool)}`
+}
+
+/**
+ * The tag index of one harness in one shard for one `key=value` (sorted set; host.turns({ metadata })):
+ * member `<sid>|<inputId>` of every turn prompted with the tag, score = ms it was prompted. Written by
+ * addInput, cleaned by removeSession.
+ */
+export function turnTagIndexKey(prefix: string, shard: number, shards: number, harness: string, key: string, value: string): string {
+  return `${shardBase(prefix, shard, shards)}:turn-tag:${keyPart(harness)}:${keyPart(key)}=${keyPart(value)}`
+}
+
+/**
+ * The indexes of one shard that removeSession-9.lua's 'check' named: a harness's turns indexes (every
+ * status), and its tool (`\0tool\0<harness>\0<tool>`) and tag (`\0tag\0<harness>\0<key>\0<value>`) indexes.
+ */
+export function namedIndexKeys(prefix: string, shard: number, shards: number, names: readonly string[]): string[] {
+  return names.flatMap((name) => {
+    if (!name.startsWith('\0')) return TURN_STATUSES.map((status) => turnIndexKey(prefix, shard, shards, name, status))
+    const [kind, harness = '', key = '', ...rest] = name.slice(1).split('\0')
+    if (kind === 'tool') return [turnToolIndexKey(prefix, shard, shards, harness, [key, ...rest].join('\0'))]
+    return [turnTagIndexKey(prefix, shard, shards, harness, key, rest.join('\0'))]
+  })
+}
+
 /** The deployment's shard count, written by the first host; a host with another count is refused. */
 export function shardCountKey(prefix: string): string {
   return `${prefix}:shards`

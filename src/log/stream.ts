@@ -2,7 +2,7 @@ import { DurableHarnessError, InvalidCursorError, InvalidRecordError, MalformedE
 import { runScript, type ReplicaWait, type ScriptContract, type ScriptName } from './commands/index.js'
 import { publishCommand, type RedisClient } from './client.js'
 import { waitForEntries } from './sharedReader.js'
-import { indexKeys, sessionKeys, turnIndexKey, TURN_STATUSES, type IndexKeys, type SessionKeys, type TurnStatus } from './keys.js'
+import { indexKeys, namedIndexKeys, sessionKeys, turnIndexKey, type IndexKeys, type SessionKeys, type TurnStatus } from './keys.js'
 import { assertShards, defaultShards, shardOf } from './shards.js'
 import { appendLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
@@ -97,7 +97,7 @@ export class LogStream {
   readonly logId: string
   private readonly writeRetryMs: number
   private readonly waitReplicas: ReplicaWait | undefined
-  private readonly shards: number
+  protected readonly shards: number
 
   constructor(
     readonly redis: RedisClient,
@@ -213,11 +213,12 @@ export class LogStream {
   /**
    * Retention (removeSession-9.lua): 'check' answers whether the session has open work and names its
    * last log entry; 'remove' deletes every key of the session and its entry in the sessions index, in
-   * one write, unless it has open work or its log grew past `exportedLastId`.
+   * one write, unless it has open work or its log grew past `exportedLastId`. `names`: what 'check'
+   * named (harnesses, and NUL-led tool and tag index names): every index of them is cleaned.
    */
-  removeSession(mode: 'check' | 'remove', exportedLastId = '', harnesses: readonly string[] = []) {
+  removeSession(mode: 'check' | 'remove', exportedLastId = '', names: readonly string[] = []) {
     const k = this.keys
-    const indexes = harnesses.flatMap((harness) => TURN_STATUSES.map((status) => this.turnIndex(harness, status)))
+    const indexes = namedIndexKeys(this.prefix, this.shard, this.shards, names)
     return this.script(
       'removeSession',
       [k.log, k.steps, k.calls, k.questions, k.inputs, k.line, k.conversation, k.live, this.index.sessions, ...indexes],

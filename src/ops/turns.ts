@@ -2,6 +2,8 @@ import { InvalidTurnFilterError, StorageError } from '../errors.js'
 import type { RedisClient } from '../log/client.js'
 import { sessionKeys, turnIndexKey, TURN_STATUSES, type TurnStatus } from '../log/keys.js'
 import type { InputState } from '../log/inputs.js'
+import { shardOf } from '../log/shards.js'
+import { choosePlan, plansOf, sourcesOf, type Plan, type Source } from './turnsPlan.js'
 
 /** Which turns `host.turns()` lists (and `host.replay` / `host.cancel` act on). */
 export interface TurnsFilter {
@@ -13,8 +15,10 @@ export interface TurnsFilter {
   since?: number | Date
   /** ... and at or before this time. */
   until?: number | Date
-  /** Only turns prompted with all of these tags (`prompt(text, { metadata })`), checked on each turn the index yields. */
+  /** Only turns prompted with all of these tags (`prompt(text, { metadata })`): read from a tag index (docs/operations.md). */
   metadata?: Record<string, string>
+  /** Only turns in which the model called this tool: read from the tool index. */
+  tool?: string
   /** From where the last page stopped (its `cursor`). */
   cursor?: string
   /** At most this many a page (default 50, at most 1,000). */
@@ -42,19 +46,8 @@ export interface TurnsPage {
   cursor?: string
 }
 
-/** One sorted set the query pages: a (harness, status, shard) turns index. */
-interface Source {
-  harness: string
-  status: TurnStatus
-  key: string
-  /** Where the last page stopped in it: the last (score, member) consumed; null: nothing consumed yet. */
-  after: [number, string] | null
-  done: boolean
-  items: Array<[string, number]>
-}
-
 const MAX_LIMIT = 1_000
-/** The most index entries one page looks at when a metadata filter drops some (the page then ends early, with a cursor). */
+/** The most index entries one page looks at when the other parts of the filter drop some (the page then ends early, with a cursor). */
 const SCAN_FACTOR = 20
 
 function toMs(option: string, value: number | Date | undefined): number | undefined {
@@ -72,30 +65,40 @@ function checkFilter(filter: TurnsFilter, harnesses: readonly string[]) {
     throw new InvalidTurnFilterError('harness', harness, `this host runs ${harnesses.join(', ') || 'no harness'}`)
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
     throw new InvalidTurnFilterError('limit', limit, `an integer from 1 to ${MAX_LIMIT}`)
-  if (filter.metadata !== undefined && (typeof filter.metadata !== 'object' || filter.metadata === null))
-    throw new InvalidTurnFilterError('metadata', filter.metadata, 'an object of string tags')
+  const { metadata, tool } = filter
+  if (metadata !== undefined && (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)))
+    throw new InvalidTurnFilterError('metadata', metadata, 'an object of string tags')
+  for (const [key, value] of Object.entries(metadata ?? {}))
+    if (typeof value !== 'string') throw new InvalidTurnFilterError(`metadata.${key}`, value, "a tag's value is a string")
+  if (tool !== undefined && (typeof tool !== 'string' || tool === '')) throw new InvalidTurnFilterError('tool', tool, 'the name of a tool')
   return { limit, min: toMs('since', filter.since) ?? -Infinity, max: toMs('until', filter.until) ?? Infinity }
 }
 
-/** The cursor: for each source (by its key), the last (score, member) consumed, or 'done'. */
-type CursorState = Record<string, [number, string] | 'done'>
+/** The cursor: the plan of the first page, and for each of its sources (by key) the last (score, member) consumed, or 'done'. */
+interface CursorState {
+  plan: Plan
+  at: Record<string, [number, string] | 'done'>
+}
 
-function decodeCursor(cursor: string | undefined): CursorState {
-  if (cursor === undefined) return {}
+function decodeCursor(cursor: string | undefined, filter: TurnsFilter): CursorState | undefined {
+  if (cursor === undefined) return undefined
   try {
-    const state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown
-    if (typeof state === 'object' && state !== null && !Array.isArray(state)) return state as CursorState
+    const state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorState> | null
+    const plans: readonly string[] = plansOf(filter)
+    if (typeof state?.at === 'object' && state.at !== null && typeof state.plan === 'string' && plans.includes(state.plan))
+      return state as CursorState
   } catch {
     // reported below
   }
-  throw new InvalidTurnFilterError('cursor', cursor, 'pass the cursor of a page host.turns returned, unchanged')
+  throw new InvalidTurnFilterError('cursor', cursor, 'pass the cursor of a page host.turns returned, unchanged, with the same filter')
 }
 
 /**
- * Turns from the turns indexes (keys.ts turnIndexKey), newest first: every (harness, status, shard)
- * index the filter names is paged by score from where the cursor left it and the pages are merged,
- * so a page costs O(indexes × limit), whatever the number of sessions. A metadata filter is checked
- * on each turn the indexes yield (it costs what it skips; at most SCAN_FACTOR × limit a page).
+ * Turns from the indexes of one plan (turnsPlan.ts: the status indexes, or the tool or a tag index,
+ * whichever holds the fewest candidates), newest first: every (harness[, status], shard) index of the
+ * plan is paged by score from where the cursor left it and the pages are merged, so a page costs
+ * O(indexes × limit), whatever the number of sessions. The filter's other parts are checked on each
+ * turn the indexes yield, from its input (it costs what it skips; at most SCAN_FACTOR × limit a page).
  */
 export async function listTurns(
   redis: RedisClient,
@@ -105,19 +108,22 @@ export async function listTurns(
   filter: TurnsFilter = {},
 ): Promise<TurnsPage> {
   const { limit, min, max } = checkFilter(filter, harnesses)
-  const position = decodeCursor(filter.cursor)
-  const sources: Source[] = []
-  for (const harness of filter.harness !== undefined ? [filter.harness] : harnesses)
-    for (const status of filter.status !== undefined ? [filter.status] : TURN_STATUSES)
-      for (let shard = 0; shard < shards; shard++) {
-        const key = turnIndexKey(prefix, shard, shards, harness, status)
-        const at = position[key]
-        sources.push({ harness, status, key, after: at === 'done' ? null : (at ?? null), done: at === 'done', items: [] })
-      }
+  const position = decodeCursor(filter.cursor, filter)
   const items: TurnSummary[] = []
+  let plan: Plan
+  let sources: Source[]
   try {
+    plan = position?.plan ?? (await choosePlan(redis, prefix, shards, harnesses, filter, [score(min), score(max)]))
+    sources = sourcesOf(plan, prefix, shards, harnesses, filter)
+    for (const source of sources) {
+      const at = position?.at[source.key]
+      source.after = at === 'done' ? null : (at ?? null)
+      source.done = at === 'done'
+    }
+    // a tool or tag index is scored by prompt time, which is at most the status time: nothing below `since` is ruled out
+    const floor = plan === 'status' ? min : -Infinity
     for (let scanned = 0; items.length < limit && scanned < limit * SCAN_FACTOR;) {
-      await Promise.all(sources.filter((s) => !s.done && s.items.length === 0).map((s) => refill(redis, s, limit, min, max)))
+      await Promise.all(sources.filter((s) => !s.done && s.items.length === 0).map((s) => refill(redis, s, limit, floor, max)))
       const batch: Array<[Source, string, number]> = []
       while (batch.length < limit - items.length) {
         const newest = sources.reduce<Source | undefined>(
@@ -132,18 +138,18 @@ export async function listTurns(
       }
       if (batch.length === 0) break
       scanned += batch.length
-      const summaries = await Promise.all(batch.map(([source, member, score]) => summarize(redis, prefix, shards, source, member, score)))
-      for (const summary of summaries) if (summary && matches(summary, filter.metadata)) items.push(summary)
+      const summaries = await Promise.all(batch.map(([source, member, at]) => summarize(redis, prefix, shards, source, member, at)))
+      for (const summary of summaries) if (summary && matches(summary, filter, min, max)) items.push(summary.turn)
     }
   } catch (error) {
     if (error instanceof InvalidTurnFilterError) throw error
     throw new StorageError('list turns', '(turns index)', error)
   }
   if (sources.every((s) => s.done && s.items.length === 0)) return { items }
-  const next: CursorState = {}
+  const next: CursorState = { plan, at: {} }
   for (const s of sources) {
-    if (s.done && s.items.length === 0) next[s.key] = 'done'
-    else if (s.after) next[s.key] = s.after
+    if (s.done && s.items.length === 0) next.at[s.key] = 'done'
+    else if (s.after) next.at[s.key] = s.after
   }
   return { items, cursor: Buffer.from(JSON.stringify(next)).toString('base64url') }
 }
@@ -174,32 +180,49 @@ function score(ms: number): string {
   return ms === Infinity ? '+inf' : ms === -Infinity ? '-inf' : String(ms)
 }
 
+/**
+ * A turn an index yielded, with its input. From a tool or tag index (no status of its own) its status
+ * is the input's, and its time its score in that status's index (one ZSCORE).
+ */
 async function summarize(
   redis: RedisClient,
   prefix: string,
   shards: number,
   source: Source,
   member: string,
-  at: number,
-): Promise<TurnSummary | null> {
+  score: number,
+): Promise<{ turn: TurnSummary; input: InputState } | null> {
   const bar = member.lastIndexOf('|')
   const sessionId = member.slice(0, bar)
   const inputId = member.slice(bar + 1)
   const raw = await redis.hget(sessionKeys(prefix, sessionId, shards).inputs, inputId)
   if (!raw) return null // removed between the index read and this one
   const input = JSON.parse(raw) as InputState
-  return {
+  const status = source.status ?? (input.status === 'open' ? 'open' : input.outcome)
+  if (!status) return null // settled before inputs kept their outcome: in no tool or tag index
+  let at = score
+  if (!source.status) {
+    const entered = await redis.zscore(turnIndexKey(prefix, shardOf(sessionId, shards), shards, source.harness, status), member)
+    if (entered === null) return null // its status changed between the reads: the next query sees it
+    at = Number(entered)
+  }
+  const turn: TurnSummary = {
     sessionId,
     inputId,
     harness: source.harness,
-    status: source.status,
+    status,
     at,
     text: input.text.slice(0, 200),
     ...(input.metadata ? { metadata: input.metadata } : {}),
     ...(input.principal !== undefined ? { principal: input.principal } : {}),
   }
+  return { turn, input }
 }
 
-function matches(turn: TurnSummary, metadata: Record<string, string> | undefined): boolean {
-  return !metadata || Object.entries(metadata).every(([k, v]) => turn.metadata?.[k] === v)
+/** The parts of the filter the plan's indexes did not answer: status and time (tool or tag plans), tags, tool. */
+function matches({ turn, input }: { turn: TurnSummary; input: InputState }, filter: TurnsFilter, min: number, max: number): boolean {
+  if (filter.status !== undefined && turn.status !== filter.status) return false
+  if (turn.at < min || turn.at > max) return false
+  if (filter.tool !== undefined && !input.tools?.includes(filter.tool)) return false
+  return !filter.metadata || Object.entries(filter.metadata).every(([k, v]) => input.metadata?.[k] === v)
 }

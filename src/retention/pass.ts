@@ -60,9 +60,9 @@ async function retainShard(
       await later(sessionId, now)
       continue
     }
-    // the session's turns leave the turns indexes of its inputs' harnesses (named by the check) in the same write
-    const harnesses = check[0] === 'idle' ? check.slice(2) : []
-    const reply = await log.removeSession('remove', lastId, harnesses)
+    // the session's turns leave the turns, tool and tag indexes the check named, in the same write
+    const indexes = check[0] === 'idle' ? check.slice(2) : []
+    const reply = await log.removeSession('remove', lastId, indexes)
     if (reply[0] === 'removed') {
       // its index entry went in the same write: a prompt that made the session again since is listed
       removed.push(sessionId)

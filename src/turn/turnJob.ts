@@ -188,6 +188,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         inputId,
         { ...response, ...(response.text ? { messageId } : {}), ...(harness.busy === 'steer' ? { joined: view.unseenJoined } : {}) },
         fold.responses.length,
+        harness.name,
       )
       if (!logged) continue // another run of this turn logged first: fold again
       ephemeral = []

@@ -1,11 +1,11 @@
 // host.turns (issue 27): the turns indexes the status scripts write, paged over shards with a cursor;
-// filters by status, harness, time and tags; bad filters refused; retention cleans the indexes;
-// host.cancel by filter.
+// filters by status, harness, time, tags (the tag indexes addInput writes) and tool (the tool indexes
+// logModelResponse writes); bad filters refused; retention cleans every index; host.cancel by filter.
 import { toolDefinition } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, InvalidTurnFilterError, type TurnSummary } from '../../src/index.js'
-import { SessionLog, turnIndexKey } from '../../src/log/index.js'
+import { SessionLog, shardOf, turnIndexKey, turnTagIndexKey, turnToolIndexKey } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { quiet, useInProcessHosts } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
@@ -23,6 +23,11 @@ const napper = defineHarness({
     }),
   ],
 })
+const clerk = defineHarness({
+  name: 'clerk',
+  adapter: scriptedModel([{ toolCalls: [{ name: 'stamp', input: {} }] }, { text: 'stamped' }]),
+  tools: [durableTool(toolDefinition({ name: 'stamp', description: 'Stamps', inputSchema: z.object({}) }), async () => 'ok')],
+})
 const SHARDS = 3
 
 describe('host.turns', () => {
@@ -36,7 +41,11 @@ describe('host.turns', () => {
     for (let i = 0; i < 30; i++) {
       const harness = i % 5 === 0 ? 'other' : 'plain'
       const log = new SessionLog(redis, prefix, `t-${i}`, { shards: SHARDS })
-      await log.addInput('in-1', `order ${i}`, harness, { metadata: { team: i % 2 === 0 ? 'even' : 'odd' }, principal: `u${i}` })
+      const metadata = { team: i % 2 === 0 ? 'even' : 'odd', ...(i === 0 ? { rare: 'yes' } : {}) }
+      await log.addInput('in-1', `order ${i}`, harness, { metadata, principal: `u${i}` })
+      // every fourth turn called refund (and lookup), the others lookup alone
+      const tools = i % 4 === 0 ? ['refund', 'lookup', 'refund'] : ['lookup']
+      await log.logModelResponse('in-1', { toolCalls: tools.map((name, n) => ({ toolCallId: `c${n}`, name, input: {} })) }, 0, harness)
       const outcome = i % 3 === 0 ? 'failed' : i % 3 === 1 ? 'completed' : 'open'
       if (outcome !== 'open') await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome }, harness)
       made.push({ sessionId: `t-${i}`, harness, outcome })
@@ -101,6 +110,83 @@ describe('host.turns', () => {
     expect((await host.turns({ status: 'failed', until: start - 1 })).items).toEqual([])
   })
 
+  it('tool filter: the tool index, paged over the shards with a cursor, each turn once; combined with status, harness, tags', async () => {
+    const url = hosts.url()
+    const prefix = `turns-tool-${Date.now()}`
+    const host = createHarnessHost({ redis: url, harnesses: [plain, other], prefix, shards: SHARDS, logger: quiet })
+    hosts.defer(() => host.close())
+    const made = await populate(url, prefix)
+    const ids = (keep: (i: number, m: (typeof made)[number]) => boolean) =>
+      made
+        .filter((m, i) => keep(i, m))
+        .map((m) => m.sessionId)
+        .sort()
+    const sorted = (items: TurnSummary[]) => items.map((t) => t.sessionId).sort()
+
+    const refunds = await all((cursor) => host.turns({ tool: 'refund', limit: 2, ...(cursor ? { cursor } : {}) }))
+    expect(sorted(refunds.items)).toEqual(ids((i) => i % 4 === 0))
+    expect(refunds.pages).toBeGreaterThanOrEqual(4)
+    // newest prompted first, each with its status and the time it entered it
+    expect(refunds.items[0]).toMatchObject({ sessionId: 't-28', inputId: 'in-1', status: 'completed' })
+    const completed = (await host.turns({ status: 'completed', limit: 100 })).items.find((t) => t.sessionId === 't-28')!
+    expect(refunds.items[0]!.at).toBe(completed.at)
+    expect((await all((cursor) => host.turns({ tool: 'lookup', limit: 7, ...(cursor ? { cursor } : {}) }))).items).toHaveLength(30)
+
+    expect(sorted((await host.turns({ tool: 'refund', status: 'failed' })).items)).toEqual(
+      ids((i, m) => i % 4 === 0 && m.outcome === 'failed'),
+    )
+    expect(sorted((await host.turns({ tool: 'refund', harness: 'other' })).items)).toEqual(
+      ids((i, m) => i % 4 === 0 && m.harness === 'other'),
+    )
+    expect(sorted((await host.turns({ tool: 'lookup', metadata: { team: 'odd' }, status: 'open' })).items)).toEqual(
+      ids((i, m) => i % 2 === 1 && m.outcome === 'open'),
+    )
+    expect((await host.turns({ tool: 'neverCalled' })).items).toEqual([])
+
+    // one write: the turn is in the tool index of its shard, once per tool however often it was called
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    const shard = shardOf('t-4', SHARDS)
+    expect(await redis.zscore(turnToolIndexKey(prefix, shard, SHARDS, 'plain', 'refund'), 't-4|in-1')).not.toBeNull()
+    expect(await redis.zscore(turnToolIndexKey(prefix, shard, SHARDS, 'plain', 'refund'), 't-5|in-1')).toBeNull()
+
+    // a model's tool name is hostile: any character is a key part like another; a lone surrogate (cjson cannot read it) is not indexed
+    const odd = new SessionLog(redis, prefix, 'odd-name', { shards: SHARDS })
+    await odd.addInput('in-1', 'x', 'plain')
+    const names = ['a:b}{ %0025', 'lone\uD800']
+    const toolCalls = names.map((name, n) => ({ toolCallId: `c${n}`, name, input: {} }))
+    expect(await odd.logModelResponse('in-1', { toolCalls }, 0, 'plain')).toHaveLength(2)
+    expect((await host.turns({ tool: names[0]! })).items).toMatchObject([{ sessionId: 'odd-name', status: 'open' }])
+    expect((await host.turns({ tool: 'a:b}{ %25' })).items).toEqual([])
+    expect((await host.turns({ tool: names[1]! })).items).toEqual([])
+  })
+
+  it('metadata filter: read from the tag index, so a rare tag is found on the first page however many turns are newer', async () => {
+    const url = hosts.url()
+    const prefix = `turns-tag-${Date.now()}`
+    const host = createHarnessHost({ redis: url, harnesses: [plain, other], prefix, shards: SHARDS, logger: quiet })
+    hosts.defer(() => host.close())
+    await populate(url, prefix)
+    // t-0 is the oldest of 30 turns: checking the status indexes' turns (at most 20 a page of 1) would end this page empty
+    const first = await host.turns({ metadata: { rare: 'yes' }, limit: 1 })
+    expect(first.items).toMatchObject([{ sessionId: 't-0', harness: 'other', status: 'failed', metadata: { team: 'even', rare: 'yes' } }])
+    expect(first.items[0]!.at).toBe((await host.turns({ status: 'failed', harness: 'other', limit: 100 })).items.at(-1)!.at)
+    expect((await host.turns({ metadata: { rare: 'yes' }, status: 'completed' })).items).toEqual([])
+    expect((await host.turns({ metadata: { rare: 'yes', team: 'odd' } })).items).toEqual([])
+    expect((await host.turns({ metadata: { rare: 'no' } })).items).toEqual([])
+
+    const odd = await all((cursor) => host.turns({ metadata: { team: 'odd' }, limit: 4, ...(cursor ? { cursor } : {}) }))
+    expect(odd.items.map((t) => t.sessionId).sort()).toEqual(Array.from({ length: 15 }, (_, n) => `t-${2 * n + 1}`).sort())
+    expect(odd.pages).toBeGreaterThanOrEqual(4)
+
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    expect(await redis.zcard(turnTagIndexKey(prefix, shardOf('t-0', SHARDS), SHARDS, 'other', 'rare', 'yes'))).toBe(1)
+    // a cursor goes on with the plan of its first page; under another filter it is refused
+    const tagged = await host.turns({ metadata: { team: 'odd' }, limit: 1 })
+    await expect(host.turns({ status: 'failed', cursor: tagged.cursor! })).rejects.toBeInstanceOf(InvalidTurnFilterError)
+  })
+
   it('refuses a filter it cannot answer with InvalidTurnFilterError', async () => {
     const host = createHarnessHost({ redis: hosts.url(), harnesses: [plain], prefix: `turns-bad-${Date.now()}`, logger: quiet })
     hosts.defer(() => host.close())
@@ -111,6 +197,10 @@ describe('host.turns', () => {
       { limit: 5_000 },
       { cursor: 'not-a-cursor' },
       { since: Number.NaN },
+      { tool: '' },
+      { tool: 7 },
+      { metadata: { team: 5 } },
+      { metadata: ['x'] },
     ]
     for (const filter of bad) await expect(host.turns(filter as never)).rejects.toBeInstanceOf(InvalidTurnFilterError)
     expect(() => host.replay({ status: 'open' })).toThrow(InvalidTurnFilterError)
@@ -131,6 +221,26 @@ describe('host.turns', () => {
     const redis = rigClient(url)
     hosts.defer(() => redis.disconnect())
     expect(await redis.exists(turnIndexKey(prefix, 0, 1, 'plain', 'completed'))).toBe(0)
+  })
+
+  it('retention takes a removed session out of the tool and tag indexes in the same write', async () => {
+    const { host, prefix, url } = hosts.start(clerk, 'turns-retention-idx', { retention: { sessionMs: 100, export: () => {} } })
+    const session = host.open(clerk, { sessionId: 'gone-2' })
+    const { inputId } = await session.prompt('stamp it', { metadata: { desk: 'a' } })
+    expect((await session.settled(inputId)).outcome).toBe('completed')
+    expect((await host.turns({ tool: 'stamp' })).items).toMatchObject([{ sessionId: 'gone-2', status: 'completed' }])
+    expect((await host.turns({ metadata: { desk: 'a' } })).items).toHaveLength(1)
+    await until(
+      async () => (await host.retain()).includes('gone-2') || (await host.turns({ tool: 'stamp' })).items.length === 0,
+      'the session to be removed',
+    )
+    expect((await host.turns({ tool: 'stamp' })).items).toEqual([])
+    expect((await host.turns({ metadata: { desk: 'a' } })).items).toEqual([])
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    expect(await redis.exists(turnToolIndexKey(prefix, 0, 1, 'clerk', 'stamp'), turnTagIndexKey(prefix, 0, 1, 'clerk', 'desk', 'a'))).toBe(
+      0,
+    )
   })
 
   it('host.cancel aborts every open turn the filter finds, their parked calls cancelled; again: none', async () => {

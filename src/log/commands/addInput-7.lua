@@ -13,6 +13,7 @@
     KEYS[5] the session's open inputs in line (sorted set, score = arrival order)
     KEYS[6] the session's conversation projection (includes/conversation.lua)
     KEYS[7] the turns index of the harness, status 'open' (keys.ts turnIndexKey: host.turns reads it)
+    KEYS[8..] the tag indexes of the harness, one per tag of the metadata (keys.ts turnTagIndexKey)
     ARGV[1] inputId
     ARGV[2] text
     ARGV[3] harness.input record JSON
@@ -70,4 +71,5 @@ redis.call('HSET', inputsKey, inputId, cjson.encode(input))
 redis.call('ZADD', sessionsKey, now, sessionId)
 redis.call('ZADD', openTurnsKey, now, openMember)
 redis.call('ZADD', openIndexKey, now, openMember)
+for k = 8, #KEYS do redis.call('ZADD', KEYS[k], now, openMember) end
 return {'added', id, disposition, running or ''}

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { BusyMode } from '../../core/index.js'
 import type { RedisClient } from '../client.js'
 import type { EventScripts, LimitScripts } from './flowScripts.js'
+import type { TurnScripts } from './turnScripts.js'
 
 /**
  * The typed contract of our Lua scripts: for each `<name>-<numberOfKeys>.lua` of this folder, its
@@ -25,29 +25,7 @@ export type LandArgs = [
   messageKey: string,
 ]
 
-export interface ScriptContract extends LimitScripts, EventScripts {
-  addInput: {
-    keys: [log: string, inputs: string, sessions: string, openTurns: string, line: string, conversation: string, openIndex: string]
-    args: [
-      inputId: string,
-      text: string,
-      record: string,
-      now: number,
-      sessionId: string,
-      openMember: string,
-      harness: string,
-      parent: string,
-      busy: BusyMode,
-      context: string,
-      metadata: string,
-      principal: string,
-    ]
-    reply:
-      | ['added', string, 'run' | 'queued' | 'steered', string]
-      | ['busy', string]
-      | ['exists', string, 'open' | 'settled', 'first' | '']
-      | ['conflict']
-  }
+export interface ScriptContract extends LimitScripts, EventScripts, TurnScripts {
   answerQuestion: {
     keys: [questions: string, log: string, openQuestions: string]
     args: [questionId: string, answer: string, record: string, now: number, openMember: string]
@@ -107,9 +85,9 @@ export interface ScriptContract extends LimitScripts, EventScripts {
     reply: ['ok', string] | Fenced
   }
   logModelResponse: {
-    keys: [log: string, inputs: string, calls: string, conversation: string]
-    /** inputId, expected responses, record, then pairs of stored call id and fingerprint */
-    args: [inputId: string, expected: number, record: string, ...idsAndFingerprints: string[]]
+    keys: [log: string, inputs: string, calls: string, conversation: string, ...toolIndexes: string[]]
+    /** inputId, expected responses, record, the turn's member, its tool names (JSON), then pairs of stored call id and fingerprint */
+    args: [inputId: string, expected: number, record: string, member: string, tools: string, ...idsAndFingerprints: string[]]
     reply: ['ok', string] | ['stale'] | ['unknown'] | ['taken', string]
   }
   parkCall: {
@@ -136,22 +114,7 @@ export interface ScriptContract extends LimitScripts, EventScripts {
       ...turnIndexes: string[],
     ]
     args: [mode: 'check' | 'remove', exportedLastId: string, sessionId: string]
-    reply: ['open', 'turn' | 'call'] | ['idle', string, ...harnesses: string[]] | ['moved', string] | ['removed']
-  }
-  rerunTurn: {
-    keys: [
-      log: string,
-      inputs: string,
-      calls: string,
-      openTurns: string,
-      line: string,
-      conversation: string,
-      openIndex: string,
-      failedIndex: string,
-      abortedIndex: string,
-    ]
-    args: [inputId: string, rerunId: string, now: number, openMember: string, principal: string, ...toolCallIds: string[]]
-    reply: ['rerun', string, string] | ['exists'] | ['unknown'] | ['open'] | ['completed']
+    reply: ['open', 'turn' | 'call'] | ['idle', string, ...names: string[]] | ['moved', string] | ['removed']
   }
   requestCall: {
     keys: [calls: string, log: string, sessions: string, openCalls: string]
@@ -177,20 +140,6 @@ export interface ScriptContract extends LimitScripts, EventScripts {
     keys: [calls: string, steps: string, log: string]
     args: [toolCallId: string, epoch: number, retryField: string, state: string, tries: number, record: string]
     reply: ['ok'] | ['exists', string] | Fenced
-  }
-  settleInput: {
-    keys: [log: string, inputs: string, openTurns: string, line: string, conversation: string, openIndex: string, outcomeIndex: string]
-    args: [
-      inputId: string,
-      record: string,
-      openMember: string,
-      publish: 'PUBLISH' | 'SPUBLISH',
-      channel: string,
-      messageKey: string,
-      outcome: 'completed' | 'failed' | 'aborted',
-      now: number,
-    ]
-    reply: ['settled', string, string] | ['already', string, string] | ['unknown']
   }
   turnRecord: {
     keys: [log: string, inputs: string, conversation: string]
@@ -233,8 +182,12 @@ export interface ReplicaWait {
   timeoutMs: number
 }
 
-/** Scripts whose KEYS go on past the file name's count (removeSession: the turns indexes it cleans). */
-const TRAILING_KEYS: ReadonlySet<ScriptName> = new Set(['removeSession'])
+/**
+ * Scripts whose KEYS go on past the file name's count: removeSession (the turns, tool and tag indexes
+ * it cleans), addInput (the tag indexes of the input's metadata), logModelResponse (the tool indexes
+ * of the tools the response calls).
+ */
+const TRAILING_KEYS: ReadonlySet<ScriptName> = new Set(['removeSession', 'addInput', 'logModelResponse'])
 
 /** The scripts each connection has sent once (as EVAL, with their source): later uses send EVALSHA. */
 const sentOn = new WeakMap<RedisClient, Set<ScriptName>>()

@@ -9,28 +9,44 @@
     KEYS[2] inputs hash
     KEYS[3] calls hash ("<toolCallId>\0req" -> fingerprint of the call's tool and input)
     KEYS[4] the session's conversation projection (includes/conversation.lua)
+    KEYS[5..] the tool indexes of the turn's harness (keys.ts turnToolIndexKey), one per tool the
+            response calls: the turn joins them, scored by when it was prompted (host.turns({ tool }))
     ARGV[1] inputId
     ARGV[2] number of responses the caller folded from the log
     ARGV[3] harness.model.response record JSON
-    ARGV[4..] pairs: stored tool call id, fingerprint
+    ARGV[4] the turn's member in the turns indexes (formats.ts openMember)
+    ARGV[5] the tool names of KEYS[5..] as a JSON array (kept on the input: retention names their indexes)
+    ARGV[6..] pairs: stored tool call id, fingerprint
 
   Output:
     {'ok', entryId} | {'stale'} | {'unknown'} | {'taken', toolCallId}
 ]]
 local logKey, inputsKey, callsKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local inputId, expected, record = ARGV[1], ARGV[2], ARGV[3]
+local inputId, expected, record, member, tools = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
 --@include conversation
 local raw = redis.call('HGET', inputsKey, inputId)
 if not raw then return {'unknown'} end
 local input = cjson.decode(raw)
 if input.status == 'settled' or tostring(input.responses or 0) ~= expected then return {'stale'} end
-for i = 4, #ARGV, 2 do
+for i = 6, #ARGV, 2 do
   if redis.call('HEXISTS', callsKey, ARGV[i] .. '\0req') == 1 then return {'taken', ARGV[i]} end
 end
-for i = 4, #ARGV, 2 do redis.call('HSET', callsKey, ARGV[i] .. '\0req', ARGV[i + 1]) end
+for i = 6, #ARGV, 2 do redis.call('HSET', callsKey, ARGV[i] .. '\0req', ARGV[i + 1]) end
 local id = redis.call('XADD', logKey, '*', 'r', record)
 indexConversation(convKey, logKey, id)
 input.responses = (input.responses or 0) + 1
+if #KEYS > 4 then
+  local known = {}
+  input.tools = input.tools or {}
+  for _, name in ipairs(input.tools) do known[name] = true end
+  for _, name in ipairs(cjson.decode(tools)) do
+    if not known[name] then
+      known[name] = true
+      table.insert(input.tools, name)
+    end
+  end
+  for k = 5, #KEYS do redis.call('ZADD', KEYS[k], input.at or 0, member) end
+end
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))
 return {'ok', id}

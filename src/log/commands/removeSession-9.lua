@@ -16,15 +16,18 @@
     KEYS[7] the session's conversation projection
     KEYS[8] the session's live stream
     KEYS[9] the shard's sessions index (sorted set)
-    KEYS[10..] ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named: the
-            session's turns leave them in the same write
+    KEYS[10..] ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named, and
+            the tool and tag indexes (turnToolIndexKey, turnTagIndexKey) it named: the session's turns
+            leave them in the same write
     ARGV[1] 'check' | 'remove'
     ARGV[2] ('remove') the id of the log's last entry when it was exported ('' for an empty log)
     ARGV[3] the session id (its member in the sessions index)
 
   Output:
     {'open', 'turn' | 'call'}      open work: nothing removed
-    {'idle', lastEntryId or '', harness...}  ('check') nothing open; the log's last entry, and the harnesses of its inputs
+    {'idle', lastEntryId or '', name...}  ('check') nothing open; the log's last entry, the harnesses of
+                                   its inputs, and '\0tool\0<harness>\0<tool>' / '\0tag\0<harness>\0<key>\0<value>'
+                                   for the tool and tag indexes its turns are in
     {'moved', lastEntryId}         ('remove') the log grew since it was exported: nothing removed
     {'removed'}
 ]]
@@ -57,11 +60,22 @@ local lastId = ''
 if last then lastId = last[1] end
 if mode == 'check' then
   local reply, named = {'idle', lastId}, {}
+  local function name(entry)
+    if not named[entry] then
+      named[entry] = true
+      table.insert(reply, entry)
+    end
+  end
   for i = 1, #inputs, 2 do
-    local harness = string.byte(inputs[i], 1) ~= 0 and cjson.decode(inputs[i + 1]).harness
-    if harness and harness ~= '' and not named[harness] then
-      named[harness] = true
-      table.insert(reply, harness)
+    local input = string.byte(inputs[i], 1) ~= 0 and cjson.decode(inputs[i + 1])
+    local harness = input and input.harness
+    if harness and harness ~= '' then
+      name(harness)
+      -- the tool and tag indexes the input is in (a harness name never starts with NUL)
+      for _, tool in ipairs(input.tools or {}) do name('\0tool\0' .. harness .. '\0' .. tool) end
+      if type(input.metadata) == 'table' then
+        for key, value in pairs(input.metadata) do name('\0tag\0' .. harness .. '\0' .. key .. '\0' .. tostring(value)) end
+      end
     end
   end
   return reply
