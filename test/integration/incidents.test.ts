@@ -77,6 +77,10 @@ describe('a provider outage, then a bulk replay from the CLI', () => {
     const listed = await cli('turns', '--status', 'failed', '--since', since, '--json', '--limit', '1000')
     expect(listed.code).toBe(0)
     expect(listed.stdout.trim().split('\n')).toHaveLength(TURNS)
+    // --tool reads the turns whose model called the tool (the tool index)
+    const byTool = await cli('turns', '--status', 'failed', '--tool', 'checkout', '--since', since, '--json', '--limit', '1000')
+    expect(byTool.stdout.trim().split('\n')).toHaveLength(TURNS)
+    expect(await cli('turns', '--tool', 'refund', '--json')).toMatchObject({ code: 0, stdout: '' })
 
     down = false
 

@@ -28,6 +28,7 @@ const FILTER_OPTIONS = {
   since: { type: 'string', help: 'entered the status since: 30s, 15m, 1h, 2d ago, or an ISO time' },
   until: { type: 'string', help: 'entered the status until then (same forms)' },
   tag: { type: 'string', help: 'only turns prompted with this metadata tag: key=value' },
+  tool: { type: 'string', help: 'only turns whose model called this tool' },
 } as const
 
 function filterOf(values: Record<string, string | boolean | undefined>, status?: TurnStatus): TurnsFilter {
@@ -41,13 +42,14 @@ function filterOf(values: Record<string, string | boolean | undefined>, status?:
     ...(since !== undefined ? { since } : {}),
     ...(until !== undefined ? { until } : {}),
     ...(tag ? { metadata: { [tag[1]!]: tag[2]! } } : {}),
+    ...(typeof values.tool === 'string' ? { tool: values.tool } : {}),
   }
 }
 
 export const turns: Command = {
   name: 'turns',
   args: '',
-  summary: 'Lists turns by status, harness, time and tag, newest first (the turns index: a page costs what it shows).',
+  summary: 'Lists turns by status, harness, time, tag and tool, newest first (the turns index: a page costs what it shows).',
   details: ['Example: harness turns --status failed --since 1h. --cursor goes on from where the last page (--json) stopped.'],
   options: {
     ...FILTER_OPTIONS,
@@ -119,8 +121,10 @@ function bulk(
     options: { ...FILTER_OPTIONS, by: { type: 'string', help: 'who does it (recorded on each turn)' } },
     required: 0,
     async run({ values }) {
-      if (values.status === undefined && values.since === undefined && values.tag === undefined)
-        throw new UsageError(`harness ${name} needs a filter (--status, --since or --tag), so it never acts on every turn by accident.`)
+      if (values.status === undefined && values.since === undefined && values.tag === undefined && values.tool === undefined)
+        throw new UsageError(
+          `harness ${name} needs a filter (--status, --since, --tag or --tool), so it never acts on every turn by accident.`,
+        )
       const { count } = await withHost(values, true, (host) =>
         act(host, filterOf(values), typeof values.by === 'string' ? values.by : undefined),
       )
