@@ -3,16 +3,15 @@
 // event index adds). Also how long a sendEvent takes to wake a waiting call (send → result landed).
 //   npx tsx scripts/bench/eventWaits.ts [--waits 10000] [--wakes 200]
 // Uses REDIS_URL when set (only its own key prefixes, deleted afterwards); else a private redis-server.
-import { randomBytes } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 import { toolDefinition } from '@tanstack/ai'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
-import { pino } from 'pino'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError, type HarnessHost } from '../../src/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
+import { benchPrefix, deletePrefix, pause, pool, silentLogger, usedMemory } from './lib.js'
 
 const settle = durableTool(
   toolDefinition({ name: 'settle', description: 'Wait for a payment', inputSchema: z.object({ orderId: z.string(), sleep: z.boolean() }) }),
@@ -31,31 +30,10 @@ const settle = durableTool(
   },
 )
 const bench = defineHarness({ name: 'bench-events', adapter: scriptedModel([]), tools: [settle] })
-const silent = pino({ level: 'silent' })
-const usedMemory = async (redis: Redis) => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1])
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-async function pool(n: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0
-  await Promise.all(
-    Array.from({ length: Math.min(width, n) }, async () => {
-      while (next < n) await fn(next++)
-    }),
-  )
-}
-
-async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0'
-  do {
-    const [c, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-    cursor = c
-    if (keys.length) await redis.unlink(...keys)
-  } while (cursor !== '0')
-}
 
 async function withHost<T>(url: string, label: string, fn: (host: HarnessHost, prefix: string, admin: Redis) => Promise<T>): Promise<T> {
-  const prefix = `bench-${label}-${randomBytes(3).toString('hex')}`
-  const host = createHarnessHost({ redis: url, harnesses: [bench], prefix, logger: silent })
+  const prefix = benchPrefix(label)
+  const host = createHarnessHost({ redis: url, harnesses: [bench], prefix, logger: silentLogger })
   const workers = host.startWorkers({ concurrency: 50, sweepEveryMs: 0 })
   const admin = new Redis(url)
   try {
@@ -63,7 +41,7 @@ async function withHost<T>(url: string, label: string, fn: (host: HarnessHost, p
   } finally {
     await workers.close()
     await host.close()
-    await deletePrefix(admin, prefix)
+    await deletePrefix(url, prefix)
     admin.disconnect()
   }
 }

@@ -69,6 +69,9 @@ export async function deletePrefix(redisUrl: string, prefix: string): Promise<vo
   }
 }
 
+/** Redis's `used_memory` in bytes (INFO memory). */
+export const usedMemory = async (redis: Redis) => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1])
+
 export async function redisVersion(redisUrl: string): Promise<string> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
   try {

@@ -8,13 +8,13 @@ import { pathToFileURL } from 'node:url'
 import { toolDefinition } from '@tanstack/ai'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
-import { pino } from 'pino'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError, type HarnessHost } from '../../src/index.js'
 import type { RecordOf } from '../../src/log/index.js'
 import { shardBase, toolJobId } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
+import { deletePrefix, pause, pool, silentLogger, usedMemory } from './lib.js'
 
 // The shape of the fixture's nap: one step.do, then step.sleep; the result says when it went on.
 const nap = durableTool(
@@ -64,29 +64,6 @@ export interface ParkedResult {
   lateness: { sleeps: number; p50: number; p90: number; p99: number; max: number; min: number }
 }
 
-const silent = pino({ level: 'silent' })
-const usedMemory = async (redis: Redis) => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1])
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** Runs `fn` over 0..n-1 with at most `width` in flight. */
-async function pool(n: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0
-  await Promise.all(
-    Array.from({ length: Math.min(width, n) }, async () => {
-      while (next < n) await fn(next++)
-    }),
-  )
-}
-
-async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0'
-  do {
-    const [c, keys] = await redis.scan(cursor, 'MATCH', `*${prefix}*`, 'COUNT', 1000)
-    cursor = c
-    if (keys.length) await redis.unlink(...keys)
-  } while (cursor !== '0')
-}
-
 /** MEMORY USAGE (exact: SAMPLES 0) of every key of the prefix. */
 async function keySizes(redis: Redis, prefix: string): Promise<Map<string, number>> {
   const sizes = new Map<string, number>()
@@ -113,7 +90,7 @@ async function withHost<T>(
   fn: (host: HarnessHost, prefix: string) => Promise<T>,
 ): Promise<T> {
   const prefix = `bench-${label}-${randomBytes(3).toString('hex')}`
-  const host = createHarnessHost({ redis: redisUrl, harnesses: [bench], prefix, logger: silent })
+  const host = createHarnessHost({ redis: redisUrl, harnesses: [bench], prefix, logger: silentLogger })
   const workers = host.startWorkers({ concurrency })
   const admin = new Redis(redisUrl)
   try {
@@ -121,7 +98,7 @@ async function withHost<T>(
   } finally {
     await workers.close()
     await host.close()
-    await deletePrefix(admin, prefix)
+    await deletePrefix(redisUrl, prefix)
     admin.disconnect()
   }
 }
