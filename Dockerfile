@@ -6,6 +6,9 @@ COPY package*.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig*.json ./
 COPY src ./src
+# the build embeds src/log/commands/*.lua in lua.generated.ts first (scripts/generateLua.ts)
+COPY scripts/generateLua.ts ./scripts/
+COPY scripts/lib/lua.ts ./scripts/lib/
 RUN npm run build
 
 FROM node:20-slim

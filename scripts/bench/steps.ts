@@ -4,7 +4,7 @@
 // the stored values. PING and steps are interleaved in rounds so a change of machine load hits both.
 import { Redis } from 'ioredis'
 import { encodeRecord, SessionLog, stepField } from '../../src/log/index.js'
-import { runScript } from '../../src/log/commands/index.js'
+import { runScript, scripts } from '../../src/log/commands/index.js'
 import { createDurableContext, DEFAULT_MAX_VALUE_BYTES, SecretStore } from '../../src/tool/index.js'
 import { benchPrefix, commandStats, deletePrefix, pingSamples, stderrProgress, summarize, type Progress, type Summary } from './lib.js'
 
@@ -103,12 +103,16 @@ export async function measureSteps(redisUrl: string, options: StepsOptions = {})
       const name = `p${s}`
       const encoded = encodeRecord({ type: 'harness.tool.step', toolCallId, name, value: { ok: true, s } })
       await timed(record ? parts.saveStepScript : null, () =>
-        runScript(
-          log.redis,
-          'saveStep',
-          [log.keys.calls, log.keys.steps, log.keys.log],
-          [toolCallId, fence.epoch, stepField(toolCallId, name), JSON.stringify({ ok: true, s }), encoded],
-        ),
+        runScript(log.redis, scripts.saveStep, {
+          keys: { calls: log.keys.calls, steps: log.keys.steps, log: log.keys.log },
+          args: {
+            toolCallId,
+            epoch: fence.epoch,
+            stepField: stepField(toolCallId, name),
+            value: JSON.stringify({ ok: true, s }),
+            record: encoded,
+          },
+        }),
       )
       await timed(record ? parts.saveStep : null, () =>
         log.saveStep(fence, `q${s}`, { ok: true, s }, { type: 'harness.tool.step', toolCallId, name: `q${s}`, value: { ok: true, s } }),

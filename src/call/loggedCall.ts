@@ -75,7 +75,7 @@ export async function beginLoggedCall(
 /**
  * A runTool call of a tool that may skip its begin: replay 'safe' (a cut one runs again, so a first
  * attempt nobody saw begin is no loss), not an agent tool nor one that needs an approval (their
- * first acts read the call's state). Its request begins it (requestCall-4.lua) and marks its job.
+ * first acts read the call's state). Its request begins it (requestCall.lua) and marks its job.
  */
 export function skipsBegin(tool: unknown): boolean {
   return !!tool && replayOf(tool) === 'safe' && !isAgentTool(tool) && !needsApproval(tool)

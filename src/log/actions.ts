@@ -1,6 +1,7 @@
 import { openMember } from './formats.js'
 import { encodeRecord } from './stream.js'
 import { SessionInputs } from './inputs.js'
+import { scripts } from './commands/index.js'
 
 /**
  * What callers do to a session's turns besides prompting, each with who did it: answers (and
@@ -8,7 +9,7 @@ import { SessionInputs } from './inputs.js'
  */
 export class SessionActions extends SessionInputs {
   /**
-   * Opens a failed or aborted turn again (rerunTurn-9.lua), once per rerunId: the candidate calls that
+   * Opens a failed or aborted turn again (rerunTurn.lua), once per rerunId: the candidate calls that
    * landed an error are reset to run again, the others keep their results (R19). `first`: the input
    * now first in the session's line (whose turn the caller enqueues).
    */
@@ -17,21 +18,22 @@ export class SessionActions extends SessionInputs {
     harness: string,
     options: { rerunId: string; principal?: string; calls: readonly string[] },
   ): Promise<{ status: 'rerun'; first: string } | { status: 'exists' | 'unknown' | 'open' | 'completed' }> {
-    const reply = await this.script(
-      'rerunTurn',
-      [
-        this.keys.log,
-        this.keys.inputs,
-        this.keys.calls,
-        this.index.openTurns,
-        this.keys.line,
-        this.keys.conversation,
-        this.turnIndex(harness, 'open'),
-        this.turnIndex(harness, 'failed'),
-        this.turnIndex(harness, 'aborted'),
-      ],
-      [inputId, options.rerunId, Date.now(), openMember(this.sessionId, inputId), options.principal ?? '', ...options.calls],
-    )
+    const reply = await this.script(scripts.rerunTurn, {
+      keys: {
+        ...this.scriptKeys,
+        openIndex: this.turnIndex(harness, 'open'),
+        failedIndex: this.turnIndex(harness, 'failed'),
+        abortedIndex: this.turnIndex(harness, 'aborted'),
+      },
+      args: {
+        inputId,
+        rerunId: options.rerunId,
+        now: Date.now(),
+        openMember: openMember(this.sessionId, inputId),
+        principal: options.principal ?? '',
+        toolCallIds: options.calls,
+      },
+    })
     return reply[0] === 'rerun' ? { status: 'rerun', first: reply[2] } : { status: reply[0] }
   }
 
@@ -43,11 +45,10 @@ export class SessionActions extends SessionInputs {
     principal?: string,
   ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
     const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value, ...(principal ? { principal } : {}) })
-    const reply = await this.script(
-      'answerQuestion',
-      [this.keys.questions, this.keys.log, this.index.openQuestions],
-      [questionId, JSON.stringify(value), record, Date.now(), openMember(this.sessionId, questionId)],
-    )
+    const reply = await this.script(scripts.answerQuestion, {
+      keys: this.scriptKeys,
+      args: { questionId, answer: JSON.stringify(value), record, now: Date.now(), openMember: openMember(this.sessionId, questionId) },
+    })
     return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
   }
 }

@@ -28,7 +28,7 @@ export function scopedCallId(base: string, inputId: string, response: number, in
 /**
  * What a call id was used for: its tool and input, and for a call of a turn the turn and the size of
  * an input too large to keep. runTool refuses the same id for another call; a tool job begins only
- * when its data has the fingerprint its logged call wrote (beginCall-5.lua).
+ * when its data has the fingerprint its logged call wrote (beginCall.lua).
  */
 export function callFingerprint(
   name: string,

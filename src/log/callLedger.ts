@@ -3,12 +3,23 @@ import { callFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { requestField, retryField, stepField } from './keys.js'
 import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
-import { type InputState, type Question, type StepLookup, type StoredValue } from './inputs.js'
+import { type Question, type StepLookup, type StoredValue } from './inputs.js'
 import { SessionActions } from './actions.js'
 import { encodeRecord } from './stream.js'
 import { decodeValue, encodeValue } from './stepValues.js'
-import type { LandArgs } from './commands/index.js'
-import type { BeginResult, CallOwner, CallState, Fence, LoggedCall, RequestBegin, StepRetryState, StoredCallState } from './callState.js'
+import { scripts, type ScriptInput } from './commands/index.js'
+import {
+  beginResultOf,
+  callStateOf,
+  loggedCallIn,
+  type BeginResult,
+  type CallOwner,
+  type CallState,
+  type Fence,
+  type LoggedCall,
+  type RequestBegin,
+  type StepRetryState,
+} from './callState.js'
 
 /**
  * The session log of one session: its stream (stream.ts), inputs and questions (inputs.ts), and here
@@ -25,21 +36,20 @@ export class SessionLog extends SessionActions {
   async requestCall(toolCallId: string, name: string, input: unknown, begin?: RequestBegin): Promise<'added' | 'exists' | 'conflict'> {
     const record = encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input })
     const fingerprint = begin?.fingerprint ?? callFingerprint(name, input)
-    const [status] = await this.script(
-      'requestCall',
-      [this.keys.calls, this.keys.log, this.index.sessions, this.index.openCalls],
-      [
+    const [status] = await this.script(scripts.requestCall, {
+      keys: this.scriptKeys,
+      args: {
         toolCallId,
         fingerprint,
         record,
-        Date.now(),
-        this.sessionId,
-        begin?.harness ?? '',
+        now: Date.now(),
+        sessionId: this.sessionId,
+        beginFor: begin?.harness ?? '',
         name,
-        openMember(this.sessionId, toolCallId),
-        begin?.version ?? '',
-      ],
-    )
+        openMember: openMember(this.sessionId, toolCallId),
+        version: begin?.version ?? '',
+      },
+    })
     return status
   }
 
@@ -65,10 +75,20 @@ export class SessionLog extends SessionActions {
 
   /** Stores a failed try of a step (fenced), with its harness.tool.step.retry record; a state with as many tries is kept. */
   async saveStepRetry(fence: Fence, name: string, state: StepRetryState, record: RecordOf<'harness.tool.step.retry'>): Promise<void> {
+    const { toolCallId, epoch } = fence
     const reply = await this.script(
-      'saveStepRetry',
-      [this.keys.calls, this.keys.steps, this.keys.log],
-      [fence.toolCallId, fence.epoch, retryField(fence.toolCallId, name), JSON.stringify(state), state.a, encodeRecord(record)],
+      scripts.saveStepRetry,
+      {
+        keys: this.scriptKeys,
+        args: {
+          toolCallId,
+          epoch,
+          retryField: retryField(toolCallId, name),
+          state: JSON.stringify(state),
+          tries: state.a,
+          record: encodeRecord(record),
+        },
+      },
       true,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
@@ -81,36 +101,20 @@ export class SessionLog extends SessionActions {
    */
   async findLoggedCall(toolCallId: string, inputId?: string): Promise<LoggedCall | undefined> {
     const input = inputId ? await this.getInput(inputId) : null
-    for (const { record } of await this.read(input ? { from: input.entryId } : {})) {
-      if (hasType(record, 'harness.tool.requested') && record.toolCallId === toolCallId) return { name: record.name, input: record.input }
-      const call = hasType(record, 'harness.model.response') ? record.toolCalls.find((c) => c.toolCallId === toolCallId) : undefined
-      if (call && hasType(record, 'harness.model.response')) {
-        const tooLarge = call.inputTooLarge === undefined ? {} : { inputTooLarge: call.inputTooLarge }
-        return { name: call.name, input: call.input, inputId: record.inputId, ...tooLarge }
-      }
-    }
-    return undefined
+    return loggedCallIn(await this.read(input ? { from: input.entryId } : {}), toolCallId)
   }
 
   async getCall(toolCallId: string): Promise<CallState | null> {
     const [state, result] = await this.command('getCall', () => this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`))
-    if (!state) return null
-    const s = JSON.parse(state) as StoredCallState
-    return {
-      status: s.s,
-      epoch: s.e,
-      attempt: s.a,
-      replay: s.r,
-      name: s.n,
-      ...(s.v ? { version: s.v } : {}),
-      ...(s.h ? { owner: { harness: s.h, ...(s.i ? { inputId: s.i } : {}) } } : {}),
-      ...(result ? { result: JSON.parse(result) as RecordOf<'harness.tool.result'> } : {}),
-    }
+    return state ? callStateOf(state, result) : null
   }
 
   /** `owner` is kept in the call state so the sweeper can enqueue the call again if its job is lost. */
   async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', owner?: CallOwner): Promise<BeginResult> {
-    return (await this.begin(toolCallId, name, replay, owner, '')) as BeginResult
+    const begun = await this.begin(toolCallId, name, replay, owner, '')
+    // an unchecked begin (no fingerprint) never answers 'unverified' (beginCall.lua)
+    if (begun === 'unverified') throw new Error(`beginCall of ${toolCallId}: an unchecked begin answered 'unverified'`)
+    return begun
   }
 
   /**
@@ -129,25 +133,21 @@ export class SessionLog extends SessionActions {
   }
 
   private async begin(toolCallId: string, name: string, replay: 'safe' | 'never', owner: CallOwner | undefined, fingerprint: string) {
-    const reply = await this.script(
-      'beginCall',
-      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), this.index.openCalls, this.keys.inputs],
-      [
+    const reply = await this.script(scripts.beginCall, {
+      keys: this.callKeys(toolCallId),
+      args: {
         toolCallId,
         name,
         replay,
-        Date.now(),
-        openMember(this.sessionId, toolCallId),
-        owner?.harness ?? '',
-        owner?.inputId ?? '',
+        now: Date.now(),
+        openMember: openMember(this.sessionId, toolCallId),
+        harness: owner?.harness ?? '',
+        inputId: owner?.inputId ?? '',
         fingerprint,
-        owner?.version ?? '',
-      ],
-    )
-    if (reply[0] === 'unverified') return 'unverified'
-    const [kind, epoch, attempt, input, version] = reply
-    const begun = { kind, epoch: Number(epoch), attempt: Number(attempt), ...(version ? { version } : {}) }
-    return owner?.inputId && kind !== 'done' ? { ...begun, input: input ? (JSON.parse(input) as InputState) : null } : begun
+        version: owner?.version ?? '',
+      },
+    })
+    return reply[0] === 'unverified' ? 'unverified' : beginResultOf(reply, Boolean(owner?.inputId))
   }
 
   /**
@@ -156,10 +156,19 @@ export class SessionLog extends SessionActions {
    * value's JSON text when the caller has it already (JSON.stringify(value)), so it is not made twice.
    */
   async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord, encoded?: string): Promise<StoredValue> {
+    const { toolCallId, epoch } = fence
     const reply = await this.script(
-      'saveStep',
-      [this.keys.calls, this.keys.steps, this.keys.log],
-      [fence.toolCallId, fence.epoch, stepField(fence.toolCallId, name), encoded ?? encodeValue(value), encodeRecord(record)],
+      scripts.saveStep,
+      {
+        keys: this.scriptKeys,
+        args: {
+          toolCallId,
+          epoch,
+          stepField: stepField(toolCallId, name),
+          value: encoded ?? encodeValue(value),
+          record: encodeRecord(record),
+        },
+      },
       true,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
@@ -169,20 +178,23 @@ export class SessionLog extends SessionActions {
   /** Logs a question once (fenced) as the step `name`; returns the stored step value. */
   async askQuestion(fence: Fence, name: string, question: Question): Promise<StoredValue> {
     const value = { questionId: question.questionId }
+    const { toolCallId, epoch } = fence
     const reply = await this.script(
-      'askQuestion',
-      [this.keys.calls, this.keys.steps, this.keys.log, this.keys.questions, this.index.openQuestions],
-      [
-        fence.toolCallId,
-        fence.epoch,
-        stepField(fence.toolCallId, name),
-        encodeValue(value),
-        encodeRecord({ type: 'harness.tool.ask', ...question }),
-        question.questionId,
-        JSON.stringify(question),
-        Date.now(),
-        openMember(this.sessionId, question.questionId),
-      ],
+      scripts.askQuestion,
+      {
+        keys: this.scriptKeys,
+        args: {
+          toolCallId,
+          epoch,
+          stepField: stepField(toolCallId, name),
+          stepValue: encodeValue(value),
+          record: encodeRecord({ type: 'harness.tool.ask', ...question }),
+          questionId: question.questionId,
+          question: JSON.stringify(question),
+          now: Date.now(),
+          openMember: openMember(this.sessionId, question.questionId),
+        },
+      },
       true,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
@@ -196,19 +208,17 @@ export class SessionLog extends SessionActions {
 
   /** Stages records at positions `first..` of the call's appends (positions already staged are skipped). */
   async stageRecords(fence: Fence, records: LogRecord[], first = 0): Promise<void> {
-    const reply = await this.script(
-      'stageRecords',
-      [this.keys.calls, this.stagedKey(fence.toolCallId)],
-      [fence.toolCallId, fence.epoch, first, ...records.map(encodeRecord)],
-      true,
-    )
+    const { toolCallId, epoch } = fence
+    const staged = { keys: this.callKeys(toolCallId), args: { toolCallId, epoch, first, records: records.map(encodeRecord) } }
+    const reply = await this.script(scripts.stageRecords, staged, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
   /** Marks the attempt parked (sleep/ask): its next begin is a planned resume, not a cut. */
   async parkCall(fence: Fence, kind: RecordOf<'harness.tool.suspended'>['kind'], until: number): Promise<void> {
     const record = encodeRecord({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
-    const reply = await this.script('parkCall', [this.keys.calls, this.keys.log], [fence.toolCallId, fence.epoch, record], true)
+    const { toolCallId, epoch } = fence
+    const reply = await this.script(scripts.parkCall, { keys: this.scriptKeys, args: { toolCallId, epoch, record } }, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
@@ -222,9 +232,11 @@ export class SessionLog extends SessionActions {
       ...(outcome.error ? { error: outcome.error } : { result: outcome.result }),
     })
     const reply = await this.script(
-      'landResult',
-      [this.keys.calls, this.keys.log, this.stagedKey(toolCallId), this.index.openCalls, this.keys.conversation],
-      this.landArgs(fence, record),
+      scripts.landResult,
+      {
+        keys: this.callKeys(toolCallId),
+        args: this.landArgs(fence, record),
+      },
       true,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
@@ -251,39 +263,34 @@ export class SessionLog extends SessionActions {
   ): Promise<'ok' | 'done' | 'running' | 'moved' | 'unknown'> {
     const { toolCallId } = fence
     const record = encodeRecord({ type: 'harness.tool.result', toolCallId, name, error })
-    const idx = this.index
-    const [status] = await this.script(
-      'cancelCall',
-      [
-        this.keys.calls,
-        this.keys.log,
-        this.stagedKey(toolCallId),
-        idx.openCalls,
-        this.keys.questions,
-        idx.openQuestions,
-        this.keys.conversation,
-      ],
-      [...this.landArgs(fence, record), ...questionIds.flatMap((q) => [q, openMember(this.sessionId, q)])],
-    )
+    const [status] = await this.script(scripts.cancelCall, {
+      keys: this.callKeys(toolCallId),
+      args: { ...this.landArgs(fence, record), questions: questionIds.flatMap((q) => [q, openMember(this.sessionId, q)]) },
+    })
     return status
   }
 
   /** The landing of a call's result (includes/land.lua): what it writes under which epoch, and whom it wakes. */
-  private landArgs(fence: Fence, record: string): LandArgs {
+  private landArgs(fence: Fence, record: string): ScriptInput<typeof scripts.landResult>['args'] {
     const { toolCallId, epoch } = fence
-    return [
+    return {
       toolCallId,
       epoch,
       record,
-      openMember(this.sessionId, toolCallId),
-      this.publish,
-      this.index.events,
-      messageKey('call', this.sessionId, toolCallId),
-    ]
+      openMember: openMember(this.sessionId, toolCallId),
+      publish: this.publish,
+      channel: this.index.events,
+      messageKey: messageKey('call', this.sessionId, toolCallId),
+    }
   }
 
   stagedKey(toolCallId: string): string {
     return `${this.keys.staged}:${toolCallId}`
+  }
+
+  /** scriptKeys with the call's own staged list: the keys of a script of one call. */
+  private callKeys(toolCallId: string) {
+    return { ...this.scriptKeys, staged: this.stagedKey(toolCallId) }
   }
 }
 

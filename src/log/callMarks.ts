@@ -6,7 +6,7 @@ import { callMarkKey } from './keys.js'
 export const MARK_TRUST_MS = 10 * 60_000
 
 /**
- * Marks of runTool calls begun with their request (requestCall-4.lua), so that the job's first
+ * Marks of runTool calls begun with their request (requestCall.lua), so that the job's first
  * delivery can skip its own begin (one script less a call, issue 24) and still run only its logged
  * call (issue 21): the mark is an HMAC of the call's ids, its fingerprint (tool and input) and the
  * request's time under the deployment's own random key, which lives in Redis and never in a job. A

@@ -1,5 +1,6 @@
 import type { InputState } from './inputs.js'
-import type { RecordOf } from './records.js'
+import { hasType, type LogRecord, type RecordOf } from './records.js'
+import type { LogEntry } from './stream.js'
 
 /** A tool call in the ledger (callLedger.ts): how an attempt began, the stored state, its owner and fence. */
 type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
@@ -48,8 +49,8 @@ export interface Fence {
   epoch: number
 }
 
-/** A call's state as the calls hash holds it (`q`: begun with its runTool request, not begun since: requestCall-4.lua). */
-export interface StoredCallState {
+/** A call's state as the calls hash holds it (`q`: begun with its runTool request, not begun since: requestCall.lua). */
+interface StoredCallState {
   s: CallState['status']
   e: number
   a: number
@@ -72,4 +73,41 @@ export interface StepRetryState {
   x?: 'exhausted' | 'stopped'
   m: string
   c?: string
+}
+
+/** A call's state from the calls hash (its state JSON and its kept result record, when it has one). */
+export function callStateOf(state: string, result: string | null): CallState {
+  const s = JSON.parse(state) as StoredCallState
+  return {
+    status: s.s,
+    epoch: s.e,
+    attempt: s.a,
+    replay: s.r,
+    name: s.n,
+    ...(s.v ? { version: s.v } : {}),
+    ...(s.h ? { owner: { harness: s.h, ...(s.i ? { inputId: s.i } : {}) } } : {}),
+    ...(result ? { result: JSON.parse(result) as RecordOf<'harness.tool.result'> } : {}),
+  }
+}
+
+/** beginCall.lua's reply of an attempt that began; `withInput`: the call is a turn's (the reply holds its input's state). */
+export function beginResultOf(
+  [kind, epoch, attempt, input, version]: [BeginKind, number, number, string?, string?],
+  withInput: boolean,
+): BeginResult {
+  const begun = { kind, epoch: Number(epoch), attempt: Number(attempt), ...(version ? { version } : {}) }
+  return withInput && kind !== 'done' ? { ...begun, input: input ? (JSON.parse(input) as InputState) : null } : begun
+}
+
+/** The call as the record that asked for it holds it (its turn's model response, or runTool's request), in `entries`. */
+export function loggedCallIn(entries: ReadonlyArray<LogEntry<LogRecord>>, toolCallId: string): LoggedCall | undefined {
+  for (const { record } of entries) {
+    if (hasType(record, 'harness.tool.requested') && record.toolCallId === toolCallId) return { name: record.name, input: record.input }
+    const call = hasType(record, 'harness.model.response') ? record.toolCalls.find((c) => c.toolCallId === toolCallId) : undefined
+    if (call && hasType(record, 'harness.model.response')) {
+      const tooLarge = call.inputTooLarge === undefined ? {} : { inputTooLarge: call.inputTooLarge }
+      return { name: call.name, input: call.input, inputId: record.inputId, ...tooLarge }
+    }
+  }
+  return undefined
 }

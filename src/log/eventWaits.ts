@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { StorageError } from '../errors.js'
 import type { RedisClient } from './client.js'
-import { runScript } from './commands/index.js'
+import { runScript, scripts } from './commands/index.js'
 
 /** How long an event no call waits for yet is kept, and how long a seen event id is remembered (24 h). */
 export const DEFAULT_EVENT_RETENTION_MS = 24 * 3_600_000
@@ -60,7 +60,7 @@ export function callWaitMember(sessionId: string, toolCallId: string, step: stri
 }
 
 function parseWaiter(member: string, harness: string): EventWaiter {
-  const [kind, sessionId, id] = member.split('|') as [string, string, string]
+  const [kind, sessionId = '', id = ''] = member.split('|')
   return { kind: kind === 't' ? 'turn' : 'call', sessionId, id, harness }
 }
 
@@ -102,12 +102,10 @@ export class EventWaits {
     const value = `${waiter.until}\n${waiter.harness}\n${waiter.schema === undefined ? '' : JSON.stringify(waiter.schema)}`
     const checked = [...verdicts].flatMap(([uid, ok]) => [uid, ok ? 'ok' : 'no'])
     const reply = await guarded('awaitEvent', parseWaiter(member, '').sessionId, () =>
-      runScript(
-        this.redis,
-        'awaitEvent',
-        [this.keyOf(address)],
-        [member, value, now, WAITER_GRACE_MS, now >= waiter.until ? '1' : '0', ...checked],
-      ),
+      runScript(this.redis, scripts.awaitEvent, {
+        keys: { eventHash: this.keyOf(address) },
+        args: { member, waiter: value, now, graceMs: WAITER_GRACE_MS, expired: now >= waiter.until ? '1' : '0', verdicts: checked },
+      }),
     )
     if (reply[0] === 'event') return { status: 'event', payload: JSON.parse(reply[2]) }
     if (reply[0] === 'check') {
@@ -152,12 +150,18 @@ export class EventWaits {
     checked: readonly string[],
   ): Promise<Delivery> {
     const reply = await guarded(`deliverEvent ${JSON.stringify(address.event)}`, '(any)', () =>
-      runScript(
-        this.redis,
-        'deliverEvent',
-        [this.keyOf(address)],
-        [event.uid, event.id ?? '', event.payload, Date.now(), this.retentionMs, WAITER_GRACE_MS, ...checked],
-      ),
+      runScript(this.redis, scripts.deliverEvent, {
+        keys: { eventHash: this.keyOf(address) },
+        args: {
+          uid: event.uid,
+          id: event.id ?? '',
+          payload: event.payload,
+          now: Date.now(),
+          retentionMs: this.retentionMs,
+          graceMs: WAITER_GRACE_MS,
+          checkedMembers: checked,
+        },
+      }),
     )
     if (reply[0] === 'stored') return { status: 'stored' }
     const found = pairs(reply.slice(1))

@@ -11,7 +11,8 @@ export {
   type StepLookup,
   type ModelToolCall,
 } from './inputs.js'
-export { encodeRecord, isRecord, isStreamId, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
+export { encodeRecord, isRecord, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
+export { isStreamId } from './streamIds.js'
 export {
   indexKeys,
   shardBase,

@@ -5,6 +5,7 @@ import { assertInputId, assertQuestionId, requestField, turnTagIndexKey, turnToo
 import type { BusyMode } from '../core/index.js'
 import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord, type TurnRecordType } from './records.js'
 import { encodeRecord, isRecord, LogStream, type LogEntry } from './stream.js'
+import { scripts } from './commands/index.js'
 
 /** A step.ask question as logged and kept in the questions hash. */
 export type Question = Omit<RecordOf<'harness.tool.ask'>, 'type'>
@@ -29,7 +30,7 @@ export interface InputState {
   steered?: string[]
   /** Its turn is paused (`onExhausted: 'pause'`) until `session.resume(inputId)`. */
   paused?: boolean
-  /** The last model-call retry logged: `<responses>:<attempt>` (turnRecord-3.lua keeps try numbers unique). */
+  /** The last model-call retry logged: `<responses>:<attempt>` (turnRecord.lua keeps try numbers unique). */
   retried?: string
   /** The running turn this input joined (busy 'steer'). */
   steerInto?: string
@@ -64,7 +65,7 @@ export type StepLookup = { found: false } | StoredValue
 
 /** The context an input was given with (`prompt(text, { context })`), kept as JSON text. */
 export function contextOf(input: Pick<InputState, 'context'> | null | undefined): unknown {
-  return input?.context === undefined ? undefined : (JSON.parse(input.context) as unknown)
+  return input?.context === undefined ? undefined : JSON.parse(input.context)
 }
 
 /** A stored question; one logged before questions had a kind is a step.ask. */
@@ -88,7 +89,6 @@ export class SessionInputs extends LogStream {
   ): Promise<AddedInput> {
     const { parent, busy = 'queue', context, metadata, principal } = options
     assertInputId(inputId)
-    const idx = this.index
     const tags = harness ? Object.entries(metadata ?? {}) : []
     const tagIndexes = tags.map(([key, value]) => turnTagIndexKey(this.prefix, this.shard, this.shards, harness, key, value))
     const record = encodeRecord({
@@ -100,33 +100,23 @@ export class SessionInputs extends LogStream {
       ...(metadata ? { metadata } : {}),
       ...(principal !== undefined ? { principal } : {}),
     })
-    const reply = await this.script(
-      'addInput',
-      [
-        this.keys.log,
-        this.keys.inputs,
-        idx.sessions,
-        idx.openTurns,
-        this.keys.line,
-        this.keys.conversation,
-        this.turnIndex(harness, 'open'),
-        ...tagIndexes,
-      ],
-      [
+    const reply = await this.script(scripts.addInput, {
+      keys: { ...this.scriptKeys, openIndex: this.turnIndex(harness, 'open'), tagIndexes },
+      args: {
         inputId,
         text,
         record,
-        Date.now(),
-        this.sessionId,
-        openMember(this.sessionId, inputId),
+        now: Date.now(),
+        sessionId: this.sessionId,
+        openMember: openMember(this.sessionId, inputId),
         harness,
-        parent ? JSON.stringify(parent) : '',
+        parent: parent ? JSON.stringify(parent) : '',
         busy,
-        context !== undefined ? JSON.stringify(context) : '',
-        metadata && Object.keys(metadata).length > 0 ? JSON.stringify(metadata) : '',
-        principal ?? '',
-      ],
-    )
+        context: context !== undefined ? JSON.stringify(context) : '',
+        metadata: metadata && Object.keys(metadata).length > 0 ? JSON.stringify(metadata) : '',
+        principal: principal ?? '',
+      },
+    })
     if (reply[0] === 'added')
       return { status: 'added', entryId: reply[1], disposition: reply[2], ...(reply[3] ? { running: reply[3] } : {}) }
     if (reply[0] === 'exists') return { status: 'exists', entryId: reply[1], settled: reply[2] === 'settled', first: reply[3] === 'first' }
@@ -156,29 +146,19 @@ export class SessionInputs extends LogStream {
     record: RecordOf<'harness.input.settled'>,
     harness: string,
   ): Promise<{ status: 'settled' | 'already' | 'unknown'; next?: string }> {
-    const idx = this.index
-    const reply = await this.script(
-      'settleInput',
-      [
-        this.keys.log,
-        this.keys.inputs,
-        idx.openTurns,
-        this.keys.line,
-        this.keys.conversation,
-        this.turnIndex(harness, 'open'),
-        this.turnIndex(harness, record.outcome),
-      ],
-      [
-        record.inputId,
-        encodeRecord(record),
-        openMember(this.sessionId, record.inputId),
-        this.publish,
-        idx.events,
-        messageKey('input', this.sessionId, record.inputId),
-        record.outcome,
-        Date.now(),
-      ],
-    )
+    const reply = await this.script(scripts.settleInput, {
+      keys: { ...this.scriptKeys, openIndex: this.turnIndex(harness, 'open'), outcomeIndex: this.turnIndex(harness, record.outcome) },
+      args: {
+        inputId: record.inputId,
+        record: encodeRecord(record),
+        openMember: openMember(this.sessionId, record.inputId),
+        publish: this.publish,
+        channel: this.index.events,
+        messageKey: messageKey('input', this.sessionId, record.inputId),
+        outcome: record.outcome,
+        now: Date.now(),
+      },
+    })
     return reply[0] === 'unknown' ? { status: 'unknown' } : { status: reply[0], ...(reply[2] ? { next: reply[2] } : {}) }
   }
 
@@ -190,15 +170,17 @@ export class SessionInputs extends LogStream {
    */
   async conversation(): Promise<LogEntry[]> {
     for (;;) {
-      const [header, raw] = await this.script('readConversation', [this.keys.conversation, this.keys.log], [])
+      const [header, raw] = await this.script(scripts.readConversation, {
+        keys: this.scriptKeys,
+        args: {},
+      })
       if (header === '^') return raw.flatMap((entry) => this.parseEntry(entry) ?? [])
       const first = header.slice(1)
       const older = conversationOf(await this.read({ ...(first ? { before: first } : {}), types: CONVERSATION_TYPES }))
-      await this.script(
-        'fillConversation',
-        [this.keys.conversation],
-        older.map((e) => e.id),
-      )
+      await this.script(scripts.fillConversation, {
+        keys: this.scriptKeys,
+        args: { entryIds: older.map((e) => e.id) },
+      })
     }
   }
 
@@ -234,11 +216,17 @@ export class SessionInputs extends LogStream {
         ...(response.joined ? { joined: response.joined } : {}),
       })
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input, { inputId, inputTooLarge: c.inputTooLarge })])
-      const [status] = await this.script(
-        'logModelResponse',
-        [this.keys.log, this.keys.inputs, this.keys.calls, this.keys.conversation, ...toolIndexes],
-        [inputId, expected, record, openMember(this.sessionId, inputId), JSON.stringify(tools), ...used],
-      )
+      const [status] = await this.script(scripts.logModelResponse, {
+        keys: { ...this.scriptKeys, toolIndexes },
+        args: {
+          inputId,
+          expected,
+          record,
+          member: openMember(this.sessionId, inputId),
+          tools: JSON.stringify(tools),
+          idsAndFingerprints: used,
+        },
+      })
       if (status === 'ok') return toolCalls
       if (status !== 'taken') return null
     }
@@ -247,18 +235,23 @@ export class SessionInputs extends LogStream {
 
   /**
    * Logs a turn record (retry, paused, resumed, finish) while the turn is open and, with `expected`,
-   * still has that many responses (turnRecord-3.lua). 'ok' with its entry id, else why not.
+   * still has that many responses (turnRecord.lua). 'ok' with its entry id, else why not.
    */
   async logTurnRecord(
     record: RecordOf<TurnRecordType>,
     expected?: number,
   ): Promise<{ status: 'ok'; entryId: string } | { status: 'stale' | 'unknown' | 'settled' | 'not_paused' }> {
     const mark = record.type === 'harness.turn.paused' ? 'paused' : record.type === 'harness.turn.resumed' ? 'resumed' : ''
-    const reply = await this.script(
-      'turnRecord',
-      [this.keys.log, this.keys.inputs, this.keys.conversation],
-      [record.inputId, expected ?? '', encodeRecord(record), mark, record.type === 'harness.turn.retry' ? record.attempt : ''],
-    )
+    const reply = await this.script(scripts.turnRecord, {
+      keys: this.scriptKeys,
+      args: {
+        inputId: record.inputId,
+        expected: expected ?? '',
+        record: encodeRecord(record),
+        mark,
+        attempt: record.type === 'harness.turn.retry' ? record.attempt : '',
+      },
+    })
     return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
   }
 

@@ -126,7 +126,7 @@ export function turnTagIndexKey(prefix: string, shard: number, shards: number, h
 }
 
 /**
- * The indexes of one shard that removeSession-9.lua's 'check' named: a harness's turns indexes (every
+ * The indexes of one shard that removeSession.lua's 'check' named: a harness's turns indexes (every
  * status), and its tool (`\0tool\0<harness>\0<tool>`) and tag (`\0tag\0<harness>\0<key>\0<value>`) indexes.
  */
 export function namedIndexKeys(prefix: string, shard: number, shards: number, names: readonly string[]): string[] {

@@ -1,6 +1,6 @@
 import { StorageError } from '../errors.js'
 import type { RedisClient } from './client.js'
-import { runScript } from './commands/index.js'
+import { runScript, scripts } from './commands/index.js'
 
 /** One limit as the store applies it: its bounds in numbers (0: no such bound). */
 export interface LimitBounds {
@@ -35,7 +35,7 @@ const encodePart = (part: string) => part.replace(/[^A-Za-z0-9._/-]/g, (c) => `%
  * The state of one limit (a tool's or the turns' of one harness), across every worker and shard
  * (R17): its keys carry a hash tag of their own, `{limit:<harness>:<scope>}`, so on a Cluster a
  * limit lives on one master whatever the shards of the sessions that use it. Each key of the limit
- * has a slots, a waiting and a starts sorted set and a handed hash (src/log/commands/acquireSlot-5.lua).
+ * has a slots, a waiting and a starts sorted set and a handed hash (src/log/commands/acquireSlot.lua).
  */
 export class LimitStore {
   private readonly base: string
@@ -51,39 +51,54 @@ export class LimitStore {
     this.base = `${prefix}:{limit:${encodePart(harness)}:${encodePart(scope)}}`
   }
 
-  private keysOf(key: string): [string, string, string, string, string] {
+  private keysOf(key: string) {
     const at = `${this.base}:k:${encodePart(key)}`
-    return [`${at}:slots`, `${at}:waiting`, `${at}:starts`, `${this.base}:keys`, `${at}:handed`]
+    return {
+      slots: `${at}:slots`,
+      waiting: `${at}:waiting`,
+      starts: `${at}:starts`,
+      keysIndex: `${this.base}:keys`,
+      handed: `${at}:handed`,
+    }
   }
 
   /** Takes a slot for `member` under `key`, or lines it up (FIFO per key). */
   async acquire(key: string, member: string, recheckMs: number): Promise<SlotReply> {
     const { concurrency, rateLimit, perMs, leaseMs } = this.bounds
     const reply = await this.run('acquireSlot', () =>
-      runScript(this.redis, 'acquireSlot', this.keysOf(key), [member, leaseMs, concurrency, rateLimit, perMs, key, recheckMs]),
+      runScript(this.redis, scripts.acquireSlot, {
+        keys: this.keysOf(key),
+        args: { member, leaseMs, concurrency, rateLimit, perMs, key, recheckMs },
+      }),
     )
-    if (reply[0] === 'granted')
-      return { granted: true, waitedMs: Number(reply[1]), startedAt: Number(reply[2]), promote: reply.slice(3) as string[] }
-    return { granted: false, reason: reply[1], untilMs: Number(reply[2]), promote: reply.slice(3) as string[] }
+    if (reply[0] === 'granted') {
+      const [, waitedMs, startedAt, ...promote] = reply
+      return { granted: true, waitedMs: Number(waitedMs), startedAt: Number(startedAt), promote }
+    }
+    const [, reason, untilMs, ...promote] = reply
+    return { granted: false, reason, untilMs: Number(untilMs), promote }
   }
 
   /** Gives `member`'s slot back; answers the waiters handed a slot, to be woken. */
   release(key: string, member: string): Promise<string[]> {
     const { concurrency, rateLimit, perMs, leaseMs } = this.bounds
     return this.run('releaseSlot', () =>
-      runScript(this.redis, 'releaseSlot', this.keysOf(key), [member, leaseMs, concurrency, rateLimit, perMs, key]),
+      runScript(this.redis, scripts.releaseSlot, { keys: this.keysOf(key), args: { member, leaseMs, concurrency, rateLimit, perMs, key } }),
     )
   }
 
   /** Renews `member`'s lease; false when it no longer holds the slot (it expired). */
   async renew(key: string, member: string): Promise<boolean> {
-    const [slots] = this.keysOf(key)
-    return (await this.run('renewSlot', () => runScript(this.redis, 'renewSlot', [slots], [member, this.bounds.leaseMs]))) === 1
+    const { slots } = this.keysOf(key)
+    const renewed = await this.run('renewSlot', () =>
+      runScript(this.redis, scripts.renewSlot, { keys: { slots }, args: { member, leaseMs: this.bounds.leaseMs } }),
+    )
+    return renewed === 1
   }
 
   /** True while `member` holds a slot under `key` (handed to it, or its own). */
   async holds(key: string, member: string): Promise<boolean> {
-    const [slots] = this.keysOf(key)
+    const { slots } = this.keysOf(key)
     const lease = await this.run('limitState', () => this.redis.zscore(slots, member))
     return lease !== null && Number(lease) > Date.now()
   }
@@ -95,7 +110,7 @@ export class LimitStore {
       const keys = await this.redis.zrevrange(`${this.base}:keys`, 0, STATS_KEYS - 1)
       return Promise.all(
         keys.map(async (key) => {
-          const [slots, waiting, starts] = this.keysOf(key)
+          const { slots, waiting, starts } = this.keysOf(key)
           const [running, waits, used] = await Promise.all([
             this.redis.zcount(slots, `(${now}`, '+inf'),
             this.redis.zcard(waiting),

@@ -159,7 +159,7 @@ export const harnessRecordSchemas = {
     principal: z.string().optional(),
   }),
   /**
-   * `session.rerun`: a failed or aborted turn runs again (rerunTurn-9.lua). `calls`: the calls whose
+   * `session.rerun`: a failed or aborted turn runs again (rerunTurn.lua). `calls`: the calls whose
    * failed results it drops (they run again); every other kept result stays kept (R19).
    */
   'harness.turn.rerun': z.object({
@@ -233,7 +233,7 @@ export const CONVERSATION_TYPES = [
   'harness.turn.rerun',
 ] as const
 
-/** The turn records a turn writes beside its responses (turnRecord-3.lua). */
+/** The turn records a turn writes beside its responses (turnRecord.lua). */
 export type TurnRecordType = 'harness.turn.retry' | 'harness.turn.paused' | 'harness.turn.resumed' | 'harness.turn.finish'
 
 /** Narrows a record on its type (an app record's `type: string` keeps `===` from narrowing the union). */

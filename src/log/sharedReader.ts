@@ -30,8 +30,8 @@ interface Waiter {
 
 /** Orders two stream ids (`<ms>-<seq>`). */
 export function compareIds(a: string, b: string): number {
-  const [am, as = 0n] = a.split('-').map(BigInt) as [bigint, bigint?]
-  const [bm, bs = 0n] = b.split('-').map(BigInt) as [bigint, bigint?]
+  const [am = 0n, as = 0n] = a.split('-').map(BigInt)
+  const [bm = 0n, bs = 0n] = b.split('-').map(BigInt)
   return am === bm ? (as === bs ? 0 : as < bs ? -1 : 1) : am < bm ? -1 : 1
 }
 
@@ -153,7 +153,8 @@ class Reader {
         } catch (error) {
           this.blocked = undefined
           if (this.closed) return
-          for (const waiter of [...this.waiters]) if (waiter.streams.some(([key]) => after.has(key))) waiter.done(error as Error)
+          for (const waiter of [...this.waiters])
+            if (waiter.streams.some(([key]) => after.has(key))) waiter.done(error instanceof Error ? error : new Error(String(error)))
           continue
         }
         this.blocked = undefined

@@ -1,5 +1,6 @@
-import { DurableHarnessError, InvalidCursorError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors.js'
-import { runScript, type ReplicaWait, type ScriptContract, type ScriptName } from './commands/index.js'
+import { DurableHarnessError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors.js'
+import { assertCursor, LAST_ID } from './streamIds.js'
+import { runScript, scripts, type AnyScript, type ReplicaWait, type ScriptInput, type ScriptReply } from './commands/index.js'
 import { publishCommand, type RedisClient } from './client.js'
 import { waitForEntries } from './sharedReader.js'
 import { indexKeys, namedIndexKeys, sessionKeys, turnIndexKey, type IndexKeys, type SessionKeys, type TurnStatus } from './keys.js'
@@ -57,27 +58,13 @@ export interface SessionLogOptions {
 }
 
 /** The writes that must survive a failover: a step's value (its side effect happened) and a call's result. */
-const REPLICATED: ReadonlySet<ScriptName> = new Set(['saveStep', 'askQuestion', 'landResult', 'cancelCall'])
-
-/** A stream id as XRANGE takes it: `<ms>` or `<ms>-<seq>`. */
-const STREAM_ID = /^\d{1,20}(-\d{1,20})?$/
-const MAX_ID_PART = 2n ** 64n - 1n
-const LAST_ID = `${MAX_ID_PART}-${MAX_ID_PART}`
-
-/**
- * A stream id Redis takes (`<ms>` or `<ms>-<seq>`; with `exact`, only the full form): each part fits in
- * 64 bits, which 20 digits may not, so a read with it cannot fail later with a Redis error.
- */
-export function isStreamId(id: unknown, exact = false): id is string {
-  if (typeof id !== 'string' || !STREAM_ID.test(id) || (exact && !id.includes('-'))) return false
-  return id.split('-').every((part) => BigInt(part) <= MAX_ID_PART)
-}
-
-function assertCursor(option: string, value: unknown): void {
-  if (value !== undefined && !isStreamId(value)) throw new InvalidCursorError(option, value)
-}
+const REPLICATED: ReadonlySet<string> = new Set(
+  [scripts.saveStep, scripts.askQuestion, scripts.landResult, scripts.cancelCall].map((s) => s.name),
+)
 
 type RawEntry = [string, string[]]
+
+type ScriptKeys = Omit<SessionKeys, 'staged'> & Pick<IndexKeys, 'sessions' | 'openCalls' | 'openQuestions' | 'openTurns'>
 
 const FOLLOW_PAGE = 500
 
@@ -95,6 +82,12 @@ export class LogStream {
   readonly publish: 'PUBLISH' | 'SPUBLISH'
   /** Part of every idempotency key: `${logId}:${toolCallId}:${name}`. */
   readonly logId: string
+  /**
+   * The session's keys and its shard's indexes by the names the scripts' declarations give them
+   * (commands/*Scripts.ts), made once: a script's keys are these, with the ones of its own added
+   * (`{ ...this.scriptKeys, openIndex }`). The staged list is not among them: a call's is its own.
+   */
+  protected readonly scriptKeys: ScriptKeys
   private readonly writeRetryMs: number
   private readonly waitReplicas: ReplicaWait | undefined
   protected readonly shards: number
@@ -110,6 +103,9 @@ export class LogStream {
     this.keys = sessionKeys(prefix, sessionId, shards)
     this.shard = shardOf(sessionId, shards)
     this.index = indexKeys(prefix, this.shard, shards)
+    const { staged: _perCall, ...session } = this.keys
+    const { sessions, openCalls, openQuestions, openTurns } = this.index
+    this.scriptKeys = { ...session, sessions, openCalls, openQuestions, openTurns }
     this.shards = shards
     this.publish = publishCommand(redis)
     this.logId = sessionId
@@ -143,9 +139,9 @@ export class LogStream {
   }
 
   /** One named Lua script through `command`. */
-  protected script<N extends ScriptName>(name: N, keys: ScriptContract[N]['keys'], args: ScriptContract[N]['args'], retry = false) {
-    const wait = this.waitReplicas && REPLICATED.has(name) ? this.waitReplicas : undefined
-    return this.command(name, () => runScript(this.redis, name, keys, args, wait), retry)
+  protected script<S extends AnyScript>(script: S, input: ScriptInput<S>, retry = false): Promise<ScriptReply<S>> {
+    const wait = this.waitReplicas && REPLICATED.has(script.name) ? this.waitReplicas : undefined
+    return this.command(script.name, () => runScript(this.redis, script, input, wait), retry)
   }
 
   /**
@@ -166,7 +162,7 @@ export class LogStream {
 
   /** Appends records unfenced (recovery notes). */
   async append(records: LogRecord[]): Promise<string[]> {
-    return this.script('appendRecords', [this.keys.log], records.map(encodeRecord))
+    return this.script(scripts.appendRecords, { keys: this.scriptKeys, args: { records: records.map(encodeRecord) } })
   }
 
   async read(options: ReadOptions = {}): Promise<Array<LogEntry>> {
@@ -211,19 +207,17 @@ export class LogStream {
   }
 
   /**
-   * Retention (removeSession-9.lua): 'check' answers whether the session has open work and names its
+   * Retention (removeSession.lua): 'check' answers whether the session has open work and names its
    * last log entry; 'remove' deletes every key of the session and its entry in the sessions index, in
    * one write, unless it has open work or its log grew past `exportedLastId`. `names`: what 'check'
    * named (harnesses, and NUL-led tool and tag index names): every index of them is cleaned.
    */
   removeSession(mode: 'check' | 'remove', exportedLastId = '', names: readonly string[] = []) {
-    const k = this.keys
     const indexes = namedIndexKeys(this.prefix, this.shard, this.shards, names)
-    return this.script(
-      'removeSession',
-      [k.log, k.steps, k.calls, k.questions, k.inputs, k.line, k.conversation, k.live, this.index.sessions, ...indexes],
-      [mode, exportedLastId, this.sessionId],
-    )
+    return this.script(scripts.removeSession, {
+      keys: { ...this.scriptKeys, turnIndexes: indexes },
+      args: { mode, exportedLastId, sessionId: this.sessionId },
+    })
   }
 
   /** The turns index of a harness in this session's shard (keys.ts turnIndexKey). */
@@ -277,7 +271,7 @@ export class LogStream {
       record = parseRecord(JSON.parse(rawJson), 'read')
     } catch (error) {
       void this.redis.hset(this.index.corrupt, this.sessionId, id).catch(() => {})
-      throw new MalformedEntryError(this.sessionId, id, (error as Error).message)
+      throw new MalformedEntryError(this.sessionId, id, error instanceof Error ? error.message : String(error))
     }
     return record === 'skip' ? null : { id, record }
   }
@@ -290,7 +284,7 @@ export function encodeRecord(record: LogRecord): string {
     parsed = parseRecord(record)
     if (parsed === 'skip') throw new Error(`unknown reserved type ${record.type}`)
   } catch (error) {
-    throw new InvalidRecordError(`Record refused on write: ${(error as Error).message}`)
+    throw new InvalidRecordError(`Record refused on write: ${error instanceof Error ? error.message : String(error)}`)
   }
   return JSON.stringify(parsed)
 }

@@ -147,7 +147,7 @@ afterAll(async () => {
 })
 
 describe('the packed tarball', () => {
-  it('holds dist/ (JavaScript, .d.ts, the Lua scripts), bin/, README, LICENSE and the docs, and nothing of tests, scripts or screenshots', () => {
+  it('holds dist/ (JavaScript and .d.ts, the Lua scripts embedded in lua.generated.js, no .lua file), bin/, README, LICENSE and the docs, and nothing of tests, scripts or screenshots', () => {
     for (const file of [
       'dist/index.js',
       'dist/index.d.ts',
@@ -155,8 +155,7 @@ describe('the packed tarball', () => {
       'dist/dashboard/index.d.ts',
       'dist/testing/index.js',
       'dist/cli/main.js',
-      'dist/log/commands/beginCall-5.lua',
-      'dist/log/commands/includes/fence.lua',
+      'dist/log/commands/lua.generated.js',
       'bin/harness.js',
       'README.md',
       'LICENSE',
@@ -164,6 +163,7 @@ describe('the packed tarball', () => {
     ])
       expect(packed).toContain(file)
     expect(packed.filter((f) => /^(test|src|scripts|workers|examples|bench)\/|\.png$|\.test\.|chaos|BENCHMARKS/.test(f))).toEqual([])
+    expect(packed.filter((f) => f.endsWith('.lua'))).toEqual([])
   })
 
   it('publint finds nothing to fix (strict: warnings fail too)', async () => {

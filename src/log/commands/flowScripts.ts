@@ -1,45 +1,56 @@
+import { arg, defineScript, num, reply, text } from './script.js'
+
 /**
- * The typed contracts of the scripts that live in a slot of their own, not in a session's shard: a
- * limit's slots and lines (R17) and an (event, key)'s waits (R20). Part of ScriptContract (index.ts).
+ * The scripts that live in a slot of their own, not in a session's shard: a limit's slots and lines
+ * (R17) and an (event, key)'s waits (R20).
  */
 
 /** The state of one key of one limit (R17), in the limit's own slot. */
-type LimitKeys = [slots: string, waiting: string, starts: string, keysIndex: string, handed: string]
+const limitKeys = ['slots', 'waiting', 'starts', 'keysIndex', 'handed'] as const
+const limitArgs = { member: text, leaseMs: num, concurrency: num, rateLimit: num, perMs: num, key: text }
 
-export interface LimitScripts {
-  acquireSlot: {
-    keys: LimitKeys
-    args: [member: string, leaseMs: number, concurrency: number, rateLimit: number, perMs: number, key: string, recheckMs: number]
-    reply:
-      | ['granted', waitedMs: number, startedAt: number, ...promote: string[]]
-      | ['wait', 'concurrency' | 'rate', untilMs: number, ...promote: string[]]
-  }
-  releaseSlot: {
-    keys: LimitKeys
-    args: [member: string, leaseMs: number, concurrency: number, rateLimit: number, perMs: number, key: string]
-    reply: string[]
-  }
-  renewSlot: {
-    keys: [slots: string]
-    args: [member: string, leaseMs: number]
-    reply: 0 | 1
-  }
-}
+export const acquireSlot = defineScript({
+  name: 'acquireSlot',
+  keys: limitKeys,
+  args: { ...limitArgs, recheckMs: num },
+  reply: reply<
+    | ['granted', waitedMs: number, startedAt: number, ...promote: string[]]
+    | ['wait', 'concurrency' | 'rate', untilMs: number, ...promote: string[]]
+  >(),
+})
 
-export interface EventScripts {
-  awaitEvent: {
-    keys: [eventHash: string]
-    /** member, waiter value, now, waiter grace, timeout passed, then pairs of kept event uid and verdict */
-    args: [member: string, waiter: string, now: number, graceMs: number, expired: '1' | '0', ...verdicts: string[]]
-    reply: ['event', string, string] | ['timeout'] | ['waiting'] | ['check', ...uidsAndPayloads: string[]]
-  }
-  deliverEvent: {
-    keys: [eventHash: string]
-    args: [uid: string, id: string, payload: string, now: number, retentionMs: number, graceMs: number, ...checkedMembers: string[]]
-    reply:
-      | ['delivered', ...membersAndHarnesses: string[]]
-      | ['stored']
-      | ['duplicate', ...membersAndHarnesses: string[]]
-      | ['check', ...membersAndWaiters: string[]]
-  }
-}
+export const releaseSlot = defineScript({
+  name: 'releaseSlot',
+  keys: limitKeys,
+  args: limitArgs,
+  reply: reply<string[]>(),
+})
+
+export const renewSlot = defineScript({
+  name: 'renewSlot',
+  keys: ['slots'],
+  args: { member: text, leaseMs: num },
+  reply: reply<0 | 1>(),
+})
+
+export const awaitEvent = defineScript({
+  name: 'awaitEvent',
+  keys: ['eventHash'],
+  args: { member: text, waiter: text, now: num, graceMs: num, expired: arg<'1' | '0'>() },
+  /** pairs of kept event uid and verdict */
+  trailingArgs: 'verdicts',
+  reply: reply<['event', string, string] | ['timeout'] | ['waiting'] | ['check', ...uidsAndPayloads: string[]]>(),
+})
+
+export const deliverEvent = defineScript({
+  name: 'deliverEvent',
+  keys: ['eventHash'],
+  args: { uid: text, id: text, payload: text, now: num, retentionMs: num, graceMs: num },
+  trailingArgs: 'checkedMembers',
+  reply: reply<
+    | ['delivered', ...membersAndHarnesses: string[]]
+    | ['stored']
+    | ['duplicate', ...membersAndHarnesses: string[]]
+    | ['check', ...membersAndWaiters: string[]]
+  >(),
+})

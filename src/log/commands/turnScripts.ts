@@ -1,69 +1,111 @@
 import type { BusyMode } from '../../core/index.js'
+import { arg, defineScript, num, reply, text } from './script.js'
 
 /**
- * The typed contracts of the scripts that move a turn between the turns indexes (keys.ts turnIndexKey):
- * a prompt opens it (and lists it in its tag indexes), a settle closes it, a rerun opens it again.
- * Part of ScriptContract (index.ts).
+ * The scripts of a session's turns and log: a prompt opens a turn (and lists it in its tag indexes),
+ * model responses and turn records join it, a settle closes it, a rerun opens it again (keys.ts
+ * turnIndexKey); the conversation projection, unfenced appends and retention's removal.
  */
-export interface TurnScripts {
-  addInput: {
-    keys: [
-      log: string,
-      inputs: string,
-      sessions: string,
-      openTurns: string,
-      line: string,
-      conversation: string,
-      openIndex: string,
-      ...tagIndexes: string[],
-    ]
-    args: [
-      inputId: string,
-      text: string,
-      record: string,
-      now: number,
-      sessionId: string,
-      openMember: string,
-      harness: string,
-      parent: string,
-      busy: BusyMode,
-      context: string,
-      metadata: string,
-      principal: string,
-    ]
-    reply:
-      | ['added', string, 'run' | 'queued' | 'steered', string]
-      | ['busy', string]
-      | ['exists', string, 'open' | 'settled', 'first' | '']
-      | ['conflict']
-  }
-  rerunTurn: {
-    keys: [
-      log: string,
-      inputs: string,
-      calls: string,
-      openTurns: string,
-      line: string,
-      conversation: string,
-      openIndex: string,
-      failedIndex: string,
-      abortedIndex: string,
-    ]
-    args: [inputId: string, rerunId: string, now: number, openMember: string, principal: string, ...toolCallIds: string[]]
-    reply: ['rerun', string, string] | ['exists'] | ['unknown'] | ['open'] | ['completed']
-  }
-  settleInput: {
-    keys: [log: string, inputs: string, openTurns: string, line: string, conversation: string, openIndex: string, outcomeIndex: string]
-    args: [
-      inputId: string,
-      record: string,
-      openMember: string,
-      publish: 'PUBLISH' | 'SPUBLISH',
-      channel: string,
-      messageKey: string,
-      outcome: 'completed' | 'failed' | 'aborted',
-      now: number,
-    ]
-    reply: ['settled', string, string] | ['already', string, string] | ['unknown']
-  }
-}
+export const addInput = defineScript({
+  name: 'addInput',
+  keys: ['log', 'inputs', 'sessions', 'openTurns', 'line', 'conversation', 'openIndex'],
+  trailingKeys: 'tagIndexes',
+  args: {
+    inputId: text,
+    text,
+    record: text,
+    now: num,
+    sessionId: text,
+    openMember: text,
+    harness: text,
+    parent: text,
+    busy: arg<BusyMode>(),
+    context: text,
+    metadata: text,
+    principal: text,
+  },
+  reply: reply<
+    | ['added', string, 'run' | 'queued' | 'steered', string]
+    | ['busy', string]
+    | ['exists', string, 'open' | 'settled', 'first' | '']
+    | ['conflict']
+  >(),
+})
+
+export const logModelResponse = defineScript({
+  name: 'logModelResponse',
+  keys: ['log', 'inputs', 'calls', 'conversation'],
+  trailingKeys: 'toolIndexes',
+  args: { inputId: text, expected: num, record: text, member: text, tools: text },
+  /** pairs of stored call id and fingerprint */
+  trailingArgs: 'idsAndFingerprints',
+  reply: reply<['ok', string] | ['stale'] | ['unknown'] | ['taken', string]>(),
+})
+
+export const turnRecord = defineScript({
+  name: 'turnRecord',
+  keys: ['log', 'inputs', 'conversation'],
+  args: {
+    inputId: text,
+    expected: arg<number | ''>(),
+    record: text,
+    mark: arg<'paused' | 'resumed' | ''>(),
+    attempt: arg<number | ''>(),
+  },
+  reply: reply<['ok', string] | ['stale'] | ['unknown'] | ['settled'] | ['not_paused']>(),
+})
+
+export const settleInput = defineScript({
+  name: 'settleInput',
+  keys: ['log', 'inputs', 'openTurns', 'line', 'conversation', 'openIndex', 'outcomeIndex'],
+  args: {
+    inputId: text,
+    record: text,
+    openMember: text,
+    publish: arg<'PUBLISH' | 'SPUBLISH'>(),
+    channel: text,
+    messageKey: text,
+    outcome: arg<'completed' | 'failed' | 'aborted'>(),
+    now: num,
+  },
+  reply: reply<['settled', string, string] | ['already', string, string] | ['unknown']>(),
+})
+
+export const rerunTurn = defineScript({
+  name: 'rerunTurn',
+  keys: ['log', 'inputs', 'calls', 'openTurns', 'line', 'conversation', 'openIndex', 'failedIndex', 'abortedIndex'],
+  args: { inputId: text, rerunId: text, now: num, openMember: text, principal: text },
+  trailingArgs: 'toolCallIds',
+  reply: reply<['rerun', string, string] | ['exists'] | ['unknown'] | ['open'] | ['completed']>(),
+})
+
+export const readConversation = defineScript({
+  name: 'readConversation',
+  keys: ['conversation', 'log'],
+  args: {},
+  reply: reply<[header: string, entries: Array<[string, string[]]>]>(),
+})
+
+export const fillConversation = defineScript({
+  name: 'fillConversation',
+  keys: ['conversation'],
+  args: {},
+  trailingArgs: 'entryIds',
+  reply: reply<['filled'] | ['complete']>(),
+})
+
+export const appendRecords = defineScript({
+  name: 'appendRecords',
+  keys: ['log'],
+  args: {},
+  trailingArgs: 'records',
+  reply: reply<string[]>(),
+})
+
+export const removeSession = defineScript({
+  name: 'removeSession',
+  keys: ['log', 'steps', 'calls', 'questions', 'inputs', 'line', 'conversation', 'live', 'sessions'],
+  trailingKeys: 'turnIndexes',
+  args: { mode: arg<'check' | 'remove'>(), exportedLastId: text, sessionId: text },
+  reply: reply<['open', 'turn' | 'call'] | ['idle', string, ...names: string[]] | ['moved', string] | ['removed']>(),
+})

@@ -3,14 +3,14 @@
   on the question, atomically. The caller validated the value against the question's schema.
 
   Input:
-    KEYS[1] questions hash (questionId -> question JSON, questionId\0answer -> answer JSON)
-    KEYS[2] session log stream
-    KEYS[3] open questions index
+    KEYS[1] questions: questions hash (questionId -> question JSON, questionId\0answer -> answer JSON)
+    KEYS[2] log: session log stream
+    KEYS[3] openQuestions: open questions index
     ARGV[1] questionId
-    ARGV[2] answer value JSON
-    ARGV[3] harness.tool.answer record JSON
-    ARGV[4] now ms
-    ARGV[5] open questions member
+    ARGV[2] answer: answer value JSON
+    ARGV[3] record: harness.tool.answer record JSON
+    ARGV[4] now: now ms
+    ARGV[5] openMember: open questions member
 
   Output:
     {'ok', entryId, toolCallId} | {'unknown'} | {'answered'} | {'expired'} | {'closed'} (its call was cancelled)

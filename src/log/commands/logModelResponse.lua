@@ -5,18 +5,18 @@
   other writer took meanwhile refuses the whole write ('taken'), and the caller picks ids again.
 
   Input:
-    KEYS[1] session log stream
-    KEYS[2] inputs hash
-    KEYS[3] calls hash ("<toolCallId>\0req" -> fingerprint of the call's tool and input)
-    KEYS[4] the session's conversation projection (includes/conversation.lua)
-    KEYS[5..] the tool indexes of the turn's harness (keys.ts turnToolIndexKey), one per tool the
+    KEYS[1] log: session log stream
+    KEYS[2] inputs: inputs hash
+    KEYS[3] calls: calls hash ("<toolCallId>\0req" -> fingerprint of the call's tool and input)
+    KEYS[4] conversation: the session's conversation projection (includes/conversation.lua)
+    KEYS[5..] toolIndexes: the tool indexes of the turn's harness (keys.ts turnToolIndexKey), one per tool the
             response calls: the turn joins them, scored by when it was prompted (host.turns({ tool }))
     ARGV[1] inputId
-    ARGV[2] number of responses the caller folded from the log
-    ARGV[3] harness.model.response record JSON
-    ARGV[4] the turn's member in the turns indexes (formats.ts openMember)
-    ARGV[5] the tool names of KEYS[5..] as a JSON array (kept on the input: retention names their indexes)
-    ARGV[6..] pairs: stored tool call id, fingerprint
+    ARGV[2] expected: number of responses the caller folded from the log
+    ARGV[3] record: harness.model.response record JSON
+    ARGV[4] member: the turn's member in the turns indexes (formats.ts openMember)
+    ARGV[5] tools: the tool names of KEYS[5..] as a JSON array (kept on the input: retention names their indexes)
+    ARGV[6..] idsAndFingerprints: pairs: stored tool call id, fingerprint
 
   Output:
     {'ok', entryId} | {'stale'} | {'unknown'} | {'taken', toolCallId}

@@ -3,8 +3,9 @@
   call holds it: a slot that expired (its holder was presumed dead) is not taken back.
 
   Input:
-    KEYS[1] slots ZSET
-    ARGV[1] member   ARGV[2] lease ms
+    KEYS[1] slots: slots ZSET
+    ARGV[1] member
+    ARGV[2] leaseMs
 
   Output:
     1 renewed | 0 not held

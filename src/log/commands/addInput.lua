@@ -6,26 +6,26 @@
     'reject' the session is busy: refused, nothing written
 
   Input:
-    KEYS[1] session log stream
-    KEYS[2] inputs hash (inputId -> {text, entryId, status, harness, at, responses, parent?, context?, steered?, steerInto?}; "\0seq" -> counter)
-    KEYS[3] sessions index (sorted set, score = last activity ms)
-    KEYS[4] open turns index (sorted set, member = the open turn member, score = start ms)
-    KEYS[5] the session's open inputs in line (sorted set, score = arrival order)
-    KEYS[6] the session's conversation projection (includes/conversation.lua)
-    KEYS[7] the turns index of the harness, status 'open' (keys.ts turnIndexKey: host.turns reads it)
-    KEYS[8..] the tag indexes of the harness, one per tag of the metadata (keys.ts turnTagIndexKey)
+    KEYS[1] log: session log stream
+    KEYS[2] inputs: inputs hash (inputId -> {text, entryId, status, harness, at, responses, parent?, context?, steered?, steerInto?}; "\0seq" -> counter)
+    KEYS[3] sessions: sessions index (sorted set, score = last activity ms)
+    KEYS[4] openTurns: open turns index (sorted set, member = the open turn member, score = start ms)
+    KEYS[5] line: the session's open inputs in line (sorted set, score = arrival order)
+    KEYS[6] conversation: the session's conversation projection (includes/conversation.lua)
+    KEYS[7] openIndex: the turns index of the harness, status 'open' (keys.ts turnIndexKey: host.turns reads it)
+    KEYS[8..] tagIndexes: the tag indexes of the harness, one per tag of the metadata (keys.ts turnTagIndexKey)
     ARGV[1] inputId
     ARGV[2] text
-    ARGV[3] harness.input record JSON
-    ARGV[4] now ms
-    ARGV[5] session id (member of the sessions index)
-    ARGV[6] open turns member (formats.ts)
-    ARGV[7] harness name (the sweeper needs it to find the turn's queue)
-    ARGV[8] parent call JSON ('' for none): the agent tool call this input answers, woken when it settles
-    ARGV[9] busy mode: 'queue' | 'steer' | 'reject'
-    ARGV[10] the input's context JSON ('' for none), kept as a string (verbatim: cjson would turn [] into {})
-    ARGV[11] the input's metadata JSON ('' for none): string tags host.turns filters by
-    ARGV[12] who prompted ('' for nobody named)
+    ARGV[3] record: harness.input record JSON
+    ARGV[4] now: now ms
+    ARGV[5] sessionId: session id (member of the sessions index)
+    ARGV[6] openMember: open turns member (formats.ts)
+    ARGV[7] harness: harness name (the sweeper needs it to find the turn's queue)
+    ARGV[8] parent: parent call JSON ('' for none): the agent tool call this input answers, woken when it settles
+    ARGV[9] busy: busy mode: 'queue' | 'steer' | 'reject'
+    ARGV[10] context: the input's context JSON ('' for none), kept as a string (verbatim: cjson would turn [] into {})
+    ARGV[11] metadata: the input's metadata JSON ('' for none): string tags host.turns filters by
+    ARGV[12] principal: who prompted ('' for nobody named)
 
   Output:
     {'added', entryId, 'run' | 'queued' | 'steered', runningInputId or ''} | {'busy', runningInputId}

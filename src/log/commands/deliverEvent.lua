@@ -7,14 +7,14 @@
   retention, for the first wait that asks.
 
   Input:
-    KEYS[1] the (event, key) hash
-    ARGV[1] event uid
-    ARGV[2] event id (de-duplication), or empty
-    ARGV[3] payload JSON
-    ARGV[4] now ms
-    ARGV[5] retention ms: how long a kept event and a seen id are kept
-    ARGV[6] grace ms of waiters (awaitEvent)
-    ARGV[7..] the waiter members whose schema accepted the payload
+    KEYS[1] eventHash: the (event, key) hash
+    ARGV[1] uid: event uid
+    ARGV[2] id: event id (de-duplication), or empty
+    ARGV[3] payload: payload JSON
+    ARGV[4] now: now ms
+    ARGV[5] retentionMs: retention ms: how long a kept event and a seen id are kept
+    ARGV[6] graceMs: grace ms of waiters (awaitEvent)
+    ARGV[7..] checkedMembers: the waiter members whose schema accepted the payload
 
   Output:
     {'delivered', member, harness, ...} | {'stored'} | {'duplicate', member, harness, ...}

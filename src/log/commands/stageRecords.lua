@@ -5,12 +5,12 @@
   command re-sent after a reconnect arrives twice; positions already staged are skipped.
 
   Input:
-    KEYS[1] calls hash
-    KEYS[2] staged records list of this call
+    KEYS[1] calls: calls hash
+    KEYS[2] staged: staged records list of this call
     ARGV[1] toolCallId
-    ARGV[2] caller's epoch
-    ARGV[3] position of the first record among the call's appends (0-based)
-    ARGV[4..n] record JSON
+    ARGV[2] epoch: caller's epoch
+    ARGV[3] first: position of the first record among the call's appends (0-based)
+    ARGV[4..] records: record JSON
 
   Output:
     {'ok'} | {'fenced', currentEpoch}

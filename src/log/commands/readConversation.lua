@@ -3,8 +3,8 @@
   in log order, in one round trip. Costs O(the conversation), whatever else the log holds.
 
   Input:
-    KEYS[1] the session's conversation projection
-    KEYS[2] session log stream
+    KEYS[1] conversation: the session's conversation projection
+    KEYS[2] log: session log stream
 
   Output:
     {header, {{entryId, fields}, ...}}: header '^' (complete), '^<id>' (entries before <id> are not

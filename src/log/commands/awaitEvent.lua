@@ -7,13 +7,13 @@
   is the tool's (any Standard Schema) and runs in TypeScript. Order: delivered, kept, timeout, wait.
 
   Input:
-    KEYS[1] the (event, key) hash
-    ARGV[1] waiter member 'c|<sid>|<toolCallId>|<step>'
-    ARGV[2] waiter value '<until>\n<harness>\n<schema JSON>'
-    ARGV[3] now ms
-    ARGV[4] grace ms: how long past its until a waiter's entries are kept
-    ARGV[5] '1' when now >= until (the timeout passed)
-    ARGV[6..] pairs of a kept event uid and the caller's verdict on it: 'ok' | 'no'
+    KEYS[1] eventHash: the (event, key) hash
+    ARGV[1] member: waiter member 'c|<sid>|<toolCallId>|<step>'
+    ARGV[2] waiter: waiter value '<until>\n<harness>\n<schema JSON>'
+    ARGV[3] now: now ms
+    ARGV[4] graceMs: grace ms: how long past its until a waiter's entries are kept
+    ARGV[5] expired: '1' when now >= until (the timeout passed)
+    ARGV[6..] verdicts: pairs of a kept event uid and the caller's verdict on it: 'ok' | 'no'
 
   Output:
     {'event', uid, payload} | {'timeout'} | {'waiting'} | {'check', uid, payload, uid, payload, ...}

@@ -4,11 +4,11 @@
   so a small log gives back its unused bytes (includes/compactLog.lua).
 
   Input:
-    KEYS[1] calls hash
-    KEYS[2] session log stream
+    KEYS[1] calls: calls hash
+    KEYS[2] log: session log stream
     ARGV[1] toolCallId
-    ARGV[2] caller's epoch
-    ARGV[3] harness.tool.suspended record JSON
+    ARGV[2] epoch: caller's epoch
+    ARGV[3] record: harness.tool.suspended record JSON
 
   Output:
     {'ok'} | {'fenced', currentEpoch}

@@ -4,22 +4,22 @@
   settled turn leaves its session idle, so a small log gives back its unused bytes (includes/compactLog.lua).
 
   Input:
-    KEYS[1] session log stream
-    KEYS[2] inputs hash
-    KEYS[3] open turns index
-    KEYS[4] the session's open inputs in line
-    KEYS[5] the session's conversation projection (includes/conversation.lua)
-    KEYS[6] the turns index of the input's harness, status 'open' (keys.ts turnIndexKey)
-    KEYS[7] the turns index of the input's harness, status = the outcome
+    KEYS[1] log: session log stream
+    KEYS[2] inputs: inputs hash
+    KEYS[3] openTurns: open turns index
+    KEYS[4] line: the session's open inputs in line
+    KEYS[5] conversation: the session's conversation projection (includes/conversation.lua)
+    KEYS[6] openIndex: the turns index of the input's harness, status 'open' (keys.ts turnIndexKey)
+    KEYS[7] outcomeIndex: the turns index of the input's harness, status = the outcome
     ARGV[1] inputId
-    ARGV[2] harness.input.settled record JSON
-    ARGV[3] open turns member
-    ARGV[4] 'PUBLISH', or 'SPUBLISH' on a Cluster
-    ARGV[5] events channel of the session's shard
-    ARGV[6] message key (formats.ts): PUBLISH "<key>\n<settled record>" wakes settled() waiters and
+    ARGV[2] record: harness.input.settled record JSON
+    ARGV[3] openMember: open turns member
+    ARGV[4] publish: 'PUBLISH', or 'SPUBLISH' on a Cluster
+    ARGV[5] channel: events channel of the session's shard
+    ARGV[6] messageKey: message key (formats.ts): PUBLISH "<key>\n<settled record>" wakes settled() waiters and
             tells workers to end the turn's running calls (the record's outcome is a field of it)
-    ARGV[7] the outcome: 'completed' | 'failed' | 'aborted' (kept on the input: a rerun takes only failed or aborted)
-    ARGV[8] now ms (the score of the turn in its outcome's index)
+    ARGV[7] outcome: the outcome: 'completed' | 'failed' | 'aborted' (kept on the input: a rerun takes only failed or aborted)
+    ARGV[8] now: now ms (the score of the turn in its outcome's index)
 
   Output:
     {'settled', entryId, nextInputId or ''} | {'already', settledEntryId, nextInputId or ''} | {'unknown'}

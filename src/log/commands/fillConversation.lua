@@ -6,8 +6,8 @@
   complete. Idempotent: a projection already complete is left as it is.
 
   Input:
-    KEYS[1] the session's conversation projection
-    ARGV[1..] entry ids of the log's conversation records the reader found, in log order
+    KEYS[1] conversation: the session's conversation projection
+    ARGV[1..] entryIds: entry ids of the log's conversation records the reader found, in log order
 
   Output:
     {'filled'} | {'complete'}

@@ -3,23 +3,23 @@
   fencing epoch; later writes of older attempts are refused.
 
   Input:
-    KEYS[1] calls hash (toolCallId -> {s = status (running | parked | done | again), e = epoch, a = attempt, r = replay, n = name, h = harness, i = inputId};
+    KEYS[1] calls: calls hash (toolCallId -> {s = status (running | parked | done | again), e = epoch, a = attempt, r = replay, n = name, h = harness, i = inputId};
             "<toolCallId>\0req" -> the fingerprint of the logged call)
-    KEYS[2] session log stream
-    KEYS[3] staged records list of this call
-    KEYS[4] open calls index (sorted set)
-    KEYS[5] inputs hash: the turn's input state is returned with the begin (the attempt needs its status and context)
+    KEYS[2] log: session log stream
+    KEYS[3] staged: staged records list of this call
+    KEYS[4] openCalls: open calls index (sorted set)
+    KEYS[5] inputs: inputs hash: the turn's input state is returned with the begin (the attempt needs its status and context)
     ARGV[1] toolCallId
-    ARGV[2] tool name
-    ARGV[3] replay: 'safe' | 'never'
-    ARGV[4] now ms
-    ARGV[5] open calls member
-    ARGV[6] harness name ('' for none) and ARGV[7] the turn's inputId ('' for a runTool call): kept in the
-            state so the sweeper can enqueue the call again (it finds the input in the log)
-    ARGV[8] the fingerprint of the call the job names (tool, input, turn): the attempt begins only if the
+    ARGV[2] name: tool name
+    ARGV[3] replay: replay: 'safe' | 'never'
+    ARGV[4] now: now ms
+    ARGV[5] openMember: open calls member
+    ARGV[6] harness: harness name ('' for none), kept in the state so the sweeper can enqueue the call again
+    ARGV[7] inputId: the turn's inputId ('' for a runTool call), kept in the state likewise (the sweeper finds the input in the log)
+    ARGV[8] fingerprint: the fingerprint of the call the job names (tool, input, turn): the attempt begins only if the
             log's request of the call ("<toolCallId>\0req", written with the logged call) has it; ''
             begins unchecked (the caller took the call from the log itself)
-    ARGV[9] the harness version of this worker ('' for none): a fresh call keeps it as the version it
+    ARGV[9] version: the harness version of this worker ('' for none): a fresh call keeps it as the version it
             began under (state.v), which every later attempt gets back (docs/deploys.md)
 
   Output:
@@ -51,13 +51,13 @@ if not state then
   if version ~= '' then state.v = version end
   kind = 'fresh'
 else
-  -- begun with its runTool request (requestCall-4.lua) for a first delivery that skips its begin:
+  -- begun with its runTool request (requestCall.lua) for a first delivery that skips its begin:
   -- any begin of it (a re-delivery, or a first one that could not skip) may follow one that ran
   state.q = nil
   if state.s == 'parked' then
     kind = 'resume'
   elseif state.s == 'again' then
-    -- session.rerun reset a call that had landed an error (rerunTurn-9.lua): a new attempt from the top
+    -- session.rerun reset a call that had landed an error (rerunTurn.lua): a new attempt from the top
     state.a = state.a + 1
     kind = 'rerun'
   else

@@ -7,21 +7,21 @@
   session again right after it finds its keys gone and lists it again, and nothing unlists it then.
 
   Input:
-    KEYS[1] session log stream
-    KEYS[2] steps hash
-    KEYS[3] calls hash
-    KEYS[4] questions hash
-    KEYS[5] inputs hash
-    KEYS[6] the session's open inputs in line
-    KEYS[7] the session's conversation projection
-    KEYS[8] the session's live stream
-    KEYS[9] the shard's sessions index (sorted set)
-    KEYS[10..] ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named, and
+    KEYS[1] log: session log stream
+    KEYS[2] steps: steps hash
+    KEYS[3] calls: calls hash
+    KEYS[4] questions: questions hash
+    KEYS[5] inputs: inputs hash
+    KEYS[6] line: the session's open inputs in line
+    KEYS[7] conversation: the session's conversation projection
+    KEYS[8] live: the session's live stream
+    KEYS[9] sessions: the shard's sessions index (sorted set)
+    KEYS[10..] turnIndexes: ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named, and
             the tool and tag indexes (turnToolIndexKey, turnTagIndexKey) it named: the session's turns
             leave them in the same write
-    ARGV[1] 'check' | 'remove'
-    ARGV[2] ('remove') the id of the log's last entry when it was exported ('' for an empty log)
-    ARGV[3] the session id (its member in the sessions index)
+    ARGV[1] mode: 'check' | 'remove'
+    ARGV[2] exportedLastId: ('remove') the id of the log's last entry when it was exported ('' for an empty log)
+    ARGV[3] sessionId: the session id (its member in the sessions index)
 
   Output:
     {'open', 'turn' | 'call'}      open work: nothing removed

@@ -8,18 +8,19 @@
   first delivery runs at epoch 1 without a begin of its own; any other begin of it counts as a cut.
 
   Input:
-    KEYS[1] calls hash ("<toolCallId>\0req" -> fingerprint of the call's tool and input)
-    KEYS[2] session log stream
-    KEYS[3] sessions index (sorted set; NX: a listed session keeps its score, its last activity)
-    KEYS[4] open calls index (only with ARGV[6])
+    KEYS[1] calls: calls hash ("<toolCallId>\0req" -> fingerprint of the call's tool and input)
+    KEYS[2] log: session log stream
+    KEYS[3] sessions: sessions index (sorted set; NX: a listed session keeps its score, its last activity)
+    KEYS[4] openCalls: open calls index (only with ARGV[6])
     ARGV[1] toolCallId
     ARGV[2] fingerprint
-    ARGV[3] harness.tool.requested record JSON
-    ARGV[4] now ms
-    ARGV[5] session id (member of the sessions index)
-    ARGV[6] '' or the harness name: begin the call (state, open calls index, harness.tool.started)
-    ARGV[7] tool name, ARGV[8] open calls member (with ARGV[6])
-    ARGV[9] '' or the harness version the call begins under (with ARGV[6]; docs/deploys.md)
+    ARGV[3] record: harness.tool.requested record JSON
+    ARGV[4] now: now ms
+    ARGV[5] sessionId: session id (member of the sessions index)
+    ARGV[6] beginFor: '' or the harness name: begin the call (state, open calls index, harness.tool.started)
+    ARGV[7] name: tool name (with ARGV[6])
+    ARGV[8] openMember: open calls member (with ARGV[6])
+    ARGV[9] version: '' or the harness version the call begins under (with ARGV[6]; docs/deploys.md)
 
   Output:
     {'added', entryId} | {'exists'} | {'conflict'}

@@ -7,21 +7,21 @@
   that landed a result stays done: its job begins as 'done' and never runs again (R19).
 
   Input:
-    KEYS[1] session log stream
-    KEYS[2] inputs hash
-    KEYS[3] calls hash
-    KEYS[4] open turns index of the shard
-    KEYS[5] the session's open inputs in line
-    KEYS[6] the session's conversation projection (includes/conversation.lua)
-    KEYS[7] the turns index of the input's harness, status 'open' (keys.ts turnIndexKey)
-    KEYS[8] the same, status 'failed'
-    KEYS[9] the same, status 'aborted'
+    KEYS[1] log: session log stream
+    KEYS[2] inputs: inputs hash
+    KEYS[3] calls: calls hash
+    KEYS[4] openTurns: open turns index of the shard
+    KEYS[5] line: the session's open inputs in line
+    KEYS[6] conversation: the session's conversation projection (includes/conversation.lua)
+    KEYS[7] openIndex: the turns index of the input's harness, status 'open' (keys.ts turnIndexKey)
+    KEYS[8] failedIndex: the same, status 'failed'
+    KEYS[9] abortedIndex: the same, status 'aborted'
     ARGV[1] inputId
-    ARGV[2] rerunId (the same rerunId again does nothing)
-    ARGV[3] now ms
-    ARGV[4] open turns member (formats.ts)
-    ARGV[5] who reran ('' for nobody named)
-    ARGV[6..] the candidate tool call ids
+    ARGV[2] rerunId: rerunId (the same rerunId again does nothing)
+    ARGV[3] now: now ms
+    ARGV[4] openMember: open turns member (formats.ts)
+    ARGV[5] principal: who reran ('' for nobody named)
+    ARGV[6..] toolCallIds: the candidate tool call ids
 
   Output:
     {'rerun', entryId, firstInLineInputId} | {'exists'} (this rerunId ran already) | {'unknown'}

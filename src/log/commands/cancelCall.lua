@@ -5,21 +5,21 @@
   (running) or landed (done) is left alone: it ends on its own, so a call never gets two results.
 
   Input:
-    KEYS[1] calls hash
-    KEYS[2] session log stream
-    KEYS[3] staged records list of this call
-    KEYS[4] open calls index
-    KEYS[5] questions hash
-    KEYS[6] open questions index
-    KEYS[7] the session's conversation projection (includes/conversation.lua)
+    KEYS[1] calls: calls hash
+    KEYS[2] log: session log stream
+    KEYS[3] staged: staged records list of this call
+    KEYS[4] openCalls: open calls index
+    KEYS[5] questions: questions hash
+    KEYS[6] openQuestions: open questions index
+    KEYS[7] conversation: the session's conversation projection (includes/conversation.lua)
     ARGV[1] toolCallId
-    ARGV[2] the parked epoch the caller saw
-    ARGV[3] harness.tool.result record JSON (error code 'cancelled')
-    ARGV[4] open calls member
-    ARGV[5] 'PUBLISH', or 'SPUBLISH' on a Cluster
-    ARGV[6] events channel of the session's shard
-    ARGV[7] message key (formats.ts) of the landed result
-    ARGV[8..] pairs: questionId of the call, its open questions member
+    ARGV[2] epoch: the parked epoch the caller saw
+    ARGV[3] record: harness.tool.result record JSON (error code 'cancelled')
+    ARGV[4] openMember: open calls member
+    ARGV[5] publish: 'PUBLISH', or 'SPUBLISH' on a Cluster
+    ARGV[6] channel: events channel of the session's shard
+    ARGV[7] messageKey: message key (formats.ts) of the landed result
+    ARGV[8..] questions: pairs: questionId of the call, its open questions member
 
   Output:
     {'ok', resultEntryId} | {'done'} | {'running'} | {'moved'} | {'unknown'}

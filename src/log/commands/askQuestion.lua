@@ -3,20 +3,20 @@
   question for UIs and answerers, and the host-wide index of open questions.
 
   Input:
-    KEYS[1] calls hash
-    KEYS[2] steps hash
-    KEYS[3] session log stream
-    KEYS[4] questions hash (questionId -> question JSON)
-    KEYS[5] open questions index (sorted set, member = the open question member)
+    KEYS[1] calls: calls hash
+    KEYS[2] steps: steps hash
+    KEYS[3] log: session log stream
+    KEYS[4] questions: questions hash (questionId -> question JSON)
+    KEYS[5] openQuestions: open questions index (sorted set, member = the open question member)
     ARGV[1] toolCallId
-    ARGV[2] caller's epoch
-    ARGV[3] steps field
-    ARGV[4] step value JSON ({"questionId": ...})
-    ARGV[5] harness.tool.ask record JSON
+    ARGV[2] epoch: caller's epoch
+    ARGV[3] stepField: steps field
+    ARGV[4] stepValue: step value JSON ({"questionId": ...})
+    ARGV[5] record: harness.tool.ask record JSON
     ARGV[6] questionId
-    ARGV[7] question JSON
-    ARGV[8] now ms
-    ARGV[9] open questions member
+    ARGV[7] question: question JSON
+    ARGV[8] now: now ms
+    ARGV[9] openMember: open questions member
 
   Output:
     {'ok'} | {'exists', storedValue} | {'fenced', currentEpoch}

@@ -4,15 +4,15 @@
   state with as many tries or more is kept: a command re-sent after a reconnect writes nothing twice.
 
   Input:
-    KEYS[1] calls hash
-    KEYS[2] steps hash ("\0retry\0<toolCallId>\0<step name>" -> retry state JSON)
-    KEYS[3] session log stream
+    KEYS[1] calls: calls hash
+    KEYS[2] steps: steps hash ("\0retry\0<toolCallId>\0<step name>" -> retry state JSON)
+    KEYS[3] log: session log stream
     ARGV[1] toolCallId
-    ARGV[2] caller's epoch
-    ARGV[3] retry field
-    ARGV[4] retry state JSON ({a: failed tries, n?: next time ms, x?: 'exhausted' | 'stopped', m: message, c?: name})
-    ARGV[5] failed tries (the state's a)
-    ARGV[6] log record JSON
+    ARGV[2] epoch: caller's epoch
+    ARGV[3] retryField
+    ARGV[4] state: retry state JSON ({a: failed tries, n?: next time ms, x?: 'exhausted' | 'stopped', m: message, c?: name})
+    ARGV[5] tries: failed tries (the state's a)
+    ARGV[6] record: log record JSON
 
   Output:
     {'ok'} | {'exists', storedState} | {'fenced', currentEpoch}

@@ -7,14 +7,18 @@
   acquire as well as by a waiter's own re-check.
 
   Input:
-    KEYS[1] slots ZSET      KEYS[2] waiting ZSET      KEYS[3] starts ZSET
-    KEYS[4] keys index ZSET (the limit's keys by last use: stats read it)
-    KEYS[5] handed HASH (member -> ms it first became ready, for a waiter handed a slot: its wait time)
-    ARGV[1] member (<sessionId>|<toolCallId>, or a turn's <sessionId>|<inputId>)
-    ARGV[2] lease ms (the job lock: a slot not renewed within it is free again)
-    ARGV[3] concurrency (0: none)   ARGV[4] rate limit (0: none)   ARGV[5] rate per ms
-    ARGV[6] the key as the user's key function gave it
-    ARGV[7] re-check ms of a concurrency waiter (its fallback when no release wakes it)
+    KEYS[1] slots: slots ZSET
+    KEYS[2] waiting: waiting ZSET
+    KEYS[3] starts: starts ZSET
+    KEYS[4] keysIndex: keys index ZSET (the limit's keys by last use: stats read it)
+    KEYS[5] handed: handed HASH (member -> ms it first became ready, for a waiter handed a slot: its wait time)
+    ARGV[1] member: member (<sessionId>|<toolCallId>, or a turn's <sessionId>|<inputId>)
+    ARGV[2] leaseMs: lease ms (the job lock: a slot not renewed within it is free again)
+    ARGV[3] concurrency: concurrency (0: none)
+    ARGV[4] rateLimit: rate limit (0: none)
+    ARGV[5] perMs: rate per ms
+    ARGV[6] key: the key as the user's key function gave it
+    ARGV[7] recheckMs: re-check ms of a concurrency waiter (its fallback when no release wakes it)
 
   Output:
     {'granted', waitedMs, startedAt (server ms: the start the rate counts), ...promote}

@@ -3,11 +3,17 @@
   expired lease left) to the oldest waiters, in FIFO order; the caller promotes them.
 
   Input:
-    KEYS[1] slots ZSET      KEYS[2] waiting ZSET      KEYS[3] starts ZSET
-    KEYS[4] keys index ZSET
-    KEYS[5] handed HASH (member -> ms it first became ready, for a waiter handed a slot: its wait time)
-    ARGV[1] member   ARGV[2] lease ms   ARGV[3] concurrency (0: none)
-    ARGV[4] rate limit (0: none)   ARGV[5] rate per ms   ARGV[6] the key as the user gave it
+    KEYS[1] slots: slots ZSET
+    KEYS[2] waiting: waiting ZSET
+    KEYS[3] starts: starts ZSET
+    KEYS[4] keysIndex: keys index ZSET
+    KEYS[5] handed: handed HASH (member -> ms it first became ready, for a waiter handed a slot: its wait time)
+    ARGV[1] member
+    ARGV[2] leaseMs
+    ARGV[3] concurrency: concurrency (0: none)
+    ARGV[4] rateLimit: rate limit (0: none)
+    ARGV[5] perMs: rate per ms
+    ARGV[6] key: the key as the user gave it
 
   Output:
     {...promote}   members handed a slot

@@ -2,8 +2,8 @@
   Appends records to a session log, unfenced (the sweeper's recovery notes).
 
   Input:
-    KEYS[1] session log stream
-    ARGV[1..n] record JSON, one entry each
+    KEYS[1] log: session log stream
+    ARGV[1..] records: record JSON, one entry each
 
   Output:
     array of the new stream ids, in order

@@ -3,18 +3,18 @@
   then the call state 'done', all in one atomic write.
 
   Input:
-    KEYS[1] calls hash
-    KEYS[2] session log stream
-    KEYS[3] staged records list of this call
-    KEYS[4] open calls index
-    KEYS[5] the session's conversation projection (includes/conversation.lua)
+    KEYS[1] calls: calls hash
+    KEYS[2] log: session log stream
+    KEYS[3] staged: staged records list of this call
+    KEYS[4] openCalls: open calls index
+    KEYS[5] conversation: the session's conversation projection (includes/conversation.lua)
     ARGV[1] toolCallId
-    ARGV[2] caller's epoch
-    ARGV[3] harness.tool.result record JSON
-    ARGV[4] open calls member
-    ARGV[5] 'PUBLISH', or 'SPUBLISH' on a Cluster (the channel carries the shard's hash tag)
-    ARGV[6] events channel of the session's shard
-    ARGV[7] message key (formats.ts): PUBLISH "<key>\n<result record>" wakes waiters such as runTool
+    ARGV[2] epoch: caller's epoch
+    ARGV[3] record: harness.tool.result record JSON
+    ARGV[4] openMember: open calls member
+    ARGV[5] publish: 'PUBLISH', or 'SPUBLISH' on a Cluster (the channel carries the shard's hash tag)
+    ARGV[6] channel: events channel of the session's shard
+    ARGV[7] messageKey: message key (formats.ts): PUBLISH "<key>\n<result record>" wakes waiters such as runTool
             (a lost message only delays them: they re-check)
 
   Output:

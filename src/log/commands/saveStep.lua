@@ -3,14 +3,14 @@
   The first stored value wins; a later save of the same step returns the stored one.
 
   Input:
-    KEYS[1] calls hash
-    KEYS[2] steps hash ("<toolCallId>\0<step name>" -> value JSON, '' for no value)
-    KEYS[3] session log stream
+    KEYS[1] calls: calls hash
+    KEYS[2] steps: steps hash ("<toolCallId>\0<step name>" -> value JSON, '' for no value)
+    KEYS[3] log: session log stream
     ARGV[1] toolCallId
-    ARGV[2] caller's epoch
-    ARGV[3] steps field
-    ARGV[4] value JSON ('' for no value)
-    ARGV[5] log record JSON ('' for none)
+    ARGV[2] epoch: caller's epoch
+    ARGV[3] stepField: steps field
+    ARGV[4] value: value JSON ('' for no value)
+    ARGV[5] record: log record JSON ('' for none)
 
   Output:
     {'ok'} | {'exists', storedValue} | {'fenced', currentEpoch}

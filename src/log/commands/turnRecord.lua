@@ -7,14 +7,14 @@
   a resume): two runs of one turn (a lock lost under load) cannot both log try N.
 
   Input:
-    KEYS[1] session log stream
-    KEYS[2] inputs hash
-    KEYS[3] the session's conversation projection (includes/conversation.lua)
+    KEYS[1] log: session log stream
+    KEYS[2] inputs: inputs hash
+    KEYS[3] conversation: the session's conversation projection (includes/conversation.lua)
     ARGV[1] inputId
-    ARGV[2] number of responses the caller folded from the log, or '' for any
-    ARGV[3] record JSON
-    ARGV[4] 'paused' | 'resumed' | '' (what the record does to the input's paused mark)
-    ARGV[5] a retry record's attempt number, or ''
+    ARGV[2] expected: number of responses the caller folded from the log, or '' for any
+    ARGV[3] record: record JSON
+    ARGV[4] mark: 'paused' | 'resumed' | '' (what the record does to the input's paused mark)
+    ARGV[5] attempt: a retry record's attempt number, or ''
 
   Output:
     {'ok', entryId} | {'stale'} | {'unknown'} | {'settled'} | {'not_paused'}

@@ -1,0 +1,124 @@
+import { arg, defineScript, num, reply, text } from './script.js'
+
+/**
+ * The scripts of a tool call's ledger: its request and begin, the fenced writes of an attempt (step,
+ * retry, question, staged records, park, land), answers, and a cancel. Their KEYS and ARGV are the
+ * headers of the `.lua` files of the same names.
+ */
+type Fenced = ['fenced', number]
+
+/** What landing a call's result takes (includes/land.lua), the same for landResult and cancelCall. */
+const landArgs = {
+  toolCallId: text,
+  epoch: num,
+  record: text,
+  openMember: text,
+  publish: arg<'PUBLISH' | 'SPUBLISH'>(),
+  channel: text,
+  messageKey: text,
+}
+
+export const requestCall = defineScript({
+  name: 'requestCall',
+  keys: ['calls', 'log', 'sessions', 'openCalls'],
+  args: {
+    toolCallId: text,
+    fingerprint: text,
+    record: text,
+    now: num,
+    sessionId: text,
+    beginFor: text,
+    name: text,
+    openMember: text,
+    version: text,
+  },
+  reply: reply<['added', string] | ['exists'] | ['conflict']>(),
+})
+
+export const beginCall = defineScript({
+  name: 'beginCall',
+  keys: ['calls', 'log', 'staged', 'openCalls', 'inputs'],
+  args: {
+    toolCallId: text,
+    name: text,
+    replay: arg<'safe' | 'never'>(),
+    now: num,
+    openMember: text,
+    harness: text,
+    inputId: text,
+    fingerprint: text,
+    version: text,
+  },
+  reply: reply<
+    [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string, version?: string] | ['unverified']
+  >(),
+})
+
+export const saveStep = defineScript({
+  name: 'saveStep',
+  keys: ['calls', 'steps', 'log'],
+  args: { toolCallId: text, epoch: num, stepField: text, value: text, record: text },
+  reply: reply<['ok'] | ['exists', string] | Fenced>(),
+})
+
+export const saveStepRetry = defineScript({
+  name: 'saveStepRetry',
+  keys: ['calls', 'steps', 'log'],
+  args: { toolCallId: text, epoch: num, retryField: text, state: text, tries: num, record: text },
+  reply: reply<['ok'] | ['exists', string] | Fenced>(),
+})
+
+export const askQuestion = defineScript({
+  name: 'askQuestion',
+  keys: ['calls', 'steps', 'log', 'questions', 'openQuestions'],
+  args: {
+    toolCallId: text,
+    epoch: num,
+    stepField: text,
+    stepValue: text,
+    record: text,
+    questionId: text,
+    question: text,
+    now: num,
+    openMember: text,
+  },
+  reply: reply<['ok'] | ['exists', string] | Fenced>(),
+})
+
+export const answerQuestion = defineScript({
+  name: 'answerQuestion',
+  keys: ['questions', 'log', 'openQuestions'],
+  args: { questionId: text, answer: text, record: text, now: num, openMember: text },
+  reply: reply<['ok', string, string] | ['unknown'] | ['answered'] | ['expired'] | ['closed']>(),
+})
+
+export const stageRecords = defineScript({
+  name: 'stageRecords',
+  keys: ['calls', 'staged'],
+  args: { toolCallId: text, epoch: num, first: num },
+  trailingArgs: 'records',
+  reply: reply<['ok'] | Fenced>(),
+})
+
+export const parkCall = defineScript({
+  name: 'parkCall',
+  keys: ['calls', 'log'],
+  args: { toolCallId: text, epoch: num, record: text },
+  reply: reply<['ok'] | Fenced>(),
+})
+
+export const landResult = defineScript({
+  name: 'landResult',
+  keys: ['calls', 'log', 'staged', 'openCalls', 'conversation'],
+  args: landArgs,
+  reply: reply<['ok', string] | Fenced>(),
+})
+
+export const cancelCall = defineScript({
+  name: 'cancelCall',
+  keys: ['calls', 'log', 'staged', 'openCalls', 'questions', 'openQuestions', 'conversation'],
+  /** the landing (the parked epoch seen as its epoch), then pairs of questionId and open questions member */
+  args: landArgs,
+  trailingArgs: 'questions',
+  reply: reply<['ok', string] | ['done'] | ['running'] | ['moved'] | ['unknown']>(),
+})
