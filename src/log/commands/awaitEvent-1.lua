@@ -9,7 +9,7 @@
   Input:
     KEYS[1] the (event, key) hash
     ARGV[1] waiter member 'c|<sid>|<toolCallId>|<step>'
-    ARGV[2] waiter value '<until>\n<harness>\n<schema JSON>'
+    ARGV[2] waiter value '<until>\n<harness>\n<schema reference or empty>' (includes/eventHash.lua)
     ARGV[3] now ms
     ARGV[4] grace ms: how long past its until a waiter's entries are kept
     ARGV[5] '1' when now >= until (the timeout passed)
