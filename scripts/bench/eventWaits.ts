@@ -141,6 +141,7 @@ export async function measureEventWaits(url: string, options: { waits: number; w
   const wake = await wakeLatency(url, options.wakes)
   return {
     waits: options.waits,
+    wakes: options.wakes,
     sleepBytes: sleep.bytes,
     waitBytes: wait.bytes,
     ratio: Number((wait.bytes / sleep.bytes).toFixed(2)),
