@@ -111,7 +111,7 @@ function retryAfterOf(error: unknown): number | undefined {
   }
   const { after, thrownAt } = retryAfter
   try {
-    return after instanceof Date ? parseWakeTime(after) : thrownAt + parseDuration(after as Duration)
+    return after instanceof Date ? parseWakeTime(after) : thrownAt + parseDuration(after)
   } catch (cause) {
     throw new ConfigError(
       `RetryAfterError "${retryAfter.message}": after must be a Duration or a Date (${cause instanceof Error ? cause.message : String(cause)}).`,
