@@ -1,4 +1,4 @@
-// `npm run bench -- --against <git ref> [--rounds 5] [--rows id,id|all] [--quick] [--keep] [--npm-ci] [--driver this|own]`
+// `npm run bench -- --against <git ref> [--rounds 5] [--rows id,id|all] [--quick] [--keep] [--npm-ci] [--driver this|own] [--source]`
 // A/B of this tree against any commit, in one run: checks the ref out into a temporary git worktree
 // (node_modules reused when the ref's package-lock.json is this checkout's, or when the ref pins the
 // same versions of its runtime dependencies as are installed here; else `npm ci` there), starts one
@@ -15,6 +15,7 @@ import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { startRedisServer } from '../../src/testing/index.js'
 import { AB_ROWS, aggregate, formatReport, type RowResult, type SideRound } from './againstReport.js'
+import { compileSide } from './compileSide.js'
 import { stderrProgress as progress } from './lib.js'
 
 interface AgainstArgs {
@@ -26,6 +27,8 @@ interface AgainstArgs {
   npmCi: boolean
   /** 'this': this tree's row driver on both sides; 'own': each side's own againstSide.ts where it has one. */
   driver: 'this' | 'own'
+  /** Run each side's TypeScript source under tsx instead of its compiled JavaScript (compileSide.ts). */
+  source: boolean
 }
 
 function parseAgainstArgs(argv: string[]): AgainstArgs {
@@ -34,7 +37,7 @@ function parseAgainstArgs(argv: string[]): AgainstArgs {
     if (i < 0) return undefined
     return argv[i]!.includes('=') ? argv[i]!.slice(argv[i]!.indexOf('=') + 1) : argv[i + 1]
   }
-  const usage = `npm run bench -- --against <git ref> [--rounds N] [--rows ${AB_ROWS.map((r) => r.id).join(',')}|all] [--quick] [--keep] [--npm-ci] [--driver this|own]`
+  const usage = `npm run bench -- --against <git ref> [--rounds N] [--rows ${AB_ROWS.map((r) => r.id).join(',')}|all] [--quick] [--keep] [--npm-ci] [--driver this|own] [--source]`
   const fail = (why: string): never => {
     process.stderr.write(`bench --against: ${why}\n${usage}\n`)
     process.exit(2)
@@ -57,6 +60,7 @@ function parseAgainstArgs(argv: string[]): AgainstArgs {
     keep: argv.includes('--keep'),
     npmCi: argv.includes('--npm-ci'),
     driver: driver as 'this' | 'own',
+    source: argv.includes('--source'),
   }
 }
 
@@ -148,6 +152,14 @@ export async function againstMain(root: string, argv: string[]): Promise<void> {
       progress(`[against] npm ci in the ref's worktree (its package-lock.json differs)`)
       execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] })
     }
+    // each side's library as users run it: compiled by tsc (docs/BENCHMARKS.md, compileSide.ts)
+    const libs = { this: root, ref: dir }
+    if (!args.source) {
+      const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
+      progress(`[against] compiling both sides with tsc (--source: run their TypeScript under tsx)`)
+      libs.this = compileSide(root, join(dir, '.bench-this'), tsc)
+      libs.ref = compileSide(dir, join(dir, '.bench-ref'), tsc)
+    }
     const before = await machineLoad()
     const cpus0 = os.cpus()
     progress(`[against] load average ${before.loadavg.join(' ')}, CPU idle ${Math.round(before.idle1s * 100)}% on ${cpus0.length} CPUs`)
@@ -163,8 +175,10 @@ export async function againstMain(root: string, argv: string[]): Promise<void> {
         for (const side of order) {
           await flush.flushall() // each side starts on an empty Redis
           progress(`[against] round ${r + 1}/${args.rounds}: ${side === 'this' ? thisLabel : refLabel}`)
-          const lib = side === 'this' ? root : dir
-          const rows = await runSide(drivers[side], lib, redis.url, args, (c) => (child = c))
+          // a ref's own driver from before --js runs its source
+          const js = !args.source && readFileSync(join(drivers[side], DRIVER), 'utf8').includes("'--js'")
+          const lib = js ? libs[side] : side === 'this' ? root : dir
+          const rows = await runSide(drivers[side], lib, redis.url, { ...args, source: !js }, (c) => (child = c))
           rounds.push({ round: r, side, rows })
         }
       }
@@ -230,6 +244,7 @@ function runSide(
     '--rows',
     args.rows.join(','),
     ...(args.quick ? ['--quick'] : []),
+    ...(args.source ? [] : ['--js']),
   ]
   return new Promise((resolve) => {
     const c = spawn(process.execPath, argv, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })

@@ -3,7 +3,7 @@
 // measured by the same driver code and differ only in the library. Prints one line
 // `AB-RESULT {"rows":{...}}` on stdout: a value a row, or the reason the row could not be measured
 // (an older library without an API the row needs). Progress goes to stderr.
-// `npx tsx scripts/bench/againstSide.ts --lib <root> --redis <url> --rows runTool-p50,drain-10 [--quick]`
+// `npx tsx scripts/bench/againstSide.ts --lib <root> --redis <url> --rows runTool-p50,drain-10 [--quick] [--js]`
 // `--cpu-prof <dir>`: a V8 CPU profile of the measured part of the runTool-20 and drain rows only
 // (after the warm-up), one `<row>.cpuprofile` each; compare sides with profileDiff.ts.
 import { mkdirSync, writeFileSync } from 'node:fs'
@@ -40,7 +40,10 @@ type Lib = typeof Index &
 
 /** The library as the tree under `root` has it (its own node_modules resolve its imports). */
 async function loadLib(root: string): Promise<Lib> {
-  const load = (path: string) => import(pathToFileURL(join(root, path)).href) as Promise<Record<string, unknown>>
+  // `--js`: the side's compiled library (compileSide.ts), else its TypeScript source under tsx
+  const js = process.argv.includes('--js')
+  const load = (path: string) =>
+    import(pathToFileURL(join(root, js ? path.replace(/\.ts$/, '.js') : path)).href) as Promise<Record<string, unknown>>
   const [index, testing, log, queue] = await Promise.all([
     load('src/index.ts'),
     load('src/testing/index.ts'),

@@ -11,7 +11,7 @@ import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError, type HarnessHost } from '../../src/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
-import { benchPrefix, deletePrefix, pause, pool, silentLogger, usedMemory } from './lib.js'
+import { benchPrefix, deletePrefix, freedByKind, keySizes, pause, pool, silentLogger, usedMemory } from './lib.js'
 
 const settle = durableTool(
   toolDefinition({ name: 'settle', description: 'Wait for a payment', inputSchema: z.object({ orderId: z.string(), sleep: z.boolean() }) }),
@@ -31,24 +31,50 @@ const settle = durableTool(
 )
 const bench = defineHarness({ name: 'bench-events', adapter: scriptedModel([]), tools: [settle] })
 
-async function withHost<T>(url: string, label: string, fn: (host: HarnessHost, prefix: string, admin: Redis) => Promise<T>): Promise<T> {
+async function withHost<T>(
+  url: string,
+  label: string,
+  fn: (host: HarnessHost, prefix: string, admin: Redis, stopWorkers: () => Promise<unknown>) => Promise<T>,
+): Promise<T> {
   const prefix = benchPrefix(label)
   const host = createHarnessHost({ redis: url, harnesses: [bench], prefix, logger: silentLogger })
   const workers = host.startWorkers({ concurrency: 50, sweepEveryMs: 0 })
+  let stopped: Promise<unknown> | undefined
+  const stopWorkers = () => (stopped ??= workers.close())
   const admin = new Redis(url)
   try {
-    return await fn(host, prefix, admin)
+    return await fn(host, prefix, admin, stopWorkers)
   } finally {
-    await workers.close()
+    await stopWorkers()
     await host.close()
     await deletePrefix(url, prefix)
     admin.disconnect()
   }
 }
 
-/** Bytes of used_memory a parked call, `n` calls on distinct sessions (and, for waits, distinct keys). */
-async function memoryPerCall(url: string, n: number, sleep: boolean, progress: (line: string) => void): Promise<number> {
-  return withHost(url, sleep ? 'sleep' : 'wait', async (host, prefix, admin) => {
+/** A key's kind: its name with the session, the (event, key) hash and the job id replaced by placeholders; undefined for a shared key. */
+function kindOf(key: string): string | undefined {
+  const kind = key
+    .replace(/\{ev-[0-9a-f]+\}/, '{ev-<hash>}')
+    .replace(/call\|s-\d+\|[^:]+$/, '<job>')
+    .replace(/:s-\d+:/g, ':<session>:')
+  return kind === key ? undefined : kind
+}
+/** A member of a shared index that is one of the measured calls' (not the warm-up's). */
+const measuredMember = (member: string) => /(^|\|)s-\d+(\||$)/.test(member)
+
+interface MemoryFigure {
+  /** used_memory a parked call. */
+  bytes: number
+  /** MEMORY USAGE a parked call by key kind, the shared indexes included (what the call created or grew). */
+  perKind: Record<string, number>
+  /** used_memory freed a parked call by deleting each kind of key (the shared indexes: the calls' members). */
+  freedPerKind: Record<string, number>
+}
+
+/** Bytes of used_memory a parked call, `n` calls on distinct sessions (and, for waits, distinct keys), and MEMORY USAGE by key. */
+async function memoryPerCall(url: string, n: number, sleep: boolean, progress: (line: string) => void): Promise<MemoryFigure> {
+  return withHost(url, sleep ? 'sleep' : 'wait', async (host, prefix, admin, stopWorkers) => {
     const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix, 0, 1), skipMetasUpdate: true })
     // warm-up: queue metadata and loaded scripts are in the baseline
     await host
@@ -57,6 +83,7 @@ async function memoryPerCall(url: string, n: number, sleep: boolean, progress: (
       .catch(() => {})
     while ((await delayed.getDelayedCount()) < 1) await pause(50)
     await pause(300)
+    const sizesBefore = await keySizes(admin, prefix)
     const before = await usedMemory(admin)
     await pool(n, 200, async (i) => {
       await host
@@ -70,8 +97,20 @@ async function memoryPerCall(url: string, n: number, sleep: boolean, progress: (
     await pause(500)
     const perCall = Math.round(((await usedMemory(admin)) - before) / n)
     progress(`${sleep ? 'sleep' : 'waitForEvent'}: ${perCall} B a parked call over ${n}`)
+    const perKind: Record<string, number> = {}
+    for (const [key, bytes] of await keySizes(admin, prefix)) {
+      const name = key.slice(prefix.length + 1)
+      const kind = kindOf(name) ?? name
+      perKind[kind] = (perKind[kind] ?? 0) + bytes - (sizesBefore.get(key) ?? 0)
+    }
+    for (const kind of Object.keys(perKind)) {
+      perKind[kind] = Math.round(perKind[kind]! / n)
+      if (Math.abs(perKind[kind]!) < 2) delete perKind[kind]
+    }
     await delayed.close()
-    return perCall
+    await stopWorkers()
+    const freedPerKind = await freedByKind(admin, prefix, n, kindOf, measuredMember)
+    return { bytes: perCall, perKind, freedPerKind }
   })
 }
 
@@ -97,10 +136,21 @@ async function wakeLatency(url: string, n: number): Promise<{ p50: number; p99: 
 
 export async function measureEventWaits(url: string, options: { waits: number; wakes: number; progress?: (line: string) => void }) {
   const progress = options.progress ?? ((line: string) => process.stderr.write(`${line}\n`))
-  const sleepBytes = await memoryPerCall(url, options.waits, true, progress)
-  const waitBytes = await memoryPerCall(url, options.waits, false, progress)
+  const sleep = await memoryPerCall(url, options.waits, true, progress)
+  const wait = await memoryPerCall(url, options.waits, false, progress)
   const wake = await wakeLatency(url, options.wakes)
-  return { waits: options.waits, sleepBytes, waitBytes, ratio: Number((waitBytes / sleepBytes).toFixed(2)), wake }
+  return {
+    waits: options.waits,
+    wakes: options.wakes,
+    sleepBytes: sleep.bytes,
+    waitBytes: wait.bytes,
+    ratio: Number((wait.bytes / sleep.bytes).toFixed(2)),
+    wake,
+    sleepPerKind: sleep.perKind,
+    waitPerKind: wait.perKind,
+    sleepFreedPerKind: sleep.freedPerKind,
+    waitFreedPerKind: wait.freedPerKind,
+  }
 }
 
 const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href
@@ -122,6 +172,10 @@ if (isMain) {
       `Redis memory per call waiting in step.waitForEvent: ${r.waitBytes} B (target <= 2048 B) over ${r.waits} waits on distinct keys; ` +
         `a call parked in step.sleep in the same run: ${r.sleepBytes} B (ratio ${r.ratio}x)`,
     )
+    console.log(`  MEMORY USAGE a waiting call, by key (B): ${JSON.stringify(r.waitPerKind)}`)
+    console.log(`  MEMORY USAGE a sleeping call, by key (B): ${JSON.stringify(r.sleepPerKind)}`)
+    console.log(`  used_memory freed a waiting call by deleting each kind of key (B): ${JSON.stringify(r.waitFreedPerKind)}`)
+    console.log(`  used_memory freed a sleeping call by deleting each kind of key (B): ${JSON.stringify(r.sleepFreedPerKind)}`)
     console.log(`sendEvent -> woken call's result: p50 ${r.wake.p50} ms, p99 ${r.wake.p99} ms`)
     console.log(JSON.stringify(r))
   } finally {

@@ -12,6 +12,12 @@ import { benchPrefix, deletePrefix, silentLogger, stderrProgress, summarize, typ
 
 const FOLLOWERS = 100
 const TEXT = 'x'.repeat(2048)
+/**
+ * The live stream's cap (src/log/live.ts, LIVE_MAX_ENTRIES; docs/events.md): a follower more than
+ * this many entries behind the writer loses the oldest, by design. 8a writes no more than this, so
+ * every follower can see every entry and the rate counts the same work in every run.
+ */
+const LIVE_CAP = 1_000
 
 export interface EventsResult {
   followers: number
@@ -50,17 +56,27 @@ async function followers(redisUrl: string, entries: number): Promise<{ ours: num
         )
       }
     }
+    const seen: number[] = []
     const ours = await fanOut(
-      Array.from({ length: FOLLOWERS }, () => async (until) => {
+      Array.from({ length: FOLLOWERS }, (_, f) => async (until) => {
         const controller = new AbortController()
-        let seen = 0
-        for await (const _ of host.open(harness, { sessionId: 'fan' }).events({ signal: controller.signal, blockMs: 1_000 })) {
-          if (++seen >= until) controller.abort()
+        seen[f] = 0
+        // stop at the last entry written, not after `until` events: a follower that lost entries
+        // must end (and fail the row below), not wait for entries that no longer exist
+        for await (const { event } of host.open(harness, { sessionId: 'fan' }).events({ signal: controller.signal, blockMs: 1_000 })) {
+          seen[f]!++
+          if (event.type === 'CUSTOM' && (event.value as { i?: number } | undefined)?.i === until - 1) controller.abort()
         }
       }),
       write,
       entries,
     )
+    const short = seen.filter((n) => n < entries)
+    if (short.length > 0)
+      throw new Error(
+        `events bench: ${short.length} of ${FOLLOWERS} followers saw fewer than the ${entries} live entries written ` +
+          `(fewest ${Math.min(...short)}): the live stream was trimmed under them`,
+      )
     // the baseline: plain XADD, and readers that XREAD BLOCK from their last id
     const key = `${prefix}:raw`
     const rawWrite = async () => {
@@ -163,7 +179,7 @@ async function joins(redisUrl: string, entries: number, count: number, fromStart
 
 export async function measureEvents(redisUrl: string, options: { quick?: boolean; progress?: Progress } = {}): Promise<EventsResult> {
   const progress = options.progress ?? stderrProgress
-  const entries = options.quick ? 500 : 2_000
+  const entries = options.quick ? 500 : LIVE_CAP
   progress(`[events] ${FOLLOWERS} followers of one session, ${entries} live entries; then 100 raw XREAD readers of ${entries} XADDs`)
   const { ours, raw } = await followers(redisUrl, entries)
   const count = options.quick ? 30 : 100

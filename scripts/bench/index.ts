@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,crash,events,retention,turns-index]`
+// `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,event-waits,crash,events,retention,turns-index]`
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
 // `npm run bench -- --against <git ref> [--rounds 5] [--rows …]`: A/B of this tree against a commit (against.ts)
 //
@@ -17,6 +17,7 @@ import { againstMain } from './against.js'
 import { measureAppendThroughput } from './appendThroughput.js'
 import { measureCrash } from './crash.js'
 import { measureEvents } from './events.js'
+import { measureEventWaits } from './eventWaits.js'
 import { redisVersion, stderrProgress } from './lib.js'
 import { measureParked } from './parked.js'
 import { measureRetention } from './retention.js'
@@ -28,7 +29,19 @@ import { measureTurn } from './turn.js'
 import { measureTurnsIndex } from './turnsIndex.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const MEASUREMENTS = ['steps', 'calls', 'replay', 'turn', 'append', 'parked', 'crash', 'events', 'retention', 'turns-index'] as const
+const MEASUREMENTS = [
+  'steps',
+  'calls',
+  'replay',
+  'turn',
+  'append',
+  'parked',
+  'event-waits',
+  'crash',
+  'events',
+  'retention',
+  'turns-index',
+] as const
 type Name = (typeof MEASUREMENTS)[number]
 
 interface Row {
@@ -158,6 +171,7 @@ async function main(): Promise<void> {
       turn: () => measureTurn(url, { quick, progress }),
       append: () => measureAppendThroughput(url, { quick, progress }),
       parked: () => measureParked(url, { parked: quick ? 1_000 : 10_000, sleeps: quick ? 200 : 1_000, progress }),
+      'event-waits': () => measureEventWaits(url, { waits: quick ? 1_000 : 10_000, wakes: quick ? 50 : 200, progress }),
       crash: () => measureCrash(url, { quick, progress }),
       events: () => measureEvents(url, { quick, progress }),
       retention: () => measureRetention(url, { quick, progress }),
@@ -221,6 +235,7 @@ type Results = {
   turn?: Awaited<ReturnType<typeof measureTurn>>
   append?: Awaited<ReturnType<typeof measureAppendThroughput>>
   parked?: Awaited<ReturnType<typeof measureParked>>
+  'event-waits'?: Awaited<ReturnType<typeof measureEventWaits>>
   crash?: Awaited<ReturnType<typeof measureCrash>>
   events?: Awaited<ReturnType<typeof measureEvents>>
   retention?: Awaited<ReturnType<typeof measureRetention>>
@@ -408,6 +423,17 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
   } else {
     missing('5d', 'host.turns first page of failed turns, 100,000 vs 1,000 sessions', '<= 1.2x', 'turns-index')
     missing('5e', 'host.turns first page of turns that called a tool, 100,000 vs 1,000 sessions', '<= 1.2x', 'turns-index')
+  }
+
+  // 5f, 5g. calls waiting in step.waitForEvent (issue 29): memory a wait (target 2 KiB), and send -> woken result
+  const ew = r['event-waits']
+  if (ew) {
+    const figure = `Redis memory per call waiting in step.waitForEvent (${ew.waits.toLocaleString('en-US')} distinct keys, 1 a session)`
+    atMost('5f', figure, `${ew.waitBytes} B`, `target 2048 B (step.sleep ${ew.sleepBytes} B)`, ew.waitBytes / 2048, 1)
+    info('5g', `sendEvent -> woken call's result p99 (p50), ${ew.wakes} wakes`, `${ms(ew.wake.p99)} (${ms(ew.wake.p50)})`, '—', null)
+  } else {
+    missing('5f', 'Redis memory per call waiting in step.waitForEvent', '<= 1x (2 KiB)', 'event-waits')
+    missing('5g', "sendEvent -> woken call's result", '(info)', 'event-waits')
   }
 
   // 6. turn latency against its Redis round trips

@@ -69,6 +69,64 @@ export async function deletePrefix(redisUrl: string, prefix: string): Promise<vo
   }
 }
 
+/** MEMORY USAGE (exact: SAMPLES 0) of every key of the prefix. */
+export async function keySizes(redis: Redis, prefix: string): Promise<Map<string, number>> {
+  const sizes = new Map<string, number>()
+  let cursor = '0'
+  do {
+    const [c, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+    cursor = c
+    const pipeline = redis.pipeline()
+    for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', '0')
+    const replies = (await pipeline.exec()) ?? []
+    keys.forEach((key, i) => sizes.set(key, Number(replies[i]?.[1] ?? 0)))
+  } while (cursor !== '0')
+  return sizes
+}
+
+/**
+ * used_memory freed, a call, by deleting each kind of key the calls made (`kindOf` names a key's kind,
+ * or undefined for a key they share): what a call costs by key in used_memory. MEMORY USAGE over- or
+ * under-counts it (a stream's nodes; the keyspace's own entry and an expiry's). A shared sorted set
+ * gives up the members `ours` accepts; other shared keys stay. Run it with the workers stopped.
+ */
+export async function freedByKind(
+  redis: Redis,
+  prefix: string,
+  n: number,
+  kindOf: (key: string) => string | undefined,
+  ours: (member: string) => boolean,
+): Promise<Record<string, number>> {
+  const kinds = new Map<string, string[]>()
+  const shared: string[] = []
+  for (const key of (await keySizes(redis, prefix)).keys()) {
+    const kind = kindOf(key.slice(prefix.length + 1))
+    if (kind === undefined) shared.push(key)
+    else kinds.set(kind, [...(kinds.get(kind) ?? []), key])
+  }
+  const freed: Record<string, number> = {}
+  const measure = async (kind: string, free: () => Promise<unknown>) => {
+    const before = await usedMemory(redis)
+    await free()
+    const bytes = Math.round((before - (await usedMemory(redis))) / n)
+    if (Math.abs(bytes) >= 2) freed[kind] = bytes
+  }
+  for (const [kind, keys] of kinds) {
+    await measure(kind, async () => {
+      for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500))
+    })
+  }
+  for (const key of shared) {
+    if ((await redis.type(key)) !== 'zset') continue
+    const members = (await redis.zrange(key, '0', '-1')).filter(ours)
+    if (members.length === 0) continue
+    await measure(key.slice(prefix.length + 1), async () => {
+      for (let i = 0; i < members.length; i += 500) await redis.zrem(key, ...members.slice(i, i + 500))
+    })
+  }
+  return freed
+}
+
 /** Redis's `used_memory` in bytes (INFO memory). */
 export const usedMemory = async (redis: Redis) => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1])
 

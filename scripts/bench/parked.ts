@@ -14,7 +14,7 @@ import type { RecordOf } from '../../src/log/index.js'
 import { shardBase, toolJobId } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
-import { deletePrefix, pause, pool, silentLogger, usedMemory } from './lib.js'
+import { deletePrefix, keySizes, pause, pool, silentLogger, usedMemory } from './lib.js'
 
 // The shape of the fixture's nap: one step.do, then step.sleep; the result says when it went on.
 const nap = durableTool(
@@ -62,21 +62,6 @@ interface MemoryFigure {
 export interface ParkedResult {
   memory: MemoryFigure[]
   lateness: { sleeps: number; p50: number; p90: number; p99: number; max: number; min: number }
-}
-
-/** MEMORY USAGE (exact: SAMPLES 0) of every key of the prefix. */
-async function keySizes(redis: Redis, prefix: string): Promise<Map<string, number>> {
-  const sizes = new Map<string, number>()
-  let cursor = '0'
-  do {
-    const [c, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-    cursor = c
-    const pipeline = redis.pipeline()
-    for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', '0')
-    const replies = (await pipeline.exec()) ?? []
-    keys.forEach((key, i) => sizes.set(key, Number(replies[i]?.[1] ?? 0)))
-  } while (cursor !== '0')
-  return sizes
 }
 
 function percentile(sorted: number[], p: number): number {

@@ -57,7 +57,7 @@ export async function runAgentCall(
   }
   const input = await childLog.getInput(CHILD_INPUT_ID)
   if (!input) {
-    const prompt = (data.input as { prompt?: unknown })?.prompt
+    const prompt = typeof data.input === 'object' && data.input !== null && 'prompt' in data.input ? data.input.prompt : undefined
     const parent: ParentCall = { harness: deps.harness.name, sessionId: data.sessionId, toolCallId: data.toolCallId }
     await childLog.addInput(CHILD_INPUT_ID, typeof prompt === 'string' ? prompt : JSON.stringify(data.input), child.name, { parent })
   }

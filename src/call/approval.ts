@@ -6,7 +6,7 @@ import { stepContext, type CallOutcome } from './runCall.js'
 
 /** True for a tool that waits for a person's approval before it runs (TanStack's `needsApproval`). */
 export function needsApproval(tool: unknown): boolean {
-  return (tool as { needsApproval?: unknown } | undefined)?.needsApproval === true
+  return typeof tool === 'object' && tool !== null && 'needsApproval' in tool && tool.needsApproval === true
 }
 
 /**

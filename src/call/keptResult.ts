@@ -6,7 +6,7 @@ import type { CallInput } from './runCall.js'
 
 /** A tool's `outputSchema` (TanStack's option) checks its result: one that fails it is a tool error. */
 async function checkOutput(harness: Harness, name: string, result: unknown): Promise<{ result: unknown } | { error: ToolErrorPayload }> {
-  const checked = await validateOptional((toolOf(harness, name) as { outputSchema?: unknown } | undefined)?.outputSchema, result)
+  const checked = await validateOptional(toolOf(harness, name)?.outputSchema, result)
   return checked.ok
     ? { result }
     : { error: { code: 'invalid_tool_output', message: `Result of tool "${name}" does not fit its outputSchema: ${checked.message}` } }

@@ -4,7 +4,7 @@ import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOfCall, type Harness } from '../harnessTypes.js'
 import { contextOf, sendCorked, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
-import { questionIdOf, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
+import { questionIdOf, resolverErrorName, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
 import { approvalDecided, decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
@@ -134,7 +134,7 @@ async function attemptOutcome(
   } catch (error) {
     // a tool error, not a job failure whose retry would look like a cut; the resolver's message may
     // hold the very secrets it failed to return, so only the error's name reaches the log
-    const name = (error as Error)?.name ?? 'error'
+    const name = resolverErrorName(error)
     logger.error({ errName: name }, 'the harness secrets resolver failed; the call gets a tool error')
     return {
       outcome: {

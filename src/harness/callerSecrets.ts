@@ -1,6 +1,6 @@
 import { SecretsUnavailableError } from '../errors.js'
 import type { Harness } from '../harnessTypes.js'
-import { resolveSecrets } from '../tool/index.js'
+import { resolveSecrets, resolverErrorName } from '../tool/index.js'
 
 /** A value a caller hands us to log: what it is (for the error) and its JSON text. */
 export interface CallerValue {
@@ -17,8 +17,7 @@ const HINT = 'Pass what names it instead (tools read session secrets with ctx.se
  */
 export async function assertNoSecrets(harness: Harness, sessionId: string, ...values: CallerValue[]): Promise<void> {
   const secrets = await resolveSecrets(harness, sessionId).catch((error: unknown) => {
-    // the resolver's message may hold the very secrets it failed to return: only its name is kept
-    throw new SecretsUnavailableError(values[0]?.what ?? 'The value', (error as Error)?.name ?? 'error')
+    throw new SecretsUnavailableError(values[0]?.what ?? 'The value', resolverErrorName(error))
   })
   for (const { what, encoded } of values) secrets.assertAbsent(encoded, what, HINT)
 }

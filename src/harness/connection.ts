@@ -19,7 +19,7 @@ export interface RedisTarget {
 }
 
 function isClusterSpec(spec: RedisConnection): spec is { cluster: ClusterNode[]; options?: ClusterOptions } {
-  return typeof spec === 'object' && spec !== null && 'cluster' in spec && Array.isArray((spec as { cluster: unknown }).cluster)
+  return typeof spec === 'object' && spec !== null && 'cluster' in spec && Array.isArray(spec.cluster)
 }
 
 /** `redis://user:pass@host:port` or `host:port` → a node and the options its URL carries (credentials, TLS). */
@@ -46,7 +46,7 @@ export function parseClusterNodes(text: string): { cluster: ClusterNode[]; optio
   const parsed = parts.map(parseNode)
   return {
     cluster: parsed.map((p) => p.node),
-    options: { redisOptions: Object.assign({}, ...parsed.map((p) => p.options)) as RedisOptions },
+    options: { redisOptions: parsed.reduce<RedisOptions>((merged, p) => Object.assign(merged, p.options), {}) },
   }
 }
 
@@ -87,7 +87,7 @@ export function resolveRedis(spec: RedisConnection): RedisTarget {
   if (typeof spec === 'string') {
     return { cluster: false, where: redactCredentials(spec), open: (overrides = {}) => new Redis(spec, overrides) }
   }
-  const options = spec as RedisOptions
+  const options = spec
   return {
     cluster: false,
     where: `${options.host ?? '127.0.0.1'}:${options.port ?? 6379}`,
@@ -122,7 +122,7 @@ export async function probeRedis(target: RedisTarget, timeoutMs: number): Promis
       new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs)),
     ])
   } catch (error) {
-    const authError = refused ?? (isAuthFailure(error) ? (error as Error) : undefined)
+    const authError = refused ?? (error instanceof Error && isAuthFailure(error) ? error : undefined)
     if (authError) throw new RedisAuthError(target.where, authError.message)
     throw new RedisUnavailableError(target.where, error)
   } finally {

@@ -44,14 +44,18 @@ export interface HostWorkersContext {
   scheduleWorker(): Worker
 }
 
-/** The settled record a settle message carries; null for a payload that is not one (never throws). */
-function parseSettled(payload: string): { outcome?: string; error?: { message?: string } } | null {
+/** Why a settle message's turn ended: its settled record's error message, else its outcome (never throws). */
+function settledReason(payload: string): string {
+  let record: unknown = null
   try {
-    const record: unknown = JSON.parse(payload)
-    return typeof record === 'object' && record !== null ? (record as { outcome?: string; error?: { message?: string } }) : null
+    record = JSON.parse(payload)
   } catch {
-    return null
+    // not a record: the turn settled, that is all it says
   }
+  if (typeof record !== 'object' || record === null) return 'Turn settled.'
+  const error = 'error' in record && typeof record.error === 'object' && record.error !== null ? record.error : undefined
+  if (error && 'message' in error && typeof error.message === 'string') return error.message
+  return `Turn ${'outcome' in record && typeof record.outcome === 'string' ? record.outcome : 'settled'}.`
 }
 
 /** `host.startWorkers()`: turn and tool workers of every harness on the served shards, and the sweep timer. */
@@ -69,8 +73,7 @@ export function startHostWorkers(
   const aborts = new CallAborts()
   const unlisten = notifier.listen((message) => {
     if (message.kind !== 'input') return
-    const settled = parseSettled(message.payload)
-    aborts.abortTurn(openMember(message.sessionId, message.id), settled?.error?.message ?? `Turn ${settled?.outcome ?? 'settled'}.`)
+    aborts.abortTurn(openMember(message.sessionId, message.id), settledReason(message.payload))
   })
   const serving = served ?? Array.from({ length: shards }, (_, shard) => shard)
   for (const shard of serving)

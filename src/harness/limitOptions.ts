@@ -7,9 +7,10 @@ const MAX_PRIORITY = 2 ** 21
 
 /** Checks a priority (a prompt's or a harness's default): an integer from 1 (first) to 2^21. */
 export function checkPriority(priority: unknown, where: string): number {
-  if (!Number.isInteger(priority) || (priority as number) < 1 || (priority as number) > MAX_PRIORITY)
+  // typeof narrows what Number.isInteger already checks (it is false for anything not a number)
+  if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < 1 || priority > MAX_PRIORITY)
     throw new ConfigError(`${where}: priority must be an integer from 1 (runs first) to ${MAX_PRIORITY}, got ${JSON.stringify(priority)}.`)
-  return priority as number
+  return priority
 }
 
 function resolveLimit(limit: Limit, scope: string, where: string): ResolvedLimit {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { UnknownInputError } from '../errors.js'
-import { assertInputId, type SessionLog } from '../log/index.js'
+import { assertInputId, isRecord, type SessionLog } from '../log/index.js'
 import type { Harness } from '../harnessTypes.js'
 import { clearFinishedTurn, enqueueTurn, type HarnessQueues } from '../queue/index.js'
 import { foldTurn } from '../turn/index.js'
@@ -33,7 +33,7 @@ export async function rerunTurn(deps: RerunDeps, inputId: string, options: Rerun
   if (options.principal !== undefined) checkPrincipal(options.principal)
   const { harness, log, queues } = deps
   const conversation = await log.conversation()
-  const start = conversation.findIndex((e) => e.record.type === 'harness.input' && (e.record as { inputId?: string }).inputId === inputId)
+  const start = conversation.findIndex((e) => isRecord(e, 'harness.input') && e.record.inputId === inputId)
   const fold = foldTurn(start < 0 ? [] : conversation.slice(start), inputId)
   const calls = fold.responses.at(-1)?.toolCalls.map((c) => c.toolCallId) ?? []
   // a finished job keeps its id taken: removed first, so the turn and its calls are added again

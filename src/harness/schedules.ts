@@ -123,7 +123,7 @@ export function createSchedules(ctx: SchedulesContext) {
 
   const info = async (s: Awaited<ReturnType<Queue<TickData>['getJobSchedulers']>>[number]): Promise<ScheduleInfo> => {
     const id = s.key
-    const data = s.template?.data as TickData
+    const data = s.template?.data
     const counts = await ticks.of(id)
     return {
       id,
@@ -171,7 +171,7 @@ export function createSchedules(ctx: SchedulesContext) {
           },
         })
       } catch (error) {
-        throw new InvalidScheduleError(id, `BullMQ refused the schedule: ${(error as Error)?.message ?? String(error)}`)
+        throw new InvalidScheduleError(id, `BullMQ refused the schedule: ${error instanceof Error ? error.message : String(error)}`)
       }
       const made = await queueOf().getJobScheduler(id)
       return info({ ...made!, key: id })

@@ -36,9 +36,8 @@ export function checkPrincipal(principal: unknown): asserts principal is string 
  */
 export function principalId(principal: object | null | undefined): string | undefined {
   if (!principal) return undefined
-  const fields = principal as Record<string, unknown>
   for (const key of ['id', 'sub', 'email', 'name']) {
-    const value = fields[key]
+    const value: unknown = Reflect.get(principal, key)
     if ((typeof value === 'string' && value.length > 0) || typeof value === 'number') return String(value).slice(0, MAX_PRINCIPAL)
   }
   return undefined

@@ -1,22 +1,23 @@
 import { createHash } from 'node:crypto'
-import { convertSchemaToJsonSchema, type AnyServerTool } from '@tanstack/ai'
+import { convertSchemaToJsonSchema, type AnyServerTool, type SchemaInput } from '@tanstack/ai'
 
 /** JSON text with object keys sorted, so two equal schemas give one text whatever their key order. */
 export function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
   if (value && typeof value === 'object')
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
+    return `{${Object.entries(value)
+      // the order of sort()'s default (UTF-16 code units), on the keys
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, field]) => `${JSON.stringify(key)}:${canonical(field)}`)
       .join(',')}}`
   return JSON.stringify(value) ?? 'null'
 }
 
 /** A tool's schema as JSON Schema, or null (none, or one JSON Schema cannot express). */
-function jsonSchemaOf(schema: unknown): unknown {
+function jsonSchemaOf(schema: SchemaInput | undefined): unknown {
   if (!schema) return null
   try {
-    return convertSchemaToJsonSchema(schema as never) ?? null
+    return convertSchemaToJsonSchema(schema) ?? null
   } catch {
     return null
   }

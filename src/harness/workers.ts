@@ -92,14 +92,14 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   for (const worker of [tools, turns]) {
     worker.on('error', backOffOnErrors(worker, logger))
     worker.on('failed', (job, err) => {
-      const data = job?.data as Partial<ToolJobData & TurnJobData> | undefined
+      const data = job?.data
       logger.warn(
         {
           err,
           queue: worker.name,
           jobId: job?.id,
           sessionId: data?.sessionId,
-          toolCallId: data?.toolCallId,
+          toolCallId: data && 'toolCallId' in data ? data.toolCallId : undefined,
           inputId: data?.inputId,
           attempt: job?.attemptsMade,
         },

@@ -85,6 +85,16 @@ export class EventWaits {
     readonly retentionMs: number = DEFAULT_EVENT_RETENTION_MS,
   ) {}
 
+  /**
+   * The JSON Schemas of the waiting calls, one field a schema by its digest: a waiter's entry names
+   * its schema (`#<digest>`) instead of holding it, so the entry stays under Redis's 64 B listpack
+   * value and the hash of one (event, key) is a listpack (208 B a wait instead of 412 B, docs/decisions.md).
+   * As many fields as the code has distinct schemas; never expires.
+   */
+  get schemasKey(): string {
+    return `${this.prefix}:ev-schemas`
+  }
+
   /** The hash of one (event, key). */
   keyOf({ event, key }: EventAddress): string {
     const hash = createHash('sha256').update(`${event}\0${key}`).digest('hex').slice(0, 20)
@@ -98,10 +108,12 @@ export class EventWaits {
     waiter: { until: number; harness: string; schema?: unknown },
     verdicts: ReadonlyMap<string, boolean>,
   ): Promise<AwaitReply> {
+    const sessionId = parseWaiter(member, '').sessionId
+    const schema = waiter.schema === undefined ? '' : await this.keepSchema(JSON.stringify(waiter.schema), sessionId)
     const now = Date.now()
-    const value = `${waiter.until}\n${waiter.harness}\n${waiter.schema === undefined ? '' : JSON.stringify(waiter.schema)}`
+    const value = `${waiter.until}\n${waiter.harness}\n${schema}`
     const checked = [...verdicts].flatMap(([uid, ok]) => [uid, ok ? 'ok' : 'no'])
-    const reply = await guarded('awaitEvent', parseWaiter(member, '').sessionId, () =>
+    const reply = await guarded('awaitEvent', sessionId, () =>
       runScript(this.redis, scripts.awaitEvent, {
         keys: { eventHash: this.keyOf(address) },
         args: { member, waiter: value, now, graceMs: WAITER_GRACE_MS, expired: now >= waiter.until ? '1' : '0', verdicts: checked },
@@ -112,6 +124,33 @@ export class EventWaits {
       return { status: 'check', events: pairs(reply.slice(1)).map(([uid, payload]) => ({ uid, payload: JSON.parse(payload) })) }
     }
     return { status: reply[0] }
+  }
+
+  /** Stores a waiter's JSON Schema under its digest (before the waiter that names it is registered): its reference `#<digest>`. */
+  private async keepSchema(json: string, sessionId: string): Promise<string> {
+    const digest = createHash('sha256').update(json).digest('base64url').slice(0, 16)
+    await guarded('keepEventSchema', sessionId, () => this.redis.hsetnx(this.schemasKey, digest, json))
+    return `#${digest}`
+  }
+
+  /**
+   * The JSON Schema of each waiter value's third line: none, a reference to the schemas hash, or the
+   * schema itself (a waiter an older version registered). A reference whose schema is gone (the hash
+   * was deleted) is no check here: the woken call checks the payload against its own schema.
+   */
+  private async schemasOf(values: string[]): Promise<unknown[]> {
+    const texts = values.map((value) => value.split('\n').slice(2).join('\n'))
+    const digests = [...new Set(texts.filter((text) => text.startsWith('#')).map((text) => text.slice(1)))]
+    const stored = new Map<string, string | null>()
+    if (digests.length > 0) {
+      const found = await guarded('eventSchemas', '(any)', () => this.redis.hmget(this.schemasKey, ...digests))
+      digests.forEach((digest, i) => stored.set(digest, found[i] ?? null))
+    }
+    return texts.map((text) => {
+      if (text === '') return undefined
+      const json = text.startsWith('#') ? stored.get(text.slice(1)) : text
+      return json ? JSON.parse(json) : undefined
+    })
   }
 
   /** Whether an event was delivered to this wait (a parking call re-checks after its job was delayed). */
@@ -166,13 +205,8 @@ export class EventWaits {
     if (reply[0] === 'stored') return { status: 'stored' }
     const found = pairs(reply.slice(1))
     if (reply[0] === 'check') {
-      return {
-        status: 'check',
-        schemas: found.map(([member, waiter]) => {
-          const schema = waiter.split('\n').slice(2).join('\n')
-          return { member, schema: schema === '' ? undefined : JSON.parse(schema) }
-        }),
-      }
+      const schemas = await this.schemasOf(found.map(([, waiter]) => waiter))
+      return { status: 'check', schemas: found.map(([member], i) => ({ member, schema: schemas[i] })) }
     }
     return { status: reply[0], waiters: found.map(([member, harness]) => parseWaiter(member, harness)) }
   }

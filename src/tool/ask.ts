@@ -32,8 +32,12 @@ export async function validateOptional(
   schema: unknown,
   value: unknown,
 ): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
-  if (!schema || typeof schema !== 'object' || !('~standard' in schema)) return { ok: true, value }
-  return validateStandard(schema as StandardSchemaV1, value)
+  return isStandardSchema(schema) ? validateStandard(schema, value) : { ok: true, value }
+}
+
+/** A Standard Schema (zod included) by its `~standard` property, as validateOptional has always told one. */
+function isStandardSchema(schema: unknown): schema is StandardSchemaV1 {
+  return !!schema && typeof schema === 'object' && '~standard' in schema
 }
 
 function toEpochMs(at: Date | number | string): number {
@@ -70,14 +74,14 @@ export function createAsk({ log, fence, lookup, park, checkValue, ours, version 
     checkValue(message, `Question "${name}" message`)
     const stored = await lookup(name)
     if (!stored.found) {
-      const jsonSchema = checkValue(convertSchemaToJsonSchema(schema as never) ?? {}, `Question "${name}" schema`)
+      const jsonSchema = checkValue(convertSchemaToJsonSchema(schema) ?? {}, `Question "${name}" schema`)
       await ours(
         log.askQuestion(fence, name, {
           toolCallId: fence.toolCallId,
           questionId,
           name,
           message,
-          schema: jsonSchema as never,
+          schema: jsonSchema,
           ...(expiresAt === undefined ? {} : { expiresAt }),
           ...(kind === 'approval' ? { kind } : {}),
           ...(version === undefined ? {} : { version }),

@@ -8,6 +8,11 @@ export async function resolveSecrets(harness: Harness, sessionId: string): Promi
   return new SecretStore(harness.secrets ? await harness.secrets({ sessionId, harness: harness.name }) : {})
 }
 
+/** What a failed resolver threw, by its name only: its message may hold the very secrets it failed to return. */
+export function resolverErrorName(error: unknown): string {
+  return typeof error === 'object' && error !== null && 'name' in error && typeof error.name === 'string' ? error.name : 'error'
+}
+
 /**
  * `emitCustomEvent(name, value)` of a tool or of a middleware hook: to every follower of the session as
  * a CUSTOM event, through the live stream (best effort, not kept in the log). The value must be JSON

@@ -2,7 +2,8 @@ import { z } from 'zod'
 import { DuplicateStepError, ReservedRecordTypeError, StorageError } from '../errors.js'
 import type { SessionLog, Fence, StepLookup, StepRetryState } from '../log/index.js'
 import { RESERVED_PREFIX, type LogRecord } from '../log/index.js'
-import type { AppendRecord, DurableContextFields, Step, StepFnOptions, StepOptions } from './context.js'
+import type { StandardSchemaV1 } from '@standard-schema/spec'
+import type { AppendRecord, DurableContextFields, Step, StepFnOptions, StepOptions, WaitForEventOptions } from './context.js'
 import { parseDuration, parseWakeTime } from './duration.js'
 import { encodeChecked, toJsonCopy } from './json.js'
 import { Park } from './park.js'
@@ -131,7 +132,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
           fence,
           name,
           copy,
-          { type: 'harness.tool.step', toolCallId: fence.toolCallId, name, ...(copy === undefined ? {} : { value: copy as never }) },
+          { type: 'harness.tool.step', toolCallId: fence.toolCallId, name, ...(copy === undefined ? {} : { value: copy }) },
           encoded,
         ),
       )
@@ -151,9 +152,10 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       claim(askOptions.name)
       return ask(askOptions)
     },
-    waitForEvent: ((waitOptions: { name: string }) => {
+    // the payload comes back as the schema's output, checked by it (or unknown, with none)
+    waitForEvent: ((waitOptions: WaitForEventOptions<StandardSchemaV1 | undefined>) => {
       claim(waitOptions.name)
-      return waitForEvent(waitOptions as never)
+      return waitForEvent(waitOptions)
     }) as Step['waitForEvent'],
   }
 

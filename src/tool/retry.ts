@@ -51,7 +51,7 @@ export function checkRetryPolicy(policy: RetryPolicy | undefined, where: string)
     try {
       return parseDuration(value)
     } catch (error) {
-      return bad(field, `must be ms or a string like '90s' (${(error as Error).message})`, value)
+      return bad(field, `must be ms or a string like '90s' (${error instanceof Error ? error.message : String(error)})`, value)
     }
   }
   return {
@@ -111,9 +111,11 @@ function retryAfterOf(error: unknown): number | undefined {
   }
   const { after, thrownAt } = retryAfter
   try {
-    return after instanceof Date ? parseWakeTime(after) : thrownAt + parseDuration(after as Duration)
+    return after instanceof Date ? parseWakeTime(after) : thrownAt + parseDuration(after)
   } catch (cause) {
-    throw new ConfigError(`RetryAfterError "${retryAfter.message}": after must be a Duration or a Date (${(cause as Error).message}).`)
+    throw new ConfigError(
+      `RetryAfterError "${retryAfter.message}": after must be a Duration or a Date (${cause instanceof Error ? cause.message : String(cause)}).`,
+    )
   }
 }
 

@@ -116,18 +116,20 @@ export class SecretStore implements Secrets {
   redact<T>(value: T): T {
     if (this.empty || value === undefined) return value
     const walk = (v: unknown): unknown => {
-      if (typeof v === 'string') {
-        let out = v
-        for (const { text, pattern } of this.forms) {
-          if (out.includes(text)) out = pattern ? out.replace(pattern, REDACTED) : out.split(text).join(REDACTED)
-        }
-        return out
-      }
+      if (typeof v === 'string') return this.redactText(v)
       if (Array.isArray(v)) return v.map(walk)
-      if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [walk(k) as string, walk(x)]))
+      if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [this.redactText(k), walk(x)]))
       return v
     }
     return walk(value) as T
+  }
+
+  private redactText(value: string): string {
+    let out = value
+    for (const { text, pattern } of this.forms) {
+      if (out.includes(text)) out = pattern ? out.replace(pattern, REDACTED) : out.split(text).join(REDACTED)
+    }
+    return out
   }
 }
 

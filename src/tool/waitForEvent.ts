@@ -1,4 +1,5 @@
 import { convertSchemaToJsonSchema } from '@tanstack/ai'
+import type { StandardSchemaV1 } from '@standard-schema/spec'
 import { EventTimeoutError } from '../errors.js'
 import { callWaitMember, EventWaits, RESERVED_PREFIX, type Fence, type LogRecord, type SessionLog, type StepLookup } from '../log/index.js'
 import { validateOptional } from './ask.js'
@@ -35,7 +36,7 @@ function assertAddress(what: 'event' | 'key', value: unknown): asserts value is 
  * past the timeout, else the call parks until the timeout or a sender's wake-up.
  */
 export function createWaitForEvent({ log, fence, harness, lookup, storeOnce, saveValue, park, ours }: WaitDeps) {
-  return async function waitForEvent(options: WaitForEventOptions<never>): Promise<unknown> {
+  return async function waitForEvent(options: WaitForEventOptions<StandardSchemaV1 | undefined>): Promise<unknown> {
     const { name, event, key, schema } = options
     assertAddress('event', event)
     assertAddress('key', key)
@@ -72,7 +73,7 @@ export function createWaitForEvent({ log, fence, harness, lookup, storeOnce, sav
         name,
         event,
         key,
-        ...(copy === undefined ? {} : { payload: copy as never }),
+        ...(copy === undefined ? {} : { payload: copy }),
       }))
       await ours(waits.done(address, member))
       return value

@@ -101,7 +101,7 @@ export async function callModel(
     switch (chunk.type) {
       case 'TEXT_MESSAGE_CONTENT': {
         // a chunk with the whole `content` so far (as content-guard's buffered flush sends) replaces it, as chat() reads it
-        const content = (chunk as { content?: unknown }).content
+        const content = 'content' in chunk ? chunk.content : undefined
         text = typeof content === 'string' && content !== '' ? content : text + (chunk.delta ?? '')
         if (chunk.delta) onText?.(chunk.delta)
         break

@@ -68,12 +68,17 @@ export function retryTransientErrors(options: RetryTransientErrorsOptions = {}):
   }
 }
 
+/** A property of a value of unknown shape: undefined on a primitive (none has the fields read here). */
+function fieldOf(value: unknown, key: string): unknown {
+  return (typeof value === 'object' && value !== null) || typeof value === 'function' ? Reflect.get(value, key) : undefined
+}
+
 /** The delay a `retry-after-ms` or `retry-after` header asks for (seconds or an HTTP date), if any. */
 export function retryAfterOf(headers: unknown, now = Date.now()): number | undefined {
   const get = (name: string): string | undefined => {
     if (!headers || typeof headers !== 'object') return undefined
-    const h = headers as { get?: (n: string) => unknown } & Record<string, unknown>
-    const v = typeof h.get === 'function' ? h.get(name) : h[name]
+    // a fetch Headers (get) or a plain object of header fields
+    const v: unknown = 'get' in headers && typeof headers.get === 'function' ? headers.get(name) : fieldOf(headers, name)
     return typeof v === 'string' ? v.trim() : undefined
   }
   const ms = Number(get('retry-after-ms'))
@@ -87,12 +92,18 @@ export function retryAfterOf(headers: unknown, now = Date.now()): number | undef
 
 /** The model error of a RUN_ERROR chunk or of what an adapter threw: the provider's message, code and retry-after. */
 export function modelErrorOf(source: unknown): ModelError {
-  const s = (source ?? {}) as Record<string, unknown>
-  const nested = (s.error && typeof s.error === 'object' ? s.error : {}) as Record<string, unknown>
+  const error = fieldOf(source, 'error')
+  const nested = error && typeof error === 'object' ? error : undefined
   const text = (v: unknown) => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : undefined)
-  const message = text(nested.message) ?? text(s.message) ?? (source instanceof Error ? source.message : undefined) ?? 'unknown model error'
-  const code = text(nested.code) ?? text(s.code) ?? text(s.status)
-  const given = [nested.retryAfterMs, s.retryAfterMs].find((v): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0)
-  const retryAfterMs = given ?? retryAfterOf(s.headers)
+  const message =
+    text(fieldOf(nested, 'message')) ??
+    text(fieldOf(source, 'message')) ??
+    (source instanceof Error ? source.message : undefined) ??
+    'unknown model error'
+  const code = text(fieldOf(nested, 'code')) ?? text(fieldOf(source, 'code')) ?? text(fieldOf(source, 'status'))
+  const given = [fieldOf(nested, 'retryAfterMs'), fieldOf(source, 'retryAfterMs')].find(
+    (v): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0,
+  )
+  const retryAfterMs = given ?? retryAfterOf(fieldOf(source, 'headers'))
   return { message, ...(code !== undefined ? { code } : {}), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) }
 }

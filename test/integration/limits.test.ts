@@ -20,7 +20,8 @@ describe('limits across worker processes', () => {
   const ctx = useWorkerProcesses({ label: 'limits', harnesses, module: 'test/fixtures/limits.ts', workers: 0 })
   let provider: TestProvider
   beforeAll(async () => {
-    provider = await startProvider(40)
+    // each request takes 100 ms: long enough that 5 are in flight at once even on a loaded machine
+    provider = await startProvider(100)
     for (let i = 0; i < 2; i++) ctx.workers.push(await ctx.spawn({ concurrency: 20, env: { PROVIDER_URL: provider.url } }))
   })
   afterAll(async () => provider?.close())

@@ -103,6 +103,11 @@ describe('machine events over a worker process and a webhook server process', ()
     const session = ctx.host.open(orders, { sessionId: 'order-3' })
     const { inputId } = await session.prompt('checkout:o-3')
     await parkedJob('order-3')
+    // the waiter's entry names its schema, kept once by its digest: the entry stays small (docs/decisions.md)
+    const waits = new EventWaits(ctx.redis, ctx.prefix)
+    const [waiter] = Object.values(await ctx.redis.hgetall(waits.keyOf({ event: 'payment.settled', key: 'o-3' })))
+    const digest = /\n#([\w-]+)$/.exec(waiter ?? '')?.[1]
+    expect(JSON.parse((await ctx.redis.hget(waits.schemasKey, digest ?? '')) ?? 'null')).toMatchObject({ type: 'object' })
     const bad = await settledEvent('o-3', { amount: 'lots', currency: 'EUR' }, 'evt-3-bad')
     expect(bad.status).toBe(400)
     const body = (await bad.json()) as { code: string; error: string }

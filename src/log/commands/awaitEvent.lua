@@ -9,7 +9,7 @@
   Input:
     KEYS[1] eventHash: the (event, key) hash
     ARGV[1] member: waiter member 'c|<sid>|<toolCallId>|<step>'
-    ARGV[2] waiter: waiter value '<until>\n<harness>\n<schema JSON>'
+    ARGV[2] waiter: waiter value '<until>\n<harness>\n<schema reference or empty>' (includes/eventHash.lua)
     ARGV[3] now: now ms
     ARGV[4] graceMs: grace ms: how long past its until a waiter's entries are kept
     ARGV[5] expired: '1' when now >= until (the timeout passed)

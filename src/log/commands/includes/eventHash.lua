@@ -1,6 +1,6 @@
 -- The hash of one (event, key) (src/log/eventWaits.ts), its fields by their first letter:
 --   w\0<member>  a waiting call ('c|<sid>|<toolCallId>|<step>') or turn ('t|<sid>|<inputId>', cancelOn):
---                '<until ms>\n<harness>\n<JSON Schema of the payload, or empty>'
+--                '<until ms>\n<harness>\n<'#' and the digest of the payload's JSON Schema in <prefix>:ev-schemas, or empty>'
 --   d\0<member>  the event delivered to that waiter: '<event uid>\n<payload JSON>'
 --   e\0<uid>     an event that came before any wait: '<forget at ms>\n<id or empty>\n<payload JSON>'
 --   i\0<id>      a seen event id: '<forget at ms>\n<event uid>'
