@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { RedisClient } from '../client.js'
+import { sendCorked, type RedisClient } from '../client.js'
 import { lua, type LuaName } from './lua.generated.js'
 
 /**
@@ -159,7 +159,9 @@ function listOf(script: AnyScript, value: unknown): readonly Arg[] {
  * acknowledgements than asked throw (the caller retries: our writes are idempotent when re-sent).
  */
 async function send(redis: RedisClient, command: string, script: string, rest: Arg[], wait: ReplicaWait | undefined): Promise<unknown> {
-  if (!wait) return redis.call(command, script, ...rest)
+  // corked until this tick's other writes are queued: concurrent calls' scripts leave in one socket
+  // write, in order, with no pipeline object a command as auto-pipelining makes (docs/BENCHMARKS.md)
+  if (!wait) return sendCorked(redis, () => redis.call(command, script, ...rest))
   const pipeline = redis.pipeline()
   pipeline.call(command, script, ...rest)
   pipeline.call('WAIT', wait.replicas, wait.timeoutMs)
