@@ -86,4 +86,4 @@ export type { LogRecord, HarnessRecord, HarnessRecordType, AppRecord } from './l
 /** Structured logs (pino), with credentials redacted. */
 export { createLogger } from './logger.js'
 /** Every error the library throws on purpose: a `DurableHarnessError` with a stable `code`. */
-export * from './errors.js'
+export * from './errors/index.js'

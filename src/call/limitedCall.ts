@@ -1,4 +1,4 @@
-import { LimitKeyError } from '../errors.js'
+import { LimitKeyError } from '../errors/index.js'
 import type { Harness } from '../harnessTypes.js'
 import type { LineLogger } from '../logger.js'
 import { takeSlot, type HeldSlot } from '../limits/index.js'

@@ -1,5 +1,5 @@
 import { DelayedError, type Job } from 'bullmq'
-import { FencedError, StorageError } from '../errors.js'
+import { FencedError, StorageError } from '../errors/index.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOfCall, type Harness } from '../harnessTypes.js'
 import { contextOf, sendCorked, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'

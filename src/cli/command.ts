@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { UsageError } from '../errors.js'
+import { UsageError } from '../errors/index.js'
 
 type Options = NonNullable<ParseArgsConfig['options']>
 

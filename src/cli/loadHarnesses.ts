@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../errors/index.js'
 import { TOOLS_BY_NAME, type Harness } from '../harnessTypes.js'
 
 // TOOLS_BY_NAME is a Symbol.for key, so a harness made by another copy of the package (the user's

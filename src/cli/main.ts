@@ -1,6 +1,6 @@
 // The `harness` CLI (package.json `bin`, through bin/harness.js): one command a module in commands/.
 import { redactCredentials } from '../credentials.js'
-import { DurableHarnessError, UsageError } from '../errors.js'
+import { DurableHarnessError, UsageError } from '../errors/index.js'
 import { commandHelp, parseCommand, type Command } from './command.js'
 import { abort, resume, stats } from './commands/admin.js'
 import { dashboard } from './commands/dashboard.js'

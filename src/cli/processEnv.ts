@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { redactCredentials } from '../credentials.js'
-import { ConfigError, DurableHarnessError } from '../errors.js'
+import { ConfigError, DurableHarnessError } from '../errors/index.js'
 import { parseClusterNodes, type RedisConnection } from '../harness/connection.js'
 import { createHarnessHost, type CloseOptions, type CloseResult, type HarnessHost } from '../harness/host.js'
 import { createLogger } from '../logger.js'

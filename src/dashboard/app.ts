@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono'
 import { streamSSE } from 'hono/streaming'
-import { ConfigError, DurableHarnessError, QuestionClosedError } from '../errors.js'
+import { ConfigError, DurableHarnessError, QuestionClosedError } from '../errors/index.js'
 import type { HarnessHost } from '../harness/host.js'
 import { openEvents } from '../http/events.js'
 import { acceptPrincipal, type Authorize, type CanAccess, type Principal } from '../http/types.js'

@@ -1,4 +1,4 @@
-import { InvalidCursorError } from '../errors.js'
+import { InvalidCursorError } from '../errors/index.js'
 import { isStreamId } from '../log/index.js'
 
 /**

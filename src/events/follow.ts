@@ -1,5 +1,5 @@
 import type { StreamChunk } from '@tanstack/ai'
-import { StorageError, UnknownInputError } from '../errors.js'
+import { StorageError, UnknownInputError } from '../errors/index.js'
 import { compareIds, waitForEntries, type SessionLog } from '../log/index.js'
 import { parseLive } from '../log/live.js'
 import { cursorBefore, decodeCursor, encodeCursor, type Cursor } from './cursor.js'

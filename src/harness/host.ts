@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { isAuthFailure, serializeError } from '../credentials.js'
-import { ConfigError, ShardCountError, UnknownHarnessError } from '../errors.js'
+import { ConfigError, ShardCountError, UnknownHarnessError } from '../errors/index.js'
 import { createLogger } from '../logger.js'
 import {
   assertSessionId,

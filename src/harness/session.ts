@@ -9,7 +9,7 @@ import {
   UnknownInputError,
   UnknownToolCallError,
   UnknownToolError,
-} from '../errors.js'
+} from '../errors/index.js'
 import {
   assertInputId,
   assertToolCallId,

@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../errors/index.js'
 import { routeContext, type RouteContext } from './context.js'
 import { getSnapshot, postControl } from './control.js'
 import { getEvents } from './eventsRoute.js'

@@ -5,7 +5,7 @@
 // the client's new run. See docs/connect.md.
 import { EventType, normalizeApprovalSchema, hashSchemaInput, withInterruptBinding, type StreamChunk } from '@tanstack/ai'
 import { needsApproval } from '../call/approval.js'
-import { QuestionClosedError } from '../errors.js'
+import { QuestionClosedError } from '../errors/index.js'
 import { toolOf, type Harness } from '../harnessTypes.js'
 import type { Question } from '../log/index.js'
 import type { SessionEvent } from '../events/index.js'

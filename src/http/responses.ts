@@ -1,4 +1,4 @@
-import { DurableHarnessError } from '../errors.js'
+import { DurableHarnessError } from '../errors/index.js'
 
 /** A refusal with its HTTP status; the handler turns it into a JSON `{ error, code? }` response. */
 export class HttpError extends Error {

@@ -1,4 +1,4 @@
-import { LimitKeyError, MAX_LIMIT_KEY_LENGTH } from '../errors.js'
+import { LimitKeyError, MAX_LIMIT_KEY_LENGTH } from '../errors/index.js'
 import type { ResolvedLimit } from '../harnessTypes.js'
 import { LimitStore, type RedisClient } from '../log/index.js'
 import { observeLimitWait } from '../telemetry/index.js'

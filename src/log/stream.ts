@@ -1,4 +1,4 @@
-import { DurableHarnessError, InvalidCursorError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors.js'
+import { DurableHarnessError, InvalidCursorError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors/index.js'
 import { runScript, type ReplicaWait, type ScriptContract, type ScriptName } from './commands/index.js'
 import { publishCommand, type RedisClient } from './client.js'
 import { waitForEntries } from './sharedReader.js'

@@ -1,4 +1,4 @@
-import { StorageError } from '../errors.js'
+import { StorageError } from '../errors/index.js'
 import type { RedisClient } from '../log/client.js'
 import { indexKeys } from '../log/keys.js'
 import type { QueueRef } from './queues.js'

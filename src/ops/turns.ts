@@ -1,4 +1,4 @@
-import { InvalidTurnFilterError, StorageError } from '../errors.js'
+import { InvalidTurnFilterError, StorageError } from '../errors/index.js'
 import type { RedisClient } from '../log/client.js'
 import { sessionKeys, turnIndexKey, TURN_STATUSES, type TurnStatus } from '../log/keys.js'
 import type { InputState } from '../log/inputs.js'

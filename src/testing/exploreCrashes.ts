@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { AnyServerTool } from '@tanstack/ai'
 import { keptResult, runCall } from '../call/index.js'
-import { StorageError } from '../errors.js'
+import { StorageError } from '../errors/index.js'
 import { createRedisClient } from '../harness/connection.js'
 import { defineHarness } from '../harness/defineHarness.js'
 import type { Harness } from '../harnessTypes.js'

@@ -1,5 +1,5 @@
 // Operating incidents (issue 27): turns by status and time, rerun one, replay or cancel many, pause a harness.
-import { UsageError } from '../../errors.js'
+import { UsageError } from '../../errors/index.js'
 import type { HarnessHost } from '../../harness/host.js'
 
 type TurnsFilter = NonNullable<Parameters<HarnessHost['turns']>[0]>

@@ -1,4 +1,4 @@
-import { UsageError } from '../../errors.js'
+import { UsageError } from '../../errors/index.js'
 import { Timeline } from '../../timeline/index.js'
 import { countOption, type Command } from '../command.js'
 import { connect, harnessesFrom, withHost } from '../connect.js'
