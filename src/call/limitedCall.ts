@@ -1,7 +1,7 @@
 import { LimitKeyError } from '../errors/index.js'
 import type { Harness } from '../harnessTypes.js'
 import type { LineLogger } from '../logger.js'
-import { takeSlot, type HeldSlot } from '../limits/index.js'
+import { takeSlot, type HeldSlot } from '../limits/slot.js'
 import type { ToolErrorPayload } from '../log/index.js'
 import { wakeCall, type HarnessQueues } from '../queue/index.js'
 import { Park, toToolError } from '../tool/index.js'

@@ -14,7 +14,7 @@ import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
 import { runCall, type CallOutcome } from './runCall.js'
 import { takeCallSlot } from './limitedCall.js'
-import type { HeldSlot } from '../limits/index.js'
+import type { HeldSlot } from '../limits/slot.js'
 import { callBegan, callLanded, callLanding, countFenced } from '../telemetry/index.js'
 
 export interface ToolJobDeps {

@@ -2,7 +2,7 @@
 // run's events are cut out of the session's.
 import { EventType } from '@tanstack/ai'
 import type { Session } from '../harness/session.js'
-import type { SessionEvent } from '../events/index.js'
+import type { SessionEvent } from '../events/follow.js'
 
 /**
  * The session's events after `from` (without one: from the record of input `fromInput`, or from the

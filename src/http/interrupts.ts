@@ -8,7 +8,7 @@ import { needsApproval } from '../call/approval.js'
 import { QuestionClosedError } from '../errors/index.js'
 import { toolOf, type Harness } from '../harnessTypes.js'
 import type { Question } from '../log/index.js'
-import type { SessionEvent } from '../events/index.js'
+import type { SessionEvent } from '../events/follow.js'
 import type { Session } from '../harness/session.js'
 import { HttpError } from './responses.js'
 

@@ -8,7 +8,7 @@ import { HttpError, json } from './responses.js'
 import { sseResponse } from './sse.js'
 import { hydration } from './threadView.js'
 import type { Session } from '../harness/session.js'
-import type { SessionEvent } from '../events/index.js'
+import type { SessionEvent } from '../events/follow.js'
 
 /**
  * The SSE response of one run's events, from its input's record or after `from`, ended by an

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { SessionEvent } from '../events/index.js'
+import type { SessionEvent } from '../events/follow.js'
 
 const encoder = new TextEncoder()
 
