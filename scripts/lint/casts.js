@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
 /** At most this many casts in src/; lower it when casts go, never raise it to let one in. */
-export const CAST_BUDGET = 200
+export const CAST_BUDGET = 89
 
 /** Every cast of one source text: its line (1-based) and its text. */
 export function castsIn(fileName, text) {
@@ -52,11 +52,14 @@ export function castsByUnit(casts) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const root = join(fileURLToPath(import.meta.url), '../../..')
   const casts = countCasts(root)
-  if (process.argv.includes('--list')) for (const c of casts) console.log(`${c.file}:${c.line}  ${c.text.replace(/\s+/g, ' ').slice(0, 120)}`)
+  if (process.argv.includes('--list'))
+    for (const c of casts) console.log(`${c.file}:${c.line}  ${c.text.replace(/\s+/g, ' ').slice(0, 120)}`)
   for (const [unit, n] of castsByUnit(casts)) console.log(`${String(n).padStart(4)}  src/${unit}`)
   console.log(`${String(casts.length).padStart(4)}  src/ (budget ${CAST_BUDGET})`)
   if (casts.length > CAST_BUDGET) {
-    console.error(`src/ has ${casts.length} \`as\` casts, over the budget of ${CAST_BUDGET} (scripts/lint/casts.js): type the value instead.`)
+    console.error(
+      `src/ has ${casts.length} \`as\` casts, over the budget of ${CAST_BUDGET} (scripts/lint/casts.js): type the value instead.`,
+    )
     process.exitCode = 1
   }
 }

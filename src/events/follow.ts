@@ -61,9 +61,7 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
           { timeoutMs: options.blockMs ?? 5_000, signal },
         )
       if (signal?.aborted) return
-      reply = (await log.redis.xread('COUNT', PAGE, 'STREAMS', log.keys.log, log.keys.live, at.log, at.live)) as Array<
-        [string, RawEntry[]]
-      > | null
+      reply = await log.redis.xread('COUNT', PAGE, 'STREAMS', log.keys.log, log.keys.live, at.log, at.live)
     } catch (error) {
       if (signal?.aborted) return
       throw new StorageError('events', log.sessionId, error)
