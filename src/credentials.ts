@@ -36,5 +36,10 @@ function scrub(value: unknown, depth: number): unknown {
 
 /** pino's `err` serializer (pino's standard one, then redacted). createLogger and the host install it. */
 export function serializeError(err: unknown): unknown {
-  return scrub(stdSerializers.err(err as Error), 0)
+  return scrub(errorLike(err) ? stdSerializers.err(err) : err, 0)
+}
+
+/** pino's own test of what its serializer takes for an error (isErrorLike): it leaves anything else as it is. */
+function errorLike(value: unknown): value is Error {
+  return typeof value === 'object' && value !== null && 'message' in value && typeof value.message === 'string'
 }

@@ -54,7 +54,7 @@ export {
   type CloseOptions,
   type CloseResult,
 } from './harness/host.js'
-export type { Repair, SweepOptions } from './recovery/index.js'
+export type { Repair, SweepOptions } from './recovery/sweeper.js'
 /** Machine events: `host.sendEvent` wakes the calls in `step.waitForEvent` on its (event, key). */
 export type { SendEventOptions, SendEventResult } from './harness/machineEvents.js'
 /** Schedules: `host.schedule` prompts a session every interval or on a cron pattern. */
@@ -78,7 +78,7 @@ export { principalId } from './harness/tags.js'
 export type { Session, Settled, LogReader } from './harness/session.js'
 export type { SessionUsage } from './harness/usage.js'
 /** Live events of a session (AG-UI chunks plus harness events), resumable by cursor. */
-export type { EventsOptions, SessionEvent } from './events/index.js'
+export type { EventsOptions, SessionEvent } from './events/follow.js'
 export type { LogEntry, ReadOptions, FollowOptions, Question, ModelUsage } from './log/index.js'
 /** The records of the session log (validated on write and on read). */
 export type { LogRecord, HarnessRecord, HarnessRecordType, AppRecord } from './log/index.js'
@@ -86,4 +86,4 @@ export type { LogRecord, HarnessRecord, HarnessRecordType, AppRecord } from './l
 /** Structured logs (pino), with credentials redacted. */
 export { createLogger } from './logger.js'
 /** Every error the library throws on purpose: a `DurableHarnessError` with a stable `code`. */
-export * from './errors.js'
+export * from './errors/index.js'

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module'
-import { pino, type Bindings, type Logger, type LoggerOptions } from 'pino'
+import { pino, type Bindings, type LogFn, type Logger, type LoggerOptions } from 'pino'
 import { serializeError } from './credentials.js'
 import { jsonText, prettySafeLine } from './terminalText.js'
 
@@ -40,14 +40,14 @@ export type LineLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
  */
 export function lazyChild(logger: Logger, bindings: Bindings): LineLogger {
   let child: Logger | undefined
-  const at =
-    (level: keyof LineLogger) =>
-    (...args: Parameters<Logger['info']>) => {
+  // the arguments go through as they came (pino reads an object first, then a message and its format args)
+  const at = (level: keyof LineLogger): LogFn =>
+    function (...args: [obj: unknown, msg?: string, ...rest: unknown[]]) {
       if (!logger.isLevelEnabled(level)) return
       child ??= logger.child(bindings)
       child[level](...args)
     }
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as LineLogger
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }
 }
 
 export type { Logger }

@@ -1,4 +1,4 @@
-import { FencedError, QuestionExpiredError } from '../errors.js'
+import { FencedError, QuestionExpiredError } from '../errors/index.js'
 import type { Harness } from '../harnessTypes.js'
 import type { BeginResult, SessionLog } from '../log/index.js'
 import { APPROVAL_STEP, questionIdOf, toToolError, type SecretStore } from '../tool/index.js'

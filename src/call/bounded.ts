@@ -1,4 +1,4 @@
-import { ToolTimeoutError } from '../errors.js'
+import { ToolTimeoutError } from '../errors/index.js'
 import { toToolError } from '../tool/index.js'
 import type { CallOutcome } from './runCall.js'
 

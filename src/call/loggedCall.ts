@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq'
-import { CallNotLoggedError } from '../errors.js'
+import { CallNotLoggedError } from '../errors/index.js'
 import { toolOf, type Harness } from '../harnessTypes.js'
 import { callFingerprint, openMember, parseToolJobId, type BeginResult, type SessionLog } from '../log/index.js'
 import type { ToolJobData } from '../queue/index.js'

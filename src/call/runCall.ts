@@ -1,4 +1,4 @@
-import { FencedError, InvalidToolInputError, UnknownToolError, ValueTooLargeError } from '../errors.js'
+import { FencedError, InvalidToolInputError, UnknownToolError, ValueTooLargeError } from '../errors/index.js'
 import { toolNames, toolOfCall, type Harness } from '../harnessTypes.js'
 import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
 import {

@@ -1,5 +1,5 @@
 import { DelayedError, type Job } from 'bullmq'
-import { FencedError, StorageError } from '../errors.js'
+import { FencedError, StorageError } from '../errors/index.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOfCall, type Harness } from '../harnessTypes.js'
 import { contextOf, sendCorked, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
@@ -14,7 +14,7 @@ import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
 import { runCall, type CallOutcome } from './runCall.js'
 import { takeCallSlot } from './limitedCall.js'
-import type { HeldSlot } from '../limits/index.js'
+import type { HeldSlot } from '../limits/slot.js'
 import { callBegan, callLanded, callLanding, countFenced } from '../telemetry/index.js'
 
 export interface ToolJobDeps {

@@ -1,7 +1,5 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { UsageError } from '../errors.js'
-
-type Options = NonNullable<ParseArgsConfig['options']>
+import { parseArgs } from 'node:util'
+import { UsageError } from '../errors/index.js'
 
 /** Options every command takes (with their environment variables). */
 const COMMON_OPTIONS: Record<string, OptionSpec> = {
@@ -34,6 +32,11 @@ export interface CommandInput {
   values: Record<string, string | boolean | undefined>
 }
 
+/** The message of anything thrown: an Error's own, else the value as text. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
 /** A string option's value (parseArgs gives a string option a string, or nothing). */
 export function stringOption(values: CommandInput['values'], name: string): string | undefined {
   const value = values[name]
@@ -41,15 +44,15 @@ export function stringOption(values: CommandInput['values'], name: string): stri
 }
 
 export function parseCommand(command: Command, argv: string[]): CommandInput & { help: boolean } {
-  const options: Options = { ...COMMON_OPTIONS, ...command.options }
+  const options: Record<string, OptionSpec> = { ...COMMON_OPTIONS, ...command.options }
   let parsed
   try {
     // parseArgs takes every word after `--` as an argument: a session id may start with '-' (`-- -abc`)
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true })
   } catch (error) {
-    throw new UsageError(`${parseProblem(command, argv, error as Error & { code?: string })} See: harness ${command.name} --help`)
+    throw new UsageError(`${parseProblem(command, argv, error)} See: harness ${command.name} --help`)
   }
-  const values = parsed.values as Record<string, string | boolean | undefined>
+  const { values } = parsed
   const help = values.help === true
   const max = command.required + (command.optional ?? 0)
   if (!help && (parsed.positionals.length < command.required || parsed.positionals.length > max)) {
@@ -60,15 +63,17 @@ export function parseCommand(command: Command, argv: string[]): CommandInput & {
 }
 
 /** parseArgs' complaint in our words, with the way to pass a value that starts with '-'. */
-function parseProblem(command: Command, argv: string[], error: Error & { code?: string }): string {
-  const named = /'(-[^'\s]*)'/.exec(error.message)?.[1] ?? ''
-  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+function parseProblem(command: Command, argv: string[], error: unknown): string {
+  const message = messageOf(error)
+  const code = error instanceof Error && 'code' in error ? error.code : undefined
+  const named = /'(-[^'\s]*)'/.exec(message)?.[1] ?? ''
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
     const word = argv.find((a) => a.startsWith(named)) ?? named
     return `Unknown option ${JSON.stringify(named)}. An argument that starts with '-' (a session id may) goes after '--': harness ${command.name} -- ${word}.`
   }
-  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && /ambiguous/.test(error.message))
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && /ambiguous/.test(message))
     return `Option ${named} needs a value; one that starts with '-' is written with '=': ${named}=${argv[argv.indexOf(named) + 1] ?? '-abc'}.`
-  return error.message.replace(/\. To specify.*$/s, '.')
+  return message.replace(/\. To specify.*$/s, '.')
 }
 
 /** A whole-number option above 0 (`--limit 20`), or `fallback` when it was not given. */

@@ -1,6 +1,6 @@
 import { pino } from 'pino'
 import { serializeError } from '../credentials.js'
-import { UsageError } from '../errors.js'
+import { UsageError } from '../errors/index.js'
 import { createHarnessHost, type HarnessHost } from '../harness/host.js'
 import type { Harness } from '../harnessTypes.js'
 import { stringOption } from './command.js'

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { ConfigError } from '../errors.js'
+import { z } from 'zod'
+import { ConfigError } from '../errors/index.js'
 import { TOOLS_BY_NAME, type Harness } from '../harnessTypes.js'
 
 // TOOLS_BY_NAME is a Symbol.for key, so a harness made by another copy of the package (the user's
@@ -12,6 +13,9 @@ function isHarness(value: unknown): value is Harness {
 }
 
 const TYPESCRIPT = /\.[cm]?tsx?$/
+
+/** What of tsx's package.json names its ESM API. */
+const tsxManifest = z.object({ exports: z.object({ './esm/api': z.object({ import: z.object({ default: z.string() }) }) }) })
 
 /** A require bound to the user's working directory: packages and tsx are looked up from their project. */
 const fromCwd = () => createRequire(join(process.cwd(), 'noop.js'))
@@ -35,30 +39,33 @@ async function registerTsx(specifier: string): Promise<void> {
   let api: string
   try {
     const manifest = fromCwd().resolve('tsx/package.json')
-    const exported = (JSON.parse(readFileSync(manifest, 'utf8')) as { exports: Record<string, { import: { default: string } }> }).exports
-    api = join(dirname(manifest), exported['./esm/api']!.import.default)
+    const { exports } = tsxManifest.parse(JSON.parse(readFileSync(manifest, 'utf8')))
+    api = join(dirname(manifest), exports['./esm/api'].import.default)
   } catch {
     throw new ConfigError(
       `Module ${specifier} is TypeScript and tsx is not installed in this project: run npm i -D tsx, or compile the module and pass the .js file.`,
     )
   }
-  const { register } = (await import(pathToFileURL(api).href)) as { register: () => unknown }
-  register()
+  const tsx: Record<string, unknown> = await import(pathToFileURL(api).href)
+  if (typeof tsx.register !== 'function') throw new ConfigError(`tsx's ESM API (${api}) has no register(): install tsx 4 or later.`)
+  tsx.register()
 }
 
 /** Imports the module; a TypeScript file that node cannot load by itself is loaded through the project's tsx. */
 async function importModule(specifier: string): Promise<Record<string, unknown>> {
   const url = moduleUrl(specifier)
   try {
-    return (await import(url)) as Record<string, unknown>
+    const mod: Record<string, unknown> = await import(url)
+    return mod
   } catch (error) {
-    const unknownExtension = (error as { code?: unknown } | null)?.code === 'ERR_UNKNOWN_FILE_EXTENSION'
+    const unknownExtension = error instanceof Error && 'code' in error && error.code === 'ERR_UNKNOWN_FILE_EXTENSION'
     if (!unknownExtension || !TYPESCRIPT.test(new URL(url, 'file:///').pathname)) throw error
   }
   await registerTsx(specifier)
   // node keeps the failed load of this URL: import it under another one (a query) now that tsx is in
   const again = url.startsWith('file:') ? `${url}?tsx` : url
-  return (await import(again)) as Record<string, unknown>
+  const mod: Record<string, unknown> = await import(again)
+  return mod
 }
 
 /**

@@ -1,7 +1,7 @@
 // The `harness` CLI (package.json `bin`, through bin/harness.js): one command a module in commands/.
 import { redactCredentials } from '../credentials.js'
-import { DurableHarnessError, UsageError } from '../errors.js'
-import { commandHelp, parseCommand, type Command } from './command.js'
+import { DurableHarnessError, UsageError } from '../errors/index.js'
+import { commandHelp, messageOf, parseCommand, type Command } from './command.js'
 import { abort, resume, stats } from './commands/admin.js'
 import { dashboard } from './commands/dashboard.js'
 import { checkDeployCommand } from './commands/deploys.js'
@@ -71,7 +71,7 @@ export async function main(argv: string[]): Promise<number | 'running'> {
     return await command.run(input)
   } catch (error) {
     const usage = error instanceof UsageError
-    const message = error instanceof DurableHarnessError ? error.message : `harness ${name} failed: ${(error as Error).message}`
+    const message = error instanceof DurableHarnessError ? error.message : `harness ${name} failed: ${messageOf(error)}`
     process.stderr.write(`${paint('red', 'error')}: ${terminalSafe(redactCredentials(message))}\n`)
     return usage ? 2 : 1
   }

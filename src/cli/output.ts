@@ -1,5 +1,5 @@
 import { jsonText, terminalSafe } from '../terminalText.js'
-import type { TimelineItem } from '../timeline/index.js'
+import type { TimelineItem } from '../timeline/items.js'
 
 /** Colour only on a terminal (and never with NO_COLOR set). */
 const useColor = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR

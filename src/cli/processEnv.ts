@@ -1,11 +1,12 @@
 import type { Logger } from 'pino'
 import { redactCredentials } from '../credentials.js'
-import { ConfigError, DurableHarnessError } from '../errors.js'
+import { ConfigError, DurableHarnessError } from '../errors/index.js'
 import { parseClusterNodes, type RedisConnection } from '../harness/connection.js'
 import { createHarnessHost, type CloseOptions, type CloseResult, type HarnessHost } from '../harness/host.js'
 import { createLogger } from '../logger.js'
 import { serveMetrics } from '../telemetry/index.js'
 import { loadHarnesses } from './loadHarnesses.js'
+import { messageOf } from './command.js'
 import { terminalSafe } from '../terminalText.js'
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
@@ -118,7 +119,7 @@ export async function startProcess(
     process.on('SIGTERM', () => void stop('SIGTERM'))
     process.on('SIGINT', () => void stop('SIGINT'))
   } catch (error) {
-    const message = error instanceof DurableHarnessError ? error.message : `${role} failed to start: ${(error as Error).message}`
+    const message = error instanceof DurableHarnessError ? error.message : `${role} failed to start: ${messageOf(error)}`
     process.stderr.write(`${terminalSafe(redactCredentials(message))}\n`)
     await host?.close({ timeoutMs: 1_000 }).catch(() => {})
     process.exit(1)

@@ -1,19 +1,18 @@
 import { Hono, type Context } from 'hono'
 import { streamSSE } from 'hono/streaming'
-import { ConfigError, DurableHarnessError, QuestionClosedError } from '../errors.js'
+import { ConfigError, DurableHarnessError, QuestionClosedError } from '../errors/index.js'
 import type { HarnessHost } from '../harness/host.js'
-import { openEvents } from '../http/events.js'
-import { acceptPrincipal, type Authorize, type CanAccess, type Principal } from '../http/types.js'
+import { openEvents } from '../http/sse.js'
+import { acceptPrincipal, byPrincipal, type Authorize, type CanAccess, type Principal } from '../http/handler.js'
 import { metricsText } from '../telemetry/index.js'
-import { Timeline } from '../timeline/index.js'
+import { Timeline } from '../timeline/items.js'
 import { CLIENT_JS, CSS } from './client.js'
 import { layout, questionList, questionsPage, sessionPage, sessionsPage } from './pages.js'
 import { schedulesPage } from './schedulesPage.js'
 import { limitsPage } from './limitsPage.js'
 import { hostRefusal, originRefusal, tokenExchange, tokenPrincipal } from './guard.js'
 import { mountQueueViews } from './queues.js'
-import { mountIncidents } from './incidents.js'
-import { byPrincipal } from '../http/context.js'
+import { mountIncidents, type Env, type Permissions } from './incidents.js'
 import type { Session } from '../harness/session.js'
 import { isRecord } from '../log/index.js'
 
@@ -47,8 +46,6 @@ export interface DashboardOptions<P extends Principal = Principal> {
 
 const HEARTBEAT_MS = 15_000
 
-type Env = { Variables: { principal: Principal; operation: boolean } }
-
 /**
  * The operators' web dashboard as a Hono app: recent sessions, a session's live timeline (its events
  * over SSE, as timeline lines), open questions and approvals with forms generated from their JSON
@@ -76,9 +73,15 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     )
   const { host } = options
   const base = options.basePath ?? ''
-  const canAccess = (options.canAccess ?? (() => true)) as CanAccess
-  const canOperate = options.canOperate as ((principal: Principal) => boolean | Promise<boolean>) | undefined
-  const authorize = token ? (request: Request) => tokenPrincipal(request, token) : (options.authorize as Authorize)
+  const { authorize, canAccess, canOperate } = options
+  // with `token` there is no authorize to name P: the token holder is the principal canAccess and canOperate get (docs/operations.md)
+  const principalOf = async (request: Request): Promise<P | undefined> =>
+    token ? acceptPrincipal(tokenPrincipal(request, token) as P | null) : authorize ? acceptPrincipal(await authorize(request)) : undefined
+  // bound here, where the principal still has the type the options' functions take
+  const permissions = (principal: P): Permissions => ({
+    access: async (sessionId) => (canAccess ? canAccess(principal, sessionId) : true),
+    operate: async () => (canOperate ? (await canOperate(principal)) === true : false),
+  })
   const app = new Hono<Env>()
 
   app.use('*', async (c, next) => {
@@ -87,9 +90,10 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
       originRefusal(c, options.allowedOrigins ?? []) ??
       (token ? await tokenExchange(c, token, base) : undefined)
     if (refused) return refused
-    const principal = acceptPrincipal(await authorize(c.req.raw))
+    const principal = await principalOf(c.req.raw)
     if (!principal) return c.json({ error: 'Unauthorized.', code: 'unauthorized' }, 401)
     c.set('principal', principal)
+    c.set('may', permissions(principal))
     await next()
   })
   app.onError((error, c) => {
@@ -99,7 +103,7 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     return c.json({ error: 'Internal error; see the server log.', code: 'internal' }, 500)
   })
 
-  const allowed = (c: Context<Env>, sessionId: string) => Promise.resolve(canAccess(c.get('principal'), sessionId))
+  const allowed = (c: Context<Env>, sessionId: string) => c.get('may').access(sessionId)
   /** The session of `:id`, when the principal may use it; a refusal or an unknown session ends the request. */
   const sessionOf = async (c: Context<Env>) => {
     const sessionId = c.req.param('id') ?? ''
@@ -184,19 +188,18 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     const { contentType, body } = await metricsText(host)
     return c.body(body, 200, { 'content-type': contentType })
   })
-  const operator = async (principal: Principal) => (canOperate ? (await canOperate(principal)) === true : false)
   // every limit's keys (tenants, users) across all sessions: for operators only
   app.get('/limits', async (c) => {
-    if (!(await operator(c.get('principal'))))
+    if (!(await c.get('may').operate()))
       return c.json({ error: 'Forbidden: the limits page is for operators (canOperate).', code: 'forbidden' }, 403)
     return c.html(layout(base, 'Limits', limitsPage((await host.stats()).limits)))
   })
-  mountIncidents(app, { host, base, allowed, operator, layout: (title, body) => layout(base, title, body) })
+  mountIncidents(app, { host, base, layout: (title, body) => layout(base, title, body) })
   mountQueueViews(
     app,
     host,
     base,
-    async (c) => ({ principal: c.get('principal'), canAccess, operator: await operator(c.get('principal')) }),
+    async (c) => ({ access: c.get('may').access, operator: await c.get('may').operate() }),
     canOperate !== undefined,
   )
   return app

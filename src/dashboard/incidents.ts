@@ -6,18 +6,22 @@
 import type { Context, Hono } from 'hono'
 import { html } from 'hono/html'
 import type { HarnessHost } from '../harness/host.js'
-import { byPrincipal } from '../http/context.js'
-import type { Principal } from '../http/types.js'
-import { TURN_STATUSES, type TurnStatus } from '../log/index.js'
+import { byPrincipal, type Principal } from '../http/handler.js'
+import { TURN_STATUSES } from '../log/index.js'
 import type { TurnSummary } from '../ops/index.js'
 
-type Env = { Variables: { principal: Principal; operation: boolean } }
+/** What the request's principal may do: canAccess and canOperate bound to it by the app's middleware. */
+export interface Permissions {
+  access(sessionId: string): Promise<boolean>
+  operate(): Promise<boolean>
+}
+
+/** The dashboard's Hono variables: who asks, what they may do, and whether this request is an operator's queue action (queues.ts). */
+export type Env = { Variables: { principal: Principal; may: Permissions; operation: boolean } }
 
 export interface IncidentDeps {
   host: HarnessHost
   base: string
-  allowed(c: Context<Env>, sessionId: string): Promise<boolean>
-  operator(principal: Principal): Promise<boolean>
   layout(title: string, body: ReturnType<typeof html>): ReturnType<typeof html>
 }
 
@@ -25,11 +29,11 @@ const BULK_BATCH = 100
 const when = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19)
 
 function filterOf(c: Context<Env>) {
-  const status = (c.req.query('status') ?? 'failed') as TurnStatus
+  const asked = c.req.query('status')
   const harness = c.req.query('harness') || undefined
   const sinceMin = Number(c.req.query('sinceMin') ?? '')
   return {
-    status: TURN_STATUSES.includes(status) ? status : 'failed',
+    status: TURN_STATUSES.find((s) => s === asked) ?? 'failed',
     ...(harness ? { harness } : {}),
     ...(Number.isFinite(sinceMin) && sinceMin > 0 ? { since: Date.now() - sinceMin * 60_000 } : {}),
   }
@@ -40,7 +44,7 @@ export function mountIncidents(app: Hono<Env>, deps: IncidentDeps): void {
   const path = (sessionId: string, inputId: string, op: string) =>
     `${base}/sessions/${encodeURIComponent(sessionId)}/turns/${encodeURIComponent(inputId)}/${op}`
   const visible = async (c: Context<Env>, turns: TurnSummary[]) => {
-    const ok = await Promise.all(turns.map((t) => deps.allowed(c, t.sessionId)))
+    const ok = await Promise.all(turns.map((t) => c.get('may').access(t.sessionId)))
     return turns.filter((_, i) => ok[i])
   }
 
@@ -139,7 +143,7 @@ export function mountIncidents(app: Hono<Env>, deps: IncidentDeps): void {
 
   const sessionFor = async (c: Context<Env>) => {
     const sessionId = c.req.param('id') ?? ''
-    if (!(await deps.allowed(c, sessionId))) return { refused: c.json({ error: 'Forbidden.', code: 'forbidden' }, 403) }
+    if (!(await c.get('may').access(sessionId))) return { refused: c.json({ error: 'Forbidden.', code: 'forbidden' }, 403) }
     const session = await host.find(sessionId)
     if (!session) return { refused: c.json({ error: `No session ${sessionId} of this host's harnesses.`, code: 'not_found' }, 404) }
     return { session }
@@ -177,7 +181,7 @@ export function mountIncidents(app: Hono<Env>, deps: IncidentDeps): void {
   })
   for (const op of ['pause', 'resume'] as const)
     app.post(`/harnesses/:name/${op}`, async (c) => {
-      if (!(await deps.operator(c.get('principal'))))
+      if (!(await c.get('may').operate()))
         return c.json({ error: 'Forbidden: pausing a harness needs canOperate.', code: 'forbidden' }, 403)
       const name = c.req.param('name')
       if (!host.queues().some((q) => q.harness === name))

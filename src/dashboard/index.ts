@@ -5,4 +5,4 @@
 export { createDashboard, type DashboardOptions } from './app.js'
 export { serveDashboard, type ServeDashboardOptions } from './serve.js'
 /** A session's events as readable timeline lines (the CLI's `log`, the dashboard's timeline). */
-export { Timeline, type TimelineItem, type TimelineKind } from '../timeline/index.js'
+export { Timeline, type TimelineItem, type TimelineKind } from '../timeline/items.js'

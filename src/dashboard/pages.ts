@@ -97,9 +97,13 @@ function questionCard(base: string, q: OpenQuestion): Html {
 
 function withoutProperty(schema: unknown, name: string): unknown {
   if (typeof schema !== 'object' || schema === null) return schema
-  const s = schema as { properties?: Record<string, unknown>; required?: string[] }
-  const { [name]: _dropped, ...properties } = s.properties ?? {}
-  return { ...s, properties, required: (s.required ?? []).filter((r) => r !== name) }
+  const properties = 'properties' in schema && typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {}
+  const required = 'required' in schema && Array.isArray(schema.required) ? schema.required : []
+  return {
+    ...schema,
+    properties: Object.fromEntries(Object.entries(properties).filter(([key]) => key !== name)),
+    required: required.filter((r) => r !== name),
+  }
 }
 
 export function questionList(base: string, questions: OpenQuestion[]): Html {

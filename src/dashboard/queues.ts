@@ -6,13 +6,12 @@ import { serveStatic } from '@hono/node-server/serve-static'
 import type { Job } from 'bullmq'
 import type { Context, Hono, Next } from 'hono'
 import type { HarnessHost } from '../harness/host.js'
-import type { CanAccess, Principal } from '../http/types.js'
 import { sessionOfJobId } from '../log/index.js'
 
 /** Who asks, for the queue views: set around each of their requests, read by the adapters. */
 interface QueueScope {
-  principal: Principal
-  canAccess: CanAccess
+  /** canAccess for the asker */
+  access(sessionId: string): Promise<boolean>
   operator: boolean
 }
 
@@ -30,7 +29,7 @@ async function mayRead(job: Job | undefined | null): Promise<boolean> {
   const data: unknown = job.data
   if (typeof data === 'object' && data !== null && 'sessionId' in data) named.push(String(data.sessionId))
   if (named[0] === undefined) return asker.operator
-  for (const sessionId of named) if (!(await asker.canAccess(asker.principal, sessionId!))) return false
+  for (const sessionId of named) if (!(await asker.access(sessionId!))) return false
   return true
 }
 
@@ -83,7 +82,7 @@ type AnyContext = Context<any>
 
 /**
  * bull-board's queue views of every queue of the host (host.queues(): each queue of each shard), at
- * `<base>/queues`, under the asker's scope: `scopeOf` says who asks (principal, canAccess, operator).
+ * `<base>/queues`, under the asker's scope: `scopeOf` says what the asker may do (canAccess, operator).
  * Reads show only jobs of sessions the asker may access; writes are refused (403) but the operator
  * actions above, for an operator. The app's own middleware has authorized the request already.
  */

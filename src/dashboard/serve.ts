@@ -1,6 +1,6 @@
 import { serve } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
-import type { Principal } from '../http/types.js'
+import type { Principal } from '../http/handler.js'
 import { createDashboard, type DashboardOptions } from './app.js'
 
 /** Options of `serveDashboard`: those of `createDashboard`, and where to listen. */

@@ -66,8 +66,8 @@ export async function checkSession(
 }
 
 function clientOf(redis: StorageOptions['redis']): { client: RedisClient; owned: boolean } {
-  if (typeof redis === 'object' && redis !== null && 'hgetall' in redis) return { client: redis as RedisClient, owned: false }
-  return { client: createRedisClient(redis as RedisConnection), owned: true }
+  if (typeof redis === 'object' && redis !== null && 'hgetall' in redis) return { client: redis, owned: false }
+  return { client: createRedisClient(redis), owned: true }
 }
 
 /** Runs `fn` on a client of `options.redis`, closed after when it was made here. */

@@ -1,8 +1,8 @@
 import { convertSchemaToJsonSchema } from '@tanstack/ai'
-import type { StandardSchemaV1 } from '@standard-schema/spec'
 import { canonical } from '../harness/version.js'
 import type { SessionLog } from '../log/index.js'
-import { DURABLE, questionIdOf, SecretStore, validateOptional, type Step } from '../tool/index.js'
+import type { DurableToolMarker } from '../tool/durableTool.js'
+import { DURABLE, questionIdOf, SecretStore, validateOptional, type DurableToolContext, type Step } from '../tool/index.js'
 
 /** Where a dry replay ended: the code returned or threw, or it stopped at a step it would have to run (or wait on). */
 export type ReplayEnd =
@@ -29,7 +29,7 @@ class ReplayStop {
  * fn never runs). Code between steps does run, as it would on a replay.
  */
 export async function dryReplay(
-  tool: { readonly [DURABLE]: { execute: (input: never, ctx: never) => unknown } },
+  tool: DurableToolMarker,
   input: unknown,
   call: { toolCallId: string; steps: ReadonlyMap<string, unknown>; context?: unknown },
   log: SessionLog,
@@ -51,24 +51,25 @@ export async function dryReplay(
     const at = wakeAt()
     if (at !== undefined && Date.now() < at) stop(name, 'waits')
   }
+  // a step's stored value is what the code's own step returned (or an answer its schema took) when it ran: T by the step's contract (R1)
+  const storedAs = <T>(value: unknown): T => value as T
   const step: Step = {
-    do: (async (name: string) => (enter(name) ? call.steps.get(name) : stop(name, 'new step'))) as Step['do'],
-    sleep: async (name) => wait(name, () => (call.steps.get(name) as { wakeAt?: number } | undefined)?.wakeAt),
-    sleepUntil: async (name) => wait(name, () => (call.steps.get(name) as { wakeAt?: number } | undefined)?.wakeAt),
+    do: async (name) => (enter(name) ? storedAs(call.steps.get(name)) : stop(name, 'new step')),
+    sleep: async (name) => wait(name, () => wakeAtOf(call.steps.get(name))),
+    sleepUntil: async (name) => wait(name, () => wakeAtOf(call.steps.get(name))),
     // an event's payload once delivered is a stored step; a wait not delivered yet is where the call waits
-    waitForEvent: (async (options: { name: string }) =>
-      enter(options.name) ? call.steps.get(options.name) : stop(options.name, 'waits')) as Step['waitForEvent'],
-    ask: (async (options: { name: string; schema: StandardSchemaV1 }) => {
+    waitForEvent: async (options) => (enter(options.name) ? storedAs(call.steps.get(options.name)) : stop(options.name, 'waits')),
+    ask: async (options) => {
       if (!enter(options.name)) return stop(options.name, 'new step')
       const questionId = questionIdOf(call.toolCallId, options.name)
       const found = await log.getQuestion(questionId)
       if (found?.answer.found) {
         const checked = await validateOptional(options.schema, found.answer.value)
-        if (checked.ok) return checked.value
+        if (checked.ok) return storedAs(checked.value)
         questions.push({ step: options.name, questionId, message: `the new code refuses its logged answer: ${checked.message}` })
         return stop(options.name, 'answer refused')
       }
-      const schema = convertSchemaToJsonSchema(options.schema as never) ?? {}
+      const schema = convertSchemaToJsonSchema(options.schema) ?? {}
       if (found && canonical(schema) !== canonical(found.question.schema))
         questions.push({
           step: options.name,
@@ -77,9 +78,9 @@ export async function dryReplay(
             'the new code asks it with another answer schema: an answer valid under the stored one (which `harness answer` checks) may be refused when the call wakes',
         })
       return stop(options.name, 'waits')
-    }) as Step['ask'],
+    },
   }
-  const ctx = {
+  const ctx: DurableToolContext = {
     toolCallId: call.toolCallId,
     context: call.context,
     abortSignal: new AbortController().signal,
@@ -88,12 +89,19 @@ export async function dryReplay(
     secrets: new SecretStore(),
     emitCustomEvent: () => {},
   }
+  // read through a function: the closures above set it, which the compiler does not follow here
+  const stoppedEnd = (): ReplayEnd | undefined => stopped?.end
   let end: ReplayEnd
   try {
-    await tool[DURABLE].execute(input as never, ctx as never)
-    end = stopped ? (stopped as ReplayStop).end : { kind: 'returned' }
+    await tool[DURABLE].execute(input, ctx)
+    end = stoppedEnd() ?? { kind: 'returned' }
   } catch (error) {
-    end = stopped ? (stopped as ReplayStop).end : { kind: 'threw', message: error instanceof Error ? error.message : String(error) }
+    end = stoppedEnd() ?? { kind: 'threw', message: error instanceof Error ? error.message : String(error) }
   }
   return { reached, end, questions }
+}
+
+/** The wake time a sleep step stored (`{ wakeAt }`), if it stored one. */
+function wakeAtOf(value: unknown): number | undefined {
+  return typeof value === 'object' && value !== null && 'wakeAt' in value && typeof value.wakeAt === 'number' ? value.wakeAt : undefined
 }

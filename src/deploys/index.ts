@@ -13,7 +13,7 @@ export type { DeployProblem, DeployProblemCode } from './checkCall.js'
 export async function replaySession(
   options: StorageOptions & { sessionId: string; harness: Harness | readonly Harness[] },
 ): Promise<DeployReport> {
-  const harnesses = Array.isArray(options.harness) ? options.harness : [options.harness as Harness]
+  const harnesses = [options.harness].flat()
   return withStorage(options, (client) =>
     checkSession(
       new SessionLog(client, options.prefix ?? 'dh', options.sessionId, { shards: options.shards ?? defaultShards() }),

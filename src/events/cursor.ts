@@ -1,4 +1,4 @@
-import { InvalidCursorError } from '../errors.js'
+import { InvalidCursorError } from '../errors/index.js'
 import { isStreamId } from '../log/index.js'
 
 /**
@@ -44,7 +44,7 @@ export function decodeCursor(text: string | undefined): Cursor {
  * from the millisecond before it on, which a follower orders before it).
  */
 export function cursorBefore(entryId: string): Cursor {
-  const [ms, seq] = entryId.split('-').map(BigInt) as [bigint, bigint]
+  const [ms, seq] = entryId.split('-').map(BigInt)
   const previous = seq > 0n ? `${ms}-${seq - 1n}` : ms > 0n ? `${ms - 1n}-18446744073709551615` : '0-0'
   return { ...START, log: previous, live: ms > 0n ? `${ms - 1n}-0` : '0-0' }
 }

@@ -1,5 +1,5 @@
 import type { StreamChunk } from '@tanstack/ai'
-import { StorageError, UnknownInputError } from '../errors.js'
+import { StorageError, UnknownInputError } from '../errors/index.js'
 import { compareIds, waitForEntries, type SessionLog } from '../log/index.js'
 import { parseLive } from '../log/live.js'
 import { cursorBefore, decodeCursor, encodeCursor, type Cursor } from './cursor.js'
@@ -61,9 +61,7 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
           { timeoutMs: options.blockMs ?? 5_000, signal },
         )
       if (signal?.aborted) return
-      reply = (await log.redis.xread('COUNT', PAGE, 'STREAMS', log.keys.log, log.keys.live, at.log, at.live)) as Array<
-        [string, RawEntry[]]
-      > | null
+      reply = await log.redis.xread('COUNT', PAGE, 'STREAMS', log.keys.log, log.keys.live, at.log, at.live)
     } catch (error) {
       if (signal?.aborted) return
       throw new StorageError('events', log.sessionId, error)

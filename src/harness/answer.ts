@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { InvalidAnswerError, QuestionClosedError } from '../errors.js'
+import { InvalidAnswerError, QuestionClosedError } from '../errors/index.js'
 import type { SessionLog } from '../log/index.js'
 import type { Harness } from '../harnessTypes.js'
 import { wakeCall, type HarnessQueues } from '../queue/index.js'

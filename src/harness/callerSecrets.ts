@@ -1,4 +1,4 @@
-import { SecretsUnavailableError } from '../errors.js'
+import { SecretsUnavailableError } from '../errors/index.js'
 import type { Harness } from '../harnessTypes.js'
 import { resolveSecrets, resolverErrorName } from '../tool/index.js'
 

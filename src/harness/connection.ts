@@ -1,6 +1,6 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { isAuthFailure, redactCredentials } from '../credentials.js'
-import { ConfigError, RedisAuthError, RedisUnavailableError } from '../errors.js'
+import { ConfigError, RedisAuthError, RedisUnavailableError } from '../errors/index.js'
 import type { RedisClient } from '../log/index.js'
 
 /**

@@ -1,5 +1,5 @@
 import type { AnyServerTool, AnyTextAdapter, ChatMiddleware, SystemPrompt } from '@tanstack/ai'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../errors/index.js'
 import {
   LEGACY_TOOLS,
   TOOLS_BY_NAME,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { isAuthFailure, serializeError } from '../credentials.js'
-import { ConfigError, ShardCountError, UnknownHarnessError } from '../errors.js'
+import { ConfigError, ShardCountError, UnknownHarnessError } from '../errors/index.js'
 import { createLogger } from '../logger.js'
 import {
   assertSessionId,
@@ -21,7 +21,7 @@ import { probeRedis, resolveRedis, type RedisConnection } from './connection.js'
 import { createQueues, type HarnessQueues } from '../queue/index.js'
 import { startHostWorkers, type WorkersHandle } from './hostWorkers.js'
 import { settleWithin, type CloseOptions, type CloseResult } from './workers.js'
-import { sweep, type Repair, type SweepOptions } from '../recovery/index.js'
+import { sweep, type Repair, type SweepOptions } from '../recovery/sweeper.js'
 import { retainOnce, retentionOf, type RetentionOptions } from '../retention/index.js'
 import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'

@@ -1,4 +1,4 @@
-import { InvalidTurnFilterError, UnknownHarnessError } from '../errors.js'
+import { InvalidTurnFilterError, UnknownHarnessError } from '../errors/index.js'
 import type { RedisClient } from '../log/index.js'
 import { listTurns, type TurnsFilter, type TurnsPage, type TurnSummary } from '../ops/index.js'
 import { pauseQueues, queuesPaused, resumeQueues, type HarnessQueues } from '../queue/index.js'

@@ -1,7 +1,7 @@
 import type { Worker } from 'bullmq'
 import type { Logger } from 'pino'
 import { CallAborts } from '../call/index.js'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../errors/index.js'
 import type { Harness } from '../harnessTypes.js'
 import { openMember, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues } from '../queue/index.js'

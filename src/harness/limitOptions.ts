@@ -1,4 +1,4 @@
-import { ConfigError, InvalidDurationError } from '../errors.js'
+import { ConfigError, InvalidDurationError } from '../errors/index.js'
 import type { HarnessLimits, Limit, ResolvedLimit } from '../harnessTypes.js'
 import { parseDuration } from '../tool/index.js'
 

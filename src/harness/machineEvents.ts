@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
-import { InvalidEventPayloadError, InvalidIdError } from '../errors.js'
+import { InvalidEventPayloadError, InvalidIdError } from '../errors/index.js'
 import type { Logger } from '../logger.js'
 import { isSafeId, type EventWaiter, type EventWaits, type RedisClient } from '../log/index.js'
 import { wakeCall, wakeCallByName, type HarnessQueues } from '../queue/index.js'

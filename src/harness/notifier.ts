@@ -1,4 +1,4 @@
-import { WaitTimeoutError } from '../errors.js'
+import { WaitTimeoutError } from '../errors/index.js'
 import { duplicateClient, isCluster, parseMessage, type Message, type RedisClient } from '../log/index.js'
 
 /** Runs `fn`; what it throws is dropped (the caller re-checks durable state instead). */

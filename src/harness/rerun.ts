@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { UnknownInputError } from '../errors.js'
+import { UnknownInputError } from '../errors/index.js'
 import { assertInputId, isRecord, type SessionLog } from '../log/index.js'
 import type { Harness } from '../harnessTypes.js'
 import { clearFinishedTurn, enqueueTurn, type HarnessQueues } from '../queue/index.js'

@@ -1,6 +1,6 @@
 import { Queue, Worker, type Job } from 'bullmq'
 import type { Logger } from 'pino'
-import { InvalidScheduleError } from '../errors.js'
+import { InvalidScheduleError } from '../errors/index.js'
 import { assertSessionId, isSafeId, ScheduleTicks, type RedisClient, type SessionLog } from '../log/index.js'
 import { bullPrefix } from '../queue/index.js'
 import { parseDuration, type Duration } from '../tool/index.js'

@@ -9,7 +9,7 @@ import {
   UnknownInputError,
   UnknownToolCallError,
   UnknownToolError,
-} from '../errors.js'
+} from '../errors/index.js'
 import {
   assertInputId,
   assertToolCallId,
@@ -22,7 +22,7 @@ import {
   type RecordOf,
   SessionLog,
 } from '../log/index.js'
-import { followEvents, type EventsOptions, type SessionEvent } from '../events/index.js'
+import { followEvents, type EventsOptions, type SessionEvent } from '../events/follow.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { enqueueCall, enqueueTurn, wakeTurn, type HarnessQueues } from '../queue/index.js'
 import { checkPriority } from './limitOptions.js'

@@ -1,4 +1,4 @@
-import { InvalidTagsError } from '../errors.js'
+import { InvalidTagsError } from '../errors/index.js'
 import type { InputTags } from '../log/index.js'
 
 const TAG_KEY = /^[A-Za-z0-9._-]{1,64}$/

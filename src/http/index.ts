@@ -3,4 +3,4 @@
  */
 export { createHarnessHandler } from './handler.js'
 export { toNodeListener } from './node.js'
-export type { HarnessHandlerOptions, Authorize, CanAccess, Principal } from './types.js'
+export type { HarnessHandlerOptions, Authorize, CanAccess, Principal } from './handler.js'

@@ -4,13 +4,14 @@
 // POST run with `resume`, which answers the approval questions and streams the rest of the turn as
 // the client's new run. See docs/connect.md.
 import { EventType, normalizeApprovalSchema, hashSchemaInput, withInterruptBinding, type StreamChunk } from '@tanstack/ai'
+import { z } from 'zod'
 import { needsApproval } from '../call/approval.js'
-import { QuestionClosedError } from '../errors.js'
+import { QuestionClosedError } from '../errors/index.js'
 import { toolOf, type Harness } from '../harnessTypes.js'
 import type { Question } from '../log/index.js'
-import type { SessionEvent } from '../events/index.js'
+import type { SessionEvent } from '../events/follow.js'
 import type { Session } from '../harness/session.js'
-import { HttpError } from './responses.js'
+import { HttpError } from './json.js'
 
 type Interrupt = Extract<StreamChunk, { type: 'RUN_FINISHED' }>['outcome'] extends infer O
   ? O extends { type: 'interrupt'; interrupts: Array<infer I> }
@@ -143,9 +144,20 @@ export async function applyDecisions(session: Session, items: ResumeItem[], by: 
   }
 }
 
+/** What a resolved interrupt's payload may carry, each field checked below; anything else of it is ignored. */
+const decisionPayload = z
+  .object({
+    approved: z.unknown(),
+    editedArgs: z.unknown(),
+    reason: z.unknown(),
+    payload: z.object({ reason: z.unknown() }).partial().optional().catch(undefined),
+  })
+  .partial()
+
 function decisionOf(item: ResumeItem): { approved: boolean; reason?: string } {
   if (item.status === 'cancelled') return { approved: false, reason: 'cancelled' }
-  const payload = (item.payload ?? {}) as { approved?: unknown; editedArgs?: unknown; reason?: unknown; payload?: { reason?: unknown } }
+  const parsed = decisionPayload.safeParse(item.payload ?? {})
+  const payload = parsed.success ? parsed.data : {}
   if (typeof payload.approved !== 'boolean')
     throw new HttpError(400, `Interrupt ${item.interruptId}: the payload must be { approved: boolean }.`, 'bad_request')
   if (payload.editedArgs !== undefined)

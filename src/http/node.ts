@@ -17,7 +17,9 @@ function toRequest(req: IncomingMessage & { body?: unknown; originalUrl?: string
   if (method === 'GET' || method === 'HEAD') return new Request(url, { method, headers, signal })
   // a body parser (express.json()) that ran first has read the stream: send what it parsed
   const body = req.body !== undefined ? JSON.stringify(req.body) : bodyOf(req)
-  return new Request(url, { method, headers, signal, body, duplex: 'half' } as RequestInit)
+  // a stream body needs duplex 'half' in Node (undici); the DOM's RequestInit type does not name it
+  const init: RequestInit & { duplex: 'half' } = { method, headers, signal, body, duplex: 'half' }
+  return new Request(url, init)
 }
 
 /**

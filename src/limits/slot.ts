@@ -1,4 +1,4 @@
-import { LimitKeyError, MAX_LIMIT_KEY_LENGTH } from '../errors.js'
+import { LimitKeyError, MAX_LIMIT_KEY_LENGTH } from '../errors/index.js'
 import type { ResolvedLimit } from '../harnessTypes.js'
 import { LimitStore, type RedisClient } from '../log/index.js'
 import { observeLimitWait } from '../telemetry/index.js'
@@ -60,10 +60,8 @@ function limitKey(limit: ResolvedLimit, subject: LimitSubject): string {
   try {
     key = limit.key(subject.input, { sessionId: subject.sessionId, context: subject.context })
   } catch (error) {
-    throw new LimitKeyError(
-      limit.scope,
-      `threw (${(error as Error)?.name ?? 'error'}: ${String((error as Error)?.message ?? error).slice(0, 200)})`,
-    )
+    const { name, message } = error instanceof Error ? error : { name: 'error', message: String(error) }
+    throw new LimitKeyError(limit.scope, `threw (${name}: ${message.slice(0, 200)})`)
   }
   if (typeof key !== 'string' || key.length === 0 || key.length > MAX_LIMIT_KEY_LENGTH)
     throw new LimitKeyError(limit.scope, `returned ${typeof key === 'string' ? `a string of ${key.length} characters` : typeof key}`)

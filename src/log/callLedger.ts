@@ -1,4 +1,4 @@
-import { FencedError } from '../errors.js'
+import { FencedError } from '../errors/index.js'
 import { callFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { requestField, retryField, stepField } from './keys.js'

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { StorageError } from '../errors.js'
+import { StorageError } from '../errors/index.js'
 import type { RedisClient } from './client.js'
 import { runScript, scripts } from './commands/index.js'
 

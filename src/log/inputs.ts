@@ -1,4 +1,4 @@
-import { StorageError } from '../errors.js'
+import { StorageError } from '../errors/index.js'
 import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, requestField, turnTagIndexKey, turnToolIndexKey } from './keys.js'

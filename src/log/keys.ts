@@ -1,4 +1,4 @@
-import { InvalidIdError } from '../errors.js'
+import { InvalidIdError } from '../errors/index.js'
 import { shardOf, shardTag } from './shards.js'
 
 /** Session ids and input ids: safe in Redis keys, BullMQ job ids and idempotency keys. */

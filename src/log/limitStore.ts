@@ -1,4 +1,4 @@
-import { StorageError } from '../errors.js'
+import { StorageError } from '../errors/index.js'
 import type { RedisClient } from './client.js'
 import { runScript, scripts } from './commands/index.js'
 

@@ -1,5 +1,5 @@
 import type { RedisClient } from './client.js'
-import { StorageError } from '../errors.js'
+import { StorageError } from '../errors/index.js'
 import { parseMember } from './formats.js'
 import { indexKeys, type IndexKeys } from './keys.js'
 import { shardOf } from './shards.js'

@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../errors/index.js'
 
 /**
  * Shards: a session belongs to shard `shardOf(sessionId, shards)`; each shard's keys (its sessions,

@@ -1,4 +1,4 @@
-import { StorageError } from '../errors.js'
+import { StorageError } from '../errors/index.js'
 import type { SessionLog } from './callLedger.js'
 import { decodeValue } from './stepValues.js'
 import type { CallState } from './callState.js'

@@ -1,4 +1,4 @@
-import { DurableHarnessError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors.js'
+import { DurableHarnessError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors/index.js'
 import { assertCursor, LAST_ID } from './streamIds.js'
 import { runScript, scripts, type AnyScript, type ReplicaWait, type ScriptInput, type ScriptReply } from './commands/index.js'
 import { publishCommand, type RedisClient } from './client.js'

@@ -1,4 +1,4 @@
-import { InvalidCursorError } from '../errors.js'
+import { InvalidCursorError } from '../errors/index.js'
 
 /** A stream id as XRANGE takes it: `<ms>` or `<ms>-<seq>`. */
 const STREAM_ID = /^\d{1,20}(-\d{1,20})?$/

@@ -1,5 +1,5 @@
 import type { Harness } from '../harnessTypes.js'
-import { limitStates } from '../limits/index.js'
+import { limitStates } from '../limits/slot.js'
 import type { RedisClient } from '../log/index.js'
 
 /** One key of one limit as `harness stats` and the dashboard show it (R17). */

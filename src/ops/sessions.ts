@@ -1,4 +1,4 @@
-import { StorageError } from '../errors.js'
+import { StorageError } from '../errors/index.js'
 import type { RedisClient } from '../log/client.js'
 import { indexKeys, sessionKeys } from '../log/keys.js'
 
@@ -113,7 +113,8 @@ export async function harnessOf(redis: RedisClient, prefix: string, shards: numb
 function harnessIn(fields: string[]): string {
   for (let i = 0; i < fields.length; i += 2) {
     if (fields[i]!.startsWith('\0')) continue
-    return (JSON.parse(fields[i + 1]!) as { harness?: string }).harness ?? ''
+    const input: unknown = JSON.parse(fields[i + 1]!)
+    return typeof input === 'object' && input !== null && 'harness' in input && typeof input.harness === 'string' ? input.harness : ''
   }
   return ''
 }

@@ -1,4 +1,4 @@
-import { StorageError } from '../errors.js'
+import { StorageError } from '../errors/index.js'
 import type { RedisClient } from '../log/client.js'
 import { indexKeys } from '../log/keys.js'
 import type { QueueRef } from './queues.js'
@@ -45,7 +45,7 @@ export async function hostStats(
           kind,
           shard,
           name: queue.name,
-          counts: (await queue.getJobCounts(...STATES)) as QueueStats['counts'],
+          counts: countsOf(await queue.getJobCounts(...STATES)),
         })),
       ),
       Promise.all(
@@ -76,5 +76,19 @@ export async function hostStats(
     }
   } catch (error) {
     throw new StorageError('stats', '(host indexes)', error)
+  }
+}
+
+/** BullMQ's counts (a map by state name) as one number for each of STATES: a state it left out counts 0. */
+function countsOf(counts: Record<string, number | undefined>): QueueStats['counts'] {
+  const of = (state: (typeof STATES)[number]) => counts[state] ?? 0
+  return {
+    waiting: of('waiting'),
+    active: of('active'),
+    delayed: of('delayed'),
+    prioritized: of('prioritized'),
+    'waiting-children': of('waiting-children'),
+    failed: of('failed'),
+    completed: of('completed'),
   }
 }

@@ -1,4 +1,5 @@
-import { InvalidTurnFilterError, StorageError } from '../errors.js'
+import { z } from 'zod'
+import { InvalidTurnFilterError, StorageError } from '../errors/index.js'
 import type { RedisClient } from '../log/client.js'
 import { sessionKeys, turnIndexKey, TURN_STATUSES, type TurnStatus } from '../log/keys.js'
 import type { InputState } from '../log/inputs.js'
@@ -80,13 +81,17 @@ interface CursorState {
   at: Record<string, [number, string] | 'done'>
 }
 
+const cursorSchema = z.object({
+  plan: z.string(),
+  at: z.record(z.string(), z.union([z.tuple([z.number(), z.string()]), z.literal('done')])),
+})
+
 function decodeCursor(cursor: string | undefined, filter: TurnsFilter): CursorState | undefined {
   if (cursor === undefined) return undefined
   try {
-    const state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorState> | null
-    const plans: readonly string[] = plansOf(filter)
-    if (typeof state?.at === 'object' && state.at !== null && typeof state.plan === 'string' && plans.includes(state.plan))
-      return state as CursorState
+    const state = cursorSchema.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')))
+    const plan = state.success ? plansOf(filter).find((p) => p === state.data.plan) : undefined
+    if (state.success && plan !== undefined) return { plan, at: state.data.at }
   } catch {
     // reported below
   }

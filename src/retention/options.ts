@@ -1,4 +1,4 @@
-import { RetentionConfigError } from '../errors.js'
+import { RetentionConfigError } from '../errors/index.js'
 
 /**
  * What is kept for how long (docs/retention.md). Without it nothing of a session is ever removed, and

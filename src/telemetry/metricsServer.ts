@@ -21,6 +21,12 @@ export function serveMetrics(
   })
   return new Promise((resolve, reject) => {
     server.once('error', reject)
-    server.listen(port, hostname, () => resolve({ port: (server.address() as AddressInfo).port, close: () => void server.close() }))
+    server.listen(port, hostname, () => resolve({ port: portOf(server.address()), close: () => void server.close() }))
   })
+}
+
+/** The port of a listening TCP server's address (a pipe's address is a string: none of ours is one). */
+function portOf(address: AddressInfo | string | null): number {
+  if (typeof address !== 'object' || address === null) throw new Error(`The metrics server listens on ${address}, not a TCP port.`)
+  return address.port
 }

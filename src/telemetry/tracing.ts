@@ -75,11 +75,11 @@ async function inSpan<T>(
       return value
     } catch (error) {
       // a park or a wait for children is a planned end (BullMQ's Delayed/WaitingChildren errors), not a failure
-      const failure = error as Error | null | undefined
+      const failure = error instanceof Error ? error : undefined
       const planned = failure?.name === 'DelayedError' || failure?.name === 'WaitingChildrenError'
       span.setAttribute('harness.outcome', outcome ?? (planned ? (failure?.name === 'DelayedError' ? 'parked' : 'waiting') : 'failed'))
       if (!planned) {
-        span.recordException(error as Error)
+        span.recordException(failure ?? String(error))
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure?.message })
       }
       throw error

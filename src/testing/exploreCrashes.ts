@@ -1,12 +1,22 @@
 import { randomUUID } from 'node:crypto'
 import type { AnyServerTool } from '@tanstack/ai'
 import { keptResult, runCall } from '../call/index.js'
-import { StorageError } from '../errors.js'
+import { StorageError } from '../errors/index.js'
 import { createRedisClient } from '../harness/connection.js'
 import { defineHarness } from '../harness/defineHarness.js'
 import type { Harness } from '../harnessTypes.js'
-import { isCluster, moveWakeTime, RESERVED_PREFIX, SessionLog, type RedisClient } from '../log/index.js'
-import { DURABLE, isDurableTool, questionIdOf, replayOf, SecretStore, type Park, type StepFnOptions } from '../tool/index.js'
+import { isCluster, moveWakeTime, RESERVED_PREFIX, SessionLog, type RecordOf, type RedisClient } from '../log/index.js'
+import {
+  DURABLE,
+  isDurableTool,
+  questionIdOf,
+  replayOf,
+  SecretStore,
+  type DurableToolContext,
+  type Park,
+  type Step,
+} from '../tool/index.js'
+import type { DurableToolMarker } from '../tool/durableTool.js'
 import { scriptedModel } from './scriptedModel.js'
 
 /** A side effect as a provider saw it: what it did and the idempotency key it was given. */
@@ -70,7 +80,7 @@ const CALL_ID = 'explored-call'
 const MAX_ATTEMPTS = 50
 
 function labelOf(method: (typeof WRITES)[number], args: unknown[]): string {
-  if (method === 'stageRecords') return `stageRecords (${(args[1] as unknown[]).length} record(s))`
+  if (method === 'stageRecords') return `stageRecords (${Array.isArray(args[1]) ? args[1].length : 0} record(s))`
   if (method === 'parkCall') return `parkCall (${String(args[1])})`
   if (method === 'landResult') return 'landResult'
   return `${method} \`${String(args[1])}\``
@@ -79,21 +89,22 @@ function labelOf(method: (typeof WRITES)[number], args: unknown[]): string {
 interface RunResult {
   writes: string[]
   effects: SideEffect[]
-  kept: unknown
+  kept: RecordOf<'harness.tool.result'> | undefined
   landed: string[]
 }
 
 /** The tool with every step.do's fn run recorded (its step name and key). */
-function watched(tool: AnyServerTool, seen: () => SideEffect[]): AnyServerTool {
+function watched(tool: AnyServerTool, seen: () => SideEffect[]): AnyServerTool & DurableToolMarker {
   if (!isDurableTool(tool)) throw new TypeError(`exploreCrashes: "${tool.name}" is not a durable tool (durableTool(...)).`)
   const durable = tool[DURABLE]
-  type Ctx = { step: { do: (name: string, fn: (o: StepFnOptions) => unknown, options?: unknown) => unknown } }
-  const execute = (input: unknown, ctx: Ctx) => {
-    const step = { ...ctx.step }
-    step.do = (name, fn, options) => ctx.step.do(name, (o) => (seen().push({ name, idempotencyKey: o.idempotencyKey }), fn(o)), options)
-    return durable.execute(input as never, { ...ctx, step } as never)
+  const execute = (input: unknown, ctx: DurableToolContext) => {
+    const step: Step = {
+      ...ctx.step,
+      do: (name, fn, options) => ctx.step.do(name, (o) => (seen().push({ name, idempotencyKey: o.idempotencyKey }), fn(o)), options),
+    }
+    return durable.execute(input, { ...ctx, step })
   }
-  return { ...tool, [DURABLE]: { ...durable, execute } } as AnyServerTool
+  return { ...tool, [DURABLE]: { ...durable, execute } }
 }
 
 /**
@@ -146,19 +157,21 @@ async function runToEnd(
   const writes: string[] = []
   let crashed = false
   // the first attempts write through this log, which counts the writes and crashes at the point
-  const counting = Object.create(log) as SessionLog
-  for (const method of WRITES) {
-    const write = (log[method] as (...args: unknown[]) => Promise<unknown>).bind(log)
-    ;(counting as unknown as Record<string, unknown>)[method] = async (...args: unknown[]) => {
-      if (crashed) throw new InjectedCrash('a write after the crash')
-      const at = writes.push(labelOf(method, args)) - 1
-      const here = crash?.index === at
-      if (here && crash.when === 'before') throw ((crashed = true), new InjectedCrash(writes[at]!))
-      const reply = await write(...args)
-      if (here && crash.when === 'after') throw ((crashed = true), new InjectedCrash(writes[at]!))
-      return reply
-    }
+  const countWrite = async (method: (typeof WRITES)[number], args: unknown[]): Promise<unknown> => {
+    if (crashed) throw new InjectedCrash('a write after the crash')
+    const at = writes.push(labelOf(method, args)) - 1
+    const here = crash?.index === at
+    if (here && crash.when === 'before') throw ((crashed = true), new InjectedCrash(writes[at]!))
+    const reply: unknown = await Reflect.apply(log[method], log, args)
+    if (here && crash.when === 'after') throw ((crashed = true), new InjectedCrash(writes[at]!))
+    return reply
   }
+  const counting = new Proxy(log, {
+    get(target, property, receiver) {
+      const method = WRITES.find((w) => w === property)
+      return method ? (...args: unknown[]) => countWrite(method, args) : Reflect.get(target, property, receiver)
+    },
+  })
   const call = { sessionId: log.sessionId, toolCallId: CALL_ID, name: tool.name, input, context: options.context }
   for (let i = 0; i < MAX_ATTEMPTS; i++) {
     const begin = await log.beginCall(CALL_ID, tool.name, replayOf(tool), { harness: harness.name, version: harness.version })
@@ -211,8 +224,7 @@ function compare(point: CrashPoint, clean: RunResult, crashed: RunResult): Crash
         keys: [...set],
         message: `${at}: side effect \`${effect}\` ran under ${set.size} idempotency keys: ${[...set].join(', ')}`,
       })
-  const shown = (r: RunResult) =>
-    JSON.stringify({ result: (r.kept as { result?: unknown })?.result, error: (r.kept as { error?: unknown })?.error })
+  const shown = (r: RunResult) => JSON.stringify({ result: r.kept?.result, error: r.kept?.error })
   if (shown(clean) !== shown(crashed))
     findings.push({ point, kind: 'result_differs', message: `${at}: the call landed ${shown(crashed)}, the clean run ${shown(clean)}` })
   if (crashed.landed.length > clean.landed.length)

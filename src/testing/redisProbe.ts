@@ -92,8 +92,9 @@ export async function freePort(): Promise<number> {
     server.unref()
     server.once('error', reject)
     server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
+      const address = server.address()
+      if (typeof address !== 'object' || address === null) return reject(new Error(`Listening on ${address}, not a TCP port.`))
+      server.close(() => resolve(address.port))
     })
   })
 }

@@ -1,4 +1,4 @@
-import type { AnyTextAdapter, ModelMessage } from '@tanstack/ai'
+import { EventType, type AdapterYieldChunk, type AnyTextAdapter, type ModelMessage } from '@tanstack/ai'
 
 /** A tool call a scripted model response makes. */
 export interface ScriptedToolCall {
@@ -44,34 +44,42 @@ export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: Scrip
     kind: 'text',
     name: options.name ?? 'scripted',
     model: 'scripted',
-    '~types': {} as never,
-    async *chatStream(request: { messages: ModelMessage[] }) {
+    // type-only in @tanstack/ai (never read at run time); an adapter of any options
+    '~types': {
+      providerOptions: {},
+      inputModalities: [],
+      messageMetadataByModality: {},
+      toolCapabilities: [],
+      toolCallMetadata: {},
+      systemPromptMetadata: {},
+    },
+    async *chatStream(request: { messages: ModelMessage[] }): AsyncGenerator<AdapterYieldChunk> {
       const call = request.messages.filter((m) => m.role === 'assistant').length
       const entry = script[call]
       if (!entry) throw new Error(`scriptedModel: no response scripted for model call ${call} (the script has ${script.length}).`)
       const response = typeof entry === 'function' ? entry({ messages: request.messages, call }) : entry
       const ts = Date.now()
       const runId = `run-${call}`
-      yield { type: 'RUN_STARTED', runId, threadId: 'scripted', timestamp: ts }
+      yield { type: EventType.RUN_STARTED, runId, threadId: 'scripted', timestamp: ts }
       const toolCalls = response.toolCalls ?? []
       for (const [index, tc] of toolCalls.entries()) {
         const toolCallId = tc.id ?? `call-${call}-${index}`
-        yield { type: 'TOOL_CALL_START', toolCallId, toolCallName: tc.name, toolName: tc.name, index, timestamp: ts }
-        yield { type: 'TOOL_CALL_ARGS', toolCallId, delta: JSON.stringify(tc.input ?? {}), timestamp: ts }
-        yield { type: 'TOOL_CALL_END', toolCallId, input: tc.input ?? {}, timestamp: ts }
+        yield { type: EventType.TOOL_CALL_START, toolCallId, toolCallName: tc.name, toolName: tc.name, index, timestamp: ts }
+        yield { type: EventType.TOOL_CALL_ARGS, toolCallId, delta: JSON.stringify(tc.input ?? {}), timestamp: ts }
+        yield { type: EventType.TOOL_CALL_END, toolCallId, input: tc.input ?? {}, timestamp: ts }
       }
       if (response.text) {
         const messageId = `msg-${call}`
-        yield { type: 'TEXT_MESSAGE_START', messageId, role: 'assistant', timestamp: ts }
+        yield { type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant', timestamp: ts }
         const size = options.stream?.chars ?? response.text.length
         for (let i = 0; i < response.text.length; i += size) {
           if (i > 0 && options.stream?.delayMs) await new Promise((resolve) => setTimeout(resolve, options.stream!.delayMs))
-          yield { type: 'TEXT_MESSAGE_CONTENT', messageId, delta: response.text.slice(i, i + size), timestamp: ts }
+          yield { type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta: response.text.slice(i, i + size), timestamp: ts }
         }
-        yield { type: 'TEXT_MESSAGE_END', messageId, timestamp: ts }
+        yield { type: EventType.TEXT_MESSAGE_END, messageId, timestamp: ts }
       }
       yield {
-        type: 'RUN_FINISHED',
+        type: EventType.RUN_FINISHED,
         runId,
         threadId: 'scripted',
         finishReason: toolCalls.length ? 'tool_calls' : 'stop',
@@ -82,5 +90,5 @@ export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: Scrip
     async structuredOutput() {
       throw new Error('scriptedModel does not support structured output.')
     },
-  } as AnyTextAdapter
+  }
 }

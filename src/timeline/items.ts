@@ -1,5 +1,5 @@
 import { EventType, type StreamChunk } from '@tanstack/ai'
-import type { SessionEvent } from '../events/index.js'
+import type { SessionEvent } from '../events/follow.js'
 import { asHarnessRecord, type HarnessRecord } from '../log/index.js'
 
 /** What a timeline line is about. */

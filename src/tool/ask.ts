@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { convertSchemaToJsonSchema } from '@tanstack/ai'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
-import { InvalidAnswerError, QuestionExpiredError } from '../errors.js'
+import { InvalidAnswerError, QuestionExpiredError } from '../errors/index.js'
 import type { Fence, SessionLog, StepLookup } from '../log/index.js'
 import type { AskOptions } from './context.js'
 import { Park } from './park.js'

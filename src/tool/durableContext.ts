@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { DuplicateStepError, ReservedRecordTypeError, StorageError } from '../errors.js'
+import { DuplicateStepError, ReservedRecordTypeError, StorageError } from '../errors/index.js'
 import type { SessionLog, Fence, StepLookup, StepRetryState } from '../log/index.js'
 import { RESERVED_PREFIX, type LogRecord } from '../log/index.js'
 import type { StandardSchemaV1 } from '@standard-schema/spec'

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { AnyServerTool, ApprovalSchemaConfig, SchemaInput, ServerTool, ToolDefinition, ToolExecutionContext } from '@tanstack/ai'
 import type { InferSchemaType } from '@tanstack/ai'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../errors/index.js'
 import type { DurableToolContext, Replay } from './context.js'
 import { createPlainContext } from './plainContext.js'
 import { checkRetryPolicy, type RetryPolicy } from './retry.js'

@@ -1,4 +1,4 @@
-import { InvalidDurationError } from '../errors.js'
+import { InvalidDurationError } from '../errors/index.js'
 
 /** A wait: milliseconds, or a number with a unit (`'90s'`, `'15m'`, `'2h'`, `'3d'`), up to 365 days. */
 export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`

@@ -1,4 +1,4 @@
-import { NotJsonError, ValueTooLargeError } from '../errors.js'
+import { NotJsonError, ValueTooLargeError } from '../errors/index.js'
 
 /** A JSON value, as stored in the session log. */
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json }

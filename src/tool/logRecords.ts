@@ -1,5 +1,5 @@
 import { createCapability } from '@tanstack/ai'
-import { ReservedRecordTypeError } from '../errors.js'
+import { ReservedRecordTypeError } from '../errors/index.js'
 import { RESERVED_PREFIX, type LogRecord } from '../log/index.js'
 import type { AppendRecord } from './context.js'
 import { encodeChecked, toJsonCopy } from './json.js'

@@ -1,4 +1,4 @@
-import { DuplicateStepError, DurableSessionRequiredError } from '../errors.js'
+import { DuplicateStepError, DurableSessionRequiredError } from '../errors/index.js'
 import type { DurableContextFields, Step, StepFnOptions, StepOptions } from './context.js'
 import { parseDuration, parseWakeTime } from './duration.js'
 import { toJsonCopy } from './json.js'

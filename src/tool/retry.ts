@@ -1,4 +1,4 @@
-import { ConfigError, FencedError, NonRetryableError, RetryAfterError, StorageError } from '../errors.js'
+import { ConfigError, FencedError, NonRetryableError, RetryAfterError, StorageError } from '../errors/index.js'
 import { parseDuration, parseWakeTime, type Duration } from './duration.js'
 import { Park } from './park.js'
 

@@ -1,4 +1,4 @@
-import { SecretInValueError } from '../errors.js'
+import { SecretInValueError } from '../errors/index.js'
 
 /**
  * Session secrets: held in memory only, read with `get`, and searched for in every value that would be

@@ -1,4 +1,4 @@
-import { NonRetryableError, StepRetriesExhaustedError } from '../errors.js'
+import { NonRetryableError, StepRetriesExhaustedError } from '../errors/index.js'
 import type { Fence, SessionLog, StepRetryState } from '../log/index.js'
 import { Park } from './park.js'
 import {

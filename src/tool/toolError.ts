@@ -1,4 +1,4 @@
-import { isDurableHarnessError } from '../errors.js'
+import { isDurableHarnessError } from '../errors/index.js'
 import type { ToolErrorPayload } from '../log/index.js'
 
 /** A tool error's message is cut here: the model reads it and the log keeps it. */

@@ -1,6 +1,6 @@
 import { convertSchemaToJsonSchema } from '@tanstack/ai'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
-import { EventTimeoutError } from '../errors.js'
+import { EventTimeoutError } from '../errors/index.js'
 import { callWaitMember, EventWaits, RESERVED_PREFIX, type Fence, type LogRecord, type SessionLog, type StepLookup } from '../log/index.js'
 import { validateOptional } from './ask.js'
 import type { WaitForEventOptions } from './context.js'

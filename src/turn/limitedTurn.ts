@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import type { Harness } from '../harnessTypes.js'
-import { takeSlot, type HeldSlot } from '../limits/index.js'
+import { takeSlot, type HeldSlot } from '../limits/slot.js'
 import { contextOf, type InputState } from '../log/index.js'
 import { wakeTurn, type HarnessQueues, type TurnJobData } from '../queue/index.js'
 

@@ -6,7 +6,7 @@ import {
   type StreamChunk,
   type TokenUsage,
 } from '@tanstack/ai'
-import { MiddlewareToolError } from '../errors.js'
+import { MiddlewareToolError } from '../errors/index.js'
 import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
 import { contextOf, isRecord, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { customEvents, middlewareRun, resolveSecrets } from '../tool/index.js'

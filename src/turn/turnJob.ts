@@ -13,12 +13,12 @@ import { ModelCallError } from './modelErrors.js'
 import { decideModelError, waitForModelCall } from './modelRetry.js'
 import type { FinishMessage } from '../harnessTypes.js'
 import { modelSpan } from '../telemetry/index.js'
-import { LimitKeyError, MiddlewareToolError } from '../errors.js'
+import { LimitKeyError, MiddlewareToolError } from '../errors/index.js'
 import { MiddlewareAbort, modelCallHooks } from './middleware.js'
 import { settleTurn } from './settle.js'
 import { turnView } from './view.js'
 import { takeTurnSlot } from './limitedTurn.js'
-import type { HeldSlot } from '../limits/index.js'
+import type { HeldSlot } from '../limits/slot.js'
 
 /** Passes in a row that change nothing before a turn attempt gives up (see the loop). */
 const MAX_IDLE_PASSES = 5

@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { pino } from 'pino'
-import { FencedError, InvalidIdError, InvalidRecordError, MalformedEntryError } from '../../src/errors.js'
+import { FencedError, InvalidIdError, InvalidRecordError, MalformedEntryError } from '../../src/errors/index.js'
 import { defaultShards, openMember, SessionLog, shardBase, type LogEntry, type LogRecord, type RedisClient } from '../../src/log/index.js'
 import type { RedisServerHandle } from '../../src/testing/redisServer.js'
 import { createHarnessHost } from '../../src/index.js'

@@ -1,7 +1,7 @@
 // The WAIT option (createHarnessHost({ waitReplicas }), REDIS_WAIT_REPLICAS): a step or result write
 // counts as done only once a replica has it. A private master and replica, from the redis-server binary.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { StorageError } from '../../src/errors.js'
+import { StorageError } from '../../src/errors/index.js'
 import { SessionLog, type RedisClient } from '../../src/log/index.js'
 import { startRedisServer, type RedisServerHandle } from '../../src/testing/index.js'
 import { until } from '../helpers/log.js'

@@ -1,6 +1,6 @@
 import { Cluster, Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../src/errors.js'
+import { ConfigError } from '../../src/errors/index.js'
 import { parseClusterNodes, resolveRedis } from '../../src/harness/connection.js'
 
 describe('where Redis is (createHarnessHost({ redis }), REDIS_URL, REDIS_CLUSTER_NODES)', () => {

@@ -1,7 +1,7 @@
 // Redaction of Redis credentials in log lines and error messages (src/credentials.ts).
 import { describe, expect, it } from 'vitest'
 import { isAuthFailure, redactCredentials, serializeError } from '../../src/credentials.js'
-import { RedisAuthError, RedisUnavailableError } from '../../src/errors.js'
+import { RedisAuthError, RedisUnavailableError } from '../../src/errors/index.js'
 
 describe('redactCredentials', () => {
   it.each([

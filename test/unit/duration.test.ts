@@ -1,6 +1,6 @@
 // Durations of step.sleep: '90s', '15m', '2h', '3d' or ms; at most 365 days.
 import { describe, expect, it } from 'vitest'
-import { InvalidDurationError } from '../../src/errors.js'
+import { InvalidDurationError } from '../../src/errors/index.js'
 import { checkSleepMs, MAX_SLEEP_MS, parseDuration, parseWakeTime, type Duration } from '../../src/tool/duration.js'
 
 const DAY = 86_400_000

@@ -1,6 +1,6 @@
 // R3 and R4 at the unit level: what counts as JSON, the copy a step returns, the size limit.
 import { describe, expect, it } from 'vitest'
-import { NotJsonError, ValueTooLargeError } from '../../src/errors.js'
+import { NotJsonError, ValueTooLargeError } from '../../src/errors/index.js'
 import { DEFAULT_MAX_VALUE_BYTES, encodeChecked, toJsonCopy } from '../../src/tool/json.js'
 
 class Money {

@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from 'vitest'
-import { InvalidRecordError } from '../../src/errors.js'
+import { InvalidRecordError } from '../../src/errors/index.js'
 import {
   encodeRecord,
   harnessRecordSchemas,

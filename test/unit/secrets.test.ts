@@ -1,6 +1,6 @@
 // R6 at the unit level: a secret is found in every encoded form a value could carry, and redacted.
 import { describe, expect, it } from 'vitest'
-import { SecretInValueError } from '../../src/errors.js'
+import { SecretInValueError } from '../../src/errors/index.js'
 import { MIN_BASE64_CORE, NO_SECRETS, SecretStore } from '../../src/tool/secrets.js'
 
 // Picked so that every form differs: base64 has '+', '/' (base64url does not) and padding, and the

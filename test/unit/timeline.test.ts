@@ -1,6 +1,6 @@
 import { EventType, type StreamChunk } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
-import { Timeline } from '../../src/timeline/index.js'
+import { Timeline } from '../../src/timeline/items.js'
 
 const at = 1_700_000_000_000
 const lines = (events: StreamChunk[]) => {

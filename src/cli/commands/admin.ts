@@ -1,4 +1,4 @@
-import { UsageError } from '../../errors.js'
+import { UsageError } from '../../errors/index.js'
 import type { Command } from '../command.js'
 import { withHost } from '../connect.js'
 import { terminalSafe } from '../../terminalText.js'

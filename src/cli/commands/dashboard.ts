@@ -1,4 +1,4 @@
-import { UsageError } from '../../errors.js'
+import { UsageError } from '../../errors/index.js'
 import { stringOption, type Command } from '../command.js'
 import { connect, harnessesFrom } from '../connect.js'
 import { print } from '../output.js'

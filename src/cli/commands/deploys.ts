@@ -1,5 +1,5 @@
 import { checkDeploy } from '../../deploys/index.js'
-import type { Command } from '../command.js'
+import { stringOption, type Command } from '../command.js'
 import { loadHarnesses } from '../loadHarnesses.js'
 import { terminalSafe } from '../../terminalText.js'
 import { jsonLine, paint, print } from '../output.js'
@@ -21,7 +21,7 @@ export const checkDeployCommand: Command = {
     const harnesses = await loadHarnesses(args[0])
     const report = await checkDeploy({
       redis: typeof values.redis === 'string' ? values.redis : redisFromEnv().redis,
-      prefix: (values.prefix as string | undefined) ?? process.env.DH_PREFIX ?? 'dh',
+      prefix: stringOption(values, 'prefix') ?? process.env.DH_PREFIX ?? 'dh',
       harnesses,
     })
     const versions = harnesses.map((h) => `${h.name}@${h.version}`).join(', ')

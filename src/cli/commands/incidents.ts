@@ -1,13 +1,17 @@
 // Operating incidents (issue 27): turns by status and time, rerun one, replay or cancel many, pause a harness.
-import { UsageError } from '../../errors.js'
+import { UsageError } from '../../errors/index.js'
 import type { HarnessHost } from '../../harness/host.js'
-
-type TurnsFilter = NonNullable<Parameters<HarnessHost['turns']>[0]>
-type TurnStatus = NonNullable<TurnsFilter['status']>
 import { countOption, type Command } from '../command.js'
 import { withHost } from '../connect.js'
 import { terminalSafe } from '../../terminalText.js'
 import { jsonLine, print, table } from '../output.js'
+
+type TurnsFilter = NonNullable<Parameters<HarnessHost['turns']>[0]>
+type TurnStatus = NonNullable<TurnsFilter['status']>
+
+// a Record, so the compiler says when a status is added and not listed here
+const STATUSES: Record<TurnStatus, true> = { open: true, completed: true, failed: true, aborted: true }
+const isTurnStatus = (value: string): value is TurnStatus => Object.hasOwn(STATUSES, value)
 
 const UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
@@ -37,13 +41,20 @@ function filterOf(values: Record<string, string | boolean | undefined>, status?:
   const tag = typeof values.tag === 'string' ? /^([^=]+)=(.*)$/.exec(values.tag) : undefined
   if (values.tag !== undefined && !tag) throw new UsageError(`--tag takes key=value, not ${JSON.stringify(values.tag)}.`)
   return {
-    ...(typeof values.status === 'string' ? { status: values.status as TurnStatus } : status ? { status } : {}),
+    ...statusOf(values.status, status),
     ...(typeof values.harness === 'string' ? { harness: values.harness } : {}),
     ...(since !== undefined ? { since } : {}),
     ...(until !== undefined ? { until } : {}),
     ...(tag ? { metadata: { [tag[1]!]: tag[2]! } } : {}),
     ...(typeof values.tool === 'string' ? { tool: values.tool } : {}),
   }
+}
+
+/** `--status`, else the command's own status; a word that is no status is a usage error. */
+function statusOf(given: unknown, fallback: TurnStatus | undefined): { status?: TurnStatus } {
+  if (typeof given !== 'string') return fallback ? { status: fallback } : {}
+  if (!isTurnStatus(given)) throw new UsageError(`--status takes ${Object.keys(STATUSES).join(', ')}, not ${JSON.stringify(given)}.`)
+  return { status: given }
 }
 
 export const turns: Command = {

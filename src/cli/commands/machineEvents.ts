@@ -1,5 +1,5 @@
-import { UsageError } from '../../errors.js'
-import type { Command } from '../command.js'
+import { UsageError } from '../../errors/index.js'
+import { messageOf, type Command } from '../command.js'
 import { withHost } from '../connect.js'
 import { jsonLine, print, table } from '../output.js'
 import { terminalSafe } from '../../terminalText.js'
@@ -9,7 +9,7 @@ function parsePayload(text: string | undefined): unknown {
   try {
     return JSON.parse(text)
   } catch (error) {
-    throw new UsageError(`The payload is not JSON (${(error as Error).message}); quote it for the shell: '{"amount":42}'.`)
+    throw new UsageError(`The payload is not JSON (${messageOf(error)}); quote it for the shell: '{"amount":42}'.`)
   }
 }
 

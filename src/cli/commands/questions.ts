@@ -1,6 +1,6 @@
-import { UsageError } from '../../errors.js'
+import { UsageError } from '../../errors/index.js'
 import type { HarnessHost } from '../../harness/host.js'
-import { countOption, type Command } from '../command.js'
+import { countOption, messageOf, type Command } from '../command.js'
 import { withHost } from '../connect.js'
 import { terminalSafe } from '../../terminalText.js'
 import { jsonLine, print, table } from '../output.js'
@@ -27,7 +27,7 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(text)
   } catch (error) {
-    throw new UsageError(`The answer is not JSON (${(error as Error).message}); quote it for the shell: '{"approved":true}'.`)
+    throw new UsageError(`The answer is not JSON (${messageOf(error)}); quote it for the shell: '{"approved":true}'.`)
   }
 }
 

@@ -1,5 +1,5 @@
-import { UsageError } from '../../errors.js'
-import { Timeline } from '../../timeline/index.js'
+import { UsageError } from '../../errors/index.js'
+import { Timeline } from '../../timeline/items.js'
 import { countOption, type Command } from '../command.js'
 import { connect, harnessesFrom, withHost } from '../connect.js'
 import { jsonLine, print, table, timelineLine } from '../output.js'

@@ -1,1 +1,0 @@
-export { followEvents, type EventsOptions, type SessionEvent } from './follow.js'

@@ -1,1 +1,0 @@
-export { takeSlot, limitStates, type HeldSlot } from './slot.js'

@@ -1,1 +1,0 @@
-export { sweep, type SweepOptions, type Repair } from './sweeper.js'

@@ -1,1 +1,0 @@
-export { Timeline, type TimelineItem, type TimelineKind } from './items.js'
