@@ -106,7 +106,9 @@ function write(name: string, text: string): void {
 
 /** Starts a worker process; resolves with its `worker started` log line. */
 function startWorker(command: string, args: string[], cwd: string, env: Record<string, string>): Promise<Record<string, unknown>> {
-  const worker = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  // a process group of its own: `npx` runs the bin through `sh`, so killing npx alone would leave the
+  // worker itself running after the test
+  const worker = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   children.push(worker)
   return new Promise((resolve, reject) => {
     let out = ''
@@ -142,7 +144,22 @@ beforeAll(async () => {
 }, 300_000)
 
 afterAll(async () => {
-  await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r).kill('SIGKILL')) : undefined)))
+  const killGroup = (c: ChildProcess) => {
+    try {
+      process.kill(-c.pid!, 'SIGKILL')
+    } catch {
+      c.kill('SIGKILL') // the group is gone already
+    }
+  }
+  await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => (c.once('exit', r), killGroup(c))) : undefined)))
+  // the group of a worker that exited (its npx) may still hold the worker itself
+  for (const c of children)
+    if (c.pid)
+      try {
+        process.kill(-c.pid, 'SIGKILL')
+      } catch {
+        /* gone */
+      }
   if (dir) rmSync(dir, { recursive: true, force: true })
 })
 
