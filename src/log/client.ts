@@ -29,10 +29,11 @@ export function publishCommand(client: RedisClient): 'PUBLISH' | 'SPUBLISH' {
  * Runs `send` with the connection's socket corked until the current microtasks have run: the command
  * it sends and the ones sent right behind it in the same turn (BullMQ's job add behind runTool's
  * request, its completion behind a landing) leave in one socket write instead of one each. The order
- * is unchanged, so Redis runs them as sent. A Cluster, or a connection not ready, sends as usual.
+ * is unchanged, so Redis runs them as sent. A Cluster, a connection not ready, or one that ioredis
+ * auto-pipelines (it batches a tick's commands itself) sends as usual.
  */
 export function sendCorked<T>(client: RedisClient, send: () => T): T {
-  const socket = isCluster(client) || client.status !== 'ready' ? undefined : client.stream
+  const socket = isCluster(client) || client.status !== 'ready' || client.options.enableAutoPipelining ? undefined : client.stream
   if (!socket || typeof socket.cork !== 'function') return send()
   socket.cork()
   try {
