@@ -1,13 +1,15 @@
 import { openMember } from './formats.js'
-import { encodeRecord } from './stream.js'
-import { SessionInputs } from './inputs.js'
+import { encodeRecord, type LogStream } from './stream.js'
 import { scripts } from './commands/index.js'
 
 /**
  * What callers do to a session's turns besides prompting, each with who did it: answers (and
- * approvals) to questions, and reruns of failed or aborted turns.
+ * approvals) to questions, and reruns of failed or aborted turns. A part of SessionLog (sessionLog.ts)
+ * over the session's stream.
  */
-export class SessionActions extends SessionInputs {
+export class SessionActions {
+  constructor(readonly stream: LogStream) {}
+
   /**
    * Opens a failed or aborted turn again (rerunTurn.lua), once per rerunId: the candidate calls that
    * landed an error are reset to run again, the others keep their results (R19). `first`: the input
@@ -18,18 +20,18 @@ export class SessionActions extends SessionInputs {
     harness: string,
     options: { rerunId: string; principal?: string; calls: readonly string[] },
   ): Promise<{ status: 'rerun'; first: string } | { status: 'exists' | 'unknown' | 'open' | 'completed' }> {
-    const reply = await this.script(scripts.rerunTurn, {
+    const reply = await this.stream.script(scripts.rerunTurn, {
       keys: {
-        ...this.scriptKeys,
-        openIndex: this.turnIndex(harness, 'open'),
-        failedIndex: this.turnIndex(harness, 'failed'),
-        abortedIndex: this.turnIndex(harness, 'aborted'),
+        ...this.stream.scriptKeys,
+        openIndex: this.stream.turnIndex(harness, 'open'),
+        failedIndex: this.stream.turnIndex(harness, 'failed'),
+        abortedIndex: this.stream.turnIndex(harness, 'aborted'),
       },
       args: {
         inputId,
         rerunId: options.rerunId,
         now: Date.now(),
-        openMember: openMember(this.sessionId, inputId),
+        openMember: openMember(this.stream.sessionId, inputId),
         principal: options.principal ?? '',
         toolCallIds: options.calls,
       },
@@ -45,9 +47,15 @@ export class SessionActions extends SessionInputs {
     principal?: string,
   ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
     const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value, ...(principal ? { principal } : {}) })
-    const reply = await this.script(scripts.answerQuestion, {
-      keys: this.scriptKeys,
-      args: { questionId, answer: JSON.stringify(value), record, now: Date.now(), openMember: openMember(this.sessionId, questionId) },
+    const reply = await this.stream.script(scripts.answerQuestion, {
+      keys: this.stream.scriptKeys,
+      args: {
+        questionId,
+        answer: JSON.stringify(value),
+        record,
+        now: Date.now(),
+        openMember: openMember(this.stream.sessionId, questionId),
+      },
     })
     return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
   }

@@ -2,32 +2,31 @@ import { FencedError } from '../errors/index.js'
 import { callFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { requestField, retryField, stepField } from './keys.js'
-import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
-import { type Question, type StepLookup, type StoredValue } from './inputs.js'
-import { SessionActions } from './actions.js'
-import { encodeRecord } from './stream.js'
-import { decodeValue, encodeValue } from './stepValues.js'
+import { type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
+import type { Question } from './inputs.js'
+import { encodeRecord, type LogStream } from './stream.js'
+import { decodeValue, encodeValue, type StepLookup, type StoredValue } from './stepValues.js'
 import { scripts, type ScriptInput } from './commands/index.js'
 import {
   beginResultOf,
   callStateOf,
-  loggedCallIn,
   type BeginResult,
   type CallOwner,
   type CallState,
   type Fence,
-  type LoggedCall,
   type RequestBegin,
   type StepRetryState,
 } from './callState.js'
 
 /**
- * The session log of one session: its stream (stream.ts), inputs and questions (inputs.ts), and here
- * the call ledger: the state of every tool call, its stored steps, and the fenced writes of an
- * attempt (begin, step, question, staged records, park, land). Every multi-key write is one named Lua
- * script (src/log/commands) whose first act is the fence check.
+ * The call ledger of one session, a part of SessionLog (sessionLog.ts) over the session's stream: the
+ * state of every tool call, its stored steps, and the fenced writes of an attempt (begin, step,
+ * question, staged records, park, land). Every multi-key write is one named Lua script
+ * (src/log/commands) whose first act is the fence check.
  */
-export class SessionLog extends SessionActions {
+export class CallLedger {
+  constructor(readonly stream: LogStream) {}
+
   /**
    * Logs a runTool request under its id once ('exists': the same tool and input, 'conflict': another),
    * listing its session for retention. `begin`: a new call is begun in the same write (its first
@@ -36,17 +35,17 @@ export class SessionLog extends SessionActions {
   async requestCall(toolCallId: string, name: string, input: unknown, begin?: RequestBegin): Promise<'added' | 'exists' | 'conflict'> {
     const record = encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input })
     const fingerprint = begin?.fingerprint ?? callFingerprint(name, input)
-    const [status] = await this.script(scripts.requestCall, {
-      keys: this.scriptKeys,
+    const [status] = await this.stream.script(scripts.requestCall, {
+      keys: this.stream.scriptKeys,
       args: {
         toolCallId,
         fingerprint,
         record,
         now: Date.now(),
-        sessionId: this.sessionId,
+        sessionId: this.stream.sessionId,
         beginFor: begin?.harness ?? '',
         name,
-        openMember: openMember(this.sessionId, toolCallId),
+        openMember: openMember(this.stream.sessionId, toolCallId),
         version: begin?.version ?? '',
       },
     })
@@ -55,19 +54,19 @@ export class SessionLog extends SessionActions {
 
   /** True when a call of this id was requested or logged in a model response. */
   async callExists(toolCallId: string): Promise<boolean> {
-    return (await this.command('getCall', () => this.redis.hexists(this.keys.calls, requestField(toolCallId)))) === 1
+    return (await this.stream.command('getCall', () => this.stream.redis.hexists(this.stream.keys.calls, requestField(toolCallId)))) === 1
   }
 
   /** O(1) lookup of a stored step (HGET on the steps hash; the stream is not read). */
   async getStep(toolCallId: string, name: string): Promise<StepLookup> {
-    const stored = await this.command('getStep', () => this.redis.hget(this.keys.steps, stepField(toolCallId, name)))
+    const stored = await this.stream.command('getStep', () => this.stream.redis.hget(this.stream.keys.steps, stepField(toolCallId, name)))
     return stored === null ? { found: false } : { found: true, value: decodeValue(stored) }
   }
 
   /** A step's stored value and its retry state (R16), in one HMGET: what a step with a retry policy resumes from. */
   async getStepAndRetry(toolCallId: string, name: string): Promise<StepLookup & { retry?: StepRetryState }> {
-    const [stored, retry] = await this.command('getStep', () =>
-      this.redis.hmget(this.keys.steps, stepField(toolCallId, name), retryField(toolCallId, name)),
+    const [stored, retry] = await this.stream.command('getStep', () =>
+      this.stream.redis.hmget(this.stream.keys.steps, stepField(toolCallId, name), retryField(toolCallId, name)),
     )
     if (stored !== null) return { found: true, value: decodeValue(stored) }
     return retry === null ? { found: false } : { found: false, retry: JSON.parse(retry) as StepRetryState }
@@ -76,10 +75,10 @@ export class SessionLog extends SessionActions {
   /** Stores a failed try of a step (fenced), with its harness.tool.step.retry record; a state with as many tries is kept. */
   async saveStepRetry(fence: Fence, name: string, state: StepRetryState, record: RecordOf<'harness.tool.step.retry'>): Promise<void> {
     const { toolCallId, epoch } = fence
-    const reply = await this.script(
+    const reply = await this.stream.script(
       scripts.saveStepRetry,
       {
-        keys: this.scriptKeys,
+        keys: this.stream.scriptKeys,
         args: {
           toolCallId,
           epoch,
@@ -94,18 +93,10 @@ export class SessionLog extends SessionActions {
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
-  /**
-   * The call as the record that asked for it holds it (the turn's model response, or runTool's
-   * request): its tool, input, turn and the size of an input too large to keep. Reads the log (from
-   * the turn's input when `inputId` is given): for rare repairs, not for a hot path.
-   */
-  async findLoggedCall(toolCallId: string, inputId?: string): Promise<LoggedCall | undefined> {
-    const input = inputId ? await this.getInput(inputId) : null
-    return loggedCallIn(await this.read(input ? { from: input.entryId } : {}), toolCallId)
-  }
-
   async getCall(toolCallId: string): Promise<CallState | null> {
-    const [state, result] = await this.command('getCall', () => this.redis.hmget(this.keys.calls, toolCallId, `${toolCallId}\0result`))
+    const [state, result] = await this.stream.command('getCall', () =>
+      this.stream.redis.hmget(this.stream.keys.calls, toolCallId, `${toolCallId}\0result`),
+    )
     return state ? callStateOf(state, result) : null
   }
 
@@ -133,14 +124,14 @@ export class SessionLog extends SessionActions {
   }
 
   private async begin(toolCallId: string, name: string, replay: 'safe' | 'never', owner: CallOwner | undefined, fingerprint: string) {
-    const reply = await this.script(scripts.beginCall, {
+    const reply = await this.stream.script(scripts.beginCall, {
       keys: this.callKeys(toolCallId),
       args: {
         toolCallId,
         name,
         replay,
         now: Date.now(),
-        openMember: openMember(this.sessionId, toolCallId),
+        openMember: openMember(this.stream.sessionId, toolCallId),
         harness: owner?.harness ?? '',
         inputId: owner?.inputId ?? '',
         fingerprint,
@@ -157,10 +148,10 @@ export class SessionLog extends SessionActions {
    */
   async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord, encoded?: string): Promise<StoredValue> {
     const { toolCallId, epoch } = fence
-    const reply = await this.script(
+    const reply = await this.stream.script(
       scripts.saveStep,
       {
-        keys: this.scriptKeys,
+        keys: this.stream.scriptKeys,
         args: {
           toolCallId,
           epoch,
@@ -179,10 +170,10 @@ export class SessionLog extends SessionActions {
   async askQuestion(fence: Fence, name: string, question: Question): Promise<StoredValue> {
     const value = { questionId: question.questionId }
     const { toolCallId, epoch } = fence
-    const reply = await this.script(
+    const reply = await this.stream.script(
       scripts.askQuestion,
       {
-        keys: this.scriptKeys,
+        keys: this.stream.scriptKeys,
         args: {
           toolCallId,
           epoch,
@@ -192,7 +183,7 @@ export class SessionLog extends SessionActions {
           questionId: question.questionId,
           question: JSON.stringify(question),
           now: Date.now(),
-          openMember: openMember(this.sessionId, question.questionId),
+          openMember: openMember(this.stream.sessionId, question.questionId),
         },
       },
       true,
@@ -203,14 +194,14 @@ export class SessionLog extends SessionActions {
 
   /** How many records the call has staged (a middleware hook's records are staged after the tool's). */
   async stagedCount(toolCallId: string): Promise<number> {
-    return this.command('stagedCount', () => this.redis.llen(this.stagedKey(toolCallId)))
+    return this.stream.command('stagedCount', () => this.stream.redis.llen(this.stagedKey(toolCallId)))
   }
 
   /** Stages records at positions `first..` of the call's appends (positions already staged are skipped). */
   async stageRecords(fence: Fence, records: LogRecord[], first = 0): Promise<void> {
     const { toolCallId, epoch } = fence
     const staged = { keys: this.callKeys(toolCallId), args: { toolCallId, epoch, first, records: records.map(encodeRecord) } }
-    const reply = await this.script(scripts.stageRecords, staged, true)
+    const reply = await this.stream.script(scripts.stageRecords, staged, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
@@ -218,7 +209,7 @@ export class SessionLog extends SessionActions {
   async parkCall(fence: Fence, kind: RecordOf<'harness.tool.suspended'>['kind'], until: number): Promise<void> {
     const record = encodeRecord({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
     const { toolCallId, epoch } = fence
-    const reply = await this.script(scripts.parkCall, { keys: this.scriptKeys, args: { toolCallId, epoch, record } }, true)
+    const reply = await this.stream.script(scripts.parkCall, { keys: this.stream.scriptKeys, args: { toolCallId, epoch, record } }, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
@@ -231,7 +222,7 @@ export class SessionLog extends SessionActions {
       name,
       ...(outcome.error ? { error: outcome.error } : { result: outcome.result }),
     })
-    const reply = await this.script(
+    const reply = await this.stream.script(
       scripts.landResult,
       {
         keys: this.callKeys(toolCallId),
@@ -241,13 +232,6 @@ export class SessionLog extends SessionActions {
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
     return reply[1]
-  }
-
-  /** The stored ids of every call the model gave the turn of `inputId`, in log order. */
-  async turnCallIds(inputId: string): Promise<string[]> {
-    return (await this.conversation()).flatMap(({ record }) =>
-      hasType(record, 'harness.model.response') && record.inputId === inputId ? record.toolCalls.map((c) => c.toolCallId) : [],
-    )
   }
 
   /**
@@ -263,9 +247,9 @@ export class SessionLog extends SessionActions {
   ): Promise<'ok' | 'done' | 'running' | 'moved' | 'unknown'> {
     const { toolCallId } = fence
     const record = encodeRecord({ type: 'harness.tool.result', toolCallId, name, error })
-    const [status] = await this.script(scripts.cancelCall, {
+    const [status] = await this.stream.script(scripts.cancelCall, {
       keys: this.callKeys(toolCallId),
-      args: { ...this.landArgs(fence, record), questions: questionIds.flatMap((q) => [q, openMember(this.sessionId, q)]) },
+      args: { ...this.landArgs(fence, record), questions: questionIds.flatMap((q) => [q, openMember(this.stream.sessionId, q)]) },
     })
     return status
   }
@@ -277,20 +261,20 @@ export class SessionLog extends SessionActions {
       toolCallId,
       epoch,
       record,
-      openMember: openMember(this.sessionId, toolCallId),
-      publish: this.publish,
-      channel: this.index.events,
-      messageKey: messageKey('call', this.sessionId, toolCallId),
+      openMember: openMember(this.stream.sessionId, toolCallId),
+      publish: this.stream.publish,
+      channel: this.stream.index.events,
+      messageKey: messageKey('call', this.stream.sessionId, toolCallId),
     }
   }
 
   stagedKey(toolCallId: string): string {
-    return `${this.keys.staged}:${toolCallId}`
+    return `${this.stream.keys.staged}:${toolCallId}`
   }
 
   /** scriptKeys with the call's own staged list: the keys of a script of one call. */
   private callKeys(toolCallId: string) {
-    return { ...this.scriptKeys, staged: this.stagedKey(toolCallId) }
+    return { ...this.stream.scriptKeys, staged: this.stagedKey(toolCallId) }
   }
 }
 

@@ -1,8 +1,8 @@
-import type { InputState } from './inputs.js'
+import type { InputState } from './inputState.js'
 import { hasType, type LogRecord, type RecordOf } from './records.js'
 import type { LogEntry } from './stream.js'
 
-/** A tool call in the ledger (callLedger.ts): how an attempt began, the stored state, its owner and fence. */
+/** A tool call in the ledger (callLedger.ts, a part of SessionLog): how an attempt began, the stored state, its owner and fence. */
 type BeginKind = 'done' | 'fresh' | 'resume' | 'rerun' | 'cut'
 export interface BeginResult {
   kind: BeginKind

@@ -1,16 +1,10 @@
-export { SessionLog } from './callLedger.js'
+export { SessionLog } from './sessionLog.js'
 export type { StepRetryState } from './callState.js'
 export type { BeginResult, Fence } from './callState.js'
 export { callFingerprint } from './callIds.js'
-export {
-  contextOf,
-  type Question,
-  type InputState,
-  type InputTags,
-  type ParentCall,
-  type StepLookup,
-  type ModelToolCall,
-} from './inputs.js'
+export type { Question, ModelToolCall } from './inputs.js'
+export { contextOf, type InputState, type InputTags, type ParentCall } from './inputState.js'
+export type { StepLookup } from './stepValues.js'
 export { encodeRecord, isRecord, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
 export { isStreamId } from './streamIds.js'
 export {

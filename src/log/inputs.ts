@@ -4,69 +4,13 @@ import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, requestField, turnTagIndexKey, turnToolIndexKey } from './keys.js'
 import type { BusyMode } from '../core/index.js'
 import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord, type TurnRecordType } from './records.js'
-import { encodeRecord, isRecord, LogStream, type LogEntry } from './stream.js'
+import { encodeRecord, isRecord, type LogEntry, type LogStream } from './stream.js'
 import { scripts } from './commands/index.js'
+import type { AddedInput, InputState, InputTags, ParentCall } from './inputState.js'
+import type { StepLookup } from './stepValues.js'
 
 /** A step.ask question as logged and kept in the questions hash. */
 export type Question = Omit<RecordOf<'harness.tool.ask'>, 'type'>
-
-/** The agent tool call a child session's input answers. */
-export interface ParentCall {
-  harness: string
-  sessionId: string
-  toolCallId: string
-}
-
-export interface InputState {
-  text: string
-  entryId: string
-  status: 'open' | 'settled'
-  harness: string
-  at: number
-  settledId?: string
-  responses?: number
-  parent?: ParentCall
-  /** Inputs that joined this running turn (busy 'steer'), in arrival order. */
-  steered?: string[]
-  /** Its turn is paused (`onExhausted: 'pause'`) until `session.resume(inputId)`. */
-  paused?: boolean
-  /** The last model-call retry logged: `<responses>:<attempt>` (turnRecord.lua keeps try numbers unique). */
-  retried?: string
-  /** The running turn this input joined (busy 'steer'). */
-  steerInto?: string
-  /** The input's context as JSON text, when it has one (`prompt(text, { context })`), kept verbatim. */
-  context?: string
-  /** Tags and who prompted (`prompt(text, { metadata, principal })`). */
-  metadata?: Record<string, string>
-  principal?: string
-  /** How it settled (inputs settled before this was kept have none: their settled record says). */
-  outcome?: 'completed' | 'failed' | 'aborted'
-  /** The rerun ids that opened it again (session.rerun). */
-  reruns?: string[]
-  /** The tools its model responses called: the tool indexes it is in (host.turns({ tool })). */
-  tools?: string[]
-}
-
-/** What a prompt is tagged with: operator tags, and who prompted (a principal's string id). */
-export interface InputTags {
-  metadata?: Record<string, string>
-  principal?: string
-}
-
-/** What became of a prompt: its turn runs now, waits in line, joined the running turn, or was refused. */
-export type AddedInput =
-  | { status: 'added'; entryId: string; disposition: 'run' | 'queued' | 'steered'; running?: string }
-  | { status: 'exists'; entryId: string; settled: boolean; first: boolean }
-  | { status: 'busy'; running: string }
-  | { status: 'conflict' }
-
-export type StoredValue = { found: true; value: unknown }
-export type StepLookup = { found: false } | StoredValue
-
-/** The context an input was given with (`prompt(text, { context })`), kept as JSON text. */
-export function contextOf(input: Pick<InputState, 'context'> | null | undefined): unknown {
-  return input?.context === undefined ? undefined : JSON.parse(input.context)
-}
 
 /** A stored question; one logged before questions had a kind is a step.ask. */
 function parseQuestion(raw: string): Question {
@@ -78,9 +22,12 @@ export type ModelToolCall = Omit<ToolCallRecord, 'modelToolCallId'>
 
 /**
  * The inputs (turns) and questions of a session: an input logged once per inputId, its model
- * responses, its settle; questions of step.ask and their first valid answer.
+ * responses, its settle; questions of step.ask and their first valid answer. A part of SessionLog
+ * (sessionLog.ts) over the session's stream.
  */
-export class SessionInputs extends LogStream {
+export class SessionInputs {
+  constructor(readonly stream: LogStream) {}
+
   async addInput(
     inputId: string,
     text: string,
@@ -90,7 +37,9 @@ export class SessionInputs extends LogStream {
     const { parent, busy = 'queue', context, metadata, principal } = options
     assertInputId(inputId)
     const tags = harness ? Object.entries(metadata ?? {}) : []
-    const tagIndexes = tags.map(([key, value]) => turnTagIndexKey(this.prefix, this.shard, this.shards, harness, key, value))
+    const tagIndexes = tags.map(([key, value]) =>
+      turnTagIndexKey(this.stream.prefix, this.stream.shard, this.stream.shards, harness, key, value),
+    )
     const record = encodeRecord({
       type: 'harness.input',
       inputId,
@@ -100,15 +49,15 @@ export class SessionInputs extends LogStream {
       ...(metadata ? { metadata } : {}),
       ...(principal !== undefined ? { principal } : {}),
     })
-    const reply = await this.script(scripts.addInput, {
-      keys: { ...this.scriptKeys, openIndex: this.turnIndex(harness, 'open'), tagIndexes },
+    const reply = await this.stream.script(scripts.addInput, {
+      keys: { ...this.stream.scriptKeys, openIndex: this.stream.turnIndex(harness, 'open'), tagIndexes },
       args: {
         inputId,
         text,
         record,
         now: Date.now(),
-        sessionId: this.sessionId,
-        openMember: openMember(this.sessionId, inputId),
+        sessionId: this.stream.sessionId,
+        openMember: openMember(this.stream.sessionId, inputId),
         harness,
         parent: parent ? JSON.stringify(parent) : '',
         busy,
@@ -125,7 +74,7 @@ export class SessionInputs extends LogStream {
   }
 
   async getInput(inputId: string): Promise<InputState | null> {
-    const raw = await this.command('getInput', () => this.redis.hget(this.keys.inputs, inputId))
+    const raw = await this.stream.command('getInput', () => this.stream.redis.hget(this.stream.keys.inputs, inputId))
     return raw ? (JSON.parse(raw) as InputState) : null
   }
 
@@ -133,7 +82,7 @@ export class SessionInputs extends LogStream {
   async getSettled(inputId: string): Promise<RecordOf<'harness.input.settled'> | null> {
     const input = await this.getInput(inputId)
     if (input?.status !== 'settled' || !input.settledId) return null
-    const entry = await this.readEntry(input.settledId)
+    const entry = await this.stream.readEntry(input.settledId)
     return entry && isRecord(entry, 'harness.input.settled') ? entry.record : null
   }
 
@@ -146,15 +95,19 @@ export class SessionInputs extends LogStream {
     record: RecordOf<'harness.input.settled'>,
     harness: string,
   ): Promise<{ status: 'settled' | 'already' | 'unknown'; next?: string }> {
-    const reply = await this.script(scripts.settleInput, {
-      keys: { ...this.scriptKeys, openIndex: this.turnIndex(harness, 'open'), outcomeIndex: this.turnIndex(harness, record.outcome) },
+    const reply = await this.stream.script(scripts.settleInput, {
+      keys: {
+        ...this.stream.scriptKeys,
+        openIndex: this.stream.turnIndex(harness, 'open'),
+        outcomeIndex: this.stream.turnIndex(harness, record.outcome),
+      },
       args: {
         inputId: record.inputId,
         record: encodeRecord(record),
-        openMember: openMember(this.sessionId, record.inputId),
-        publish: this.publish,
-        channel: this.index.events,
-        messageKey: messageKey('input', this.sessionId, record.inputId),
+        openMember: openMember(this.stream.sessionId, record.inputId),
+        publish: this.stream.publish,
+        channel: this.stream.index.events,
+        messageKey: messageKey('input', this.stream.sessionId, record.inputId),
         outcome: record.outcome,
         now: Date.now(),
       },
@@ -170,15 +123,15 @@ export class SessionInputs extends LogStream {
    */
   async conversation(): Promise<LogEntry[]> {
     for (;;) {
-      const [header, raw] = await this.script(scripts.readConversation, {
-        keys: this.scriptKeys,
+      const [header, raw] = await this.stream.script(scripts.readConversation, {
+        keys: this.stream.scriptKeys,
         args: {},
       })
-      if (header === '^') return raw.flatMap((entry) => this.parseEntry(entry) ?? [])
+      if (header === '^') return raw.flatMap((entry) => this.stream.parseEntry(entry) ?? [])
       const first = header.slice(1)
-      const older = conversationOf(await this.read({ ...(first ? { before: first } : {}), types: CONVERSATION_TYPES }))
-      await this.script(scripts.fillConversation, {
-        keys: this.scriptKeys,
+      const older = conversationOf(await this.stream.read({ ...(first ? { before: first } : {}), types: CONVERSATION_TYPES }))
+      await this.stream.script(scripts.fillConversation, {
+        keys: this.stream.scriptKeys,
         args: { entryIds: older.map((e) => e.id) },
       })
     }
@@ -186,7 +139,7 @@ export class SessionInputs extends LogStream {
 
   /** The input first in the session's line (its turn is the one that runs), if any. */
   async firstInLine(): Promise<string | undefined> {
-    return (await this.command('firstInLine', () => this.redis.zrange(this.keys.line, '0', '0')))[0]
+    return (await this.stream.command('firstInLine', () => this.stream.redis.zrange(this.stream.keys.line, '0', '0')))[0]
   }
 
   /**
@@ -202,7 +155,7 @@ export class SessionInputs extends LogStream {
     harness = '',
   ): Promise<ToolCallRecord[] | null> {
     const tools = harness ? [...new Set(response.toolCalls.map((c) => c.name))].filter((n) => Buffer.from(n).toString() === n) : []
-    const toolIndexes = tools.map((tool) => turnToolIndexKey(this.prefix, this.shard, this.shards, harness, tool))
+    const toolIndexes = tools.map((tool) => turnToolIndexKey(this.stream.prefix, this.stream.shard, this.stream.shards, harness, tool))
     // another writer can take an id between our look-up and the write only by a racing runTool: pick again
     for (let tries = 0; tries < 3; tries++) {
       const toolCalls = await this.storedCallIds(inputId, response.toolCalls, expected)
@@ -216,13 +169,13 @@ export class SessionInputs extends LogStream {
         ...(response.joined ? { joined: response.joined } : {}),
       })
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input, { inputId, inputTooLarge: c.inputTooLarge })])
-      const [status] = await this.script(scripts.logModelResponse, {
-        keys: { ...this.scriptKeys, toolIndexes },
+      const [status] = await this.stream.script(scripts.logModelResponse, {
+        keys: { ...this.stream.scriptKeys, toolIndexes },
         args: {
           inputId,
           expected,
           record,
-          member: openMember(this.sessionId, inputId),
+          member: openMember(this.stream.sessionId, inputId),
           tools: JSON.stringify(tools),
           idsAndFingerprints: used,
         },
@@ -230,7 +183,11 @@ export class SessionInputs extends LogStream {
       if (status === 'ok') return toolCalls
       if (status !== 'taken') return null
     }
-    throw new StorageError('logModelResponse', this.sessionId, new Error('tool call ids kept being taken by concurrent runTool calls'))
+    throw new StorageError(
+      'logModelResponse',
+      this.stream.sessionId,
+      new Error('tool call ids kept being taken by concurrent runTool calls'),
+    )
   }
 
   /**
@@ -242,8 +199,8 @@ export class SessionInputs extends LogStream {
     expected?: number,
   ): Promise<{ status: 'ok'; entryId: string } | { status: 'stale' | 'unknown' | 'settled' | 'not_paused' }> {
     const mark = record.type === 'harness.turn.paused' ? 'paused' : record.type === 'harness.turn.resumed' ? 'resumed' : ''
-    const reply = await this.script(scripts.turnRecord, {
-      keys: this.scriptKeys,
+    const reply = await this.stream.script(scripts.turnRecord, {
+      keys: this.stream.scriptKeys,
       args: {
         inputId: record.inputId,
         expected: expected ?? '',
@@ -258,7 +215,7 @@ export class SessionInputs extends LogStream {
   private async storedCallIds(inputId: string, calls: ModelToolCall[], response: number): Promise<ToolCallRecord[]> {
     if (calls.length === 0) return []
     const bases = calls.map((c) => baseCallId(c.toolCallId))
-    const used = await this.command('getCall', () => this.redis.hmget(this.keys.calls, ...bases.map(requestField)))
+    const used = await this.stream.command('getCall', () => this.stream.redis.hmget(this.stream.keys.calls, ...bases.map(requestField)))
     const seen = new Set<string>()
     return calls.map((call, i) => {
       const base = bases[i]!
@@ -271,8 +228,8 @@ export class SessionInputs extends LogStream {
   /** A question with its first answer; `closed`: its call was cancelled, so no answer is taken any more. */
   async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup; closed: boolean } | null> {
     assertQuestionId(questionId)
-    const [question, answer, closed] = await this.command('getQuestion', () =>
-      this.redis.hmget(this.keys.questions, questionId, `${questionId}\0answer`, `${questionId}\0closed`),
+    const [question, answer, closed] = await this.stream.command('getQuestion', () =>
+      this.stream.redis.hmget(this.stream.keys.questions, questionId, `${questionId}\0answer`, `${questionId}\0closed`),
     )
     if (!question) return null
     return {
@@ -284,7 +241,7 @@ export class SessionInputs extends LogStream {
 
   /** Open (unanswered, unexpired, not closed by a cancel) questions of this session. */
   async openQuestions(now = Date.now()): Promise<Question[]> {
-    const all = await this.command('openQuestions', () => this.redis.hgetall(this.keys.questions))
+    const all = await this.stream.command('openQuestions', () => this.stream.redis.hgetall(this.stream.keys.questions))
     return Object.entries(all)
       .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all) && !(`${field}\0closed` in all))
       .map(([, raw]) => parseQuestion(raw))

@@ -10,3 +10,6 @@ export function encodeValue(value: unknown): string {
 export function decodeValue(stored: string): unknown {
   return stored === NO_VALUE ? undefined : JSON.parse(stored)
 }
+
+export type StoredValue = { found: true; value: unknown }
+export type StepLookup = { found: false } | StoredValue

@@ -1,5 +1,5 @@
 import { StorageError } from '../errors/index.js'
-import type { SessionLog } from './callLedger.js'
+import type { SessionLog } from './sessionLog.js'
 import { decodeValue } from './stepValues.js'
 import type { CallState } from './callState.js'
 import { stepField } from './keys.js'

@@ -70,8 +70,9 @@ const FOLLOW_PAGE = 500
 
 /**
  * The stream of one session's log: reading, following and unfenced appends, and the one way every
- * part of the log runs a Redis operation (`command`). The inputs and the call ledger build on it
- * (inputs.ts, callLedger.ts). Speaks only Redis.
+ * part of the log runs a Redis operation (`command`, `script`). It is the context the parts of a
+ * SessionLog share (sessionLog.ts): each part holds one stream and reaches Redis only through it.
+ * Speaks only Redis.
  */
 export class LogStream {
   readonly keys: SessionKeys
@@ -87,10 +88,10 @@ export class LogStream {
    * (commands/*Scripts.ts), made once: a script's keys are these, with the ones of its own added
    * (`{ ...this.scriptKeys, openIndex }`). The staged list is not among them: a call's is its own.
    */
-  protected readonly scriptKeys: ScriptKeys
+  readonly scriptKeys: ScriptKeys
   private readonly writeRetryMs: number
   private readonly waitReplicas: ReplicaWait | undefined
-  protected readonly shards: number
+  readonly shards: number
 
   constructor(
     readonly redis: RedisClient,
@@ -119,7 +120,7 @@ export class LogStream {
    * twice returns the first value, a result landed twice answers 'ok'), are retried with backoff for
    * `writeRetryMs` first, so an OOM or a blip never turns a side effect that ran into a tool error.
    */
-  protected async command<T>(operation: string, run: () => Promise<T>, retry = false): Promise<T> {
+  async command<T>(operation: string, run: () => Promise<T>, retry = false): Promise<T> {
     try {
       return await run()
     } catch (error) {
@@ -139,7 +140,7 @@ export class LogStream {
   }
 
   /** One named Lua script through `command`. */
-  protected script<S extends AnyScript>(script: S, input: ScriptInput<S>, retry = false): Promise<ScriptReply<S>> {
+  script<S extends AnyScript>(script: S, input: ScriptInput<S>, retry = false): Promise<ScriptReply<S>> {
     const wait = this.waitReplicas && REPLICATED.has(script.name) ? this.waitReplicas : undefined
     return this.command(script.name, () => runScript(this.redis, script, input, wait), retry)
   }

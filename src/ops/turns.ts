@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { InvalidTurnFilterError, StorageError } from '../errors/index.js'
 import type { RedisClient } from '../log/client.js'
 import { sessionKeys, turnIndexKey, TURN_STATUSES, type TurnStatus } from '../log/keys.js'
-import type { InputState } from '../log/inputs.js'
+import type { InputState } from '../log/inputState.js'
 import { shardOf } from '../log/shards.js'
 import { choosePlan, plansOf, sourcesOf, type Plan, type Source } from './turnsPlan.js'
 
