@@ -24,7 +24,7 @@ export type {
 /** Harnesses: an agent's model adapter, tools, hooks and durability options. */
 export { defineHarness, DEFAULT_DURABILITY, type Harness, type HarnessOptions } from './harness/defineHarness.js'
 export { getLogRecords, LogRecordsCapability, type LogRecordsWriter } from './tool/index.js'
-export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook, CancelOn } from './harnessTypes.js'
+export type { DurabilityOptions, AfterToolCallInfo, AfterToolCallDecision, AfterToolCallHook, CancelOn } from './core/index.js'
 /** Turn options: what a failed model call does (`turn.onModelError`), and `turn.beforeFinish`. */
 export { retryTransientErrors, isTransientModelError, type RetryTransientErrorsOptions } from './turn/modelErrors.js'
 export type {
@@ -37,9 +37,9 @@ export type {
   FinishMessage,
   BeforeFinishHook,
   TurnOptions,
-} from './harnessTypes.js'
+} from './core/index.js'
 /** Flow control across every worker and shard (R17, docs/limits.md): `defineHarness({ limits })`. */
-export type { Limit, HarnessLimits } from './harnessTypes.js'
+export type { Limit, HarnessLimits } from './core/index.js'
 /** What `session.prompt` takes: `inputId`, `context`, `priority`. */
 export type { PromptOptions } from './harness/promptOptions.js'
 /** A whole harness as one tool of another. */

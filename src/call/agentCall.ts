@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { AnyServerTool } from '@tanstack/ai'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import type { BeginResult, ParentCall, SessionLog } from '../log/index.js'
 import { enqueueTurn, type HarnessQueues, type ToolJobData } from '../queue/index.js'
 import { Park } from '../tool/index.js'

@@ -1,5 +1,5 @@
 import { FencedError, QuestionExpiredError } from '../errors/index.js'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import type { BeginResult, SessionLog } from '../log/index.js'
 import { APPROVAL_STEP, questionIdOf, toToolError, type SecretStore } from '../tool/index.js'
 import { stepContext, type CallOutcome } from './runCall.js'

@@ -1,4 +1,4 @@
-import { toolOf, type AfterToolCallInfo, type Harness } from '../harnessTypes.js'
+import { toolOf, type AfterToolCallInfo, type Harness } from '../core/index.js'
 import type { ToolErrorPayload } from '../log/index.js'
 import { encodeChecked, toJsonCopy, toToolError, validateOptional, type SecretStore } from '../tool/index.js'
 import { toolCallOf } from './middleware.js'

@@ -1,5 +1,5 @@
 import { LimitKeyError } from '../errors/index.js'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import type { LineLogger } from '../logger.js'
 import { takeSlot, type HeldSlot } from '../limits/slot.js'
 import type { ToolErrorPayload } from '../log/index.js'

@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq'
 import { CallNotLoggedError } from '../errors/index.js'
-import { toolOf, type Harness } from '../harnessTypes.js'
+import { toolOf, type Harness } from '../core/index.js'
 import { callFingerprint, openMember, parseToolJobId, type BeginResult, type SessionLog } from '../log/index.js'
 import type { ToolJobData } from '../queue/index.js'
 import { replayOf } from '../tool/index.js'

@@ -1,5 +1,5 @@
 import type { AfterToolCallInfo, BeforeToolCallDecision, ToolCall } from '@tanstack/ai'
-import { toolOf, type Harness } from '../harnessTypes.js'
+import { toolOf, type Harness } from '../core/index.js'
 import type { Fence, SessionLog } from '../log/index.js'
 import {
   customEvents,

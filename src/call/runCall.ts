@@ -1,5 +1,5 @@
 import { FencedError, InvalidToolInputError, UnknownToolError, ValueTooLargeError } from '../errors/index.js'
-import { toolNames, toolOfCall, type Harness } from '../harnessTypes.js'
+import { toolNames, toolOfCall, type Harness } from '../core/index.js'
 import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
 import {
   createDurableContext,

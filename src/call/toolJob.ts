@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from 'bullmq'
 import { FencedError, StorageError } from '../errors/index.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
-import { toolOfCall, type Harness } from '../harnessTypes.js'
+import { toolOfCall, type Harness } from '../core/index.js'
 import { contextOf, sendCorked, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues, ToolJobData } from '../queue/index.js'
 import { questionIdOf, resolverErrorName, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'

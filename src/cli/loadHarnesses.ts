@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { z } from 'zod'
 import { ConfigError } from '../errors/index.js'
-import { TOOLS_BY_NAME, type Harness } from '../harnessTypes.js'
+import { TOOLS_BY_NAME, type Harness } from '../core/index.js'
 
 // TOOLS_BY_NAME is a Symbol.for key, so a harness made by another copy of the package (the user's
 // node_modules, while this bin is global or npx's) is recognised too.

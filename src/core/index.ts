@@ -2,3 +2,5 @@
 export type { BusyMode } from './busy.js'
 export type { ToolJobData, TurnJobData } from './jobs.js'
 export { toolMessageContent } from './conversation.js'
+export type { ToolErrorPayload } from './toolError.js'
+export * from './harness.js'

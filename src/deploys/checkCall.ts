@@ -1,4 +1,4 @@
-import { LEGACY_TOOLS, toolOfCall, type Harness } from '../harnessTypes.js'
+import { LEGACY_TOOLS, toolOfCall, type Harness } from '../core/index.js'
 import { RESERVED_PREFIX, type SessionLog, type StoredCall } from '../log/index.js'
 import { isDurableTool, validateOptional } from '../tool/index.js'
 import { dryReplay, type ReplayEnd } from './dryReplay.js'

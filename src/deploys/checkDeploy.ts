@@ -1,5 +1,5 @@
 import { createRedisClient, type RedisConnection } from '../harness/connection.js'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { contextOf, defaultShards, OpenWork, SessionLog, storedOpenCalls, type RedisClient } from '../log/index.js'
 import { checkCall, type DeployProblem } from './checkCall.js'
 

@@ -1,4 +1,4 @@
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { defaultShards, SessionLog } from '../log/index.js'
 import { checkSession, withStorage, type DeployReport, type StorageOptions } from './checkDeploy.js'
 

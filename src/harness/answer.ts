@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { InvalidAnswerError, QuestionClosedError } from '../errors/index.js'
 import type { SessionLog } from '../log/index.js'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { wakeCall, type HarnessQueues } from '../queue/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import { assertNoSecrets } from './callerSecrets.js'

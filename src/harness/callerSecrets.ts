@@ -1,5 +1,5 @@
 import { SecretsUnavailableError } from '../errors/index.js'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { resolveSecrets, resolverErrorName } from '../tool/index.js'
 
 /** A value a caller hands us to log: what it is (for the error) and its JSON text. */

@@ -9,7 +9,7 @@ import {
   type Harness,
   type HarnessLimits,
   type ModelErrorPolicy,
-} from '../harnessTypes.js'
+} from '../core/index.js'
 import { retryTransientErrors } from '../turn/modelErrors.js'
 import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
 import { defaultVersion } from './version.js'

@@ -1,5 +1,5 @@
 import { ConfigError, InvalidDurationError } from '../errors/index.js'
-import type { HarnessLimits, Limit, ResolvedLimit } from '../harnessTypes.js'
+import type { HarnessLimits, Limit, ResolvedLimit } from '../core/index.js'
 import { parseDuration } from '../tool/index.js'
 
 /** BullMQ's priority range: 1 (runs first) to 2^21. */

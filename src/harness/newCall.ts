@@ -1,5 +1,5 @@
 import { skipsBegin } from '../call/index.js'
-import { toolOf, type Harness } from '../harnessTypes.js'
+import { toolOf, type Harness } from '../core/index.js'
 import { callFingerprint, type CallMarks, type SessionLog } from '../log/index.js'
 import { enqueueCallBehind, type HarnessQueues } from '../queue/index.js'
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { UnknownInputError } from '../errors/index.js'
 import { assertInputId, isRecord, type SessionLog } from '../log/index.js'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { clearFinishedTurn, enqueueTurn, type HarnessQueues } from '../queue/index.js'
 import { foldTurn } from '../turn/index.js'
 import { checkPrincipal } from './tags.js'

@@ -23,7 +23,7 @@ import {
   SessionLog,
 } from '../log/index.js'
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/follow.js'
-import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
+import { toolNames, toolOf, type Harness } from '../core/index.js'
 import { enqueueCall, enqueueTurn, wakeTurn, type HarnessQueues } from '../queue/index.js'
 import { checkPriority } from './limitOptions.js'
 import type { PromptOptions } from './promptOptions.js'

@@ -7,7 +7,7 @@ import { EventType, normalizeApprovalSchema, hashSchemaInput, withInterruptBindi
 import { z } from 'zod'
 import { needsApproval } from '../call/approval.js'
 import { QuestionClosedError } from '../errors/index.js'
-import { toolOf, type Harness } from '../harnessTypes.js'
+import { toolOf, type Harness } from '../core/index.js'
 import type { Question } from '../log/index.js'
 import type { SessionEvent } from '../events/follow.js'
 import type { Session } from '../harness/session.js'

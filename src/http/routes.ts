@@ -4,7 +4,7 @@
 import type { Logger } from 'pino'
 import type { SendEventOptions, SendEventResult } from '../harness/machineEvents.js'
 import type { Session } from '../harness/session.js'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import type { SessionEvent } from '../events/follow.js'
 import { applyDecisions, continueAs, endOnApprovals, type ResumeItem } from './interrupts.js'
 import { controlSchema, HttpError, json, parse, promptText, queryId, readJson, runInputSchema } from './json.js'

@@ -3,7 +3,7 @@
 import type { UIMessage } from '@tanstack/ai'
 import { isRecord } from '../log/index.js'
 import type { Session } from '../harness/session.js'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { approvalInterrupt } from './interrupts.js'
 
 interface Turn {

@@ -1,5 +1,5 @@
 import { LimitKeyError, MAX_LIMIT_KEY_LENGTH } from '../errors/index.js'
-import type { ResolvedLimit } from '../harnessTypes.js'
+import type { ResolvedLimit } from '../core/index.js'
 import { LimitStore, type RedisClient } from '../log/index.js'
 import { observeLimitWait } from '../telemetry/index.js'
 

@@ -1,3 +1,4 @@
+import type { ToolErrorPayload } from '../core/index.js'
 import { z } from 'zod'
 
 /**
@@ -46,8 +47,9 @@ export function isJsonData(value: unknown): boolean {
 // they are JSON copies by the time they reach a record (tool/json.ts), and readers treat them as data.
 const json = z.custom<unknown>(isJsonData, { message: 'not JSON data' })
 
-const toolError = z.object({ message: z.string(), code: z.string().optional() })
-export type ToolErrorPayload = z.infer<typeof toolError>
+// the shape core/ declares for every layer; the schema is checked against it
+const toolError: z.ZodType<ToolErrorPayload> = z.object({ message: z.string(), code: z.string().optional() })
+export type { ToolErrorPayload }
 
 const toolCallSchema = z.object({
   /** The id the call is stored under (safe, unique in the session: see callIds.ts). */

@@ -1,4 +1,4 @@
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { limitStates } from '../limits/slot.js'
 import type { RedisClient } from '../log/index.js'
 

@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import type { HarnessQueues } from '../queue/index.js'
 
 /** One BullMQ queue of a host, named for operators (stats, metrics, the dashboard's queue views). */

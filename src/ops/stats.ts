@@ -2,7 +2,7 @@ import { StorageError } from '../errors/index.js'
 import type { RedisClient } from '../log/client.js'
 import { indexKeys } from '../log/keys.js'
 import type { QueueRef } from './queues.js'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { limitStats, type LimitStats } from './limitStats.js'
 
 const STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children', 'failed', 'completed'] as const

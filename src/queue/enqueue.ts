@@ -1,5 +1,5 @@
 import { Job, Queue } from 'bullmq'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { traceField } from '../telemetry/tracing.js'
 import { isCluster, sendCorked, shardOf, toolJobId, turnJobId, type RedisClient } from '../log/index.js'
 import type { ToolJobData, TurnJobData } from '../core/index.js'

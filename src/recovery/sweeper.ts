@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import type { OpenItem, OpenWork, SessionLog } from '../log/index.js'
 import { enqueueCall, enqueueTurn, inspectCallJob, inspectTurnJob, type HarnessQueues } from '../queue/index.js'
 import { countRecovery } from '../telemetry/index.js'

@@ -4,7 +4,7 @@ import { keptResult, runCall } from '../call/index.js'
 import { StorageError } from '../errors/index.js'
 import { createRedisClient } from '../harness/connection.js'
 import { defineHarness } from '../harness/defineHarness.js'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { isCluster, moveWakeTime, RESERVED_PREFIX, SessionLog, type RecordOf, type RedisClient } from '../log/index.js'
 import {
   DURABLE,

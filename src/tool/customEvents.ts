@@ -1,4 +1,4 @@
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import type { SessionLog } from '../log/index.js'
 import { encodeChecked, toJsonCopy } from './json.js'
 import { SecretStore } from './secrets.js'

@@ -1,5 +1,5 @@
 import type { ChatMiddleware, ChatMiddlewareContext, ChatMiddlewarePhase, ModelMessage } from '@tanstack/ai'
-import { toolNames, type Harness } from '../harnessTypes.js'
+import { toolNames, type Harness } from '../core/index.js'
 import { randomBytes } from 'node:crypto'
 
 type Registry = ChatMiddlewareContext['capabilities']

@@ -1,6 +1,6 @@
 import type { ModelMessage } from '@tanstack/ai'
 import { z } from 'zod'
-import type { FinishMessage, Harness } from '../harnessTypes.js'
+import type { FinishMessage, Harness } from '../core/index.js'
 import type { RecordOf, SessionLog } from '../log/index.js'
 import type { TurnFold } from './fold.js'
 

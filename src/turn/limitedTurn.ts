@@ -1,6 +1,6 @@
 import { DelayedError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import { takeSlot, type HeldSlot } from '../limits/slot.js'
 import { contextOf, type InputState } from '../log/index.js'
 import { wakeTurn, type HarnessQueues, type TurnJobData } from '../queue/index.js'

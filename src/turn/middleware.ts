@@ -7,7 +7,7 @@ import {
   type TokenUsage,
 } from '@tanstack/ai'
 import { MiddlewareToolError } from '../errors/index.js'
-import { toolNames, toolOf, type Harness } from '../harnessTypes.js'
+import { toolNames, toolOf, type Harness } from '../core/index.js'
 import { contextOf, isRecord, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { customEvents, middlewareRun, resolveSecrets } from '../tool/index.js'
 

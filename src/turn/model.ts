@@ -1,6 +1,6 @@
 import { convertSchemaToJsonSchema, fromSpecTokenUsage, type ChatMiddlewareConfig, type ModelMessage, type StreamChunk } from '@tanstack/ai'
 import { resolveDebugOption } from '@tanstack/ai/adapter-internals'
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import type { ModelCallHooks } from './middleware.js'
 import { ModelCallError, modelErrorOf } from './modelErrors.js'
 import { toolMessageContent } from '../core/index.js'

@@ -1,4 +1,4 @@
-import type { ModelError, ModelErrorPolicy } from '../harnessTypes.js'
+import type { ModelError, ModelErrorPolicy } from '../core/index.js'
 
 /**
  * A model call that failed at the provider: a RUN_ERROR chunk, or an error the adapter threw. The

@@ -1,5 +1,5 @@
 import { DelayedError, type Job } from 'bullmq'
-import type { Harness, ModelErrorDecision } from '../harnessTypes.js'
+import type { Harness, ModelErrorDecision } from '../core/index.js'
 import type { RecordOf, SessionLog } from '../log/index.js'
 import type { TurnJobData } from '../queue/index.js'
 import type { TurnFold } from './fold.js'

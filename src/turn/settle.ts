@@ -1,4 +1,4 @@
-import type { Harness } from '../harnessTypes.js'
+import type { Harness } from '../core/index.js'
 import type { ModelUsage, RecordOf, SessionLog } from '../log/index.js'
 import { enqueueTurn, type HarnessQueues } from '../queue/index.js'
 import { terminalHooks } from './middleware.js'

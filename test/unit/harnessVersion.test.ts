@@ -4,7 +4,7 @@ import { toolDefinition } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { ConfigError, defineHarness, durableTool } from '../../src/index.js'
-import { toolOfCall } from '../../src/harnessTypes.js'
+import { toolOfCall } from '../../src/core/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 
 const charge = (schema: z.ZodType) =>

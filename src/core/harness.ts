@@ -1,6 +1,6 @@
 import type { AnyServerTool, AnyTextAdapter, ChatMiddleware, ModelMessage, SystemPrompt, ToolCall } from '@tanstack/ai'
-import type { ToolErrorPayload } from './log/index.js'
-import type { BusyMode } from './core/index.js'
+import type { BusyMode } from './busy.js'
+import type { ToolErrorPayload } from './toolError.js'
 
 /**
  * What a hook sees after a tool call; its `replaceResult` wins, also on an error (R12). It carries
