@@ -167,6 +167,9 @@ export async function againstMain(root: string, argv: string[]): Promise<void> {
     const flush = new Redis(redis.url, { maxRetriesPerRequest: 1 })
     const drivers = { this: root, ref: args.driver === 'own' && existsSync(join(dir, DRIVER)) ? dir : root }
     if (args.driver === 'own' && drivers.ref === root) progress(`[against] ${refLabel} has no ${DRIVER}: both sides run this tree's`)
+    // a ref's own driver from before --js runs its source
+    const takesJs = (driverRoot: string) => readFileSync(join(driverRoot, DRIVER), 'utf8').includes("'--js'")
+    const compiled = { this: !args.source && takesJs(drivers.this), ref: !args.source && takesJs(drivers.ref) }
     const rounds: SideRound[] = []
     const started = Date.now()
     try {
@@ -175,8 +178,7 @@ export async function againstMain(root: string, argv: string[]): Promise<void> {
         for (const side of order) {
           await flush.flushall() // each side starts on an empty Redis
           progress(`[against] round ${r + 1}/${args.rounds}: ${side === 'this' ? thisLabel : refLabel}`)
-          // a ref's own driver from before --js runs its source
-          const js = !args.source && readFileSync(join(drivers[side], DRIVER), 'utf8').includes("'--js'")
+          const js = compiled[side]
           const lib = js ? libs[side] : side === 'this' ? root : dir
           const rows = await runSide(drivers[side], lib, redis.url, { ...args, source: !js }, (c) => (child = c))
           rounds.push({ round: r, side, rows })

@@ -144,22 +144,16 @@ beforeAll(async () => {
 }, 300_000)
 
 afterAll(async () => {
-  const killGroup = (c: ChildProcess) => {
+  // each worker's whole group (npx, its sh, the worker), also of a worker whose npx exited already
+  const exited = children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : undefined))
+  for (const c of children) {
     try {
       process.kill(-c.pid!, 'SIGKILL')
     } catch {
       c.kill('SIGKILL') // the group is gone already
     }
   }
-  await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => (c.once('exit', r), killGroup(c))) : undefined)))
-  // the group of a worker that exited (its npx) may still hold the worker itself
-  for (const c of children)
-    if (c.pid)
-      try {
-        process.kill(-c.pid, 'SIGKILL')
-      } catch {
-        /* gone */
-      }
+  await Promise.all(exited)
   if (dir) rmSync(dir, { recursive: true, force: true })
 })
 
