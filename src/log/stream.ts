@@ -68,6 +68,37 @@ type ScriptKeys = Omit<SessionKeys, 'staged'> & Pick<IndexKeys, 'sessions' | 'op
 
 const FOLLOW_PAGE = 500
 
+/** Where one session's keys lie: made once a session (a log is made per job, per runTool, per view). */
+interface SessionLayout {
+  keys: SessionKeys
+  shard: number
+  index: IndexKeys
+  scriptKeys: ScriptKeys
+}
+
+/** Layouts by prefix, shard count and session; emptied when full (a busy worker sees the same sessions again). */
+const layouts = new Map<string, SessionLayout>()
+const MAX_LAYOUTS = 10_000
+
+function layoutOf(prefix: string, sessionId: string, shards: number): SessionLayout {
+  // a session id has no NUL (keys.ts) and the count no `|`: the id is unambiguous whatever the prefix holds
+  const id = `${shards}|${prefix}\0${sessionId}`
+  let layout = layouts.get(id)
+  if (layout) return layout
+  assertShards(shards)
+  const keys = sessionKeys(prefix, sessionId, shards)
+  const shard = shardOf(sessionId, shards)
+  const index = indexKeys(prefix, shard, shards)
+  const { staged: _perCall, ...session } = keys
+  const { sessions, openCalls, openQuestions, openTurns } = index
+  // shared by every log of the session: frozen, so no part can change another's keys
+  const scriptKeys = Object.freeze({ ...session, sessions, openCalls, openQuestions, openTurns })
+  layout = { keys: Object.freeze(keys), shard, index: Object.freeze(index), scriptKeys }
+  if (layouts.size >= MAX_LAYOUTS) layouts.clear()
+  layouts.set(id, layout)
+  return layout
+}
+
 /**
  * The stream of one session's log: reading, following and unfenced appends, and the one way every
  * part of the log runs a Redis operation (`command`, `script`). It is the context the parts of a
@@ -100,13 +131,11 @@ export class LogStream {
     options: SessionLogOptions = {},
   ) {
     const shards = options.shards ?? defaultShards()
-    assertShards(shards)
-    this.keys = sessionKeys(prefix, sessionId, shards)
-    this.shard = shardOf(sessionId, shards)
-    this.index = indexKeys(prefix, this.shard, shards)
-    const { staged: _perCall, ...session } = this.keys
-    const { sessions, openCalls, openQuestions, openTurns } = this.index
-    this.scriptKeys = { ...session, sessions, openCalls, openQuestions, openTurns }
+    const layout = layoutOf(prefix, sessionId, shards)
+    this.keys = layout.keys
+    this.shard = layout.shard
+    this.index = layout.index
+    this.scriptKeys = layout.scriptKeys
     this.shards = shards
     this.publish = publishCommand(redis)
     this.logId = sessionId
