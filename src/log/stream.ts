@@ -3,8 +3,9 @@ import { assertCursor, LAST_ID } from './streamIds.js'
 import { runScript, scripts, type AnyScript, type ReplicaWait, type ScriptInput, type ScriptReply } from './commands/index.js'
 import { publishCommand, type RedisClient } from './client.js'
 import { waitForEntries } from './sharedReader.js'
-import { indexKeys, namedIndexKeys, sessionKeys, turnIndexKey, type IndexKeys, type SessionKeys, type TurnStatus } from './keys.js'
-import { assertShards, defaultShards, shardOf } from './shards.js'
+import { namedIndexKeys, turnIndexKey, type IndexKeys, type SessionKeys, type TurnStatus } from './keys.js'
+import { defaultShards } from './shards.js'
+import { layoutOf, type ScriptKeys } from './sessionLayout.js'
 import { appendLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
 
@@ -64,40 +65,7 @@ const REPLICATED: ReadonlySet<string> = new Set(
 
 type RawEntry = [string, string[]]
 
-type ScriptKeys = Omit<SessionKeys, 'staged'> & Pick<IndexKeys, 'sessions' | 'openCalls' | 'openQuestions' | 'openTurns'>
-
 const FOLLOW_PAGE = 500
-
-/** Where one session's keys lie: made once a session (a log is made per job, per runTool, per view). */
-interface SessionLayout {
-  keys: SessionKeys
-  shard: number
-  index: IndexKeys
-  scriptKeys: ScriptKeys
-}
-
-/** Layouts by prefix, shard count and session; emptied when full (a busy worker sees the same sessions again). */
-const layouts = new Map<string, SessionLayout>()
-const MAX_LAYOUTS = 10_000
-
-function layoutOf(prefix: string, sessionId: string, shards: number): SessionLayout {
-  // a session id has no NUL (keys.ts) and the count no `|`: the id is unambiguous whatever the prefix holds
-  const id = `${shards}|${prefix}\0${sessionId}`
-  let layout = layouts.get(id)
-  if (layout) return layout
-  assertShards(shards)
-  const keys = sessionKeys(prefix, sessionId, shards)
-  const shard = shardOf(sessionId, shards)
-  const index = indexKeys(prefix, shard, shards)
-  const { staged: _perCall, ...session } = keys
-  const { sessions, openCalls, openQuestions, openTurns } = index
-  // shared by every log of the session: frozen, so no part can change another's keys
-  const scriptKeys = Object.freeze({ ...session, sessions, openCalls, openQuestions, openTurns })
-  layout = { keys: Object.freeze(keys), shard, index: Object.freeze(index), scriptKeys }
-  if (layouts.size >= MAX_LAYOUTS) layouts.clear()
-  layouts.set(id, layout)
-  return layout
-}
 
 /**
  * The stream of one session's log: reading, following and unfenced appends, and the one way every
