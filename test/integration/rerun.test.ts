@@ -43,6 +43,31 @@ const rerunHarness = defineHarness({
   tools: [charge, flaky],
 })
 
+// a step whose tries ran out while its service was down, in a turn the provider then failed
+const mailState = { serviceDown: true, providerDown: true, tries: 0 }
+const mail = durableTool(toolDefinition({ name: 'mail', description: 'Send a mail', inputSchema: z.object({}) }), async (_input, { step }) => {
+  await step.do(
+    'send',
+    async () => {
+      mailState.tries++
+      if (mailState.serviceDown) throw new Error('the mail service is down')
+    },
+    { retry: { attempts: 2, delay: '10ms' } },
+  )
+  return { sent: true }
+})
+const mailHarness = defineHarness({
+  name: 'rerun-mail',
+  adapter: scriptedModel([
+    { toolCalls: [{ name: 'mail', input: {} }] },
+    () => {
+      if (mailState.providerDown) throw new Error('provider unavailable')
+      return { text: 'mailed' }
+    },
+  ]),
+  tools: [mail],
+})
+
 describe('session.rerun', () => {
   const hosts = useInProcessHosts()
 
@@ -110,6 +135,25 @@ describe('session.rerun', () => {
     const log = await session.log.read()
     expect(records(log, 'harness.input')[0]).toMatchObject({ principal: 'op-42', metadata: { ticket: 'T-9' } })
     expect(records(log, 'harness.turn.rerun')).toMatchObject([{ rerunId: 'http-1', principal: 'op-42' }])
+  })
+
+  it('R16 a rerun tries a step afresh whose retries were exhausted: its retry state is cleared with the call', async () => {
+    const { host } = hosts.start(mailHarness, 'rerun-mail')
+    const session = host.open(mailHarness, { sessionId: 'm-1' })
+    const { inputId } = await session.prompt('mail them')
+    expect(await session.settled(inputId)).toMatchObject({ outcome: 'failed' })
+    expect(mailState.tries).toBe(2)
+    const failed = records(await session.log.read(), 'harness.tool.result')
+    expect(failed).toMatchObject([{ name: 'mail', error: { message: expect.stringMatching(/send/) } }])
+
+    mailState.serviceDown = false
+    mailState.providerDown = false
+    expect(await session.rerun(inputId, { rerunId: 'mail-rr' })).toBe(true)
+    expect(await session.settled(inputId)).toMatchObject({ outcome: 'completed', text: 'mailed' })
+    // the step ran once more (not thrown again from its stored end) and the call landed its result
+    expect(mailState.tries).toBe(3)
+    const results = records(await session.log.read(), 'harness.tool.result')
+    expect(results.map((r) => (r.error ? 'error' : 'ok'))).toEqual(['error', 'ok'])
   })
 
   it('refuses bad tags before anything is written', async () => {

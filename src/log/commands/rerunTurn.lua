@@ -3,7 +3,9 @@
   opens the input again (in the session's line, the open-turns index and the harness's 'open' turns
   index, out of its outcome's). Of the candidate calls (those of the turn's last model response),
   each that landed an error is reset to state 'again': its next begin runs it from the top (its kept
-  steps stay kept, R5), and the rerun record names it so the fold drops its failed result. A call
+  steps stay kept, R5), and the rerun record names it so the fold drops its failed result. Its steps'
+  retry states are cleared: a step whose tries were exhausted (or stopped) is tried afresh (R16), as
+  an operator who reruns after fixing what failed expects. A call
   that landed a result stays done: its job begins as 'done' and never runs again (R19).
 
   Input:
@@ -16,6 +18,7 @@
     KEYS[7] openIndex: the turns index of the input's harness, status 'open' (keys.ts turnIndexKey)
     KEYS[8] failedIndex: the same, status 'failed'
     KEYS[9] abortedIndex: the same, status 'aborted'
+    KEYS[10] steps: steps hash (its retry fields "\0retry\0<toolCallId>\0<step name>", keys.ts retryField)
     ARGV[1] inputId
     ARGV[2] rerunId: rerunId (the same rerunId again does nothing)
     ARGV[3] now: now ms
@@ -28,7 +31,17 @@
     | {'open'} (the turn has not settled) | {'completed'} (it completed: nothing to run again)
 ]]
 local logKey, inputsKey, callsKey, openTurnsKey, lineKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local openIndexKey, failedIndexKey, abortedIndexKey = KEYS[7], KEYS[8], KEYS[9]
+local openIndexKey, failedIndexKey, abortedIndexKey, stepsKey = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+
+-- the retry states of a call's steps (a stored call id has no glob character: callIds.ts)
+local function clearRetries(toolCallId)
+  local cursor = '0'
+  repeat
+    local page = redis.call('HSCAN', stepsKey, cursor, 'MATCH', '\0retry\0' .. toolCallId .. '\0*', 'COUNT', 200)
+    cursor = page[1]
+    for i = 1, #page[2], 2 do redis.call('HDEL', stepsKey, page[2][i]) end
+  until cursor == '0'
+end
 local inputId, rerunId, now, openMember, principal = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
 --@include conversation
@@ -58,6 +71,7 @@ for i = 6, #ARGV do
       state.id = nil
       redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
       redis.call('HDEL', callsKey, toolCallId .. '\0result')
+      clearRetries(toolCallId)
       table.insert(reset, toolCallId)
     end
   end

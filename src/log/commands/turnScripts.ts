@@ -73,7 +73,7 @@ export const settleInput = defineScript({
 
 export const rerunTurn = defineScript({
   name: 'rerunTurn',
-  keys: ['log', 'inputs', 'calls', 'openTurns', 'line', 'conversation', 'openIndex', 'failedIndex', 'abortedIndex'],
+  keys: ['log', 'inputs', 'calls', 'openTurns', 'line', 'conversation', 'openIndex', 'failedIndex', 'abortedIndex', 'steps'],
   args: { inputId: text, rerunId: text, now: num, openMember: text, principal: text },
   trailingArgs: 'toolCallIds',
   reply: reply<['rerun', string, string] | ['exists'] | ['unknown'] | ['open'] | ['completed']>(),
