@@ -45,17 +45,20 @@ const rerunHarness = defineHarness({
 
 // a step whose tries ran out while its service was down, in a turn the provider then failed
 const mailState = { serviceDown: true, providerDown: true, tries: 0 }
-const mail = durableTool(toolDefinition({ name: 'mail', description: 'Send a mail', inputSchema: z.object({}) }), async (_input, { step }) => {
-  await step.do(
-    'send',
-    async () => {
-      mailState.tries++
-      if (mailState.serviceDown) throw new Error('the mail service is down')
-    },
-    { retry: { attempts: 2, delay: '10ms' } },
-  )
-  return { sent: true }
-})
+const mail = durableTool(
+  toolDefinition({ name: 'mail', description: 'Send a mail', inputSchema: z.object({}) }),
+  async (_input, { step }) => {
+    await step.do(
+      'send',
+      async () => {
+        mailState.tries++
+        if (mailState.serviceDown) throw new Error('the mail service is down')
+      },
+      { retry: { attempts: 2, delay: '10ms' } },
+    )
+    return { sent: true }
+  },
+)
 const mailHarness = defineHarness({
   name: 'rerun-mail',
   adapter: scriptedModel([
