@@ -40,6 +40,7 @@ export async function rerunTurn(deps: RerunDeps, inputId: string, options: Rerun
   await clearFinishedTurn(queues, log.sessionId, inputId, calls)
   const reply = await log.rerun(inputId, harness.name, { rerunId, calls, ...(options.principal ? { principal: options.principal } : {}) })
   if (reply.status === 'unknown') throw new UnknownInputError(inputId)
-  if (reply.status === 'rerun' && reply.first === inputId) await enqueueTurn(queues, harness, log.sessionId, inputId)
+  if (reply.status === 'rerun' && reply.first === inputId)
+    await enqueueTurn(queues, harness, log.sessionId, inputId, (await log.getInput(inputId))?.priority ?? harness.priority)
   return reply.status === 'rerun' || reply.status === 'exists'
 }

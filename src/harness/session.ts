@@ -118,7 +118,12 @@ export class Session {
       { what, encoded: encodeChecked(context, what, maxValueBytes) },
     )
     await this.checkDeployment()
-    const added = await this.deps.log.addInput(inputId, text, harness.name, { busy: harness.busy, context, ...tags })
+    const added = await this.deps.log.addInput(inputId, text, harness.name, {
+      busy: harness.busy,
+      context,
+      ...tags,
+      ...(priority === undefined ? {} : { priority }),
+    })
     if (added.status === 'conflict') throw new InputConflictError(inputId)
     if (added.status === 'busy') throw new SessionBusyError(this.sessionId, added.running)
     // a turn waiting in line is enqueued when the turns before it settle; a steered input has none.
@@ -191,7 +196,7 @@ export class Session {
     const resumed = await log.logTurnRecord({ type: 'harness.turn.resumed', inputId, at: Date.now() })
     if (resumed.status === 'unknown') throw new UnknownInputError(inputId)
     if (resumed.status !== 'ok') return false
-    await wakeTurn(queues, harness, this.sessionId, inputId)
+    await wakeTurn(queues, harness, this.sessionId, inputId, (await log.getInput(inputId))?.priority ?? harness.priority)
     return true
   }
 

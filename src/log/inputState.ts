@@ -29,6 +29,8 @@ export interface InputState {
   /** Tags and who prompted (`prompt(text, { metadata, principal })`). */
   metadata?: Record<string, string>
   principal?: string
+  /** The prompt's BullMQ priority, when it gave one: every enqueue of its turn uses it (turnPriority). */
+  priority?: number
   /** How it settled (inputs settled before this was kept have none: their settled record says). */
   outcome?: 'completed' | 'failed' | 'aborted'
   /** The rerun ids that opened it again (session.rerun). */

@@ -32,9 +32,9 @@ export class SessionInputs {
     inputId: string,
     text: string,
     harness = '',
-    options: { parent?: ParentCall; busy?: BusyMode; context?: unknown } & InputTags = {},
+    options: { parent?: ParentCall; busy?: BusyMode; context?: unknown; priority?: number } & InputTags = {},
   ): Promise<AddedInput> {
-    const { parent, busy = 'queue', context, metadata, principal } = options
+    const { parent, busy = 'queue', context, metadata, principal, priority } = options
     assertInputId(inputId)
     const tags = harness ? Object.entries(metadata ?? {}) : []
     const tagIndexes = tags.map(([key, value]) =>
@@ -64,6 +64,7 @@ export class SessionInputs {
         context: context !== undefined ? JSON.stringify(context) : '',
         metadata: metadata && Object.keys(metadata).length > 0 ? JSON.stringify(metadata) : '',
         principal: principal ?? '',
+        priority: priority === undefined ? '' : String(priority),
       },
     })
     if (reply[0] === 'added')

@@ -206,15 +206,22 @@ export async function wakeCall(queues: HarnessQueues, sessionId: string, toolCal
 
 /**
  * Wakes a paused turn (session.resume): its delayed job is promoted; a job that is gone or finished
- * (removed by retention, or failed) is added again, so a resume never waits on a missing job.
+ * (removed by retention, or failed) is added again, at `priority` (its prompt's), so a resume never
+ * waits on a missing job.
  */
-export async function wakeTurn(queues: HarnessQueues, harness: Harness, sessionId: string, inputId: string): Promise<void> {
+export async function wakeTurn(
+  queues: HarnessQueues,
+  harness: Harness,
+  sessionId: string,
+  inputId: string,
+  priority = harness.priority,
+): Promise<void> {
   const job = await Job.fromId(queues.of(sessionId).turns, turnJobId(sessionId, inputId))
   const state = job ? await job.getState() : 'missing'
   if (state === 'delayed') return void (await job!.promote().catch(() => {}))
   if (state === 'missing' || state === 'completed' || state === 'failed') {
     await job?.remove().catch(() => {})
-    await enqueueTurn(queues, harness, sessionId, inputId)
+    await enqueueTurn(queues, harness, sessionId, inputId, priority)
   }
 }
 

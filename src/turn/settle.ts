@@ -21,7 +21,8 @@ export async function settleTurn(
   const { status, next } = await log.settle(record, harness.name)
   const input = status === 'settled' ? await log.getInput(record.inputId) : null
   for (const inputId of input?.steered ?? []) await log.settle({ ...record, inputId }, harness.name)
-  if (next) await enqueueTurn(queues, harness, log.sessionId, next)
+  // at the priority its prompt gave (kept on the input), else the harness's
+  if (next) await enqueueTurn(queues, harness, log.sessionId, next, (await log.getInput(next))?.priority ?? harness.priority)
   if (input) await terminalHooks(harness, log, input, record, last)
   return status
 }

@@ -251,4 +251,34 @@ describe('limits in one process', () => {
     expect(priorities('batch-0')).toEqual([100])
     await expect(host.open(prioritized, { sessionId: 'x' }).prompt('bad', { priority: 0 })).rejects.toThrow(/priority must be an integer/)
   })
+
+  it('priority: a prompt kept waiting in line, or whose turn job was lost, still runs at the priority it was given', async () => {
+    const lined = defineHarness({ name: 'limits-lined', adapter: scriptedModel([{ text: 'done' }]), priority: 100 })
+    const url = hosts.url()
+    const prefix = uniquePrefix('limits-lined')
+    hosts.defer(() => cleanupPrefix(url, prefix))
+    const host = createHarnessHost({ redis: url, harnesses: [lined], prefix, logger: quiet })
+    hosts.defer(() => host.close())
+    const turns = host.queues().find((q) => q.kind === 'turns')!.queue
+    const priorityOf = async (inputId: string) => (await turns.getJobs()).find((j) => j.data.inputId === inputId)?.opts.priority
+    // B waits in line behind A (busy 'queue'): its turn is enqueued only when A's settles
+    const session = host.open(lined, { sessionId: 'lined' })
+    const a = await session.prompt('first')
+    const b = await session.prompt('second', { priority: 3 })
+    expect(await priorityOf(b.inputId)).toBeUndefined()
+    // C's turn job is lost before any worker ran it: the sweeper adds it again
+    const lost = host.open(lined, { sessionId: 'lost' })
+    const c = await lost.prompt('third', { priority: 2 })
+    const cJob = (await turns.getJobs()).find((j) => j.data.inputId === c.inputId)!
+    await cJob.remove()
+    expect(await host.sweep({ graceMs: 0 })).toMatchObject([{ kind: 'turn', id: c.inputId }])
+    expect(await priorityOf(c.inputId)).toBe(2)
+    const workers = host.startWorkers({ concurrency: 1, sweepEveryMs: 0 })
+    hosts.defer(() => workers.close())
+    await session.settled(a.inputId)
+    await session.settled(b.inputId)
+    await lost.settled(c.inputId)
+    expect(await priorityOf(a.inputId)).toBe(100)
+    expect(await priorityOf(b.inputId)).toBe(3)
+  })
 })

@@ -7,7 +7,7 @@
 
   Input:
     KEYS[1] log: session log stream
-    KEYS[2] inputs: inputs hash (inputId -> {text, entryId, status, harness, at, responses, parent?, context?, steered?, steerInto?}; "\0seq" -> counter)
+    KEYS[2] inputs: inputs hash (inputId -> {text, entryId, status, harness, at, responses, parent?, context?, steered?, steerInto?, priority?}; "\0seq" -> counter)
     KEYS[3] sessions: sessions index (sorted set, score = last activity ms)
     KEYS[4] openTurns: open turns index (sorted set, member = the open turn member, score = start ms)
     KEYS[5] line: the session's open inputs in line (sorted set, score = arrival order)
@@ -26,6 +26,8 @@
     ARGV[10] context: the input's context JSON ('' for none), kept as a string (verbatim: cjson would turn [] into {})
     ARGV[11] metadata: the input's metadata JSON ('' for none): string tags host.turns filters by
     ARGV[12] principal: who prompted ('' for nobody named)
+    ARGV[13] priority: the prompt's BullMQ priority ('' for the harness's default): kept, so a turn enqueued
+      later (from the line, by the sweeper, by a rerun) runs at the priority it was given
 
   Output:
     {'added', entryId, 'run' | 'queued' | 'steered', runningInputId or ''} | {'busy', runningInputId}
@@ -34,7 +36,7 @@
 local logKey, inputsKey, sessionsKey, openTurnsKey, lineKey, convKey, openIndexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local inputId, text, record, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local sessionId, openMember, harness, parent, busy, context = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
-local metadata, principal = ARGV[11], ARGV[12]
+local metadata, principal, priority = ARGV[11], ARGV[12], ARGV[13]
 
 --@include conversation
 local existing = redis.call('HGET', inputsKey, inputId)
@@ -54,6 +56,7 @@ if parent ~= '' then input.parent = cjson.decode(parent) end
 if context ~= '' then input.context = context end
 if metadata ~= '' then input.metadata = cjson.decode(metadata) end
 if principal ~= '' then input.principal = principal end
+if priority ~= '' then input.priority = tonumber(priority) end
 local disposition = 'run'
 if running and busy == 'steer' then
   -- joins the running turn: listed on it, settled with it, never in line itself

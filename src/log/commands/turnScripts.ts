@@ -23,6 +23,7 @@ export const addInput = defineScript({
     context: text,
     metadata: text,
     principal: text,
+    priority: text,
   },
   reply: reply<
     | ['added', string, 'run' | 'queued' | 'steered', string]
