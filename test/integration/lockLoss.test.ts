@@ -15,6 +15,7 @@ describe('a worker whose event loop blocks past its job lock', () => {
 
   it("fencing (DESIGN §3): a zombie runs no step after another worker took its call over: step b's side effect runs once, the result lands once", async () => {
     const keys = lockLossKeys(ctx.prefix)
+    await ctx.redis.del(keys.go)
     // the blocking process must be the only one when the call starts
     const zombie = await ctx.spawn({ concurrency: 1, env: { BLOCK_LOOP_MS: '3000' } })
     ctx.workers.push(zombie)
@@ -35,5 +36,25 @@ describe('a worker whose event loop blocks past its job lock', () => {
     expect(records(entries, 'harness.tool.result')).toMatchObject([{ toolCallId: 'blocked-call', result: { b: 1 } }])
     expect(records(entries, 'harness.tool.started').map((r) => r.attempt)).toEqual([1, 2])
     expect(records(entries, 'harness.tool.step').map((r) => r.name)).toEqual(['a', 'b'])
+  }, 180_000)
+
+  it("fencing (DESIGN §3) and R10: a zombie of a replay 'never' call runs no step after the takeover; the new attempt lands the interrupted error, step b never runs", async () => {
+    const keys = lockLossKeys(ctx.prefix)
+    await Promise.all(ctx.workers.splice(0).map((w) => w.kill('SIGKILL')))
+    await ctx.redis.del(keys.go)
+    const zombie = await ctx.spawn({ concurrency: 1, env: { BLOCK_LOOP_MS: '3000' } })
+    ctx.workers.push(zombie)
+    const session = ctx.host.open(lockLoss, { sessionId: 'blocked-never' })
+    const run = session.runTool({ name: 'twoStepsNever', input: {}, toolCallId: 'never-call' }, { timeoutMs: 60_000 })
+    for await (const { record } of session.log.follow({ types: ['harness.tool.step'] })) if (record.type === 'harness.tool.step') break
+    ctx.workers.push(await ctx.spawn({ concurrency: 1 }))
+    await ctx.redis.set(keys.go, '1')
+    await expect(run).rejects.toMatchObject({ toolError: { code: 'interrupted' } })
+    const ended = await zombie.waitFor((l) => l.toolCallId === 'never-call' && (l.msg === LOCK_LOST || l.msg === SUPERSEDED), 20_000)
+    expect(await ctx.redis.get(keys.bNever)).toBeNull()
+    expect(ended.msg).toBe(LOCK_LOST)
+    const entries = await session.log.read()
+    expect(records(entries, 'harness.tool.result')).toMatchObject([{ toolCallId: 'never-call', error: { code: 'interrupted' } }])
+    expect(records(entries, 'harness.tool.step').map((r) => r.name)).toEqual(['a'])
   }, 180_000)
 })
