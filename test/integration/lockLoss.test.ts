@@ -2,9 +2,14 @@
 // effect once another worker took the call over: fencing refuses its write, but too late for a side
 // effect that already ran. Before a step's fn starts, the attempt confirms it still holds its lock
 // (for free while the lock is surely held; with one extendLock when it is in doubt) and stops if not.
-import { describe, expect, it } from 'vitest'
+import { toolDefinition } from '@tanstack/ai'
+import { Job } from 'bullmq'
+import { describe, expect, it, vi } from 'vitest'
+import { z } from 'zod'
+import { defineHarness, durableTool } from '../../src/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
 import { lockLoss, lockLossKeys } from '../fixtures/lockLoss.js'
-import { useWorkerProcesses } from '../helpers/hosts.js'
+import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { records } from '../helpers/log.js'
 
 const LOCK_LOST = 'attempt lost its job lock to another worker; it stopped before its next side effect and wrote nothing more'
@@ -57,4 +62,38 @@ describe('a worker whose event loop blocks past its job lock', () => {
     expect(records(entries, 'harness.tool.result')).toMatchObject([{ toolCallId: 'never-call', error: { code: 'interrupted' } }])
     expect(records(entries, 'harness.tool.step').map((r) => r.name)).toEqual(['a'])
   }, 180_000)
+})
+
+describe('a healthy worker confirms its lock for free', () => {
+  const hosts = useInProcessHosts()
+
+  it('steps of calls that outlast their lock several times over send no extendLock: the renewals keep each attempt sure of its lock', async () => {
+    const nap = () => new Promise((resolve) => setTimeout(resolve, 400))
+    const slow = durableTool(
+      toolDefinition({ name: 'slow', description: 'five slow steps', inputSchema: z.object({ i: z.number() }) }),
+      async ({ i }, { step }) => {
+        let n = i
+        for (const name of ['a', 'b', 'c', 'd', 'e']) n = await step.do(name, async () => (await nap(), n + 1))
+        return n
+      },
+    )
+    const harness = defineHarness({
+      name: 'lockHot',
+      adapter: scriptedModel([{ text: 'unused' }]),
+      tools: [slow],
+      durability: { lockMs: 1_000, stalledMs: 500 },
+    })
+    const { host } = hosts.start(harness, 'lock-hot', { concurrency: 10 })
+    const extendLock = vi.spyOn(Job.prototype, 'extendLock')
+    try {
+      // each call runs about 2 s (2 × lockMs): its lock is renewed a few times under it
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => host.open(harness, { sessionId: `hot-${i}` }).runTool({ name: 'slow', input: { i } })),
+      )
+      expect(results).toEqual(Array.from({ length: 10 }, (_, i) => i + 5))
+      expect(extendLock).not.toHaveBeenCalled()
+    } finally {
+      extendLock.mockRestore()
+    }
+  }, 60_000)
 })
