@@ -197,7 +197,7 @@ interface BillingStats {
 interface Worker {
   w: WorkerProcess
   paused: boolean
-  /** Woke from the pause: its 'superseded' lines are the zombie's writes refused by fencing. */
+  /** Woke from the pause: its 'superseded' lines are the zombie's writes refused by fencing, its 'lost its job lock' lines its attempts stopped before a side effect. */
   zombie: boolean
   killedByUs: boolean
 }
@@ -210,6 +210,8 @@ const counters = {
   masterKills: 0,
   fencedLines: 0,
   zombieFenced: 0,
+  lockLostLines: 0,
+  zombieLockLost: 0,
   crashedWorkers: 0,
   spawnFailures: 0,
   sweeps: 0,
@@ -224,6 +226,10 @@ function scan(worker: Worker): void {
     if (typeof line.msg === 'string' && line.msg.includes('superseded')) {
       counters.fencedLines++
       if (worker.zombie) counters.zombieFenced++
+    }
+    if (typeof line.msg === 'string' && line.msg.includes('lost its job lock')) {
+      counters.lockLostLines++
+      if (worker.zombie) counters.zombieLockLost++
     }
   }
   worker.w.lines.length = 0
@@ -611,6 +617,7 @@ const rows: Row[] = [
   ['workers SIGKILLed (replaced)', `${counters.kills} (asked ${opts.kills})`, counters.kills >= opts.kills],
   ['workers paused past the lock (zombies)', `${counters.pauses}`],
   ['  zombie writes refused by fencing', `${counters.zombieFenced} (all workers: ${counters.fencedLines})`],
+  ['  zombie attempts stopped by their lost lock', `${counters.zombieLockLost} (all workers: ${counters.lockLostLines})`],
   ...(cluster
     ? ([
         ['Redis failover: CLUSTER FAILOVER on a replica', `${counters.failovers} (${failedOver.join(', ')})`, counters.failovers === 1],

@@ -8,6 +8,7 @@ import {
   provideLogRecords,
   toToolError,
   validateOptional,
+  type AttemptHold,
   type SecretStore,
 } from '../tool/index.js'
 import type { CallInput, CallOutcome } from './runCall.js'
@@ -38,7 +39,7 @@ export async function runWithMiddleware(
   log: SessionLog,
   call: CallInput & { inputId?: string },
   secrets: SecretStore,
-  attempt: { signal: AbortSignal; abort(reason: Error): void; fence: Fence },
+  attempt: { signal: AbortSignal; abort(reason: Error): void; fence: Fence; hold?: AttemptHold | undefined },
   run: (input: unknown) => Promise<CallOutcome>,
 ): Promise<MiddlewareAttempt> {
   const timed = async (input: unknown) => {
@@ -91,6 +92,8 @@ export async function runWithMiddleware(
   })
   const abortError = (reason: string): CallOutcome => ({ error: { code: 'aborted_by_middleware', message: reason } })
   let decision: BeforeToolCallDecision
+  // the hooks are user code: they start only while the attempt holds its call (outside the try: never a hook's failure)
+  await attempt.hold?.confirm()
   try {
     for (const mw of middleware) {
       decision = await mw.onBeforeToolCall?.(ctx, { toolCall, tool, args, toolName: call.name, toolCallId: call.toolCallId })
@@ -118,6 +121,7 @@ export async function runWithMiddleware(
     duration: ran.duration,
     ...('result' in outcome ? { result: outcome.result } : { error: Object.assign(new Error(outcome.error.message), outcome.error) }),
   }
+  await attempt.hold?.confirm()
   try {
     for (const mw of middleware) await mw.onAfterToolCall?.(ctx, info)
   } catch (error) {

@@ -8,6 +8,7 @@ import {
   isDurableTool,
   toToolError,
   validateOptional,
+  type AttemptHold,
   type Park,
   type RetryPolicy,
   type SecretStore,
@@ -28,8 +29,8 @@ export interface CallInput {
 
 /**
  * Runs one attempt of a call: validates the input, runs the durable execute (or a plain tool's
- * execute) and returns its outcome. Parks and fencing pass through; every other error becomes a tool
- * error, so a tool job never fails.
+ * execute) and returns its outcome. Parks, fencing and a lost lock pass through; every other error
+ * becomes a tool error, so a tool job never fails. The tool starts only once `hold` is confirmed.
  */
 export async function runCall(
   harness: Harness,
@@ -38,6 +39,7 @@ export async function runCall(
   begin: BeginResult,
   secrets: SecretStore,
   abortSignal: AbortSignal,
+  hold?: AttemptHold,
 ): Promise<CallOutcome> {
   const tool = toolOfCall(harness, call.name, begin.version ?? '')
   if (!tool) return { error: toToolError(new UnknownToolError(call.name, toolNames(harness))) }
@@ -60,6 +62,8 @@ export async function runCall(
       harness.durability.maxValueBytes,
     ),
   }
+  // outside the try: a lost lock (or the failed write confirming it) is never the tool's error
+  await hold?.confirm()
   if (!isDurableTool(tool)) {
     try {
       return { result: await tool.execute?.(input, base) }
@@ -67,15 +71,18 @@ export async function runCall(
       return { error: toToolError(error) }
     }
   }
-  const handle = stepContext(harness, log, call.toolCallId, begin, secrets, abortSignal, tool[DURABLE].retry)
+  const handle = stepContext(harness, log, call.toolCallId, begin, secrets, abortSignal, tool[DURABLE].retry, hold)
   try {
     const result = await tool[DURABLE].execute(input, { ...base, ...handle.fields })
     await handle.flush()
     if (handle.failure) throw handle.failure
+    // a tool that caught the LockLostError of its step: the attempt still ends as lost
+    if (hold?.lost) throw hold.lost
     return handle.parked ? { park: handle.parked } : { result }
   } catch (error) {
     // a write of ours failed: not the tool's error; the job fails and the call is picked up again as a cut
     if (handle.failure) throw handle.failure
+    if (hold?.lost) throw hold.lost
     if (handle.parked) return { park: handle.parked }
     if (isFenced(error)) throw error
     await handle.flush().catch(() => {})
@@ -93,6 +100,7 @@ export function stepContext(
   secrets: SecretStore,
   abortSignal?: AbortSignal,
   retry?: RetryPolicy,
+  hold?: AttemptHold,
 ) {
   return createDurableContext({
     log,
@@ -105,6 +113,7 @@ export function stepContext(
     ...(abortSignal ? { abortSignal } : {}),
     // the tool's default retry policy of its steps (R16)
     ...(retry ? { retry } : {}),
+    ...(hold ? { hold } : {}),
   })
 }
 

@@ -1,5 +1,5 @@
 import { DelayedError, type Job } from 'bullmq'
-import { FencedError, StorageError } from '../errors/index.js'
+import { FencedError, LockLostError, StorageError } from '../errors/index.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOfCall, type Harness } from '../core/index.js'
 import { contextOf, sendCorked, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
@@ -15,7 +15,8 @@ import { runWithMiddleware } from './middleware.js'
 import { runCall, type CallOutcome } from './runCall.js'
 import { takeCallSlot } from './limitedCall.js'
 import type { HeldSlot } from '../limits/slot.js'
-import { callBegan, callLanded, callLanding, countFenced } from '../telemetry/index.js'
+import { callBegan, callLanded, callLanding, countFenced, countLockLost } from '../telemetry/index.js'
+import type { AttemptLock } from './attemptLock.js'
 
 export interface ToolJobDeps {
   harness: Harness
@@ -30,6 +31,8 @@ export interface ToolJobDeps {
   completesOn?: RedisClient
   /** The deployment's call marks: a marked runTool job's first delivery skips its begin (loggedCall.ts). */
   marks?: CallMarks | undefined
+  /** The job lock of this attempt: user code starts only while it is held (attemptLock.ts). */
+  lock?: AttemptLock | undefined
 }
 
 /**
@@ -64,6 +67,8 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     // ctx.context: the context the turn's input was given with
     const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
     if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, call, fence, deps))
+    // the hooks (user code) run only while the attempt holds its call
+    await deps.lock?.confirm()
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
     const landing = callLanding(kept)
     const landed = () => {
@@ -83,6 +88,15 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
   } catch (error) {
     if (error instanceof FencedError) countFenced()
     if (error instanceof FencedError) return logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')
+    if (error instanceof LockLostError) {
+      countLockLost()
+      logger.warn(
+        { err: error },
+        'attempt lost its job lock to another worker; it stopped before its next side effect and wrote nothing more',
+      )
+      // the job is another worker's now (or the stalled check's): BullMQ leaves it alone
+      throw new DelayedError()
+    }
     if (error instanceof StorageError)
       logger.error({ err: error }, 'a write of this call failed after its retries; the job fails and the call is picked up again as a cut')
     throw error
@@ -160,8 +174,9 @@ async function attemptOutcome(
   const timeoutMs = timeoutOf(tool) ?? harness.durability.toolTimeoutMs
   // the harness's TanStack middleware runs around the tool (onBeforeToolCall, onAfterToolCall)
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
-  const { outcome, duration } = await runWithMiddleware(harness, log, call, secrets, { ...attempt, fence }, (input) =>
-    bounded(runCall(harness, log, { ...call, input }, begin, secrets, attempt.signal), attempt, call.name, timeoutMs),
+  const hold = deps.lock
+  const { outcome, duration } = await runWithMiddleware(harness, log, call, secrets, { ...attempt, fence, hold }, (input) =>
+    bounded(runCall(harness, log, { ...call, input }, begin, secrets, attempt.signal, hold), attempt, call.name, timeoutMs),
   )
   if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {
     logger.warn({ code: outcome.error.code }, 'tool call attempt ended before the tool did')

@@ -49,6 +49,7 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'invalid_schedule',
   // the log and Redis (errors/storage.ts)
   'fenced',
+  'lock_lost',
   'malformed_entry',
   'storage_error',
   'redis_unavailable',

@@ -17,6 +17,26 @@ export class FencedError extends DurableHarnessError {
   }
 }
 
+/**
+ * A tool call attempt lost its BullMQ job lock: its worker was blocked or paused past
+ * `durability.lockMs`, so another worker's stalled check gave the job to a new attempt. It stops
+ * before its next side effect (a step's fn, a tool's execute, a hook) and writes nothing more.
+ */
+export class LockLostError extends DurableHarnessError {
+  constructor(
+    readonly sessionId: string,
+    readonly toolCallId: string,
+    reason: string,
+  ) {
+    super(
+      'lock_lost',
+      `Tool call ${toolCallId} (session ${sessionId}): this attempt lost its job lock (${reason}). It stopped before ` +
+        `its next side effect and wrote nothing more; the call goes on in the attempt that took its job over. ` +
+        `If this happens often, find what blocks this worker's event loop for longer than durability.lockMs.`,
+    )
+  }
+}
+
 /** A stream entry that cannot be parsed or fails its schema on read. */
 export class MalformedEntryError extends DurableHarnessError {
   constructor(

@@ -2,7 +2,7 @@ import { Worker, type ConnectionOptions } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { isAuthFailure } from '../credentials.js'
-import { processToolJob, type CallAborts } from '../call/index.js'
+import { AttemptLocks, LockWatchingWorker, processToolJob, type CallAborts } from '../call/index.js'
 import type { Harness } from '../core/index.js'
 import { parseToolJobId, type CallMarks, type SessionLog } from '../log/index.js'
 import {
@@ -63,22 +63,28 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   // BullMQ sends a job's completion on the connection it was given (a Redis instance it shares): our
   // landing goes there right before it, one round trip for both (not on a Cluster: a redirect could reorder them)
   const completesOn = connection instanceof Redis && !connection.isCluster ? connection : undefined
-  const tools = new Worker<ToolJobData>(
+  // each attempt knows until when its job lock is surely held: a zombie runs no side effect (attemptLock.ts)
+  const locks = new AttemptLocks(harness.durability.lockMs)
+  const tools = new LockWatchingWorker<ToolJobData>(
     toolQueueName(harness.name),
     (job, token) =>
       // the span names the session and call of the job's id, which its data cannot change
       callAttemptSpan({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }, () =>
-        processToolJob(job, token, {
-          harness,
-          logFor,
-          queuesOf,
-          aborts,
-          logger,
-          marks: options.callMarks?.(),
-          ...(completesOn ? { completesOn } : {}),
-        }),
+        locks.holding(job, token, (lock) =>
+          processToolJob(job, token, {
+            harness,
+            logFor,
+            queuesOf,
+            aborts,
+            logger,
+            marks: options.callMarks?.(),
+            lock,
+            ...(completesOn ? { completesOn } : {}),
+          }),
+        ),
       ),
     common,
+    locks,
   )
   const turns = new Worker<TurnJobData>(
     turnQueueName(harness.name),

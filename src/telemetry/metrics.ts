@@ -52,6 +52,11 @@ const fenced = new Counter({
   help: 'Writes of a superseded tool call attempt that the log refused (fencing).',
   registers: [registry],
 })
+const lockLost = new Counter({
+  name: 'harness_lock_lost_attempts_total',
+  help: 'Tool call attempts that found their job lock lost (a blocked or paused worker) and stopped before their next side effect.',
+  registers: [registry],
+})
 const parked = new Gauge({ name: 'harness_parked_calls', help: 'Tool calls parked (delayed tool jobs).', registers: [registry] })
 const openTurns = new Gauge({ name: 'harness_open_turns', help: 'Turns not settled (the open turns index).', registers: [registry] })
 const openCalls = new Gauge({
@@ -91,6 +96,7 @@ export const observeLimitWait = (harness: string, limit: string, waitedMs: numbe
   limitWaitSeconds.observe({ harness, limit }, Math.max(0, waitedMs) / 1000)
 export const countRecovery = (reason: string) => recoveries.inc({ reason })
 export const countFenced = () => fenced.inc()
+export const countLockLost = () => lockLost.inc()
 
 /**
  * What the metrics read of a host at each scrape (a HarnessHost is one). Declared here, not imported

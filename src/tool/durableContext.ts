@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { DuplicateStepError, ReservedRecordTypeError, StorageError } from '../errors/index.js'
+import { DuplicateStepError, ReservedRecordTypeError, StorageError, type LockLostError } from '../errors/index.js'
 import type { SessionLog, Fence, StepLookup, StepRetryState } from '../log/index.js'
 import { RESERVED_PREFIX, type LogRecord } from '../log/index.js'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
@@ -14,6 +14,17 @@ import type { RetryPolicy } from './retry.js'
 import { policyOf, tryDurably } from './stepRetry.js'
 import { createWaitForEvent } from './waitForEvent.js'
 
+/**
+ * What an attempt knows of its hold on its call (its job's lock): user code with side effects starts
+ * only after `confirm`, so an attempt whose lock was taken over runs none (docs/decisions.md).
+ */
+export interface AttemptHold {
+  /** Resolves while the attempt surely holds its call; throws LockLostError when it lost it (or StorageError). */
+  confirm(): Promise<void>
+  /** Set once the attempt is known to have lost its call: from then on it runs and writes nothing. */
+  readonly lost: LockLostError | null
+}
+
 export interface DurableContextOptions {
   log: SessionLog
   fence: Fence
@@ -25,6 +36,8 @@ export interface DurableContextOptions {
   abortSignal?: AbortSignal
   /** The tool's default retry policy of every step.do (durableTool's `retry`). */
   retry?: RetryPolicy
+  /** The attempt's hold on its call: confirmed before each try of a step's fn. */
+  hold?: AttemptHold
   /** The harness version the call began under: its questions record it. */
   version?: string
   /** The harness's name: a sender of an event this call waits for finds its queue by it (runCall passes it). */
@@ -72,8 +85,10 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       throw error
     })
 
+  const hold = options.hold
   const claim = (name: string) => {
     if (failure) throw failure
+    if (hold?.lost) throw hold.lost
     if (parked) throw parked
     options.abortSignal?.throwIfAborted()
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('A step needs a non-empty string name.')
@@ -121,7 +136,11 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       }
       // R5: one key for every try and every run of the step
       const idempotencyKey = `${log.logId}:${fence.toolCallId}:${name}`
-      const run = () => stepSpan(fence.toolCallId, name, async () => fn({ idempotencyKey }))
+      // the fn's side effect starts only while this attempt holds its call (a lost one throws LockLostError)
+      const run = async () => {
+        if (hold) await ours(hold.confirm())
+        return stepSpan(fence.toolCallId, name, async () => fn({ idempotencyKey }))
+      }
       const state = stored.retry
       const signal = options.abortSignal
       const value = policy ? await tryDurably({ log, fence, name, policy, secrets, signal, state, park, ours }, run) : await run()
@@ -177,6 +196,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
   const waitForEvent = createWaitForEvent({ log, fence, harness: options.harness ?? '', lookup, storeOnce, saveValue, park, ours })
 
   const append = (records: AppendRecord[]) => {
+    if (hold?.lost) throw hold.lost
     if (parked) throw parked
     if (!Array.isArray(records)) throw new TypeError('append takes an array of records: append([{ type: "app.x", ... }]).')
     const checked = records.map((record, i) => {

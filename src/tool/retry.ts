@@ -1,4 +1,4 @@
-import { ConfigError, FencedError, NonRetryableError, RetryAfterError, StorageError } from '../errors/index.js'
+import { ConfigError, FencedError, LockLostError, NonRetryableError, RetryAfterError, StorageError } from '../errors/index.js'
 import { parseDuration, parseWakeTime, type Duration } from './duration.js'
 import { Park } from './park.js'
 
@@ -67,10 +67,10 @@ export function checkRetryPolicy(policy: RetryPolicy | undefined, where: string)
 /** What follows a failed try: another one at `nextAt`, or none (the step throws `error`). */
 export type TryVerdict = { retry: true; nextAt: number } | { retry: false; exhausted: boolean }
 
-/** Errors of ours that are never a step's failure: a park, a superseded attempt, a failed write of ours. */
+/** Errors of ours that are never a step's failure: a park, a superseded attempt (or one that lost its lock), a failed write of ours. */
 export function isHarnessFlow(error: unknown): boolean {
   try {
-    return error instanceof Park || error instanceof FencedError || error instanceof StorageError
+    return error instanceof Park || error instanceof FencedError || error instanceof LockLostError || error instanceof StorageError
   } catch {
     return false
   }

@@ -13,6 +13,8 @@ import { batch, records, until } from '../helpers/log.js'
 import { getRedisUrl, queuePrefix, rigClient, uniquePrefix } from '../rig.js'
 import { quiet, useWorkerProcesses } from '../helpers/hosts.js'
 
+const LOCK_LOST = 'attempt lost its job lock to another worker; it stopped before its next side effect and wrote nothing more'
+
 describe('crash recovery over worker processes', () => {
   const ctx = useWorkerProcesses({ label: 'recovery', workers: 0 })
 
@@ -95,15 +97,20 @@ describe('crash recovery over worker processes', () => {
     expect(await run).toEqual({ chargeId: 'ch_z1' })
     const landed = await session.log.read()
     zombie.proc.kill('SIGCONT')
-    // the zombie wakes inside its pause, then tries its invoice step and its result: both fenced
-    await zombie.waitFor((l) => l.toolCallId === 'z-call' && l.msg === 'attempt was superseded by a newer one; it wrote nothing more')
+    // the zombie wakes inside its pause; before its invoice step it confirms its job lock, finds it
+    // taken over and stops: the invoice is sent once, nothing more is written
+    await zombie.waitFor((l) => l.toolCallId === 'z-call' && l.msg === LOCK_LOST)
     const after = await session.log.read()
     expect(after).toEqual(landed)
+    const billing = await ctx.redis.hgetall(`${ctx.prefix}:billing`)
+    expect(Object.entries(billing).filter(([k]) => k.startsWith('invoice|') && k.includes('z-call'))).toMatchObject([
+      [expect.any(String), '1'],
+    ])
     expect(records(after, 'harness.tool.result')).toHaveLength(1)
     expect(records(after, 'harness.tool.started').map((r) => r.attempt)).toEqual([1, 2])
   })
 
-  it("fencing end to end: a zombie whose only write is its landing (sent behind its job's completion) lands nothing after another worker took the call over", async () => {
+  it('fencing end to end: a zombie whose only write left is its landing stops before it (its job lock was taken over) and lands nothing', async () => {
     await Promise.all(ctx.workers.splice(0).map((w) => w.kill('SIGKILL')))
     const zombie = await ctx.spawn({ concurrency: 1 })
     ctx.workers.push(zombie)
@@ -117,8 +124,9 @@ describe('crash recovery over worker processes', () => {
     expect(await run).toEqual({ sku: 'zl', stock: 5 })
     const landed = await session.log.read()
     zombie.proc.kill('SIGCONT')
-    // the zombie wakes inside its pause, then sends its landing: fenced (a newer attempt began and landed)
-    await zombie.waitFor((l) => l.toolCallId === 'zl-call' && l.msg === 'attempt was superseded by a newer one; it wrote nothing more')
+    // the zombie wakes inside its pause; before its result's hooks and landing it confirms its job lock,
+    // finds it taken over and stops (were the lock lost after that check, the landing would be fenced)
+    await zombie.waitFor((l) => l.toolCallId === 'zl-call' && l.msg === LOCK_LOST)
     const after = await session.log.read()
     expect(after).toEqual(landed)
     expect(records(after, 'harness.tool.result')).toHaveLength(1)
