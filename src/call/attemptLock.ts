@@ -46,9 +46,14 @@ export class AttemptLock implements AttemptHold {
     this.lostError ??= new LockLostError(ids?.sessionId ?? '?', ids?.toolCallId ?? String(this.job.id), reason)
   }
 
-  async confirm(): Promise<void> {
+  /** Undefined (no promise, no await) while the lock is surely held: the check runs before every side effect. */
+  confirm(): Promise<void> | undefined {
     if (this.lostError) throw this.lostError
-    if (Date.now() < this.heldUntil - doubtMs(this.lockMs)) return
+    if (Date.now() < this.heldUntil - doubtMs(this.lockMs)) return undefined
+    return this.confirmInDoubt()
+  }
+
+  private async confirmInDoubt(): Promise<void> {
     // one extendLock for every side effect waiting on it (parallel steps)
     await (this.extending ??= this.extend().finally(() => (this.extending = undefined)))
     if (this.lostError) throw this.lostError

@@ -93,7 +93,8 @@ export async function runWithMiddleware(
   const abortError = (reason: string): CallOutcome => ({ error: { code: 'aborted_by_middleware', message: reason } })
   let decision: BeforeToolCallDecision
   // the hooks are user code: they start only while the attempt holds its call (outside the try: never a hook's failure)
-  await attempt.hold?.confirm()
+  const beforeHeld = attempt.hold?.confirm()
+  if (beforeHeld) await beforeHeld
   try {
     for (const mw of middleware) {
       decision = await mw.onBeforeToolCall?.(ctx, { toolCall, tool, args, toolName: call.name, toolCallId: call.toolCallId })
@@ -121,7 +122,8 @@ export async function runWithMiddleware(
     duration: ran.duration,
     ...('result' in outcome ? { result: outcome.result } : { error: Object.assign(new Error(outcome.error.message), outcome.error) }),
   }
-  await attempt.hold?.confirm()
+  const afterHeld = attempt.hold?.confirm()
+  if (afterHeld) await afterHeld
   try {
     for (const mw of middleware) await mw.onAfterToolCall?.(ctx, info)
   } catch (error) {

@@ -63,7 +63,8 @@ export async function runCall(
     ),
   }
   // outside the try: a lost lock (or the failed write confirming it) is never the tool's error
-  await hold?.confirm()
+  const held = hold?.confirm()
+  if (held) await held
   if (!isDurableTool(tool)) {
     try {
       return { result: await tool.execute?.(input, base) }

@@ -68,7 +68,8 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
     if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, call, fence, deps))
     // the hooks (user code) run only while the attempt holds its call
-    await deps.lock?.confirm()
+    const locked = deps.lock?.confirm()
+    if (locked) await locked
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
     const landing = callLanding(kept)
     const landed = () => {

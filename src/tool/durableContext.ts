@@ -19,8 +19,11 @@ import { createWaitForEvent } from './waitForEvent.js'
  * only after `confirm`, so an attempt whose lock was taken over runs none (docs/decisions.md).
  */
 export interface AttemptHold {
-  /** Resolves while the attempt surely holds its call; throws LockLostError when it lost it (or StorageError). */
-  confirm(): Promise<void>
+  /**
+   * Returns (undefined, at once) while the attempt surely holds its call, else a promise that resolves
+   * once it confirmed it; throws (or rejects with) LockLostError when it lost it (or StorageError).
+   */
+  confirm(): Promise<void> | undefined
   /** Set once the attempt is known to have lost its call: from then on it runs and writes nothing. */
   readonly lost: LockLostError | null
 }
@@ -138,7 +141,8 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       const idempotencyKey = `${log.logId}:${fence.toolCallId}:${name}`
       // the fn's side effect starts only while this attempt holds its call (a lost one throws LockLostError)
       const run = async () => {
-        if (hold) await ours(hold.confirm())
+        const held = hold?.confirm()
+        if (held) await ours(held)
         return stepSpan(fence.toolCallId, name, async () => fn({ idempotencyKey }))
       }
       const state = stored.retry
