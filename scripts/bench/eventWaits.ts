@@ -9,6 +9,7 @@ import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError, type HarnessHost } from '../../src/index.js'
+import { indexKeys } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
 import { benchPrefix, deletePrefix, freedByKind, keySizes, pause, pool, silentLogger, usedMemory } from './lib.js'
@@ -76,12 +77,14 @@ interface MemoryFigure {
 async function memoryPerCall(url: string, n: number, sleep: boolean, progress: (line: string) => void): Promise<MemoryFigure> {
   return withHost(url, sleep ? 'sleep' : 'wait', async (host, prefix, admin, stopWorkers) => {
     const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix, 0, 1), skipMetasUpdate: true })
+    // a parked call: a delayed job (a sleep), or an event timer (a runTool call's event wait parks without its job)
+    const parked = async () => (await delayed.getDelayedCount()) + (await admin.zcard(indexKeys(prefix, 0, 1).eventTimers))
     // warm-up: queue metadata and loaded scripts are in the baseline
     await host
       .open(bench, { sessionId: 'warm' })
       .runTool({ name: 'settle', input: { orderId: 'warm', sleep } }, { timeoutMs: 0 })
       .catch(() => {})
-    while ((await delayed.getDelayedCount()) < 1) await pause(50)
+    while ((await parked()) < 1) await pause(50)
     await pause(300)
     const sizesBefore = await keySizes(admin, prefix)
     const before = await usedMemory(admin)
@@ -93,7 +96,7 @@ async function memoryPerCall(url: string, n: number, sleep: boolean, progress: (
           if (!(e instanceof WaitTimeoutError)) throw e
         })
     })
-    while ((await delayed.getDelayedCount()) < n + 1) await pause(200)
+    while ((await parked()) < n + 1) await pause(200)
     await pause(500)
     const perCall = Math.round(((await usedMemory(admin)) - before) / n)
     progress(`${sleep ? 'sleep' : 'waitForEvent'}: ${perCall} B a parked call over ${n}`)
@@ -122,7 +125,7 @@ async function wakeLatency(url: string, n: number): Promise<{ p50: number; p99: 
     for (let i = 0; i < n; i++) {
       const session = host.open(bench, { sessionId: `w-${i}` })
       const call = session.runTool({ name: 'settle', input: { orderId: `w-${i}`, sleep: false } }, { timeoutMs: 60_000 })
-      while ((await delayed.getDelayedCount()) < 1) await pause(5)
+      while ((await delayed.getDelayedCount()) + (await admin.zcard(indexKeys(prefix, 0, 1).eventTimers)) < 1) await pause(5)
       const sent = Date.now()
       await host.sendEvent({ event: 'payment.settled', key: `w-${i}`, payload: { amount: i } })
       await call

@@ -64,7 +64,7 @@ const REPLICATED: ReadonlySet<string> = new Set(
 
 type RawEntry = [string, string[]]
 
-type ScriptKeys = Omit<SessionKeys, 'staged'> & Pick<IndexKeys, 'sessions' | 'openCalls' | 'openQuestions' | 'openTurns'>
+type ScriptKeys = Omit<SessionKeys, 'staged'> & Pick<IndexKeys, 'sessions' | 'openCalls' | 'openQuestions' | 'openTurns' | 'eventTimers'>
 
 const FOLLOW_PAGE = 500
 
@@ -105,8 +105,8 @@ export class LogStream {
     this.shard = shardOf(sessionId, shards)
     this.index = indexKeys(prefix, this.shard, shards)
     const { staged: _perCall, ...session } = this.keys
-    const { sessions, openCalls, openQuestions, openTurns } = this.index
-    this.scriptKeys = { ...session, sessions, openCalls, openQuestions, openTurns }
+    const { sessions, openCalls, openQuestions, openTurns, eventTimers } = this.index
+    this.scriptKeys = { ...session, sessions, openCalls, openQuestions, openTurns, eventTimers }
     this.shards = shards
     this.publish = publishCommand(redis)
     this.logId = sessionId
