@@ -94,10 +94,10 @@ export class CallLedger {
   }
 
   async getCall(toolCallId: string): Promise<CallState | null> {
-    const [state, result] = await this.stream.command('getCall', () =>
-      this.stream.redis.hmget(this.stream.keys.calls, toolCallId, `${toolCallId}\0result`),
+    const [state, result, names] = await this.stream.command('getCall', () =>
+      this.stream.redis.hmget(this.stream.keys.calls, toolCallId, `${toolCallId}\0result`, `${toolCallId}\0names`),
     )
-    return state ? callStateOf(state, result) : null
+    return state ? callStateOf(state, result, names) : null
   }
 
   /** `owner` is kept in the call state so the sweeper can enqueue the call again if its job is lost. */
