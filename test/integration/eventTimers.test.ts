@@ -6,11 +6,11 @@ import { Job, Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { defineHarness, durableTool, ToolCallError } from '../../src/index.js'
-import { SessionLog, toolJobId } from '../../src/log/index.js'
+import { createHarnessHost, defineHarness, durableTool, ToolCallError } from '../../src/index.js'
+import { callWaitMember, EventWaits, SessionLog, toolJobId } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { useInProcessHosts } from '../helpers/hosts.js'
+import { quiet, useInProcessHosts } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
 
 const settle = durableTool(
@@ -64,6 +64,41 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
     })
     expect(await result).toEqual({ amount: 7 })
     expect(await log.eventTimer('c-1')).toBeNull()
+  })
+
+  it('a sender that does not run the harness (a webhook server) enqueues the call by its harness name', async () => {
+    const { host, prefix, url } = hosts.start(payments, 'evtimer')
+    const result = host
+      .open(payments, { sessionId: 'pay-4' })
+      .runTool({ name: 'settle', input: { orderId: 'o-4', timeoutMs: 3_600_000 }, toolCallId: 'c-4' }, { timeoutMs: 30_000 })
+    const { job } = await parkedWithoutJob(url, prefix, 'pay-4', 'c-4')
+    expect(await job()).toBeUndefined()
+    const other = defineHarness({ name: 'webhooks', adapter: scriptedModel([]), tools: [] })
+    const sender = createHarnessHost({ redis: url, harnesses: [other], prefix, logger: quiet })
+    hosts.defer(() => sender.close())
+    expect(await sender.sendEvent({ event: 'payment.settled', key: 'o-4', payload: { amount: 4 } })).toMatchObject({ calls: 1 })
+    expect(await result).toEqual({ amount: 4 })
+  })
+
+  it('an event sent while the wait parks (its job not yet gone) still wakes it: the parker checks again once its job is gone', async () => {
+    const { host, prefix, url } = hosts.start(payments, 'evtimer', { concurrency: 10 })
+    const results = Array.from({ length: 20 }, async (_, i) => {
+      const log = logOf(url, prefix, `race-${i}`)
+      const result = host
+        .open(payments, { sessionId: `race-${i}` })
+        .runTool({ name: 'settle', input: { orderId: `r-${i}`, timeoutMs: 3_600_000 }, toolCallId: `r-${i}` }, { timeoutMs: 30_000 })
+      // send as soon as the wait is registered: its job is still there for a few round trips (parkCall, then its completion)
+      const waits = new EventWaits(log.redis, prefix)
+      const field = `w\0${callWaitMember(`race-${i}`, `r-${i}`, 'settled')}`
+      const deadline = Date.now() + 20_000
+      while (!(await log.redis.hexists(waits.keyOf({ event: 'payment.settled', key: `r-${i}` }), field))) {
+        if (Date.now() > deadline) throw new Error('timed out waiting for the wait to register')
+      }
+      // delivered to the registered wait, or kept before it registered (the wait takes it without parking)
+      await host.sendEvent({ event: 'payment.settled', key: `r-${i}`, payload: { amount: i } })
+      return result
+    })
+    expect(await Promise.all(results)).toEqual(Array.from({ length: 20 }, (_, i) => ({ amount: i })))
   })
 
   it('its timeout fires from the event timers: the tool gets EventTimeoutError', async () => {
