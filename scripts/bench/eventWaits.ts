@@ -1,7 +1,9 @@
 // Event waits (issue 29, R20): Redis memory per call parked in step.waitForEvent, 10,000 waits on
 // distinct keys, beside a call parked in step.sleep measured in the same run (the baseline: what the
 // event index adds). Also how long a sendEvent takes to wake a waiting call (send → result landed).
-//   npx tsx scripts/bench/eventWaits.ts [--waits 10000] [--wakes 200]
+//   npx tsx scripts/bench/eventWaits.ts [--waits 10000] [--wakes 200] [--long-ids]
+// --long-ids: session ids of a UUID's length (36 characters) and call ids of an Anthropic tool_use
+// id's (30: `toolu_01` and 22 more), instead of `s-<i>` and `c-<i>`.
 // Uses REDIS_URL when set (only its own key prefixes, deleted afterwards); else a private redis-server.
 import { pathToFileURL } from 'node:url'
 import { toolDefinition } from '@tanstack/ai'
@@ -9,6 +11,7 @@ import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError, type HarnessHost } from '../../src/index.js'
+import { indexKeys } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
 import { benchPrefix, deletePrefix, freedByKind, keySizes, pause, pool, silentLogger, usedMemory } from './lib.js'
@@ -73,27 +76,42 @@ interface MemoryFigure {
 }
 
 /** Bytes of used_memory a parked call, `n` calls on distinct sessions (and, for waits, distinct keys), and MEMORY USAGE by key. */
-async function memoryPerCall(url: string, n: number, sleep: boolean, progress: (line: string) => void): Promise<MemoryFigure> {
+/** The session and call ids of wait `i`: short (`s-<i>`, `c-<i>`), or of a UUID's and an Anthropic tool_use id's length. */
+function idsOf(i: number, longIds: boolean) {
+  if (!longIds) return { sessionId: `s-${i}`, toolCallId: `c-${i}` }
+  return { sessionId: `s-${String(i).padStart(34, '0')}`, toolCallId: `toolu_01${String(i).padStart(22, '0')}` }
+}
+
+async function memoryPerCall(
+  url: string,
+  n: number,
+  sleep: boolean,
+  progress: (line: string) => void,
+  longIds = false,
+): Promise<MemoryFigure> {
   return withHost(url, sleep ? 'sleep' : 'wait', async (host, prefix, admin, stopWorkers) => {
     const delayed = new Queue(toolQueueName(bench.name), { connection: admin, prefix: bullPrefix(prefix, 0, 1), skipMetasUpdate: true })
+    // a parked call: a delayed job (a sleep), or an event timer (a runTool call's event wait parks without its job)
+    const parked = async () => (await delayed.getDelayedCount()) + (await admin.zcard(indexKeys(prefix, 0, 1).eventTimers))
     // warm-up: queue metadata and loaded scripts are in the baseline
     await host
       .open(bench, { sessionId: 'warm' })
       .runTool({ name: 'settle', input: { orderId: 'warm', sleep } }, { timeoutMs: 0 })
       .catch(() => {})
-    while ((await delayed.getDelayedCount()) < 1) await pause(50)
+    while ((await parked()) < 1) await pause(50)
     await pause(300)
     const sizesBefore = await keySizes(admin, prefix)
     const before = await usedMemory(admin)
     await pool(n, 200, async (i) => {
+      const { sessionId, toolCallId } = idsOf(i, longIds)
       await host
-        .open(bench, { sessionId: `s-${i}` })
-        .runTool({ name: 'settle', input: { orderId: `order-${i}`, sleep }, toolCallId: `c-${i}` }, { timeoutMs: 0 })
+        .open(bench, { sessionId })
+        .runTool({ name: 'settle', input: { orderId: `order-${i}`, sleep }, toolCallId }, { timeoutMs: 0 })
         .catch((e: unknown) => {
           if (!(e instanceof WaitTimeoutError)) throw e
         })
     })
-    while ((await delayed.getDelayedCount()) < n + 1) await pause(200)
+    while ((await parked()) < n + 1) await pause(200)
     await pause(500)
     const perCall = Math.round(((await usedMemory(admin)) - before) / n)
     progress(`${sleep ? 'sleep' : 'waitForEvent'}: ${perCall} B a parked call over ${n}`)
@@ -122,7 +140,7 @@ async function wakeLatency(url: string, n: number): Promise<{ p50: number; p99: 
     for (let i = 0; i < n; i++) {
       const session = host.open(bench, { sessionId: `w-${i}` })
       const call = session.runTool({ name: 'settle', input: { orderId: `w-${i}`, sleep: false } }, { timeoutMs: 60_000 })
-      while ((await delayed.getDelayedCount()) < 1) await pause(5)
+      while ((await delayed.getDelayedCount()) + (await admin.zcard(indexKeys(prefix, 0, 1).eventTimers)) < 1) await pause(5)
       const sent = Date.now()
       await host.sendEvent({ event: 'payment.settled', key: `w-${i}`, payload: { amount: i } })
       await call
@@ -134,10 +152,13 @@ async function wakeLatency(url: string, n: number): Promise<{ p50: number; p99: 
   })
 }
 
-export async function measureEventWaits(url: string, options: { waits: number; wakes: number; progress?: (line: string) => void }) {
+export async function measureEventWaits(
+  url: string,
+  options: { waits: number; wakes: number; longIds?: boolean; progress?: (line: string) => void },
+) {
   const progress = options.progress ?? ((line: string) => process.stderr.write(`${line}\n`))
-  const sleep = await memoryPerCall(url, options.waits, true, progress)
-  const wait = await memoryPerCall(url, options.waits, false, progress)
+  const sleep = await memoryPerCall(url, options.waits, true, progress, options.longIds)
+  const wait = await memoryPerCall(url, options.waits, false, progress, options.longIds)
   const wake = await wakeLatency(url, options.wakes)
   return {
     waits: options.waits,
@@ -167,10 +188,11 @@ if (isMain) {
     stop = () => server.stop()
   }
   try {
-    const r = await measureEventWaits(url, { waits: arg('waits', 10_000), wakes: arg('wakes', 200) })
+    const longIds = process.argv.includes('--long-ids')
+    const r = await measureEventWaits(url, { waits: arg('waits', 10_000), wakes: arg('wakes', 200), longIds })
     console.log(
       `Redis memory per call waiting in step.waitForEvent: ${r.waitBytes} B (target <= 2048 B) over ${r.waits} waits on distinct keys; ` +
-        `a call parked in step.sleep in the same run: ${r.sleepBytes} B (ratio ${r.ratio}x)`,
+        `a call parked in step.sleep in the same run: ${r.sleepBytes} B (ratio ${r.ratio}x)${longIds ? '; UUID-length session ids, 30-character call ids' : ''}`,
     )
     console.log(`  MEMORY USAGE a waiting call, by key (B): ${JSON.stringify(r.waitPerKind)}`)
     console.log(`  MEMORY USAGE a sleeping call, by key (B): ${JSON.stringify(r.sleepPerKind)}`)

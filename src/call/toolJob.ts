@@ -3,7 +3,7 @@ import { FencedError, LockLostError, StorageError } from '../errors/index.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOfCall, type Harness } from '../core/index.js'
 import { contextOf, sendCorked, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
-import type { HarnessQueues, ToolJobData } from '../queue/index.js'
+import { enqueueParkedCall, type HarnessQueues, type ToolJobData } from '../queue/index.js'
 import { questionIdOf, resolverErrorName, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
 import { approvalDecided, decideApproval, needsApproval } from './approval.js'
@@ -66,7 +66,11 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     held = slot?.held
     // ctx.context: the context the turn's input was given with
     const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
-    if ('park' in outcome) return await park(job, token, log, fence, outcome.park, logger, () => woken(outcome.park, call, fence, deps))
+    if ('park' in outcome) {
+      const isWoken = () => woken(outcome.park, call, fence, deps)
+      if (parksWithoutJob(job, outcome.park)) return await parkWithoutJob(job, token, log, fence, outcome.park, logger, isWoken, deps)
+      return await park(job, token, log, fence, outcome.park, logger, isWoken)
+    }
     // the hooks (user code) run only while the attempt holds its call
     const locked = deps.lock?.confirm()
     if (locked) await locked
@@ -215,5 +219,40 @@ async function park(
   await job.moveToDelayed(p.until, token)
   logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
   if (await isWoken()) await job.promote().catch(() => {})
+  throw new DelayedError()
+}
+
+/**
+ * A runTool call's event wait parks without its BullMQ job (issue 29, row 5f: the job hash and its
+ * delayed member were a third of a wait's memory). Not a call of a turn: its job is a child the turn
+ * job waits on.
+ */
+function parksWithoutJob(job: Job<ToolJobData>, p: Park): boolean {
+  return p.kind === 'event' && !job.parentKey
+}
+
+/**
+ * Parks the call with an event timer instead of a delayed job (src/log/eventTimers.ts): parkCall
+ * lists its wake-up time with the park, then the job completes and is removed with its completion.
+ * Its event's sender, or the shard's workers at its timeout, enqueue its job again
+ * (queue/parked.ts). A wake-up that came while the job still ran found a job and did nothing, so it
+ * is re-checked once the job is gone, as is a timeout the timer loop saw while the job still existed.
+ */
+async function parkWithoutJob(
+  job: Job<ToolJobData>,
+  token: string | undefined,
+  log: SessionLog,
+  fence: Fence,
+  p: Park,
+  logger: LineLogger,
+  isWoken: () => Promise<boolean>,
+  deps: ToolJobDeps,
+): Promise<never> {
+  await log.parkCall(fence, p.kind, p.until, true)
+  job.opts.removeOnComplete = true
+  await job.moveToCompleted(null, token ?? '', false)
+  logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked without its job')
+  if (Date.now() >= p.until || (await isWoken()))
+    await enqueueParkedCall(log, fence.toolCallId, () => deps.queuesOf(deps.harness).of(log.sessionId).tools)
   throw new DelayedError()
 }

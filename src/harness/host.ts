@@ -279,7 +279,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     stats: () => hostStats(redis, prefix, shards, hostQueues(harnesses.values(), queuesOf), all),
     async sendEvent(event) {
       await checkShards()
-      return sendEvent({ waits, queuesByName, queues: { connection: redis, prefix, shards }, abortTurn, logger }, event)
+      return sendEvent({ waits, queuesByName, logFor, queues: { connection: redis, prefix, shards }, abortTurn, logger }, event)
     },
     schedule: async (o) => (await checkShards(), schedules.schedule(o)),
     unschedule: (id) => schedules.unschedule(id),

@@ -3,9 +3,10 @@ import type { Logger } from 'pino'
 import { CallAborts } from '../call/index.js'
 import { ConfigError } from '../errors/index.js'
 import type { Harness } from '../core/index.js'
-import { openMember, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
+import { openMember, OpenWork, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues } from '../queue/index.js'
 import type { Notifier } from './notifier.js'
+import { startEventTimerLoop } from './eventTimerLoop.js'
 import { startSweepTimer } from './sweepTimer.js'
 import { closeWorkers, startWorkerSet, type CloseOptions, type CloseResult } from './workers.js'
 
@@ -101,10 +102,15 @@ export function startHostWorkers(
   )
   if (serving.includes(0)) workers.push(host.scheduleWorker())
   // the workers take jobs once the shard count is known to match; a mismatch is logged and they stay idle
+  let eventTimers: { stop(): void } | undefined
+  let closing = false
   host.checkShards().then(
     () => {
       for (const worker of workers)
         if (!worker.closing) worker.run().catch((err: unknown) => logger.error({ err, queue: worker.name }, 'worker stopped'))
+      // the timeouts of the calls parked without a job (runTool event waits): the workers enqueue them when due
+      const openWork = new OpenWork(host.redis, host.prefix, shards)
+      if (!closing) eventTimers = startEventTimerLoop({ openWork, logFor: host.logFor, queuesByName: host.queuesByName, logger }, serving)
     },
     (err: unknown) => logger.error({ err }, 'workers not started'),
   )
@@ -121,6 +127,8 @@ export function startHostWorkers(
     workers,
     async close(closeOptions) {
       sweeper?.stop()
+      closing = true
+      eventTimers?.stop()
       unlisten()
       const result = await closeWorkers(workers, closeOptions)
       if (running.includes(handle)) running.splice(running.indexOf(handle), 1)

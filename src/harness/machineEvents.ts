@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
 import { InvalidEventPayloadError, InvalidIdError } from '../errors/index.js'
 import type { Logger } from '../logger.js'
-import { isSafeId, type EventWaiter, type EventWaits, type RedisClient } from '../log/index.js'
-import { wakeCall, wakeCallByName, type HarnessQueues } from '../queue/index.js'
+import { isSafeId, type EventWaiter, type EventWaits, type RedisClient, type SessionLog } from '../log/index.js'
+import { wakeCallByName, wakeEventWait, type HarnessQueues } from '../queue/index.js'
 import { DEFAULT_MAX_VALUE_BYTES, encodeChecked, toJsonCopy } from '../tool/index.js'
 
 /** A machine event for `host.sendEvent`: its name, its correlation key, its payload and an optional id that makes a resend a no-op. */
@@ -41,6 +41,8 @@ export interface HostEvents {
 export interface SendEventDeps {
   waits: EventWaits
   queuesByName(name: string): HarnessQueues | undefined
+  /** A session's log: a call parked without its job gets one from its logged call. */
+  logFor(sessionId: string): SessionLog
   /** Where the queues of a harness this host does not run are: their calls are woken there by name. */
   queues: { connection: RedisClient; prefix: string; shards: number }
   /** Aborts a turn whose harness cancels on this event. */
@@ -60,7 +62,7 @@ function assertText(what: string, value: unknown): asserts value is string {
  * Delivers one event: the payload is checked against the JSON Schema of every call waiting on
  * (event, key) first (a refusal throws InvalidEventPayloadError: nothing stored, nothing woken), then
  * one script on the event's hash delivers it to them all or keeps it for the first wait (R20), and
- * each waiting call's job is promoted. A crash before a promote is repaired by a resend with the
+ * each waiting call's job is promoted (or enqueued, for a call parked without its job). A crash before a promote is repaired by a resend with the
  * same id (its duplicate names the calls that have not taken it yet) or by the call's own timeout.
  */
 export async function sendEvent(deps: SendEventDeps, options: SendEventOptions): Promise<SendEventResult> {
@@ -100,11 +102,12 @@ async function wake(deps: SendEventDeps, waiters: EventWaiter[], event: string):
         return void turns++
       }
       const queues = deps.queuesByName(w.harness)
-      if (queues) await wakeCall(queues, w.sessionId, w.id)
+      const log = deps.logFor(w.sessionId)
+      if (queues) await wakeEventWait(queues.of(w.sessionId).tools, log, w.id)
       else {
         // a harness this host does not run (a webhook server, the CLI): its tool queue by name
         const { connection, prefix, shards } = deps.queues
-        await wakeCallByName(connection, prefix, shards, w.harness, w.sessionId, w.id)
+        await wakeCallByName(connection, prefix, shards, w.harness, log, w.id)
       }
       calls++
     }),

@@ -94,10 +94,10 @@ export class CallLedger {
   }
 
   async getCall(toolCallId: string): Promise<CallState | null> {
-    const [state, result] = await this.stream.command('getCall', () =>
-      this.stream.redis.hmget(this.stream.keys.calls, toolCallId, `${toolCallId}\0result`),
+    const [state, result, names] = await this.stream.command('getCall', () =>
+      this.stream.redis.hmget(this.stream.keys.calls, toolCallId, `${toolCallId}\0result`, `${toolCallId}\0names`),
     )
-    return state ? callStateOf(state, result) : null
+    return state ? callStateOf(state, result, names) : null
   }
 
   /** `owner` is kept in the call state so the sweeper can enqueue the call again if its job is lost. */
@@ -205,11 +205,16 @@ export class CallLedger {
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
-  /** Marks the attempt parked (sleep/ask): its next begin is a planned resume, not a cut. */
-  async parkCall(fence: Fence, kind: RecordOf<'harness.tool.suspended'>['kind'], until: number): Promise<void> {
+  /**
+   * Marks the attempt parked (sleep/ask/event): its next begin is a planned resume, not a cut.
+   * `withoutJob`: its job ends now, so its wake-up time goes to the shard's event timers (eventTimers.ts).
+   */
+  async parkCall(fence: Fence, kind: RecordOf<'harness.tool.suspended'>['kind'], until: number, withoutJob = false): Promise<void> {
     const record = encodeRecord({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
     const { toolCallId, epoch } = fence
-    const reply = await this.stream.script(scripts.parkCall, { keys: this.stream.scriptKeys, args: { toolCallId, epoch, record } }, true)
+    const timerMember = withoutJob ? openMember(this.stream.sessionId, toolCallId) : ''
+    const args = { toolCallId, epoch, record, timerMember, until }
+    const reply = await this.stream.script(scripts.parkCall, { keys: this.stream.scriptKeys, args }, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 

@@ -49,18 +49,30 @@ export interface Fence {
   epoch: number
 }
 
-/** A call's state as the calls hash holds it (`q`: begun with its runTool request, not begun since: requestCall.lua). */
+/**
+ * A call's state as the calls hash holds it (`q`: begun with its runTool request, not begun since:
+ * requestCall.lua). Its names are a field of their own (`<toolCallId>\0names`: namesOf), so
+ * each value stays under Redis's 64 B hash-max-listpack-value (issue 29); a state written before
+ * holds `n`, `h` and `v` itself, and is read as is.
+ */
 interface StoredCallState {
   s: CallState['status']
   e: number
   a: number
   r: CallState['replay']
-  n: string
-  h?: string
   i?: string
-  /** The harness version the call began under (docs/deploys.md). */
-  v?: string
   q?: 1
+  /** Older states only: the tool's name, the harness and the harness version the call began under (docs/deploys.md). */
+  n?: string
+  h?: string
+  v?: string
+}
+
+/** A call's names field (JSON `[name, harness, version]`, '' for none): its tool, its harness and the harness version it began under. */
+function namesOf(json: string): [name: string, harness: string, version: string] {
+  const names: unknown = JSON.parse(json)
+  const at = (i: number) => (Array.isArray(names) && typeof names[i] === 'string' ? names[i] : '')
+  return [at(0), at(1), at(2)]
 }
 
 /** A runTool request that begins its call too: the call's harness, and its fingerprint made already. */
@@ -75,17 +87,18 @@ export interface StepRetryState {
   c?: string
 }
 
-/** A call's state from the calls hash (its state JSON and its kept result record, when it has one). */
-export function callStateOf(state: string, result: string | null): CallState {
+/** A call's state from the calls hash (its state JSON, its names field, and its kept result record, when it has one). */
+export function callStateOf(state: string, result: string | null, names: string | null = null): CallState {
   const s = JSON.parse(state) as StoredCallState
+  const [name, harness, version] = names ? namesOf(names) : [s.n ?? '', s.h, s.v]
   return {
     status: s.s,
     epoch: s.e,
     attempt: s.a,
     replay: s.r,
-    name: s.n,
-    ...(s.v ? { version: s.v } : {}),
-    ...(s.h ? { owner: { harness: s.h, ...(s.i ? { inputId: s.i } : {}) } } : {}),
+    name,
+    ...(version ? { version } : {}),
+    ...(harness ? { owner: { harness, ...(s.i ? { inputId: s.i } : {}) } } : {}),
     ...(result ? { result: JSON.parse(result) as RecordOf<'harness.tool.result'> } : {}),
   }
 }

@@ -75,6 +75,12 @@ export function indexKeys(prefix: string, shard: number, shards: number) {
     openCalls: `${base}:open-batches`,
     openQuestions: `${base}:open-questions`,
     openTurns: `${base}:open-turns`,
+    /**
+     * The wake-up times of the calls parked in step.waitForEvent without a BullMQ job (a runTool call's
+     * wait): member `<sid>|<toolCallId>`, score = the wait's timeout (ms). The workers of the shard
+     * enqueue a call's job when it is due (hostWorkers.ts), a sender when its event arrives.
+     */
+    eventTimers: `${base}:event-timers`,
     corrupt: `${base}:corrupt-sessions`,
     /** Hash: sweeper repairs by reason, counted for operators (`harness stats`, metrics). */
     recoveries: `${base}:recoveries`,

@@ -12,7 +12,8 @@ export interface OpenItem {
   id: string
 }
 
-type Index = 'openTurns' | 'openCalls' | 'openQuestions'
+/** The open-work indexes, and the event timers (their score is a wake-up time: olderThan(now) lists the due ones). */
+type Index = 'openTurns' | 'openCalls' | 'openQuestions' | 'eventTimers'
 
 /**
  * The indexes of open work (turns, calls, questions), one set per shard, which the sweeper and the

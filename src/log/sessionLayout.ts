@@ -2,7 +2,7 @@ import { indexKeys, sessionKeys, type IndexKeys, type SessionKeys } from './keys
 import { assertShards, shardOf } from './shards.js'
 
 /** A session's keys and its shard's indexes by the names the scripts' declarations give them (no staged list: a call's is its own). */
-export type ScriptKeys = Omit<SessionKeys, 'staged'> & Pick<IndexKeys, 'sessions' | 'openCalls' | 'openQuestions' | 'openTurns'>
+export type ScriptKeys = Omit<SessionKeys, 'staged'> & Pick<IndexKeys, 'sessions' | 'openCalls' | 'openQuestions' | 'openTurns' | 'eventTimers'>
 
 /** Where one session's keys lie: made once a session (a log is made per job, per runTool, per view). */
 interface SessionLayout {
@@ -26,9 +26,9 @@ export function layoutOf(prefix: string, sessionId: string, shards: number): Ses
   const shard = shardOf(sessionId, shards)
   const index = indexKeys(prefix, shard, shards)
   const { staged: _perCall, ...session } = keys
-  const { sessions, openCalls, openQuestions, openTurns } = index
+  const { sessions, openCalls, openQuestions, openTurns, eventTimers } = index
   // shared by every log of the session: frozen, so no part can change another's keys
-  const scriptKeys = Object.freeze({ ...session, sessions, openCalls, openQuestions, openTurns })
+  const scriptKeys = Object.freeze({ ...session, sessions, openCalls, openQuestions, openTurns, eventTimers })
   layout = { keys: Object.freeze(keys), shard, index: Object.freeze(index), scriptKeys }
   if (layouts.size >= MAX_LAYOUTS) layouts.clear()
   layouts.set(id, layout)

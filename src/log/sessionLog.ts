@@ -5,6 +5,7 @@ import { LogStream, type SessionLogOptions } from './stream.js'
 import { SessionInputs } from './inputs.js'
 import { SessionActions } from './actions.js'
 import { CallLedger } from './callLedger.js'
+import { clearEventTimer, eventTimerOf } from './eventTimers.js'
 
 type Ledger = CallLedger
 type Inputs = SessionInputs
@@ -175,6 +176,13 @@ export class SessionLog {
   }
   cancelCall(...args: Parameters<Ledger['cancelCall']>) {
     return this.ledger.cancelCall(...args)
+  }
+  /** The wake-up time of the call's event timer (a call parked without its job), else null (eventTimers.ts). */
+  eventTimer(toolCallId: string): Promise<number | null> {
+    return eventTimerOf(this.stream, toolCallId)
+  }
+  clearEventTimer(toolCallId: string, epoch: number): Promise<boolean> {
+    return clearEventTimer(this.stream, toolCallId, epoch)
   }
   stagedKey(toolCallId: string): string {
     return this.ledger.stagedKey(toolCallId)

@@ -134,7 +134,8 @@ export interface CallOwnerJob {
   priority?: number
 }
 
-function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob) {
+/** A tool job's name, data and options (the harness is its queue's). */
+export function toolJob(sessionId: string, call: CallToEnqueue, owner: CallOwnerJob = {}) {
   const data: ToolJobData = {
     sessionId,
     toolCallId: call.toolCallId,
@@ -164,11 +165,11 @@ function toolJob(harness: Harness, sessionId: string, call: CallToEnqueue, owner
  */
 export function enqueueCalls(queues: HarnessQueues, harness: Harness, sessionId: string, calls: CallToEnqueue[], owner: CallOwnerJob = {}) {
   const now = harness.toolExecution === 'sequential' && owner.inputId ? calls.slice(0, 1) : calls
-  return queues.of(sessionId).tools.addBulk(now.map((call) => toolJob(harness, sessionId, call, owner)))
+  return queues.of(sessionId).tools.addBulk(now.map((call) => toolJob(sessionId, call, owner)))
 }
 
 export function enqueueCall(queues: HarnessQueues, harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob = {}) {
-  const job = toolJob(harness, sessionId, call, owner)
+  const job = toolJob(sessionId, call, owner)
   return queues.of(sessionId).tools.add(job.name, job.data, job.opts)
 }
 

@@ -14,8 +14,10 @@ export {
   finishCancelledCall,
   inspectTurnJob,
   inspectCallJob,
+  toolJob,
   HarnessQueues,
 } from './enqueue.js'
 export { wakeCallByName } from './wake.js'
+export { enqueueParkedCall, wakeEventWait, type ToolQueueOf } from './parked.js'
 export { clearFinishedTurn } from './finished.js'
 export { pauseQueues, resumeQueues, queuesPaused } from './pause.js'

@@ -143,6 +143,8 @@ async function repairCall(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
     return repair('call job failed without a result: retried')
   }
   if (job.state !== 'missing' && job.state !== 'completed') return null
+  // parked without its job by design (a runTool call's event wait): its timer or its event enqueues it
+  if (call.status === 'parked' && job.state === 'missing' && (await log.eventTimer(toolCallId)) !== null) return null
   const inputId = call.owner!.inputId
   const logged = await log.findLoggedCall(toolCallId, inputId)
   await job.remove()

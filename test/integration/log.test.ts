@@ -114,6 +114,57 @@ describe('session log: fencing', () => {
   })
 })
 
+describe('session log: call states (issue 29: the state and the names in two fields, each under 64 B)', () => {
+  it('a call begun now keeps its names apart: every value of a small calls hash is under 64 B and the hash is a listpack', async () => {
+    const log = new SessionLog(redis, prefixFor('state'), 'new-state')
+    expect(await log.beginCall('c1', 'charge', 'safe', { harness: 'shop', version: 'h-0123456789ab' })).toEqual({
+      kind: 'fresh',
+      epoch: 1,
+      attempt: 1,
+      version: 'h-0123456789ab',
+    })
+    const fields = await redis.hgetall(log.keys.calls)
+    expect(JSON.parse(fields['c1']!)).toEqual({ s: 'running', e: 1, a: 1, r: 'safe' })
+    expect(JSON.parse(fields['c1\0names']!)).toEqual(['charge', 'shop', 'h-0123456789ab'])
+    await log.parkCall({ toolCallId: 'c1', epoch: 1 }, 'event', Date.now() + 60_000, true)
+    for (const value of Object.values(await redis.hgetall(log.keys.calls))) expect(Buffer.byteLength(value)).toBeLessThanOrEqual(64)
+    expect(await redis.object('ENCODING', log.keys.calls)).toBe('listpack')
+    expect(await log.getCall('c1')).toEqual({
+      status: 'parked',
+      epoch: 1,
+      attempt: 1,
+      replay: 'safe',
+      name: 'charge',
+      version: 'h-0123456789ab',
+      owner: { harness: 'shop' },
+    })
+    expect(await log.eventTimer('c1')).toBeGreaterThan(Date.now())
+  })
+
+  it('a call state written before (n, h and v in the state itself) is read, resumed and run again as it says', async () => {
+    const log = new SessionLog(redis, prefixFor('state'), 'old-state')
+    const old = { s: 'parked', e: 2, a: 1, r: 'safe', n: 'charge', h: 'shop', i: 'in-1', v: 'h-1' }
+    await redis.hset(log.keys.calls, 'c1', JSON.stringify(old))
+    expect(await log.getCall('c1')).toEqual({
+      status: 'parked',
+      epoch: 2,
+      attempt: 1,
+      replay: 'safe',
+      name: 'charge',
+      version: 'h-1',
+      owner: { harness: 'shop', inputId: 'in-1' },
+    })
+    expect(await log.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'resume', epoch: 3, attempt: 1, version: 'h-1' })
+    // cut while running: the rerun's started record names the tool and the version of the old state
+    expect(await log.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'rerun', epoch: 4, attempt: 2, version: 'h-1' })
+    expect((await log.read({ types: ['harness.tool.started'] })).map((e) => e.record)).toEqual([
+      { type: 'harness.tool.started', toolCallId: 'c1', name: 'charge', attempt: 2, replay: 'safe', reason: 'rerun', version: 'h-1' },
+    ])
+    expect(await log.getCall('c1')).toMatchObject({ status: 'running', name: 'charge', owner: { harness: 'shop', inputId: 'in-1' } })
+    expect(await redis.hexists(log.keys.calls, 'c1\0names')).toBe(0)
+  })
+})
+
 describe('session log: runTool requests', () => {
   it('requestCall lists the session in the sessions index in its own write (no separate ZADD a runTool call), and not for a conflict', async () => {
     const log = new SessionLog(redis, prefixFor('request-index'), 's1')

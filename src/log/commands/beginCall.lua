@@ -3,8 +3,11 @@
   fencing epoch; later writes of older attempts are refused.
 
   Input:
-    KEYS[1] calls: calls hash (toolCallId -> {s = status (running | parked | done | again), e = epoch, a = attempt, r = replay, n = name, h = harness, i = inputId};
-            "<toolCallId>\0req" -> the fingerprint of the logged call)
+    KEYS[1] calls: calls hash (toolCallId -> {s = status (running | parked | done | again), e = epoch, a = attempt, r = replay, i = inputId};
+            "<toolCallId>\0names" -> [name, harness, version] ('' for none), written once with the state;
+            "<toolCallId>\0req" -> the fingerprint of the logged call). Each value is under Redis's 64 B
+            hash-max-listpack-value for usual names, so a session's small calls hash is a listpack (issue 29,
+            row 5f). A state written before the names had their own field holds n, h and v itself: it is read as is.
     KEYS[2] log: session log stream
     KEYS[3] staged: staged records list of this call
     KEYS[4] openCalls: open calls index (sorted set)
@@ -20,7 +23,7 @@
             log's request of the call ("<toolCallId>\0req", written with the logged call) has it; ''
             begins unchecked (the caller took the call from the log itself)
     ARGV[9] version: the harness version of this worker ('' for none): a fresh call keeps it as the version it
-            began under (state.v), which every later attempt gets back (docs/deploys.md)
+            began under (its names field), which every later attempt gets back (docs/deploys.md)
 
   Output:
     {'unverified'} (nothing written) the call is not logged, or logged with another fingerprint
@@ -38,19 +41,21 @@ local toolCallId, name, replay, now, openMember, harness, inputId, fingerprint, 
   ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 
 -- the call's state and the request its logged call wrote (model response or runTool), in one read
-local stored = redis.call('HMGET', callsKey, toolCallId, toolCallId .. '\0req')
+local stored = redis.call('HMGET', callsKey, toolCallId, toolCallId .. '\0req', toolCallId .. '\0names')
 local state = stored[1] and cjson.decode(stored[1])
 if state and state.s == 'done' then return {'done', state.e, state.a} end
 -- the log is the truth: a job whose data was edited (or that nobody logged) begins nothing
 if fingerprint ~= '' and stored[2] ~= fingerprint then return {'unverified'} end
 local kind
+-- the name and version the call began under: its names field, or an older state's own n and v
+local callName, began = name, version
 if not state then
-  state = {s = 'running', e = 1, a = 1, r = replay, n = name}
-  if harness ~= '' then state.h = harness end
+  state = {s = 'running', e = 1, a = 1, r = replay}
   if inputId ~= '' then state.i = inputId end
-  if version ~= '' then state.v = version end
   kind = 'fresh'
 else
+  local names = stored[3] and cjson.decode(stored[3])
+  if names then callName, began = names[1], names[3] else callName, began = state.n, state.v or '' end
   -- begun with its runTool request (requestCall.lua) for a first delivery that skips its begin:
   -- any begin of it (a re-delivery, or a first one that could not skip) may follow one that ran
   state.q = nil
@@ -77,12 +82,17 @@ else
   state.e = state.e + 1
 end
 redis.call('ZADD', openCallsKey, now, openMember)
-redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
+if kind == 'fresh' then
+  -- in the same HSET: a fresh begin sends no more commands than before its names had their own field
+  redis.call('HSET', callsKey, toolCallId, cjson.encode(state), toolCallId .. '\0names', cjson.encode({name, harness, version}))
+else
+  redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
+end
 if kind ~= 'resume' then
   redis.call('XADD', logKey, '*', 'r', cjson.encode({
-    type = 'harness.tool.started', toolCallId = toolCallId, name = state.n,
-    attempt = state.a, replay = state.r, reason = kind, version = state.v}))
+    type = 'harness.tool.started', toolCallId = toolCallId, name = callName,
+    attempt = state.a, replay = state.r, reason = kind, version = began ~= '' and began or nil}))
 end
 local input = ''
 if inputId ~= '' then input = redis.call('HGET', inputsKey, inputId) or '' end
-return {kind, state.e, state.a, input, state.v or ''}
+return {kind, state.e, state.a, input, began}

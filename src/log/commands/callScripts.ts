@@ -102,9 +102,16 @@ export const stageRecords = defineScript({
 
 export const parkCall = defineScript({
   name: 'parkCall',
-  keys: ['calls', 'log'],
-  args: { toolCallId: text, epoch: num, record: text },
+  keys: ['calls', 'log', 'eventTimers'],
+  args: { toolCallId: text, epoch: num, record: text, timerMember: text, until: num },
   reply: reply<['ok'] | Fenced>(),
+})
+
+export const clearEventTimer = defineScript({
+  name: 'clearEventTimer',
+  keys: ['calls', 'eventTimers'],
+  args: { toolCallId: text, timerMember: text, epoch: num },
+  reply: reply<0 | 1>(),
 })
 
 export const landResult = defineScript({

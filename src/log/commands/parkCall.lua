@@ -1,20 +1,25 @@
 --[[
-  Parks a running call (sleep or ask), fenced: a planned wait, not a crash (R14). The next attempt
-  that begins sees 'parked' and resumes instead of classifying a cut. The session goes idle here,
-  so a small log gives back its unused bytes (includes/compactLog.lua).
+  Parks a running call (sleep, ask, event, ...), fenced: a planned wait, not a crash (R14). The next
+  attempt that begins sees 'parked' and resumes instead of classifying a cut. The session goes idle
+  here, so a small log gives back its unused bytes (includes/compactLog.lua). A call that parks
+  without its BullMQ job (a runTool call's event wait) lists its wake-up time in the shard's event
+  timers in the same write, so no moment exists where it is parked with neither a job nor a timer.
 
   Input:
     KEYS[1] calls: calls hash
     KEYS[2] log: session log stream
+    KEYS[3] eventTimers: the shard's event timers (sorted set)
     ARGV[1] toolCallId
     ARGV[2] epoch: caller's epoch
     ARGV[3] record: harness.tool.suspended record JSON
+    ARGV[4] timerMember: `<sid>|<toolCallId>` of a call that parks without its job, '' for one whose job waits delayed
+    ARGV[5] until: ms the call wakes up at (the timer's score)
 
   Output:
     {'ok'} | {'fenced', currentEpoch}
 ]]
-local callsKey, logKey = KEYS[1], KEYS[2]
-local toolCallId, epoch, record = ARGV[1], ARGV[2], ARGV[3]
+local callsKey, logKey, timersKey = KEYS[1], KEYS[2], KEYS[3]
+local toolCallId, epoch, record, timerMember, untilMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
 --@include fence
 --@include compactLog
@@ -23,6 +28,7 @@ if ownEpoch and state.s == 'parked' then return {'ok'} end
 if fenced then return fencedReply(state) end
 state.s = 'parked'
 redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
+if timerMember ~= '' then redis.call('ZADD', timersKey, untilMs, timerMember) end
 redis.call('XADD', logKey, '*', 'r', record)
 compactLog(logKey)
 return {'ok'}

@@ -8,7 +8,8 @@
   first delivery runs at epoch 1 without a begin of its own; any other begin of it counts as a cut.
 
   Input:
-    KEYS[1] calls: calls hash ("<toolCallId>\0req" -> fingerprint of the call's tool and input)
+    KEYS[1] calls: calls hash ("<toolCallId>\0req" -> fingerprint of the call's tool and input; with ARGV[6]
+            the call's state and "<toolCallId>\0names", as beginCall.lua writes them)
     KEYS[2] log: session log stream
     KEYS[3] sessions: sessions index (sorted set; NX: a listed session keeps its score, its last activity)
     KEYS[4] openCalls: open calls index (only with ARGV[6])
@@ -42,11 +43,13 @@ redis.call('HSET', callsKey, toolCallId .. '\0req', fingerprint)
 redis.call('ZADD', sessionsKey, 'NX', now, sessionId)
 local entryId = redis.call('XADD', logKey, '*', 'r', record)
 if beginFor ~= '' then
-  local state = {s = 'running', e = 1, a = 1, r = 'safe', n = name, h = beginFor, q = 1}
-  if version ~= '' then state.v = version end
-  redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
+  -- the state and the call's names apart, each under 64 B (a small calls hash stays a listpack: beginCall.lua)
+  local state = {s = 'running', e = 1, a = 1, r = 'safe', q = 1}
+  redis.call('HSET', callsKey, toolCallId, cjson.encode(state), toolCallId .. '\0names', cjson.encode({name, beginFor, version}))
   redis.call('ZADD', openCallsKey, now, openMember)
+  local began = nil
+  if version ~= '' then began = version end
   redis.call('XADD', logKey, '*', 'r', cjson.encode({
-    type = 'harness.tool.started', toolCallId = toolCallId, name = name, attempt = 1, replay = 'safe', reason = 'fresh', version = state.v}))
+    type = 'harness.tool.started', toolCallId = toolCallId, name = name, attempt = 1, replay = 'safe', reason = 'fresh', version = began}))
 end
 return {'added', entryId}

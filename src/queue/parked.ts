@@ -1,0 +1,42 @@
+import { Job, type Queue } from 'bullmq'
+import { toolJobId, type SessionLog } from '../log/index.js'
+import type { ToolJobData } from '../core/index.js'
+import { toolJob } from './enqueue.js'
+
+/** The tool queue of a harness, by its name; undefined for one this process does not reach. */
+export type ToolQueueOf = (harness: string) => Queue<ToolJobData> | undefined
+
+/**
+ * Gives a call parked without its BullMQ job (a runTool call in step.waitForEvent: its event timer,
+ * src/log/eventTimers.ts) its job again, because its event came or its timeout is due. The job is
+ * the logged call's, as the sweeper enqueues one (its input is read from the log, and its begin
+ * checks it), then the timer goes. A call no longer parked only loses its timer; a call of a harness
+ * `toolsOf` does not know is left as it is. True when a job was enqueued.
+ */
+export async function enqueueParkedCall(log: SessionLog, toolCallId: string, toolsOf: ToolQueueOf): Promise<boolean> {
+  const call = await log.getCall(toolCallId)
+  if (!call || call.status !== 'parked') {
+    await log.clearEventTimer(toolCallId, call?.epoch ?? -1)
+    return false
+  }
+  const tools = call.owner && toolsOf(call.owner.harness)
+  if (!tools) return false
+  const inputId = call.owner?.inputId
+  const logged = await log.findLoggedCall(toolCallId, inputId)
+  const tooLarge = logged?.inputTooLarge === undefined ? {} : { inputTooLarge: logged.inputTooLarge }
+  const job = toolJob(log.sessionId, { toolCallId, name: call.name, input: logged?.input, ...tooLarge }, inputId ? { inputId } : {})
+  await tools.add(job.name, job.data, job.opts)
+  await log.clearEventTimer(toolCallId, call.epoch)
+  return true
+}
+
+/**
+ * Wakes a call waiting for an event on `tools`: its delayed job is promoted (a call of a turn, or one
+ * parked by an older version); a call parked without its job gets one (enqueueParkedCall). A no-op
+ * for a call whose job is running (it re-checks after it parks) or that is not parked.
+ */
+export async function wakeEventWait(tools: Queue<ToolJobData>, log: SessionLog, toolCallId: string): Promise<void> {
+  const job = await Job.fromId(tools, toolJobId(log.sessionId, toolCallId))
+  if (job) return void (await job.promote().catch(() => {}))
+  if ((await log.eventTimer(toolCallId)) !== null) await enqueueParkedCall(log, toolCallId, () => tools)
+}
