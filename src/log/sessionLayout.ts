@@ -2,7 +2,8 @@ import { indexKeys, sessionKeys, type IndexKeys, type SessionKeys } from './keys
 import { assertShards, shardOf } from './shards.js'
 
 /** A session's keys and its shard's indexes by the names the scripts' declarations give them (no staged list: a call's is its own). */
-export type ScriptKeys = Omit<SessionKeys, 'staged'> & Pick<IndexKeys, 'sessions' | 'openCalls' | 'openQuestions' | 'openTurns' | 'eventTimers'>
+export type ScriptKeys = Omit<SessionKeys, 'staged'> &
+  Pick<IndexKeys, 'sessions' | 'openCalls' | 'openQuestions' | 'openTurns' | 'eventTimers'>
 
 /** Where one session's keys lie: made once a session (a log is made per job, per runTool, per view). */
 interface SessionLayout {
