@@ -8,6 +8,7 @@ import base from './vitest.config.js'
  * DH_SHARDS=3: each shard's tag lies on another master, so every suite's sessions and queues spread
  * over all three. Suites that own a private redis-server (kill, restart, OOM, passwords: sleepRestart,
  * hardening, shutdown, rig) and the ones below that are not listed stay single-node: docs/testing.md.
+ * The CLI's suite is one of them: its cross-shard part is test/cluster/cli.test.ts.
  */
 export default defineConfig({
   ...base,
@@ -24,7 +25,6 @@ export default defineConfig({
       'test/integration/followers.test.ts',
       'test/integration/httpHandler.test.ts',
       'test/integration/dashboard.test.ts',
-      'test/integration/cli.test.ts',
       'test/integration/machineEvents.test.ts',
       'test/integration/telemetry.test.ts',
       'test/cluster/*.test.ts',

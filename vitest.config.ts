@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config'
+import SlowFirst from './test/slowFirst.js'
 
 export default defineConfig({
   test: {
@@ -24,5 +25,7 @@ export default defineConfig({
     // vitest's default would be cores - 1, i.e. a single worker on a 2-core machine.
     fileParallelism: true,
     maxWorkers: 2,
+    // the slowest files first, so both workers finish together (test/slowFirst.ts)
+    sequence: { sequencer: SlowFirst },
   },
 })

@@ -48,9 +48,7 @@ describe('the harness CLI', () => {
     expect((await runBin(['event', 'payment.settled', 'cli-order', '{"amount":1}', '--id', 'cli-evt-1'], env)).stdout).toContain(
       'was sent before',
     )
-    const bad = await runBin(['event', 'payment.settled', 'cli-order', '{not json'], env)
-    expect(bad.code).toBe(2)
-    expect(bad.stderr).toContain('The payload is not JSON')
+    // a payload that is not JSON: test/unit/cliArguments.test.ts
     await host.schedule({ id: 'cli-nightly', harness: ops, cron: '0 2 * * *', prompt: 'nightly report' })
     try {
       const listed = await runBin(['schedules'], env)
@@ -146,17 +144,19 @@ describe('the harness CLI', () => {
     const { inputId } = await session.prompt('hello')
     await session.settled(inputId)
 
+    // the words parsed (no '--', options after it, --session without '='): test/unit/cliArguments.test.ts;
+    // here one misuse shows the bin's side of it, and the addressing forms reach the session
     const bare = await runBin(['log', '-dash'], env)
     expect(bare.code).toBe(2)
     expect(bare.stderr).toContain("goes after '--': harness log -- -dash.")
-    const log = await runBin(['log', '--', '-dash'], env)
+    const log = await runBin(['log', '--json', '--', '-dash'], env)
     expect(log.code).toBe(0)
-    expect(log.stdout).toMatch(/settled\s+turn \S+ completed: nothing to do/)
-    const json = await runBin(['log', '--json', '--', '-dash'], env)
-    expect(json.stdout.trimEnd().split('\n')).toHaveLength(3)
-    const late = await runBin(['log', '--', '-dash', '--json'], env)
-    expect(late.code).toBe(2)
-    expect(late.stderr).toContain("Every word after '--' is an argument: put the options before it.")
+    expect(
+      log.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { kind: string }).kind),
+    ).toEqual(['input', 'model', 'settled'])
     expect(await runBin(['abort', '--reason', 'late', '--', '-dash', inputId], env)).toMatchObject({
       code: 1,
       stdout: `Turn ${inputId} had settled already; nothing to abort.\n`,
@@ -166,9 +166,6 @@ describe('the harness CLI', () => {
     const refund = await asking.prompt('refund:3')
     let question
     while (!(question = (await asking.questions())[0])) await new Promise((r) => setTimeout(r, 50))
-    const spaced = await runBin(['approve', question.questionId, '--session', '-dash-refund'], env)
-    expect(spaced.code).toBe(2)
-    expect(spaced.stderr).toContain("written with '=': --session=-dash-refund.")
     expect(await runBin(['approve', question.questionId, '--session=-dash-refund'], env)).toMatchObject({ code: 0 })
     expect(await asking.settled(refund.inputId)).toMatchObject({ outcome: 'completed', text: expect.stringContaining('"refunded":3') })
   })

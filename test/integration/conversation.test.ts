@@ -30,7 +30,9 @@ describe('conversation projection', () => {
         for (let t = 0; t < 3; t++) {
           const { inputId } = await session.prompt(
             batch([
-              { name: 'checkout', input: { orderId: `${sessionId}-${t}`, pauseMs: s === 0 ? 800 : 300 } },
+              // conv-a's pause between its two steps is the window the kill below must hit: 800 ms was
+              // missed on a loaded 2-core run (the call had landed, no rerun), 3 s is not
+              { name: 'checkout', input: { orderId: `${sessionId}-${t}`, pauseMs: s === 0 ? 3_000 : 300 } },
               { name: 'notify', input: { to: `${sessionId}-${t}`, pauseMs: 200 } },
             ]),
           )

@@ -1,6 +1,6 @@
 // The package as a team installs it: `npm pack` (prepack builds dist/), `npm install <tarball>` into a
 // new folder, and there plain node, the `harness` bin on a plain-JavaScript harness module and tsc.
-// One pack and one install for the whole file.
+// One pack and one install for the whole file; the pack builds dist/ unless it is fresh (test/helpers/freshBuild.ts).
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import ts from 'typescript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { distIsFresh } from '../helpers/freshBuild.js'
 import { getRedisUrl, uniquePrefix } from '../rig.js'
 
 const run = promisify(execFile)
@@ -130,8 +131,10 @@ function node(args: string[], env: Record<string, string> = {}) {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'dh-package-'))
-  // --json: the tarball's name and file list; prepack runs the build
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, maxBuffer: 16 << 20 })
+  // --json: the tarball's name and file list; prepack runs the build, unless dist/ is the build of
+  // src/ as it is (`npm test` built it just before): then --ignore-scripts packs that build
+  const fresh = distIsFresh(root) ? ['--ignore-scripts'] : []
+  const { stdout } = await run('npm', ['pack', '--json', ...fresh, '--pack-destination', dir], { cwd: root, maxBuffer: 16 << 20 })
   const [info] = JSON.parse(stdout.slice(stdout.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>
   tarball = join(dir, info!.filename)
   packed = info!.files.map((f) => f.path)

@@ -102,7 +102,13 @@ describe('schedules in one process', () => {
     const { host } = hosts.start(ticker, 'sched-skip', { concurrency: 4 })
     await host.schedule({ id: 'slow', harness: 'ticker', every: '1s', prompt: 'slow:2500', overlap: 'skip' })
     const session = host.open(ticker, { sessionId: 'schedule-slow' })
-    await until(async () => records(await session.log.read(), 'harness.input').length >= 3, 'three prompted ticks', 60_000)
+    // a tick's input is logged just before its schedule counts it: wait for both
+    const promptedTicks = async () => ((await host.schedules())[0]?.prompted ?? 0) >= 3
+    await until(
+      async () => records(await session.log.read(), 'harness.input').length >= 3 && (await promptedTicks()),
+      'three prompted ticks',
+      60_000,
+    )
     const [running] = await host.schedules()
     expect(running).toMatchObject({ id: 'slow', overlap: 'skip' })
     expect(running!.skipped).toBeGreaterThan(0)
