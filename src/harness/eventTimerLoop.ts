@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { OpenWork, SessionLog } from '../log/index.js'
 import { enqueueParkedCall, type HarnessQueues } from '../queue/index.js'
+import { repeatPasses } from './sweepTimer.js'
 
 /** How often the workers look for due event timers: a wait's timeout fires at most about this late. */
 const EVENT_TIMER_EVERY_MS = 1_000
@@ -32,23 +33,9 @@ async function fireDueEventTimers(deps: EventTimerDeps, shards: readonly number[
 
 /** Looks for due event timers every EVENT_TIMER_EVERY_MS (never overlapping) until stopped. */
 export function startEventTimerLoop(deps: EventTimerDeps, shards: readonly number[], everyMs = EVENT_TIMER_EVERY_MS): { stop(): void } {
-  let timer: NodeJS.Timeout | undefined
-  let stopped = false
-  const next = () => {
-    if (stopped) return
-    timer = setTimeout(() => {
-      // a timer callback cannot be awaited: a failed look is logged here, and the next one is planned either way
-      void fireDueEventTimers(deps, shards)
-        .catch((err: unknown) => deps.logger.warn({ err }, 'event timers: a look failed; the next one retries'))
-        .then(next)
-    }, everyMs)
-    timer.unref()
-  }
-  next()
-  return {
-    stop() {
-      stopped = true
-      clearTimeout(timer)
-    },
-  }
+  return repeatPasses(
+    () => fireDueEventTimers(deps, shards),
+    () => everyMs,
+    (err) => deps.logger.warn({ err }, 'event timers: a look failed; the next one retries'),
+  )
 }
