@@ -41,6 +41,6 @@ export async function rerunTurn(deps: RerunDeps, inputId: string, options: Rerun
   const reply = await log.rerun(inputId, harness.name, { rerunId, calls, ...(options.principal ? { principal: options.principal } : {}) })
   if (reply.status === 'unknown') throw new UnknownInputError(inputId)
   if (reply.status === 'rerun' && reply.first === inputId)
-    await enqueueTurn(queues, harness, log.sessionId, inputId, (await log.getInput(inputId))?.priority ?? harness.priority)
+    await enqueueTurn(queues, harness, log.sessionId, inputId, (await log.getInput(inputId))?.priority)
   return reply.status === 'rerun' || reply.status === 'exists'
 }

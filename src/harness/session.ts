@@ -196,7 +196,7 @@ export class Session {
     const resumed = await log.logTurnRecord({ type: 'harness.turn.resumed', inputId, at: Date.now() })
     if (resumed.status === 'unknown') throw new UnknownInputError(inputId)
     if (resumed.status !== 'ok') return false
-    await wakeTurn(queues, harness, this.sessionId, inputId, (await log.getInput(inputId))?.priority ?? harness.priority)
+    await wakeTurn(queues, harness, this.sessionId, inputId, (await log.getInput(inputId))?.priority)
     return true
   }
 

@@ -115,7 +115,7 @@ async function repairTurn(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
   }
   if (job.state !== 'missing' && job.state !== 'completed') return null
   await job.remove()
-  await enqueueTurn(queues, harness, sessionId, inputId, input.priority ?? harness.priority)
+  await enqueueTurn(queues, harness, sessionId, inputId, input.priority)
   return repair(`turn job ${job.state === 'missing' ? 'vanished' : 'completed without settling'}: enqueued again`)
 }
 

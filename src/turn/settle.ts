@@ -22,7 +22,7 @@ export async function settleTurn(
   const input = status === 'settled' ? await log.getInput(record.inputId) : null
   for (const inputId of input?.steered ?? []) await log.settle({ ...record, inputId }, harness.name)
   // at the priority its prompt gave (kept on the input), else the harness's
-  if (next) await enqueueTurn(queues, harness, log.sessionId, next, (await log.getInput(next))?.priority ?? harness.priority)
+  if (next) await enqueueTurn(queues, harness, log.sessionId, next, (await log.getInput(next))?.priority)
   if (input) await terminalHooks(harness, log, input, record, last)
   return status
 }
