@@ -4,15 +4,12 @@
 // see a session on every shard. The commands' other behaviour does not depend on where keys lie, so it
 // is tested once, on one Redis (docs/testing.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createHarnessHost, type HarnessHost } from '../../src/index.js'
+import type { HarnessHost } from '../../src/index.js'
 import { defaultShards, shardOf } from '../../src/log/index.js'
 import { ops } from '../fixtures/ops.js'
-import { runBin, spawnBin } from '../helpers/cli.js'
-import { quiet } from '../helpers/hosts.js'
+import { runBin, spawnBin, startOpsCli } from '../helpers/cli.js'
 import { until } from '../helpers/log.js'
-import { cleanupPrefix, getRedisUrl, uniquePrefix } from '../rig.js'
 
-const MODULE = 'test/fixtures/ops.ts'
 const ANSWER = { region: 'eu', replicas: 2, canary: false }
 
 /** One session id on each shard, shard 0 first. */
@@ -34,20 +31,10 @@ const lines = (stdout: string) =>
 describe('the harness CLI on a Redis Cluster', () => {
   let env: Record<string, string>
   let host: HarnessHost
-  let worker: ReturnType<typeof spawnBin>
+  let stop: (() => Promise<void>) | undefined
 
-  beforeAll(async () => {
-    env = { REDIS_URL: await getRedisUrl(), DH_PREFIX: uniquePrefix('cluster-cli'), HARNESS_MODULE: MODULE, LOG_JSON: '1' }
-    host = createHarnessHost({ redis: env.REDIS_URL!, prefix: env.DH_PREFIX!, harnesses: [ops], logger: quiet })
-    worker = spawnBin(['worker', MODULE, '--concurrency', '4'], env)
-    await worker.waitForLine((l) => l.includes('worker started'))
-  })
-  afterAll(async () => {
-    worker?.proc.kill('SIGTERM')
-    await worker?.closed
-    await host?.close()
-    if (env?.DH_PREFIX) await cleanupPrefix(env.REDIS_URL!, env.DH_PREFIX)
-  })
+  beforeAll(async () => void ({ env, host, stop } = await startOpsCli('cluster-cli')))
+  afterAll(() => stop?.())
 
   it('a question parked on every shard: questions, stats, sessions and turns list all, answer finds each across shards, log --follow sees one land', async () => {
     const shards = defaultShards()

@@ -3,6 +3,10 @@
 // tested from an installed tarball (test/integration/package.test.ts).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { createHarnessHost, type HarnessHost } from '../../src/index.js'
+import { ops } from '../fixtures/ops.js'
+import { cleanupPrefix, getRedisUrl, uniquePrefix } from '../rig.js'
+import { quiet } from './hosts.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const CLI = ['--import', 'tsx', 'src/cli/main.ts']
@@ -70,4 +74,31 @@ export function spawnBin(args: string[], env: Record<string, string> = {}) {
     },
     closed,
   }
+}
+
+/** The ops fixture the CLI suites run (its harness module, as the bin loads it). */
+const OPS_MODULE = 'test/fixtures/ops.ts'
+
+/**
+ * A `harness worker` bin on the ops fixture, the env its commands run with (REDIS_URL, a fresh
+ * DH_PREFIX, HARNESS_MODULE, LOG_JSON) and a host on the same prefix; `stop` ends the worker, closes
+ * the host and removes the prefix's keys.
+ */
+export async function startOpsCli(tag: string): Promise<{ env: Record<string, string>; host: HarnessHost; stop(): Promise<void> }> {
+  const env = { REDIS_URL: await getRedisUrl(), DH_PREFIX: uniquePrefix(tag), HARNESS_MODULE: OPS_MODULE, LOG_JSON: '1' }
+  const host = createHarnessHost({ redis: env.REDIS_URL, prefix: env.DH_PREFIX, harnesses: [ops], logger: quiet })
+  const worker = spawnBin(['worker', OPS_MODULE, '--concurrency', '4'], env)
+  const stop = async () => {
+    worker.proc.kill('SIGTERM')
+    await worker.closed
+    await host.close()
+    await cleanupPrefix(env.REDIS_URL, env.DH_PREFIX)
+  }
+  await worker
+    .waitForLine((l) => l.includes('worker started'))
+    .catch(async (error: unknown) => {
+      await stop()
+      throw error
+    })
+  return { env, host, stop }
 }

@@ -5,32 +5,18 @@ import { rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createHarnessHost, type HarnessHost } from '../../src/index.js'
+import type { HarnessHost } from '../../src/index.js'
 import { ops } from '../fixtures/ops.js'
-import { runBin, spawnBin } from '../helpers/cli.js'
-import { quiet } from '../helpers/hosts.js'
+import { runBin, spawnBin, startOpsCli } from '../helpers/cli.js'
 import { records, until } from '../helpers/log.js'
-import { cleanupPrefix, getRedisUrl, uniquePrefix } from '../rig.js'
-
-const MODULE = 'test/fixtures/ops.ts'
 
 describe('the harness CLI', () => {
   let env: Record<string, string>
   let host: HarnessHost
-  let worker: ReturnType<typeof spawnBin>
+  let stop: (() => Promise<void>) | undefined
 
-  beforeAll(async () => {
-    env = { REDIS_URL: await getRedisUrl(), DH_PREFIX: uniquePrefix('cli'), HARNESS_MODULE: MODULE, LOG_JSON: '1' }
-    host = createHarnessHost({ redis: env.REDIS_URL!, prefix: env.DH_PREFIX!, harnesses: [ops], logger: quiet })
-    worker = spawnBin(['worker', MODULE, '--concurrency', '4'], env)
-    await worker.waitForLine((l) => l.includes('worker started'))
-  })
-  afterAll(async () => {
-    worker?.proc.kill('SIGTERM')
-    await worker?.closed
-    await host?.close()
-    if (env?.DH_PREFIX) await cleanupPrefix(env.REDIS_URL!, env.DH_PREFIX)
-  })
+  beforeAll(async () => void ({ env, host, stop } = await startOpsCli('cli')))
+  afterAll(() => stop?.())
 
   it('wrong usage exits 2 with one clear line; --help exits 0', async () => {
     const unknown = await runBin(['frobnicate'], env)
