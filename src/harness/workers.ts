@@ -65,26 +65,30 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   const completesOn = connection instanceof Redis && !connection.isCluster ? connection : undefined
   // each attempt knows until when its job lock is surely held: a zombie runs no side effect (attemptLock.ts)
   const locks = new AttemptLocks(harness.durability.lockMs)
-  const tools = new LockWatchingWorker<ToolJobData>(
-    toolQueueName(harness.name),
-    (job, token) =>
-      // the span names the session and call of the job's id, which its data cannot change
-      callAttemptSpan({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }, () =>
-        locks.holding(job, token, (lock) =>
-          processToolJob(job, token, {
-            harness,
-            logFor,
-            queuesOf,
-            aborts,
-            logger,
-            marks: options.callMarks?.(),
-            lock,
-            ...(completesOn ? { completesOn } : {}),
-          }),
-        ),
+  // the tool queue's slots are split over lanes, each a BullMQ worker with its own fetch loop (fetchLanes)
+  const tools = laneSizes(concurrency).map(
+    (slots) =>
+      new LockWatchingWorker<ToolJobData>(
+        toolQueueName(harness.name),
+        (job, token) =>
+          // the span names the session and call of the job's id, which its data cannot change
+          callAttemptSpan({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }, () =>
+            locks.holding(job, token, (lock) =>
+              processToolJob(job, token, {
+                harness,
+                logFor,
+                queuesOf,
+                aborts,
+                logger,
+                marks: options.callMarks?.(),
+                lock,
+                ...(completesOn ? { completesOn } : {}),
+              }),
+            ),
+          ),
+        { ...common, concurrency: slots },
+        locks,
       ),
-    common,
-    locks,
   )
   const turns = new Worker<TurnJobData>(
     turnQueueName(harness.name),
@@ -95,7 +99,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
       }),
     common,
   )
-  for (const worker of [tools, turns]) {
+  for (const worker of [...tools, turns]) {
     worker.on('error', backOffOnErrors(worker, logger))
     worker.on('failed', (job, err) => {
       const data = job?.data
@@ -113,7 +117,22 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
       )
     })
   }
-  return [tools, turns]
+  return [...tools, turns]
+}
+
+/** Slots a fetch lane serves by default: fewer lanes than this many slots each cost more fetches than they save. */
+const SLOTS_PER_LANE = 8
+
+/**
+ * How `concurrency` slots are split over fetch lanes (each a BullMQ worker of the same queue): a
+ * BullMQ worker fetches one job at a time (a round trip each, or two from an empty queue: the wake-up,
+ * then the move), so at high concurrency, with jobs coming in one by one, its slots wait for its
+ * fetch loop rather than for Redis or the CPU (docs/decisions.md: runTool calls/s with 20 callers).
+ * `lanes` defaults to one per SLOTS_PER_LANE slots; the sizes differ by one at most and add up to `concurrency`.
+ */
+export function laneSizes(concurrency: number, lanes = Math.ceil(concurrency / SLOTS_PER_LANE)): number[] {
+  const count = Math.max(1, Math.min(Math.floor(lanes), concurrency))
+  return Array.from({ length: count }, (_, i) => Math.floor(concurrency / count) + (i < concurrency % count ? 1 : 0))
 }
 
 /** How long a worker stops fetching after an error BullMQ would retry at once, and how often such an error is logged. */
