@@ -1,5 +1,6 @@
 import { ToolTimeoutError } from '../errors/index.js'
 import { toToolError } from '../tool/index.js'
+import type { AttemptAbort } from './callAborts.js'
 import type { CallOutcome } from './runCall.js'
 
 /**
@@ -8,16 +9,10 @@ import type { CallOutcome } from './runCall.js'
  * promise: its abortSignal fires, no later step starts, and once the error has landed (the call is
  * done) every write it still tries is fenced out. Its worker slot is free at once.
  */
-export async function bounded(
-  run: Promise<CallOutcome>,
-  attempt: { signal: AbortSignal; abort(reason: Error): void; done(): void },
-  toolName: string,
-  timeoutMs: number,
-): Promise<CallOutcome> {
+export async function bounded(run: Promise<CallOutcome>, attempt: AttemptAbort, toolName: string, timeoutMs: number): Promise<CallOutcome> {
   const timer = setTimeout(() => attempt.abort(new ToolTimeoutError(toolName, timeoutMs)), timeoutMs)
-  let onAbort = () => {}
-  const ended = new Promise<CallOutcome>((resolve) => {
-    onAbort = () => {
+  const ended = new Promise<CallOutcome>((resolve) =>
+    attempt.whenAborted(() => {
       const reason: unknown = attempt.signal.reason
       resolve({
         error:
@@ -25,14 +20,13 @@ export async function bounded(
             ? toToolError(reason)
             : { code: 'aborted', message: `The call was stopped: its turn ended (${toToolError(reason).message}).` },
       })
-    }
-    attempt.signal.addEventListener('abort', onAbort, { once: true })
-  })
+    }),
+  )
   try {
     return await Promise.race([run, ended])
   } finally {
     clearTimeout(timer)
-    attempt.signal.removeEventListener('abort', onAbort)
+    attempt.whenAborted(undefined)
     attempt.done()
   }
 }

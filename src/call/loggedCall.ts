@@ -6,7 +6,7 @@ import type { ToolJobData } from '../queue/index.js'
 import { replayOf } from '../tool/index.js'
 import { isAgentTool } from './agentCall.js'
 import { needsApproval } from './approval.js'
-import type { CallAborts } from './callAborts.js'
+import type { AttemptAbort, CallAborts } from './callAborts.js'
 import type { Logger } from '../logger.js'
 import type { CallMarks } from '../log/index.js'
 
@@ -23,7 +23,7 @@ interface LoggedCallDeps {
   marks?: CallMarks | undefined
 }
 
-type Attempt = ReturnType<CallAborts['open']>
+type Attempt = AttemptAbort
 
 /**
  * Begins an attempt of the call a tool job names, as the log holds it (DESIGN §1: the log is the

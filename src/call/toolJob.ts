@@ -8,7 +8,7 @@ import { questionIdOf, resolverErrorName, resolveSecrets, SecretStore, timeoutOf
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
 import { approvalDecided, decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
-import { cancelledError, type CallAborts } from './callAborts.js'
+import { cancelledError, type AttemptAbort, type CallAborts } from './callAborts.js'
 import { keptResult } from './keptResult.js'
 import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
@@ -189,7 +189,7 @@ async function attemptOutcome(
   return { outcome, secrets, duration }
 }
 
-type Attempt = ReturnType<CallAborts['open']>
+type Attempt = AttemptAbort
 
 /** True when a parked call's wake-up already happened (its answer, its event, its child agent's settle, or a cancel). */
 async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {

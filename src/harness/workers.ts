@@ -72,19 +72,21 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
         toolQueueName(harness.name),
         (job, token) =>
           // the span names the session and call of the job's id, which its data cannot change
-          callAttemptSpan({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }, () =>
-            locks.holding(job, token, (lock) =>
-              processToolJob(job, token, {
-                harness,
-                logFor,
-                queuesOf,
-                aborts,
-                logger,
-                marks: options.callMarks?.(),
-                lock,
-                ...(completesOn ? { completesOn } : {}),
-              }),
-            ),
+          callAttemptSpan(
+            () => ({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }),
+            () =>
+              locks.holding(job, token, (lock) =>
+                processToolJob(job, token, {
+                  harness,
+                  logFor,
+                  queuesOf,
+                  aborts,
+                  logger,
+                  marks: options.callMarks?.(),
+                  lock,
+                  ...(completesOn ? { completesOn } : {}),
+                }),
+              ),
           ),
         { ...common, concurrency: slots },
         locks,

@@ -58,14 +58,24 @@ export interface SpanNotes {
   set(attributes: Attributes): void
 }
 
-async function inSpan<T>(
+/**
+ * Runs `fn` in a span of `name`. Without an SDK, `fn`'s own promise is returned as is: no span, no
+ * attributes made (`span()` is not called), no async frame of its own around it (a step, a call).
+ */
+function inSpan<T>(
   name: string,
-  parent: Context,
-  attributes: Attributes,
+  span: () => { parent: Context; attributes: Attributes },
   fn: (notes: SpanNotes) => Promise<T>,
   kind = SpanKind.INTERNAL,
 ): Promise<T> {
-  if (!tracing()) return fn(NO_NOTES)
+  if (!tracing()) {
+    try {
+      return fn(NO_NOTES)
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)))
+    }
+  }
+  const { parent, attributes } = span()
   return tracer().startActiveSpan(name, { kind, attributes }, parent, async (span: Span) => {
     let outcome: string | undefined
     const notes: SpanNotes = { outcome: (o) => void (outcome = o), set: (a) => void span.setAttributes(a) }
@@ -95,38 +105,47 @@ export function turnSpan<T>(
   attempt: number,
   fn: (notes: SpanNotes) => Promise<T>,
 ): Promise<T> {
-  const attributes = {
-    'harness.name': data.harness,
-    'harness.session_id': data.sessionId,
-    'harness.input_id': data.inputId,
-    'harness.attempt': attempt,
-  }
-  return inSpan('harness.turn', parentOf(data.traceparent), attributes, fn, SpanKind.CONSUMER)
+  const span = () => ({
+    parent: parentOf(data.traceparent),
+    attributes: {
+      'harness.name': data.harness,
+      'harness.session_id': data.sessionId,
+      'harness.input_id': data.inputId,
+      'harness.attempt': attempt,
+    },
+  })
+  return inSpan('harness.turn', span, fn, SpanKind.CONSUMER)
 }
 
 /** One model call of a turn. */
 export function modelSpan<T>(attributes: { sessionId: string; inputId: string; iteration: number }, fn: () => Promise<T>): Promise<T> {
-  return inSpan(
-    'harness.model',
-    context.active(),
-    { 'harness.session_id': attributes.sessionId, 'harness.input_id': attributes.inputId, 'harness.iteration': attributes.iteration },
-    fn,
-    SpanKind.CLIENT,
-  )
+  const span = () => ({
+    parent: context.active(),
+    attributes: {
+      'harness.session_id': attributes.sessionId,
+      'harness.input_id': attributes.inputId,
+      'harness.iteration': attributes.iteration,
+    },
+  })
+  return inSpan('harness.model', span, fn, SpanKind.CLIENT)
 }
 
 /** One attempt of a tool call job; the attempt number and outcome are noted by the job as it learns them. */
 export function callAttemptSpan<T>(
-  data: { sessionId: string; toolCallId: string; name: string; inputId?: string; traceparent?: string },
+  call: () => { sessionId: string; toolCallId: string; name: string; inputId?: string; traceparent?: string },
   fn: (notes: SpanNotes) => Promise<T>,
 ): Promise<T> {
-  const attributes = {
-    'harness.session_id': data.sessionId,
-    'harness.tool_call_id': data.toolCallId,
-    'harness.tool': data.name,
-    ...(data.inputId ? { 'harness.input_id': data.inputId } : {}),
+  const span = () => {
+    const data = call()
+    const attributes = {
+      'harness.session_id': data.sessionId,
+      'harness.tool_call_id': data.toolCallId,
+      'harness.tool': data.name,
+      ...(data.inputId ? { 'harness.input_id': data.inputId } : {}),
+    }
+    return { parent: parentOf(data.traceparent), attributes }
   }
-  return inSpan('harness.tool.attempt', parentOf(data.traceparent), attributes, fn, SpanKind.CONSUMER)
+  return inSpan('harness.tool.attempt', span, fn, SpanKind.CONSUMER)
 }
 
 /** Notes on the active tool attempt span (from inside the job: its durable attempt number, how it began). */
@@ -136,5 +155,9 @@ export function noteAttempt(attributes: Attributes): void {
 
 /** One step.do that runs (a stored step is replayed without a span). */
 export function stepSpan<T>(toolCallId: string, name: string, fn: () => Promise<T>): Promise<T> {
-  return inSpan('harness.step', context.active(), { 'harness.tool_call_id': toolCallId, 'harness.step': name }, fn)
+  return inSpan(
+    'harness.step',
+    () => ({ parent: context.active(), attributes: { 'harness.tool_call_id': toolCallId, 'harness.step': name } }),
+    fn,
+  )
 }

@@ -63,6 +63,8 @@ export interface DurableContextHandle {
   readonly failure: StorageError | null
 }
 
+const NOT_STORED: StepLookup = { found: false }
+
 /** A person's decision on a `needsApproval` call: the answer `session.answer(id, value)` takes. */
 const APPROVAL = z.object({ approved: z.boolean(), reason: z.string().max(2_000).optional() })
 type Approval = z.infer<typeof APPROVAL>
@@ -82,10 +84,13 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
   let stagingError: unknown = null
   let failure: StorageError | null = null
   /** Remembers a failed write of ours, so a tool that catches it cannot turn it into its own result or error. */
+  const oursFailed = (error: unknown) => {
+    if (error instanceof StorageError) failure ??= error
+    return error
+  }
   const ours = <T>(write: Promise<T>): Promise<T> =>
     write.catch((error: unknown) => {
-      if (error instanceof StorageError) failure ??= error
-      throw error
+      throw oursFailed(error)
     })
 
   const hold = options.hold
@@ -130,8 +135,12 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       const policy = policyOf(stepOptions?.retry, options.retry, name)
       const what = `Step "${name}" value`
       // with a policy, the lookup reads the step's retry state in the same round trip (R16)
-      const stored: StepLookup & { retry?: StepRetryState } =
-        policy && !options.fresh ? await ours(log.getStepAndRetry(fence.toolCallId, name)) : await lookup(name)
+      // a fresh attempt's lookup finds nothing: not awaited at all (a step's every await is a turn of the loop)
+      const stored: StepLookup & { retry?: StepRetryState } = options.fresh
+        ? NOT_STORED
+        : policy
+          ? await ours(log.getStepAndRetry(fence.toolCallId, name))
+          : await lookup(name)
       if (stored.found) {
         // R6 on replay too: a secret rotated into a stored value must not reach the tool unnoticed
         secrets.assertAbsent(stored.value === undefined ? undefined : JSON.stringify(stored.value), what)
@@ -140,26 +149,27 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       // R5: one key for every try and every run of the step
       const idempotencyKey = `${log.logId}:${fence.toolCallId}:${name}`
       // the fn's side effect starts only while this attempt holds its call (a lost one throws LockLostError)
-      const run = async () => {
+      const run = () => {
+        const traced = () => stepSpan(fence.toolCallId, name, async () => fn({ idempotencyKey }))
         const held = hold?.confirm()
-        if (held) await ours(held)
-        return stepSpan(fence.toolCallId, name, async () => fn({ idempotencyKey }))
+        return held ? ours(held).then(traced) : traced()
       }
       const state = stored.retry
       const signal = options.abortSignal
       const value = policy ? await tryDurably({ log, fence, name, policy, secrets, signal, state, park, ours }, run) : await run()
       const { copy, encoded } = encodeValue(value, what)
-      await staging
-      const saved = await ours(
-        log.saveStep(
-          fence,
-          name,
-          copy,
-          { type: 'harness.tool.step', toolCallId: fence.toolCallId, name, ...(copy === undefined ? {} : { value: copy }) },
-          encoded,
-        ),
-      )
-      return saved.value
+      if (appended > 0) await staging
+      const record: LogRecord = {
+        type: 'harness.tool.step',
+        toolCallId: fence.toolCallId,
+        name,
+        ...(copy === undefined ? {} : { value: copy }),
+      }
+      try {
+        return (await log.saveStep(fence, name, copy, record, encoded)).value
+      } catch (error) {
+        throw oursFailed(error)
+      }
     }) as Step['do'],
     async sleep(name, duration) {
       claim(name)

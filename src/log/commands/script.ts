@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { sendCorked, type RedisClient } from '../client.js'
+import { isCluster, sendCorked, type RedisClient } from '../client.js'
 import { lua, type LuaName } from './lua.generated.js'
 
 /**
@@ -95,41 +95,49 @@ export interface ReplicaWait {
   timeoutMs: number
 }
 
-/** Scripts sent and not yet answered, by connection; above CORK_IN_FLIGHT a script's write is corked (send). */
-const inFlightOn = new WeakMap<RedisClient, number>()
+/** Commands in flight on a connection above which a script's write is corked (send). */
 const CORK_IN_FLIGHT = 16
 
 /** The scripts each connection has sent once (as EVAL, with their source): later uses send EVALSHA. */
 const sentOn = new WeakMap<RedisClient, Set<string>>()
 
-/** Runs one script with its KEYS and ARGV by name; the reply is typed by the declaration. */
-export async function runScript<S extends AnyScript>(
+/**
+ * Runs one script with its KEYS and ARGV by name; the reply is typed by the declaration. Not an
+ * async function: the reply's promise is ioredis's own (a step's every extra promise is a turn of the loop).
+ */
+export function runScript<S extends AnyScript>(
   redis: RedisClient,
   script: S,
   input: ScriptInput<S>,
   wait?: ReplicaWait,
 ): Promise<ScriptReply<S>> {
-  const command = evalArguments(script, input)
+  // the one place a reply gets its type: the script's header and its declaration say what it answers
+  return sendScript(redis, script, input, wait) as Promise<ScriptReply<S>>
+}
+
+function sendScript<S extends AnyScript>(redis: RedisClient, script: S, input: ScriptInput<S>, wait?: ReplicaWait): Promise<unknown> {
+  let command: Arg[]
+  try {
+    command = evalArguments(script, input)
+  } catch (error) {
+    return Promise.reject(asError(error))
+  }
   // a script's first use on a connection sends its source: no NOSCRIPT round trip on a new server, and
   // a command sent behind it on the same connection (runTool's job add) runs after it, not before
   let sent = sentOn.get(redis)
   if (!sent) sentOn.set(redis, (sent = new Set()))
-  let reply: unknown
   if (!sent.has(script.name)) {
     sent.add(script.name)
-    reply = await send(redis, 'eval', script.lua, command, wait)
-  } else {
-    try {
-      reply = await send(redis, 'evalsha', script.sha, command, wait)
-    } catch (error) {
-      // a server that never saw the script (new, restarted, flushed): it gets the source once
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error
-      reply = await send(redis, 'eval', script.lua, command, wait)
-    }
+    return send(redis, 'eval', script.lua, command, wait)
   }
-  // the one place a reply gets its type: the script's header and its declaration say what it answers
-  return reply as ScriptReply<S>
+  return send(redis, 'evalsha', script.sha, command, wait).catch((error: unknown) => {
+    // a server that never saw the script (new, restarted, flushed): it gets the source once
+    if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error
+    return send(redis, 'eval', script.lua, command, wait)
+  })
 }
+
+const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)))
 
 /** numkeys, KEYS and ARGV in the declaration's order; the key count is the declaration's (with its trailing keys). */
 function evalArguments<S extends AnyScript>(script: S, { keys, args }: ScriptInput<S>): Arg[] {
@@ -162,17 +170,19 @@ function listOf(script: AnyScript, value: unknown): readonly Arg[] {
  * `WAIT` go in one pipeline, so on a Cluster the WAIT reaches the master that ran the script; fewer
  * acknowledgements than asked throw (the caller retries: our writes are idempotent when re-sent).
  */
-async function send(redis: RedisClient, command: string, script: string, rest: Arg[], wait: ReplicaWait | undefined): Promise<unknown> {
+function send(redis: RedisClient, command: string, script: string, rest: Arg[], wait: ReplicaWait | undefined): Promise<unknown> {
   if (!wait) {
-    // with many scripts in flight on this connection (a worker at high concurrency), corked until the
+    // with many commands in flight on this connection (a worker at high concurrency), corked until the
     // tick's other writes are queued: they leave in one socket write, in order (drain at concurrency
-    // 50: +20% calls/s). With few, at once: waiting for the tick costs more latency than it saves
-    const inFlight = (inFlightOn.get(redis) ?? 0) + 1
-    inFlightOn.set(redis, inFlight)
-    const sent =
-      inFlight > CORK_IN_FLIGHT ? sendCorked(redis, () => redis.call(command, script, ...rest)) : redis.call(command, script, ...rest)
-    return sent.finally(() => inFlightOn.set(redis, (inFlightOn.get(redis) ?? 1) - 1))
+    // 50: +20% calls/s). With few, at once: waiting for the tick costs more latency than it saves.
+    // ioredis's queue of sent, unanswered commands counts them (a Cluster is never corked: sendCorked)
+    const inFlight = isCluster(redis) ? 0 : redis.commandQueue.length
+    return inFlight >= CORK_IN_FLIGHT ? sendCorked(redis, () => redis.call(command, script, ...rest)) : redis.call(command, script, ...rest)
   }
+  return sendWithWait(redis, command, script, rest, wait)
+}
+
+async function sendWithWait(redis: RedisClient, command: string, script: string, rest: Arg[], wait: ReplicaWait): Promise<unknown> {
   const pipeline = redis.pipeline()
   pipeline.call(command, script, ...rest)
   pipeline.call('WAIT', wait.replicas, wait.timeoutMs)
