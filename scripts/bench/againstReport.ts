@@ -24,6 +24,12 @@ export const AB_ROWS: readonly RowSpec[] = [
   { id: 'floor-50', figure: 'floor (bare worker, only the scripts a call needs) calls/s, concurrency 50', unit: '/s', better: 'higher' },
   { id: 'cpu-floor-10', figure: 'own CPU (Node + Redis) per floor call, concurrency 10', unit: 'µs', better: 'lower' },
   { id: 'raw-20', figure: 'control: raw BullMQ round trips/s, 20 callers (same code both sides)', unit: '/s', better: 'higher' },
+  {
+    id: 'cpu-raw-20',
+    figure: 'control: own CPU (Node + Redis) per raw BullMQ round trip, 20 callers (same code both sides)',
+    unit: 'µs',
+    better: 'lower',
+  },
 ]
 
 /** The row whose code is the same on both sides: its ratio is the run's noise. */

@@ -155,6 +155,24 @@ export async function serverUsec(redis: Redis): Promise<number> {
   return (get('used_cpu_user') + get('used_cpu_sys')) * 1e6
 }
 
+/** CPU µs spent while `measure` ran: this Node process's (all its threads) and redis-server's. */
+export interface OwnCpu {
+  userUs: number
+  systemUs: number
+  /** All of redis-server's clients: only this run's on a private Redis. */
+  serverUs: number
+}
+
+/** Runs `measure` between two readings of process.cpuUsage and redis-server's INFO cpu (on `stats`). */
+export async function withOwnCpu<T>(stats: Redis, measure: () => Promise<T>): Promise<{ result: T; cpu: OwnCpu }> {
+  const cpu0 = process.cpuUsage()
+  const server0 = await serverUsec(stats)
+  const result = await measure()
+  const cpu = process.cpuUsage(cpu0)
+  const serverUs = (await serverUsec(stats)) - server0
+  return { result, cpu: { userUs: cpu.user, systemUs: cpu.system, serverUs } }
+}
+
 /** Workers as drainWith needs them: the host's WorkersHandle, the floor's, a test's. */
 export interface Drainable {
   workers: ReadonlyArray<{ name: string; on(event: 'completed', listener: () => void): unknown }>

@@ -1,9 +1,10 @@
 // Measurement 2: our path against raw BullMQ (bullmq.ts), interleaved in one run so a change of
 // machine load hits both: session.runTool of a durable tool with 3 trivial steps (one at a time, and
-// with concurrent callers) against a no-op job's round trip; durable tool calls (one step each) per
-// second draining pre-enqueued work at several worker concurrencies, as batches of 1 (runTool) and of
-// 10 (a turn whose scripted model asks for 10 calls at once), against draining no-op jobs, and the
-// batches of 1 against the same calls drained by the design's floor (floor.ts).
+// with concurrent callers, and the CPU Node and Redis spend a call in those loops) against a no-op
+// job's round trip; durable tool calls (one step each) per second draining pre-enqueued work at
+// several worker concurrencies, as batches of 1 (runTool) and of 10 (a turn whose scripted model asks
+// for 10 calls at once), against draining no-op jobs, and the batches of 1 against the same calls
+// drained by the design's floor (floor.ts).
 // In-process workers (host.startWorkers, no sweeper).
 import { toolDefinition } from '@tanstack/ai'
 import { Redis } from 'ioredis'
@@ -11,8 +12,19 @@ import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError } from '../../src/index.js'
 import type { HarnessHost } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { benchPrefix, deletePrefix, drainWith, pool, profileCommands, serverUsec, silentLogger, stderrProgress, summarize } from './lib.js'
-import type { CommandProfile, Progress, Summary } from './lib.js'
+import {
+  benchPrefix,
+  deletePrefix,
+  drainWith,
+  pool,
+  profileCommands,
+  serverUsec,
+  silentLogger,
+  stderrProgress,
+  summarize,
+  withOwnCpu,
+} from './lib.js'
+import type { CommandProfile, OwnCpu, Progress, Summary } from './lib.js'
 import { perJob, startRawBullmq } from './bullmq.js'
 import { startFloorWorker } from './floor.js'
 import { SessionLog } from '../../src/log/index.js'
@@ -58,12 +70,21 @@ interface DrainRun {
   serverUsecPerCall?: number
 }
 
+/** CPU µs a call: this Node process (callers and workers, user + system) and redis-server (INFO cpu). */
+export interface CallCpu {
+  nodeUs: number
+  /** Absent with a shared Redis: its CPU includes other clients'. */
+  serverUs?: number
+}
+
 export interface ToolCallsResult {
   callers: number
   raw: {
     roundTrip: Summary
     /** Round trips/s with `callers` callers, each add + waitUntilFinished in a loop. */
     roundTripsPerSec: number
+    /** Own CPU µs a round trip in those loops (redis-server's only with a private Redis). */
+    roundTripCpu: CallCpu
     drain: DrainRun[]
     profile: { roundTrip: CommandProfile; drain: CommandProfile }
   }
@@ -71,6 +92,8 @@ export interface ToolCallsResult {
     /** runTool of the 3-step tool. */
     runTool: Summary
     runToolPerSec: number
+    /** Own CPU µs a runTool call in the loops with `callers` callers, as raw.roundTripCpu. */
+    runToolCpu: CallCpu
     /** 1-step calls: batches of 1 (runTool) and of 10 (turns), by concurrency. */
     drain1: DrainRun[]
     drain10: DrainRun[]
@@ -112,6 +135,17 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
     const ourSamples: number[] = []
     let rawMs = 0
     let ourMs = 0
+    const stats = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+    const rawCpu: OwnCpu = { userUs: 0, systemUs: 0, serverUs: 0 }
+    const ourCpu: OwnCpu = { userUs: 0, systemUs: 0, serverUs: 0 }
+    // the loops with callers, timed and their CPU summed into `into`
+    const loop = async (into: OwnCpu, fn: () => Promise<number>) => {
+      const { result: ms, cpu } = await withOwnCpu(stats, fn)
+      into.userUs += cpu.userUs
+      into.systemUs += cpu.systemUs
+      into.serverUs += cpu.serverUs
+      return ms
+    }
     const sequential = async (into: number[], fn: () => Promise<unknown>) => {
       for (let i = 0; i < n; i++) {
         const t0 = performance.now()
@@ -125,10 +159,10 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
       for (const which of rawFirst ? ['raw', 'ours'] : ['ours', 'raw']) {
         if (which === 'raw') {
           await sequential(rawSamples, () => raw.roundTrip())
-          rawMs += await pool(m, callers, () => raw.roundTrip())
+          rawMs += await loop(rawCpu, () => pool(m, callers, () => raw.roundTrip()))
         } else {
           await sequential(ourSamples, () => call('rt'))
-          ourMs += await pool(m, callers, (i) => call(`rt-${i % callers}`))
+          ourMs += await loop(ourCpu, () => pool(m, callers, (i) => call(`rt-${i % callers}`)))
         }
       }
     }
@@ -139,7 +173,6 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
 
     // ---- drain pre-enqueued work at each concurrency: raw, batches of 1, batches of 10, alternating ----
     const reps = quick ? 1 : 2
-    const stats = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
     // Redis-side time of a drain: the only traffic then is the drain's (a private Redis)
     const serverTimed = async (usec: number[], fn: () => Promise<number>) => {
       const before = await serverUsec(stats)
@@ -210,12 +243,23 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
     const inputIds = await enqueueTurns(host, 'p10', 20)
     const drain10Profile = perJob(await profileCommands(redisUrl, prefix, 1, () => drain(host, 10, 'turns.', 20)), 20 * BATCH)
     await checkTurns(host, 'p10', inputIds)
+    const perCall = (cpu: OwnCpu): CallCpu => ({
+      nodeUs: (cpu.userUs + cpu.systemUs) / (rounds * m),
+      ...(options.sharedRedis ? {} : { serverUs: cpu.serverUs / (rounds * m) }),
+    })
     return {
       callers,
-      raw: { roundTrip: summarize(rawSamples), roundTripsPerSec: ((rounds * m) / rawMs) * 1000, drain: rawDrain, profile: rawProfile },
+      raw: {
+        roundTrip: summarize(rawSamples),
+        roundTripsPerSec: ((rounds * m) / rawMs) * 1000,
+        roundTripCpu: perCall(rawCpu),
+        drain: rawDrain,
+        profile: rawProfile,
+      },
       ours: {
         runTool: summarize(ourSamples),
         runToolPerSec: ((rounds * m) / ourMs) * 1000,
+        runToolCpu: perCall(ourCpu),
         drain1,
         drain10,
         profile: { runTool: runToolProfile, drain1: drain1Profile, drain10: drain10Profile },
