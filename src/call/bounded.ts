@@ -9,10 +9,17 @@ import type { CallOutcome } from './runCall.js'
  * promise: its abortSignal fires, no later step starts, and once the error has landed (the call is
  * done) every write it still tries is fenced out. Its worker slot is free at once.
  */
-export async function bounded(run: Promise<CallOutcome>, attempt: AttemptAbort, toolName: string, timeoutMs: number): Promise<CallOutcome> {
-  const timer = setTimeout(() => attempt.abort(new ToolTimeoutError(toolName, timeoutMs)), timeoutMs)
-  const ended = new Promise<CallOutcome>((resolve) =>
+export function bounded(run: Promise<CallOutcome>, attempt: AttemptAbort, toolName: string, timeoutMs: number): Promise<CallOutcome> {
+  // one promise, settled by whichever comes first: the tool's outcome, or the abort (a settled one ignores the other)
+  return new Promise<CallOutcome>((resolve, reject) => {
+    const timer = setTimeout(() => attempt.abort(new ToolTimeoutError(toolName, timeoutMs)), timeoutMs)
+    const end = () => {
+      clearTimeout(timer)
+      attempt.whenAborted(undefined)
+      attempt.done()
+    }
     attempt.whenAborted(() => {
+      end()
       const reason: unknown = attempt.signal.reason
       resolve({
         error:
@@ -20,13 +27,10 @@ export async function bounded(run: Promise<CallOutcome>, attempt: AttemptAbort, 
             ? toToolError(reason)
             : { code: 'aborted', message: `The call was stopped: its turn ended (${toToolError(reason).message}).` },
       })
-    }),
-  )
-  try {
-    return await Promise.race([run, ended])
-  } finally {
-    clearTimeout(timer)
-    attempt.whenAborted(undefined)
-    attempt.done()
-  }
+    })
+    run.then(
+      (outcome) => (end(), resolve(outcome)),
+      (error: unknown) => (end(), reject(error)),
+    )
+  })
 }

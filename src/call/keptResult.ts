@@ -1,15 +1,21 @@
 import { toolOf, type AfterToolCallInfo, type Harness } from '../core/index.js'
 import type { ToolErrorPayload } from '../log/index.js'
-import { encodeChecked, toJsonCopy, toToolError, validateOptional, type SecretStore } from '../tool/index.js'
+import { encodeChecked, toJsonCopy, toToolError, validateNow, type SecretStore } from '../tool/index.js'
 import { toolCallOf } from './middleware.js'
 import type { CallInput } from './runCall.js'
 
 /** A tool's `outputSchema` (TanStack's option) checks its result: one that fails it is a tool error. */
 async function checkOutput(harness: Harness, name: string, result: unknown): Promise<{ result: unknown } | { error: ToolErrorPayload }> {
-  const checked = await validateOptional(toolOf(harness, name)?.outputSchema, result)
+  const validated = validateNow(toolOf(harness, name)?.outputSchema, result)
+  const checked = validated instanceof Promise ? await validated : validated
   return checked.ok
     ? { result }
     : { error: { code: 'invalid_tool_output', message: `Result of tool "${name}" does not fit its outputSchema: ${checked.message}` } }
+}
+
+/** checkOutput without a promise for a tool with no outputSchema (most): the result passes as is. */
+function checkOutputNow(harness: Harness, name: string, result: unknown) {
+  return toolOf(harness, name)?.outputSchema === undefined ? { result } : checkOutput(harness, name, result)
 }
 
 /**
@@ -51,7 +57,8 @@ export async function keptResult(
     try {
       const copy = toJsonCopy(kept.result, what)
       encodeChecked(copy, what, harness.durability.maxValueBytes)
-      kept = await checkOutput(harness, call.name, copy)
+      const checked = checkOutputNow(harness, call.name, copy)
+      kept = checked instanceof Promise ? await checked : checked
     } catch (error) {
       kept = { error: toToolError(error) }
     }

@@ -7,7 +7,7 @@ import {
   DURABLE,
   isDurableTool,
   toToolError,
-  validateOptional,
+  validateNow,
   type AttemptHold,
   type Park,
   type RetryPolicy,
@@ -48,7 +48,8 @@ export async function runCall(
       error: toToolError(new ValueTooLargeError(`Input of tool "${call.name}"`, call.inputTooLarge, harness.durability.maxValueBytes)),
     }
   }
-  const checked = await validateOptional(tool.inputSchema, call.input)
+  const validated = validateNow(tool.inputSchema, call.input)
+  const checked = validated instanceof Promise ? await validated : validated
   if (!checked.ok) return { error: toToolError(new InvalidToolInputError(call.name, checked.message)) }
   const input = checked.value
   const base = {

@@ -149,7 +149,8 @@ async function attemptOutcome(
   const interrupted = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
   let secrets: SecretStore
   try {
-    secrets = await resolveSecrets(harness, call.sessionId)
+    // no resolver, no secrets: nothing to wait for
+    secrets = harness.secrets ? await resolveSecrets(harness, call.sessionId) : new SecretStore()
   } catch (error) {
     // a tool error, not a job failure whose retry would look like a cut; the resolver's message may
     // hold the very secrets it failed to return, so only the error's name reaches the log

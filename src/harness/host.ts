@@ -195,7 +195,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       queues: queuesOf(harness),
       notifier,
       open: openSession,
-      deployment: checkShards,
+      deployment: () => (marks === undefined ? checkShards() : undefined),
       callMarks,
     })
   }

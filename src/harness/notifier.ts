@@ -37,6 +37,8 @@ export class WaitCancel {
 export class Notifier {
   private subscriber: RedisClient | null = null
   private subscribed: Promise<void> | null = null
+  /** True once `subscribed` resolved (until a close): a wait then has nothing to wait for first. */
+  private live = false
   private closed = false
   private readonly waiters = new Map<string, Set<(payload: string) => void>>()
   private readonly listeners = new Set<(message: Message) => void>()
@@ -61,9 +63,9 @@ export class Notifier {
     return () => this.listeners.delete(listener)
   }
 
-  /** Subscribes once; after it resolves, a wait() registers its key the moment it is called. */
-  ready(): Promise<void> {
-    return this.subscribe()
+  /** Subscribes once; after it resolves, a wait() registers its key the moment it is called. Undefined once subscribed. */
+  ready(): Promise<void> | undefined {
+    return this.live ? undefined : this.subscribe()
   }
 
   /**
@@ -101,7 +103,7 @@ export class Notifier {
     options.signal?.addEventListener('abort', onAbort, { once: true })
     options.cancel?.onCancel(onAbort)
     try {
-      await this.subscribe()
+      if (!this.live) await this.subscribe()
       for (let first = true; ; first = false) {
         options.signal?.throwIfAborted()
         if (options.cancel?.cancelled) throw new Error(`${what}: no longer awaited`)
@@ -144,8 +146,10 @@ export class Notifier {
       // each shard's channel lies in its own slot: one SSUBSCRIBE per channel
       if (sharded) for (const channel of this.channels) await subscriber.ssubscribe(channel)
       else await subscriber.subscribe(...this.channels)
+      this.live = !this.closed
     })().catch((error: unknown) => {
       // forget the failed attempt so the next subscribe() tries again on a new connection
+      this.live = false
       this.subscriber?.disconnect()
       this.subscriber = null
       this.subscribed = null
@@ -156,6 +160,7 @@ export class Notifier {
 
   async close(): Promise<void> {
     this.closed = true
+    this.live = false
     this.subscriber?.disconnect()
     this.subscriber = null
     this.subscribed = null

@@ -70,8 +70,9 @@ export interface SessionDeps {
   /**
    * Resolves once the deployment's shard count is known to be this host's (checked once a host);
    * rejects with ShardCountError when it is not, so a host with another count writes nothing. Then
-   * `callMarks` are known: a new runTool call's job gets one (src/log/callMarks.ts). */
-  deployment(): Promise<void>
+   * `callMarks` are known: a new runTool call's job gets one (src/log/callMarks.ts). Undefined, no
+   * promise to wait for, once it is known. */
+  deployment(): Promise<void> | undefined
   callMarks?(): CallMarks | undefined
 }
 
@@ -94,8 +95,8 @@ export class Session {
   }
 
   /** Before a write: the deployment's shard count is this host's (ShardCountError), or Redis failed checking (StorageError). */
-  private async checkDeployment(): Promise<void> {
-    await this.deps.deployment().catch((error: unknown) => {
+  private checkDeployment(): Promise<void> | undefined {
+    return this.deps.deployment()?.catch((error: unknown) => {
       throw error instanceof ShardCountError ? error : new StorageError('the shard count check', this.sessionId, error)
     })
   }
@@ -218,13 +219,17 @@ export class Session {
     // checked before anything is written or enqueued: a bad input loses nothing and starts nothing
     const what = `Input of tool "${call.name}"`
     const input = toJsonCopy(call.input, what)
-    await assertNoSecrets(harness, this.sessionId, { what, encoded: encodeChecked(input, what, harness.durability.maxValueBytes) })
-    await this.checkDeployment()
+    const encoded = encodeChecked(input, what, harness.durability.maxValueBytes)
+    // without a secrets resolver there is no secret to find (and no promise to wait for)
+    if (harness.secrets) await assertNoSecrets(harness, this.sessionId, { what, encoded })
+    const checking = this.checkDeployment()
+    if (checking) await checking
     // a generated id is new: no call to look up, and no result to check for before the first message
     const fresh = call.toolCallId === undefined
     // the caller's own id: the same call again (a retry) waits for it; another call under it is refused
     if (!fresh && (await log.requestCall(toolCallId, call.name, input)) === 'conflict') throw new ToolCallConflictError(toolCallId)
-    await notifier.ready()
+    const subscribing = notifier.ready()
+    if (subscribing) await subscribing
     let requested = !fresh
     const cancel = new WaitCancel()
     const landed = notifier.wait(
@@ -285,6 +290,6 @@ export class Session {
    * the parked job is promoted so it runs at once.
    */
   async answer(questionId: string, value: unknown, options: { principal?: string } = {}): Promise<void> {
-    await answerQuestion({ ...this.deps, checkDeployment: () => this.checkDeployment() }, questionId, value, options)
+    await answerQuestion({ ...this.deps, checkDeployment: async () => this.checkDeployment() }, questionId, value, options)
   }
 }

@@ -14,12 +14,10 @@ export function questionIdOf(toolCallId: string, name: string): string {
   return `q-${createHash('sha256').update(`${toolCallId}\0${name}`).digest('hex').slice(0, 24)}`
 }
 
-/** Validates a value with any Standard Schema (zod included); returns the parsed output or an issue text. */
-async function validateStandard(
-  schema: StandardSchemaV1,
-  value: unknown,
-): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
-  const result = await schema['~standard'].validate(value)
+type Validated = { ok: true; value: unknown } | { ok: false; message: string }
+
+/** A Standard Schema's result as ours: the parsed output or an issue text. */
+function verdictOf(result: StandardSchemaV1.Result<unknown>): Validated {
   if (!result.issues) return { ok: true, value: result.value }
   const message = result.issues
     .map((i) => `${i.message}${i.path?.length ? ` at ${i.path.map((p) => (typeof p === 'object' ? p.key : p)).join('.')}` : ''}`)
@@ -28,11 +26,19 @@ async function validateStandard(
 }
 
 /** Validates with `schema` when a tool has one (any Standard Schema); with none the value passes as is. */
-export async function validateOptional(
-  schema: unknown,
-  value: unknown,
-): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
-  return isStandardSchema(schema) ? validateStandard(schema, value) : { ok: true, value }
+export async function validateOptional(schema: unknown, value: unknown): Promise<Validated> {
+  return validateNow(schema, value)
+}
+
+/**
+ * validateOptional without a promise when it needs none: no schema, or one that validates
+ * synchronously (zod does, unless it has async refinements). A call's input and result are checked
+ * so, on every call (`const v = validateNow(s, x); const checked = v instanceof Promise ? await v : v`).
+ */
+export function validateNow(schema: unknown, value: unknown): Validated | Promise<Validated> {
+  if (!isStandardSchema(schema)) return { ok: true, value }
+  const result = schema['~standard'].validate(value)
+  return result instanceof Promise ? result.then(verdictOf) : verdictOf(result)
 }
 
 /** A Standard Schema (zod included) by its `~standard` property, as validateOptional has always told one. */
@@ -90,7 +96,7 @@ export function createAsk({ log, fence, lookup, park, checkValue, ours, version 
     }
     const q = await ours(log.getQuestion(questionId))
     if (q?.answer.found) {
-      const checked = await validateStandard(schema, q.answer.value)
+      const checked = await validateNow(schema, q.answer.value)
       if (!checked.ok) throw new InvalidAnswerError(questionId, checked.message)
       return checked.value as StandardSchemaV1.InferOutput<S>
     }
