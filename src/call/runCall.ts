@@ -76,7 +76,8 @@ export async function runCall(
   const handle = stepContext(harness, log, call.toolCallId, begin, secrets, abortSignal, tool[DURABLE].retry, hold)
   try {
     const result = await tool[DURABLE].execute(input, { ...base, ...handle.fields })
-    await handle.flush()
+    const flushing = handle.flush()
+    if (flushing) await flushing
     if (handle.failure) throw handle.failure
     // a tool that caught the LockLostError of its step: the attempt still ends as lost
     if (hold?.lost) throw hold.lost
@@ -87,7 +88,7 @@ export async function runCall(
     if (hold?.lost) throw hold.lost
     if (handle.parked) return { park: handle.parked }
     if (isFenced(error)) throw error
-    await handle.flush().catch(() => {})
+    await handle.flush()?.catch(() => {})
     if (handle.failure) throw handle.failure
     return { error: toToolError(error) }
   }

@@ -49,8 +49,8 @@ export interface DurableContextOptions {
 
 export interface DurableContextHandle {
   fields: DurableContextFields
-  /** Waits for staged `append` writes; rethrows their failure (e.g. FencedError). */
-  flush(): Promise<void>
+  /** Waits for staged `append` writes; rethrows their failure (e.g. FencedError). Undefined when nothing was appended. */
+  flush(): Promise<void> | undefined
   /** The park this attempt hit, if any, even if the tool caught it. */
   readonly parked: Park | null
   /**
@@ -235,9 +235,11 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
       if (parked) throw parked
       return ask({ name: APPROVAL_STEP, message, schema: APPROVAL, ...(expiresAt === undefined ? {} : { expiresAt }) }, 'approval')
     },
-    async flush() {
-      await staging
-      if (stagingError) throw stagingError
+    flush() {
+      if (appended === 0) return undefined
+      return staging.then(() => {
+        if (stagingError) throw stagingError
+      })
     },
     get parked() {
       return parked
