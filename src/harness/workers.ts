@@ -65,7 +65,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   const completesOn = connection instanceof Redis && !connection.isCluster ? connection : undefined
   // each attempt knows until when its job lock is surely held: a zombie runs no side effect (attemptLock.ts)
   const locks = new AttemptLocks(harness.durability.lockMs)
-  // the tool queue's slots are split over lanes, each a BullMQ worker with its own fetch loop (fetchLanes)
+  // the tool queue's slots are split over lanes, each a BullMQ worker with its own fetch loop (laneSizes)
   const tools = laneSizes(concurrency).map(
     (slots) =>
       new LockWatchingWorker<ToolJobData>(
@@ -122,8 +122,11 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   return [...tools, turns]
 }
 
-/** Slots a fetch lane serves by default: fewer lanes than this many slots each cost more fetches than they save. */
-const SLOTS_PER_LANE = 8
+/**
+ * Slots a fetch lane serves by default: with fewer a lane, more lanes wake for a job that comes in alone
+ * and try a fetch (latency of calls one at a time); with more, slots wait on their lane's loop.
+ */
+const SLOTS_PER_LANE = 10
 
 /**
  * How `concurrency` slots are split over fetch lanes (each a BullMQ worker of the same queue): a

@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest'
 import { laneSizes } from '../../src/harness/workers.js'
 
 describe('fetch lanes of a tool queue (laneSizes)', () => {
-  it('splits the slots over one lane per 8, sizes differing by one at most, adding up to the concurrency', () => {
+  it('splits the slots over one lane per 10, sizes differing by one at most, adding up to the concurrency', () => {
     expect(laneSizes(1)).toEqual([1])
-    expect(laneSizes(8)).toEqual([8])
-    expect(laneSizes(10)).toEqual([5, 5])
-    expect(laneSizes(20)).toEqual([7, 7, 6])
-    expect(laneSizes(50)).toEqual([8, 7, 7, 7, 7, 7, 7])
+    expect(laneSizes(10)).toEqual([10])
+    expect(laneSizes(11)).toEqual([6, 5])
+    expect(laneSizes(20)).toEqual([10, 10])
+    expect(laneSizes(50)).toEqual([10, 10, 10, 10, 10])
     for (let c = 1; c <= 200; c++) {
       const sizes = laneSizes(c)
       expect(sizes.reduce((a, b) => a + b, 0)).toBe(c)
