@@ -103,7 +103,8 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     if (name.startsWith(RESERVED_PREFIX))
       throw new TypeError(`Step name "${name}" is reserved: names starting with "${RESERVED_PREFIX}" are the harness's own.`)
     // R6: names are stored as is (hash fields, log records); checked before anything quotes the name
-    if (!secrets.empty) secrets.assertAbsent(JSON.stringify(name), 'A step name (step.do, sleep or ask)', 'Name steps by an id, never by a token.')
+    if (!secrets.empty)
+      secrets.assertAbsent(JSON.stringify(name), 'A step name (step.do, sleep or ask)', 'Name steps by an id, never by a token.')
     if (used.has(name)) throw new DuplicateStepError(fence.toolCallId, name)
     used.add(name)
   }
