@@ -44,15 +44,22 @@ describe('the chat example in headless Chromium', () => {
     page.on('pageerror', (error) => errors.push(error.message))
     await page.goto(url)
     await page.fill('#prompt', 'hello there')
+    // the answer's text as the page shows it, every time the page changes it (recorded in the page, so
+    // a busy machine that slows this test's polling misses no step): it must have grown in steps
+    await page.evaluate(() => {
+      const texts: string[] = []
+      ;(window as unknown as { seenTexts: string[] }).seenTexts = texts
+      const record = () => {
+        const text = [...document.querySelectorAll('.msg.assistant')].map((e) => e.textContent).join('|')
+        if (text && texts.at(-1) !== text) texts.push(text)
+      }
+      new MutationObserver(record).observe(document.body, { childList: true, subtree: true, characterData: true })
+    })
     await page.click('#send')
-    // the answer's text as the page shows it, sampled until it is complete: it must have grown in steps
-    const seen = new Set<string>()
-    for (let i = 0; i < 400; i++) {
-      const text = await page.evaluate(() => [...document.querySelectorAll('.msg.assistant')].map((e) => e.textContent).join('|'))
-      if (text) seen.add(text)
-      if (text.endsWith('through Redis.')) break
-      await page.waitForTimeout(20)
-    }
+    await page.waitForFunction(() => (window as unknown as { seenTexts: string[] }).seenTexts.at(-1)?.endsWith('through Redis.'), null, {
+      timeout: 10_000,
+    })
+    const seen = new Set(await page.evaluate(() => (window as unknown as { seenTexts: string[] }).seenTexts))
     const final = [...seen].at(-1) ?? ''
     expect(final).toBe(
       'You asked: "hello there". I am a scripted model, streaming this answer to you piece by piece, from a worker, through Redis.',
