@@ -4,18 +4,19 @@ import { encodeChecked, toJsonCopy, toToolError, validateNow, type SecretStore }
 import { toolCallOf } from './middleware.js'
 import type { CallInput } from './runCall.js'
 
-/** A tool's `outputSchema` (TanStack's option) checks its result: one that fails it is a tool error. */
-async function checkOutput(harness: Harness, name: string, result: unknown): Promise<{ result: unknown } | { error: ToolErrorPayload }> {
-  const validated = validateNow(toolOf(harness, name)?.outputSchema, result)
-  const checked = validated instanceof Promise ? await validated : validated
-  return checked.ok
-    ? { result }
-    : { error: { code: 'invalid_tool_output', message: `Result of tool "${name}" does not fit its outputSchema: ${checked.message}` } }
-}
+type Checked = { result: unknown } | { error: ToolErrorPayload }
 
-/** checkOutput without a promise for a tool with no outputSchema (most): the result passes as is. */
-function checkOutputNow(harness: Harness, name: string, result: unknown) {
-  return toolOf(harness, name)?.outputSchema === undefined ? { result } : checkOutput(harness, name, result)
+/**
+ * A tool's `outputSchema` (TanStack's option) checks its result: one that fails it is a tool error.
+ * No promise when the check needs none (no schema, or a synchronous one: validateNow).
+ */
+function checkOutput(harness: Harness, name: string, result: unknown): Checked | Promise<Checked> {
+  const verdict = (checked: Awaited<ReturnType<typeof validateNow>>): Checked =>
+    checked.ok
+      ? { result }
+      : { error: { code: 'invalid_tool_output', message: `Result of tool "${name}" does not fit its outputSchema: ${checked.message}` } }
+  const validated = validateNow(toolOf(harness, name)?.outputSchema, result)
+  return validated instanceof Promise ? validated.then(verdict) : verdict(validated)
 }
 
 /**
@@ -57,7 +58,7 @@ export async function keptResult(
     try {
       const copy = toJsonCopy(kept.result, what)
       encodeChecked(copy, what, harness.durability.maxValueBytes)
-      const checked = checkOutputNow(harness, call.name, copy)
+      const checked = checkOutput(harness, call.name, copy)
       kept = checked instanceof Promise ? await checked : checked
     } catch (error) {
       kept = { error: toToolError(error) }

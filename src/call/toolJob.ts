@@ -4,7 +4,7 @@ import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOfCall, type Harness } from '../core/index.js'
 import { contextOf, sendCorked, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
 import { enqueueParkedCall, type HarnessQueues, type ToolJobData } from '../queue/index.js'
-import { questionIdOf, resolverErrorName, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
+import { NO_SECRETS, questionIdOf, resolverErrorName, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
 import { approvalDecided, decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
@@ -150,7 +150,7 @@ async function attemptOutcome(
   let secrets: SecretStore
   try {
     // no resolver, no secrets: nothing to wait for
-    secrets = harness.secrets ? await resolveSecrets(harness, call.sessionId) : new SecretStore()
+    secrets = harness.secrets ? await resolveSecrets(harness, call.sessionId) : NO_SECRETS
   } catch (error) {
     // a tool error, not a job failure whose retry would look like a cut; the resolver's message may
     // hold the very secrets it failed to return, so only the error's name reaches the log

@@ -220,8 +220,8 @@ export class Session {
     const what = `Input of tool "${call.name}"`
     const input = toJsonCopy(call.input, what)
     const encoded = encodeChecked(input, what, harness.durability.maxValueBytes)
-    // without a secrets resolver there is no secret to find (and no promise to wait for)
-    if (harness.secrets) await assertNoSecrets(harness, this.sessionId, { what, encoded })
+    const scanning = assertNoSecrets(harness, this.sessionId, { what, encoded })
+    if (scanning) await scanning
     const checking = this.checkDeployment()
     if (checking) await checking
     // a generated id is new: no call to look up, and no result to check for before the first message

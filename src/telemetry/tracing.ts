@@ -72,7 +72,7 @@ function inSpan<T>(
     try {
       return fn(NO_NOTES)
     } catch (error) {
-      return Promise.reject(error instanceof Error ? error : new Error(String(error)))
+      return Promise.reject(error)
     }
   }
   const { parent, attributes } = span()

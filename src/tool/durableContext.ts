@@ -108,7 +108,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     if (used.has(name)) throw new DuplicateStepError(fence.toolCallId, name)
     used.add(name)
   }
-  const lookup = (name: string) => (options.fresh ? Promise.resolve({ found: false as const }) : ours(log.getStep(fence.toolCallId, name)))
+  const lookup = (name: string) => (options.fresh ? Promise.resolve(NOT_STORED) : ours(log.getStep(fence.toolCallId, name)))
   /** The value's JSON copy and its JSON text (encoded once: the size check, R6's scan and the store share it). */
   const encodeValue = (value: unknown, what: string) => {
     const copy = toJsonCopy(value, what)

@@ -24,7 +24,7 @@ export type {
 export type { RetryPolicy } from './retry.js'
 export { APPROVAL_STEP, createDurableContext, type AttemptHold, type DurableContextHandle } from './durableContext.js'
 export { Park } from './park.js'
-export { SecretStore, type Secrets } from './secrets.js'
+export { NO_SECRETS, SecretStore, type Secrets } from './secrets.js'
 export { toJsonCopy, encodeChecked, DEFAULT_MAX_VALUE_BYTES, type Json, type JsonChecked } from './json.js'
 export type { Duration } from './duration.js'
 export { parseDuration } from './duration.js'

@@ -120,7 +120,7 @@ function sendScript<S extends AnyScript>(redis: RedisClient, script: S, input: S
   try {
     command = evalArguments(script, input)
   } catch (error) {
-    return Promise.reject(asError(error))
+    return Promise.reject(error)
   }
   // a script's first use on a connection sends its source: no NOSCRIPT round trip on a new server, and
   // a command sent behind it on the same connection (runTool's job add) runs after it, not before
@@ -136,8 +136,6 @@ function sendScript<S extends AnyScript>(redis: RedisClient, script: S, input: S
     return send(redis, 'eval', script.lua, command, wait)
   })
 }
-
-const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)))
 
 /** numkeys, KEYS and ARGV in the declaration's order; the key count is the declaration's (with its trailing keys). */
 function evalArguments<S extends AnyScript>(script: S, { keys, args }: ScriptInput<S>): Arg[] {
