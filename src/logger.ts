@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module'
-import { pino, type Bindings, type LogFn, type Logger, type LoggerOptions } from 'pino'
+import { pino, type Bindings, type Logger, type LoggerOptions } from 'pino'
 import { serializeError } from './credentials.js'
 import { jsonText, prettySafeLine } from './terminalText.js'
 
@@ -39,15 +39,38 @@ export type LineLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
  * the level (per-call lines are debug) costs no child and no serialized bindings.
  */
 export function lazyChild(logger: Logger, bindings: Bindings): LineLogger {
-  let child: Logger | undefined
-  // the arguments go through as they came (pino reads an object first, then a message and its format args)
-  const at = (level: keyof LineLogger): LogFn =>
-    function (...args: [obj: unknown, msg?: string, ...rest: unknown[]]) {
-      if (!logger.isLevelEnabled(level)) return
-      child ??= logger.child(bindings)
-      child[level](...args)
-    }
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }
+  return new LazyChild(logger, bindings)
 }
+
+// a class, not four closures: one is made for every tool call and turn attempt (its methods are
+// called on it: `logger.debug(…)`, never passed on alone)
+class LazyChild implements LineLogger {
+  private child: Logger | undefined
+  constructor(
+    private readonly logger: Logger,
+    private readonly bindings: Bindings,
+  ) {}
+  // the arguments go through as they came (pino reads an object first, then a message and its format args)
+  debug(...args: LogArgs): void {
+    this.line('debug', args)
+  }
+  info(...args: LogArgs): void {
+    this.line('info', args)
+  }
+  warn(...args: LogArgs): void {
+    this.line('warn', args)
+  }
+  error(...args: LogArgs): void {
+    this.line('error', args)
+  }
+
+  private line(level: keyof LineLogger, args: LogArgs): void {
+    if (!this.logger.isLevelEnabled(level)) return
+    this.child ??= this.logger.child(this.bindings)
+    this.child[level](...args)
+  }
+}
+
+type LogArgs = [obj: unknown, msg?: string, ...rest: unknown[]]
 
 export type { Logger }

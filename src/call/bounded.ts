@@ -20,7 +20,7 @@ export function bounded(run: Promise<CallOutcome>, attempt: AttemptAbort, toolNa
     }
     attempt.whenAborted(() => {
       end()
-      const reason: unknown = attempt.signal.reason
+      const reason: unknown = attempt.reason
       resolve({
         error:
           reason instanceof ToolTimeoutError

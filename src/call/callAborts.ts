@@ -6,33 +6,56 @@ export function cancelledError(reason: string): ToolErrorPayload {
 }
 
 /**
- * One attempt's abort: `signal` is its ctx.abortSignal; `whenAborted` sets the one callback the abort
- * also runs (bounded.ts ends the attempt with it), instead of a listener on the signal: an
- * EventTarget listener costs more to add and remove than the rest of a step (issue 24).
+ * One attempt's abort: `signal` is its ctx.abortSignal, made on its first read (most attempts never
+ * read it, and an AbortController costs more than the rest of a step: issue 24); `aborted` and
+ * `reason` answer without it. `whenAborted` sets the one callback the abort also runs (bounded.ts
+ * ends the attempt with it), instead of a listener on the signal: an EventTarget listener costs more
+ * to add and remove than a step.
  */
 export interface AttemptAbort {
   readonly signal: AbortSignal
+  readonly aborted: boolean
+  readonly reason: unknown
   abort(reason: Error): void
   whenAborted(fn: (() => void) | undefined): void
   done(): void
 }
 
-function attemptAbort(done: () => void): AttemptAbort {
-  const controller = new AbortController()
-  let onAbort: (() => void) | undefined
-  return {
-    signal: controller.signal,
-    abort: (reason) => {
-      if (controller.signal.aborted) return
-      controller.abort(reason)
-      onAbort?.()
-    },
-    whenAborted: (fn) => void (onAbort = fn),
-    done,
+class Attempt implements AttemptAbort {
+  aborted = false
+  reason: unknown = undefined
+  private controller: AbortController | undefined
+  private onAbort: (() => void) | undefined
+  /** The set of its turn's attempts that holds it (done() takes it out), if it has a turn. */
+  constructor(private readonly owner?: { byTurn: Map<string, Set<AttemptAbort>>; turn: string; attempts: Set<AttemptAbort> }) {}
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController()
+      if (this.aborted) this.controller.abort(this.reason)
+    }
+    return this.controller.signal
+  }
+
+  abort(reason: Error): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.reason = reason
+    this.controller?.abort(reason)
+    this.onAbort?.()
+  }
+
+  whenAborted(fn: (() => void) | undefined): void {
+    this.onAbort = fn
+  }
+
+  done(): void {
+    const owner = this.owner
+    if (!owner) return
+    owner.attempts.delete(this)
+    if (owner.attempts.size === 0 && owner.byTurn.get(owner.turn) === owner.attempts) owner.byTurn.delete(owner.turn)
   }
 }
-
-const NOTHING_TO_FORGET = () => {}
 
 /**
  * The abort signals of the tool calls running in this process, by turn. When a turn is aborted
@@ -44,14 +67,10 @@ export class CallAborts {
 
   /** The abort of one attempt of a call of the turn `<sid>|<inputId>`; `done()` forgets it (again: a no-op). */
   open(turn: string | undefined): AttemptAbort {
-    if (!turn) return attemptAbort(NOTHING_TO_FORGET)
-    let set = this.byTurn.get(turn)
-    if (!set) this.byTurn.set(turn, (set = new Set()))
-    const attempts = set
-    const attempt = attemptAbort(() => {
-      attempts.delete(attempt)
-      if (attempts.size === 0 && this.byTurn.get(turn) === attempts) this.byTurn.delete(turn)
-    })
+    if (!turn) return new Attempt()
+    let attempts = this.byTurn.get(turn)
+    if (!attempts) this.byTurn.set(turn, (attempts = new Set()))
+    const attempt = new Attempt({ byTurn: this.byTurn, turn, attempts })
     attempts.add(attempt)
     return attempt
   }

@@ -1,5 +1,5 @@
 import { LimitKeyError } from '../errors/index.js'
-import type { Harness } from '../core/index.js'
+import type { Harness, ResolvedLimit } from '../core/index.js'
 import type { LineLogger } from '../logger.js'
 import { takeSlot, type HeldSlot } from '../limits/slot.js'
 import type { ToolErrorPayload } from '../log/index.js'
@@ -15,15 +15,26 @@ export type CallSlot = undefined | { held: HeldSlot } | { park: Park; handed: ()
  * hands it a slot promotes its job. Every attempt takes its own slot: one that parks (sleep, ask,
  * approval, a retry's backoff) gives it back, and takes one again when it wakes.
  */
-export async function takeCallSlot(
+export function takeCallSlot(
   harness: Harness,
   queues: HarnessQueues,
   call: { sessionId: string; toolCallId: string; name: string; input: unknown },
   context: unknown,
   logger: LineLogger,
-): Promise<CallSlot> {
+): Promise<CallSlot> | undefined {
   const limit = harness.limits?.tools.get(call.name)
-  if (!limit) return undefined
+  // no limit, no promise: most tools have none
+  return limit ? takeLimitSlot(harness, queues, call, context, logger, limit) : undefined
+}
+
+async function takeLimitSlot(
+  harness: Harness,
+  queues: HarnessQueues,
+  call: { sessionId: string; toolCallId: string; name: string; input: unknown },
+  context: unknown,
+  logger: LineLogger,
+  limit: ResolvedLimit,
+): Promise<CallSlot> {
   const place = { redis: queues.connection, prefix: queues.prefix, harness: harness.name, lockMs: harness.durability.lockMs }
   const subject = { member: `${call.sessionId}|${call.toolCallId}`, sessionId: call.sessionId, input: call.input, context }
   try {

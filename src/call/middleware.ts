@@ -9,6 +9,7 @@ import {
   toToolError,
   validateOptional,
   type AttemptHold,
+  type AttemptSignal,
   type SecretStore,
 } from '../tool/index.js'
 import type { CallInput, CallOutcome } from './runCall.js'
@@ -34,24 +35,36 @@ export interface MiddlewareAttempt {
  * Like chat(), the hooks see the input checked by the tool's schema; an unknown tool, an input over
  * the size limit or one its schema refuses is a tool error with no hook run.
  */
-export async function runWithMiddleware(
+export function runWithMiddleware(
   harness: Harness,
   log: SessionLog,
   call: CallInput & { inputId?: string },
   secrets: SecretStore,
-  attempt: { signal: AbortSignal; abort(reason: Error): void; fence: Fence; hold?: AttemptHold | undefined },
+  attempt: { abort: AttemptSignal & { abort(reason: Error): void }; fence: Fence; hold?: AttemptHold | undefined },
   run: (input: unknown) => Promise<CallOutcome>,
 ): Promise<MiddlewareAttempt> {
-  const timed = async (input: unknown) => {
-    const start = Date.now()
-    const outcome = await run(input)
-    return { outcome, duration: Date.now() - start }
-  }
+  // no middleware: the tool's run and its time, one promise
+  return harness.middleware.length === 0 ? timed(run, call.input) : withMiddleware(harness, log, call, secrets, attempt, run)
+}
+
+function timed(run: (input: unknown) => Promise<CallOutcome>, input: unknown): Promise<MiddlewareAttempt> {
+  const start = Date.now()
+  return run(input).then((outcome) => ({ outcome, duration: Date.now() - start }))
+}
+
+async function withMiddleware(
+  harness: Harness,
+  log: SessionLog,
+  call: CallInput & { inputId?: string },
+  secrets: SecretStore,
+  attempt: { abort: AttemptSignal & { abort(reason: Error): void }; fence: Fence; hold?: AttemptHold | undefined },
+  run: (input: unknown) => Promise<CallOutcome>,
+): Promise<MiddlewareAttempt> {
   const middleware = harness.middleware.filter((mw) => mw.onBeforeToolCall || mw.onAfterToolCall)
   const tool = toolOf(harness, call.name)
-  if (middleware.length === 0 || !tool || call.inputTooLarge !== undefined) return timed(call.input)
+  if (middleware.length === 0 || !tool || call.inputTooLarge !== undefined) return timed(run, call.input)
   const checked = await validateOptional(tool.inputSchema, call.input)
-  if (!checked.ok) return timed(call.input) // runCall lands the invalid_tool_input error
+  if (!checked.ok) return timed(run, call.input) // runCall lands the invalid_tool_input error
   const args = checked.value
   let aborted: string | undefined
   const { ctx } = middlewareRun(
@@ -62,11 +75,11 @@ export async function runWithMiddleware(
       phase: 'beforeTools',
       iteration: 0,
       messages: [],
-      signal: attempt.signal,
+      signal: attempt.abort.signal,
       context: call.context,
       abort(reason) {
         aborted ??= reason ?? 'Aborted by middleware.'
-        attempt.abort(new Error(aborted))
+        attempt.abort.abort(new Error(aborted))
       },
       emitCustomEvent: customEvents(
         log,
@@ -108,7 +121,7 @@ export async function runWithMiddleware(
   const ran: MiddlewareAttempt =
     decision?.type === 'skip'
       ? { outcome: { result: decision.result }, duration: 0 }
-      : await timed(decision?.type === 'transformArgs' ? decision.args : call.input)
+      : await timed(run, decision?.type === 'transformArgs' ? decision.args : call.input)
   if ('park' in ran.outcome) return ran
   if (aborted !== undefined) return land({ outcome: abortError(aborted), duration: ran.duration })
   ctx.phase = 'afterTools'

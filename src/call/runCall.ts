@@ -9,6 +9,7 @@ import {
   toToolError,
   validateNow,
   type AttemptHold,
+  type AttemptSignal,
   type Park,
   type RetryPolicy,
   type SecretStore,
@@ -38,7 +39,7 @@ export async function runCall(
   call: CallInput,
   begin: BeginResult,
   secrets: SecretStore,
-  abortSignal: AbortSignal,
+  abort: AttemptSignal,
   hold?: AttemptHold,
 ): Promise<CallOutcome> {
   const tool = toolOfCall(harness, call.name, begin.version ?? '')
@@ -52,9 +53,12 @@ export async function runCall(
   const checked = validated instanceof Promise ? await validated : validated
   if (!checked.ok) return { error: toToolError(new InvalidToolInputError(call.name, checked.message)) }
   const input = checked.value
-  const base = {
+  // the tool's ctx: its abortSignal is made when the tool reads it (callAborts.ts)
+  const ctx = {
     toolCallId: call.toolCallId,
-    abortSignal,
+    get abortSignal() {
+      return abort.signal
+    },
     context: call.context,
     emitCustomEvent: customEvents(
       log,
@@ -68,14 +72,14 @@ export async function runCall(
   if (held) await held
   if (!isDurableTool(tool)) {
     try {
-      return { result: await tool.execute?.(input, base) }
+      return { result: await tool.execute?.(input, ctx) }
     } catch (error) {
       return { error: toToolError(error) }
     }
   }
-  const handle = stepContext(harness, log, call.toolCallId, begin, secrets, abortSignal, tool[DURABLE].retry, hold)
+  const handle = stepContext(harness, log, call.toolCallId, begin, secrets, abort, tool[DURABLE].retry, hold)
   try {
-    const result = await tool[DURABLE].execute(input, { ...base, ...handle.fields })
+    const result = await tool[DURABLE].execute(input, Object.assign(ctx, handle.fields))
     const flushing = handle.flush()
     if (flushing) await flushing
     if (handle.failure) throw handle.failure
@@ -101,7 +105,7 @@ export function stepContext(
   toolCallId: string,
   begin: BeginResult,
   secrets: SecretStore,
-  abortSignal?: AbortSignal,
+  abort?: AttemptSignal,
   retry?: RetryPolicy,
   hold?: AttemptHold,
 ) {
@@ -113,7 +117,7 @@ export function stepContext(
     fresh: begin.kind === 'fresh',
     ...(begin.version === undefined ? {} : { version: begin.version }),
     harness: harness.name,
-    ...(abortSignal ? { abortSignal } : {}),
+    ...(abort ? { abort } : {}),
     // the tool's default retry policy of its steps (R16)
     ...(retry ? { retry } : {}),
     ...(hold ? { hold } : {}),

@@ -60,7 +60,8 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       return logger.info('turn was aborted before this attempt: landed the cancelled tool error')
     }
     // the tool's limit (R17): a call that must wait parks without a worker slot until a slot is handed to it
-    const slot = await takeCallSlot(deps.harness, deps.queuesOf(deps.harness), call, contextOf(input), logger)
+    const taking = takeCallSlot(deps.harness, deps.queuesOf(deps.harness), call, contextOf(input), logger)
+    const slot = taking && (await taking)
     if (slot && 'error' in slot) return void (await log.landResult(fence, call.name, { error: slot.error }))
     if (slot && 'park' in slot) return await park(job, token, log, fence, slot.park, logger, slot.handed)
     held = slot?.held
@@ -181,8 +182,8 @@ async function attemptOutcome(
   // the harness's TanStack middleware runs around the tool (onBeforeToolCall, onAfterToolCall)
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
   const hold = deps.lock
-  const { outcome, duration } = await runWithMiddleware(harness, log, call, secrets, { ...attempt, fence, hold }, (input) =>
-    bounded(runCall(harness, log, { ...call, input }, begin, secrets, attempt.signal, hold), attempt, call.name, timeoutMs),
+  const { outcome, duration } = await runWithMiddleware(harness, log, call, secrets, { abort: attempt, fence, hold }, (input) =>
+    bounded(runCall(harness, log, { ...call, input }, begin, secrets, attempt, hold), attempt, call.name, timeoutMs),
   )
   if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {
     logger.warn({ code: outcome.error.code }, 'tool call attempt ended before the tool did')

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { AnyServerTool } from '@tanstack/ai'
-import { keptResult, runCall } from '../call/index.js'
+import { CallAborts, keptResult, runCall } from '../call/index.js'
 import { StorageError } from '../errors/index.js'
 import { createRedisClient } from '../harness/connection.js'
 import { defineHarness } from '../harness/defineHarness.js'
@@ -186,7 +186,7 @@ async function runToEnd(
       const outcome =
         begin.kind === 'cut'
           ? { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
-          : await runCall(harness, attempt, call, begin, secrets, new AbortController().signal)
+          : await runCall(harness, attempt, call, begin, secrets, new CallAborts().open(undefined))
       if ('park' in outcome) {
         await attempt.parkCall(fence, outcome.park.kind, outcome.park.until)
         await wake(log, outcome.park, options)

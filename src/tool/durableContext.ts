@@ -28,6 +28,16 @@ export interface AttemptHold {
   readonly lost: LockLostError | null
 }
 
+/**
+ * An attempt's abort as its steps read it: `aborted` and `reason` without the signal, which is made
+ * only when something waits on it (a retry's back-off; call/callAborts.ts).
+ */
+export interface AttemptSignal {
+  readonly aborted: boolean
+  readonly reason: unknown
+  readonly signal: AbortSignal
+}
+
 export interface DurableContextOptions {
   log: SessionLog
   fence: Fence
@@ -35,8 +45,8 @@ export interface DurableContextOptions {
   maxValueBytes: number
   /** True on a fresh first attempt: no step can be stored yet, so lookups are skipped (one round trip less a step). */
   fresh: boolean
-  /** The attempt's signal: once it fired (timeout, turn ended) no step starts. */
-  abortSignal?: AbortSignal
+  /** The attempt's abort: once it fired (timeout, turn ended) no step starts. */
+  abort?: AttemptSignal
   /** The tool's default retry policy of every step.do (durableTool's `retry`). */
   retry?: RetryPolicy
   /** The attempt's hold on its call: confirmed before each try of a step's fn. */
@@ -98,7 +108,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     if (failure) throw failure
     if (hold?.lost) throw hold.lost
     if (parked) throw parked
-    options.abortSignal?.throwIfAborted()
+    if (options.abort?.aborted) throw options.abort.reason
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('A step needs a non-empty string name.')
     if (name.startsWith(RESERVED_PREFIX))
       throw new TypeError(`Step name "${name}" is reserved: names starting with "${RESERVED_PREFIX}" are the harness's own.`)
@@ -156,8 +166,9 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
         return held ? ours(held).then(traced) : traced()
       }
       const state = stored.retry
-      const signal = options.abortSignal
-      const value = policy ? await tryDurably({ log, fence, name, policy, secrets, signal, state, park, ours }, run) : await run()
+      const value = policy
+        ? await tryDurably({ log, fence, name, policy, secrets, signal: options.abort?.signal, state, park, ours }, run)
+        : await run()
       const { copy, encoded } = encodeValue(value, what)
       if (appended > 0) await staging
       const record: LogRecord = {

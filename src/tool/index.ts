@@ -22,7 +22,7 @@ export type {
   Replay,
 } from './context.js'
 export type { RetryPolicy } from './retry.js'
-export { APPROVAL_STEP, createDurableContext, type AttemptHold, type DurableContextHandle } from './durableContext.js'
+export { APPROVAL_STEP, createDurableContext, type AttemptHold, type AttemptSignal, type DurableContextHandle } from './durableContext.js'
 export { Park } from './park.js'
 export { NO_SECRETS, SecretStore, type Secrets } from './secrets.js'
 export { toJsonCopy, encodeChecked, DEFAULT_MAX_VALUE_BYTES, type Json, type JsonChecked } from './json.js'
