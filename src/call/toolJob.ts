@@ -2,7 +2,7 @@ import { DelayedError, type Job } from 'bullmq'
 import { FencedError, LockLostError, StorageError } from '../errors/index.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { toolOfCall, type Harness } from '../core/index.js'
-import { contextOf, sendCorked, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
+import { contextOf, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
 import { enqueueParkedCall, type HarnessQueues, type ToolJobData } from '../queue/index.js'
 import { NO_SECRETS, questionIdOf, resolverErrorName, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
@@ -82,13 +82,9 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       logger.debug({ outcome: landing }, 'tool call landed')
     }
     const on = deps.completesOn
-    // the completion leaves in the landing's socket write
-    if (on)
-      return landBehindCompletion(
-        sendCorked(on, () => log.via(on).landResult(fence, call.name, kept)),
-        landed,
-        logger,
-      )
+    // written at once, the completion right behind it on the same connection: one round trip, in
+    // order (not corked into one socket write: that waited for the tick's end, -22% calls/s draining)
+    if (on) return landBehindCompletion(log.via(on).landResult(fence, call.name, kept), landed, logger)
     await log.landResult(fence, call.name, kept)
     landed()
   } catch (error) {

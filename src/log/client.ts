@@ -28,7 +28,8 @@ export function publishCommand(client: RedisClient): 'PUBLISH' | 'SPUBLISH' {
 /**
  * Runs `send` with the connection's socket corked until the current microtasks have run: the command
  * it sends and the ones sent right behind it in the same turn (BullMQ's job add behind runTool's
- * request, its completion behind a landing) leave in one socket write instead of one each. The order
+ * request) leave in one socket write instead of one each. A landing is not corked: its write waited
+ * for the end of the tick, which cost more than the write it saved (docs/decisions.md). The order
  * is unchanged, so Redis runs them as sent. A Cluster, a connection not ready, or one that ioredis
  * auto-pipelines (it batches a tick's commands itself) sends as usual.
  */
