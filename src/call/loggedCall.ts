@@ -41,7 +41,7 @@ export async function beginLoggedCall(
   if (!ids) throw new Error(`Tool job ${JSON.stringify(job.id)} is not a call's job (call|<sessionId>|<toolCallId>): nothing runs.`)
   const log = deps.logFor(ids.sessionId)
   const { data } = job
-  const claimed = toolCall(ids, data.traceparent, { ...data, name: job.name })
+  const claimed = toolCall(ids, data.traceparent, data, job.name)
   const fingerprint = fingerprintOf(claimed)
   if (beganWithRequest(job, ids, fingerprint, deps)) {
     return {
@@ -63,7 +63,7 @@ export async function beginLoggedCall(
   }
   const logged = await log.findLoggedCall(ids.toolCallId)
   if (!logged) throw new CallNotLoggedError(ids.sessionId, ids.toolCallId)
-  const call = toolCall(ids, data.traceparent, logged)
+  const call = toolCall(ids, data.traceparent, logged, logged.name)
   const fields: string[] = (['sessionId', 'toolCallId', 'inputId', 'inputTooLarge'] as const).filter((f) => data[f] !== call[f])
   if (JSON.stringify(data.input ?? null) !== JSON.stringify(call.input ?? null)) fields.push('input')
   if (job.name !== call.name) fields.push('name')
@@ -100,20 +100,21 @@ function beganWithRequest(
   return deps.marks?.verify(ids.sessionId, ids.toolCallId, fingerprint, data.mark, Date.now()) === true
 }
 
-/** A call of these ids with the tool, input and turn of `source` (the job's data, or the logged call). */
+/**
+ * A call of these ids with the tool `name` and the input and turn of `source` (the job's data, or
+ * the logged call). Built field by field, not spread: one is made for every job.
+ */
 function toolCall(
   ids: { sessionId: string; toolCallId: string },
   traceparent: string | undefined,
-  source: { name: string; input?: unknown; inputId?: string | undefined; inputTooLarge?: ToolCall['inputTooLarge'] },
+  source: { input?: unknown; inputId?: string | undefined; inputTooLarge?: ToolCall['inputTooLarge'] },
+  name: string,
 ): ToolCall {
-  return {
-    ...(traceparent ? { traceparent } : {}),
-    ...(source.inputId === undefined ? {} : { inputId: source.inputId }),
-    ...(source.inputTooLarge === undefined ? {} : { inputTooLarge: source.inputTooLarge }),
-    ...ids,
-    input: source.input,
-    name: source.name,
-  }
+  const call: ToolCall = { sessionId: ids.sessionId, toolCallId: ids.toolCallId, input: source.input, name }
+  if (traceparent) call.traceparent = traceparent
+  if (source.inputId !== undefined) call.inputId = source.inputId
+  if (source.inputTooLarge !== undefined) call.inputTooLarge = source.inputTooLarge
+  return call
 }
 
 /** One begin; undefined when the job's call is not the logged one (nothing was written). */

@@ -115,12 +115,12 @@ export function stepContext(
     secrets,
     maxValueBytes: harness.durability.maxValueBytes,
     fresh: begin.kind === 'fresh',
-    ...(begin.version === undefined ? {} : { version: begin.version }),
+    version: begin.version,
     harness: harness.name,
-    ...(abort ? { abort } : {}),
+    abort,
     // the tool's default retry policy of its steps (R16)
-    ...(retry ? { retry } : {}),
-    ...(hold ? { hold } : {}),
+    retry,
+    hold,
   })
 }
 

@@ -12,7 +12,7 @@ import { cancelledError, type AttemptAbort, type CallAborts } from './callAborts
 import { keptResult } from './keptResult.js'
 import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
-import { runCall, type CallOutcome } from './runCall.js'
+import { runCall, type CallInput, type CallOutcome } from './runCall.js'
 import { takeCallSlot } from './limitedCall.js'
 import type { HeldSlot } from '../limits/slot.js'
 import { callBegan, callLanded, callLanding, countFenced, countLockLost } from '../telemetry/index.js'
@@ -179,7 +179,7 @@ async function attemptOutcome(
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
   const hold = deps.lock
   const { outcome, duration } = await runWithMiddleware(harness, log, call, secrets, { abort: attempt, fence, hold }, (input) =>
-    bounded(runCall(harness, log, { ...call, input }, begin, secrets, attempt, hold), attempt, call.name, timeoutMs),
+    bounded(runCall(harness, log, callWithInput(call, input), begin, secrets, attempt, hold), attempt, call.name, timeoutMs),
   )
   if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {
     logger.warn({ code: outcome.error.code }, 'tool call attempt ended before the tool did')
@@ -188,6 +188,12 @@ async function attemptOutcome(
 }
 
 type Attempt = AttemptAbort
+
+/** The call as runCall takes it, with the input it runs with (the middleware's may differ): field by field, not a spread. */
+function callWithInput(call: ToolCall & { context: unknown }, input: unknown): CallInput {
+  const { sessionId, toolCallId, name, inputTooLarge, context } = call
+  return { sessionId, toolCallId, name, input, inputTooLarge, context }
+}
 
 /** True when a parked call's wake-up already happened (its answer, its event, its child agent's settle, or a cancel). */
 async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {

@@ -21,7 +21,7 @@ export function enqueueNewCall(
     return enqueueCallBehind(queues, harness, log.sessionId, call, (client) => log.via(client).requestCall(toolCallId, name, input))
   const fingerprint = callFingerprint(name, input)
   const mark = marks.sign(log.sessionId, toolCallId, fingerprint, Date.now())
-  return enqueueCallBehind(queues, harness, log.sessionId, { ...call, mark }, (client) =>
+  return enqueueCallBehind(queues, harness, log.sessionId, { toolCallId, name, input, mark }, (client) =>
     log.via(client).requestCall(toolCallId, name, input, { harness: harness.name, fingerprint, version: harness.version }),
   )
 }

@@ -76,16 +76,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
             () => ({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }),
             () =>
               locks.holding(job, token, (lock) =>
-                processToolJob(job, token, {
-                  harness,
-                  logFor,
-                  queuesOf,
-                  aborts,
-                  logger,
-                  marks: options.callMarks?.(),
-                  lock,
-                  ...(completesOn ? { completesOn } : {}),
-                }),
+                processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger, marks: options.callMarks?.(), lock, completesOn }),
               ),
           ),
         { ...common, concurrency: slots },

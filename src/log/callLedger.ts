@@ -5,6 +5,7 @@ import { requestField, retryField, stepField } from './keys.js'
 import { type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
 import type { Question } from './inputs.js'
 import { encodeRecord, type LogStream } from './stream.js'
+import type { ScriptKeys } from './sessionLayout.js'
 import { decodeValue, encodeValue, type StepLookup, type StoredValue } from './stepValues.js'
 import { scripts, type ScriptInput } from './commands/index.js'
 import {
@@ -221,12 +222,11 @@ export class CallLedger {
   /** Lands the kept result with the staged records, atomically and fenced. */
   async landResult(fence: Fence, name: string, outcome: { result?: unknown; error?: ToolErrorPayload }): Promise<string> {
     const { toolCallId } = fence
-    const record = encodeRecord({
-      type: 'harness.tool.result',
-      toolCallId,
-      name,
-      ...(outcome.error ? { error: outcome.error } : { result: outcome.result }),
-    })
+    const record = encodeRecord(
+      outcome.error
+        ? { type: 'harness.tool.result', toolCallId, name, error: outcome.error }
+        : { type: 'harness.tool.result', toolCallId, name, result: outcome.result },
+    )
     const reply = await this.stream.script(
       scripts.landResult,
       {
@@ -277,10 +277,19 @@ export class CallLedger {
     return `${this.stream.keys.staged}:${toolCallId}`
   }
 
-  /** scriptKeys with the call's own staged list: the keys of a script of one call. */
+  /**
+   * scriptKeys with the call's own staged list: the keys of a script of one call. The last call's are
+   * kept: an attempt's steps and landing use the same (a copy of scriptKeys costs more than its script's arguments).
+   */
   private callKeys(toolCallId: string) {
-    return { ...this.stream.scriptKeys, staged: this.stagedKey(toolCallId) }
+    const last = this.lastCallKeys
+    if (last?.toolCallId === toolCallId) return last.keys
+    const keys = { ...this.stream.scriptKeys, staged: this.stagedKey(toolCallId) }
+    this.lastCallKeys = { toolCallId, keys }
+    return keys
   }
+
+  private lastCallKeys: { toolCallId: string; keys: ScriptKeys & { staged: string } } | undefined
 }
 
 function fencedError(fence: Fence, current: number): FencedError {

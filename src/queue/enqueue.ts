@@ -1,4 +1,4 @@
-import { Job, Queue } from 'bullmq'
+import { Job, Queue, type JobsOptions } from 'bullmq'
 import type { Harness } from '../core/index.js'
 import { traceField } from '../telemetry/tracing.js'
 import { isCluster, sendCorked, shardOf, toolJobId, turnJobId, type RedisClient } from '../log/index.js'
@@ -136,25 +136,17 @@ export interface CallOwnerJob {
 
 /** A tool job's name, data and options (the harness is its queue's). */
 export function toolJob(sessionId: string, call: CallToEnqueue, owner: CallOwnerJob = {}) {
-  const data: ToolJobData = {
-    sessionId,
-    toolCallId: call.toolCallId,
-    input: call.input,
-    ...(owner.inputId ? { inputId: owner.inputId } : {}),
-    ...(call.inputTooLarge !== undefined ? { inputTooLarge: call.inputTooLarge } : {}),
-    ...(call.mark !== undefined ? { mark: call.mark } : {}),
-    ...traceField(),
-  }
-  return {
-    name: call.name,
-    data,
-    opts: {
-      ...toolJobOptions,
-      jobId: toolJobId(sessionId, call.toolCallId),
-      ...(owner.parent ? { parent: owner.parent } : {}),
-      ...(owner.priority ? { priority: owner.priority } : {}),
-    },
-  }
+  // field by field, not spread: one is made for every call
+  const data: ToolJobData = { sessionId, toolCallId: call.toolCallId, input: call.input }
+  if (owner.inputId) data.inputId = owner.inputId
+  if (call.inputTooLarge !== undefined) data.inputTooLarge = call.inputTooLarge
+  if (call.mark !== undefined) data.mark = call.mark
+  const { traceparent } = traceField()
+  if (traceparent) data.traceparent = traceparent
+  const opts: JobsOptions = { ...toolJobOptions, jobId: toolJobId(sessionId, call.toolCallId) }
+  if (owner.parent) opts.parent = owner.parent
+  if (owner.priority) opts.priority = owner.priority
+  return { name: call.name, data, opts }
 }
 
 /**

@@ -171,12 +171,10 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
         : await run()
       const { copy, encoded } = encodeValue(value, what)
       if (appended > 0) await staging
-      const record: LogRecord = {
-        type: 'harness.tool.step',
-        toolCallId: fence.toolCallId,
-        name,
-        ...(copy === undefined ? {} : { value: copy }),
-      }
+      const record: LogRecord =
+        copy === undefined
+          ? { type: 'harness.tool.step', toolCallId: fence.toolCallId, name }
+          : { type: 'harness.tool.step', toolCallId: fence.toolCallId, name, value: copy }
       try {
         return (await log.saveStep(fence, name, copy, record, encoded)).value
       } catch (error) {
