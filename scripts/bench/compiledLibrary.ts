@@ -17,5 +17,6 @@ if (!process.argv.includes('--source')) {
   compileSide(root, out, join(root, 'node_modules', 'typescript', 'bin', 'tsc'))
   const from = pathToFileURL(join(root, 'src')).href + '/'
   const to = pathToFileURL(join(out, 'src')).href + '/'
-  register('./compiledResolve.mjs', import.meta.url, { data: { from, to } })
+  const keep = ['testing/workerProcess']
+  register('./compiledResolve.mjs', import.meta.url, { data: { from, to, keep } })
 }

@@ -1,19 +1,28 @@
 // The module hooks of compiledLibrary.ts: a module of src/ resolves to its compiled twin, which loads
-// as it is (no transform of tsx's runs on it).
+// as it is (no transform of tsx's runs on it). Those in `keep` stay the source: they find the
+// repository by their own location (workerProcess.ts spawns workers/worker.ts of it).
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 
 let from = ''
 let to = ''
+let keep = new Set()
 
 export function initialize(data) {
-  ;({ from, to } = data)
+  from = data.from
+  to = data.to
+  keep = new Set(data.keep)
 }
 
 export async function resolve(specifier, context, next) {
   const resolved = await next(specifier, context)
-  if (!resolved.url.startsWith(from) || !resolved.url.endsWith('.ts')) return resolved
-  return { url: to + resolved.url.slice(from.length, -'.ts'.length) + '.js', format: 'module', shortCircuit: true }
+  const { url } = resolved
+  // the module's path under src/ without its extension, on either side
+  const rel =
+    url.startsWith(from) && url.endsWith('.ts') ? url.slice(from.length, -3) : url.startsWith(to) ? url.slice(to.length, -3) : undefined
+  if (rel === undefined) return resolved
+  if (keep.has(rel)) return url.startsWith(from) ? resolved : next(from + rel + '.ts', context)
+  return url.startsWith(to) ? resolved : { url: to + rel + '.js', format: 'module', shortCircuit: true }
 }
 
 export async function load(url, context, next) {
