@@ -7,7 +7,7 @@ import {
   middlewareRun,
   provideLogRecords,
   toToolError,
-  validateOptional,
+  validateNow,
   type AttemptHold,
   type AttemptSignal,
   type SecretStore,
@@ -17,6 +17,13 @@ import type { CallInput, CallOutcome } from './runCall.js'
 /** The call as TanStack's hooks get it: our stored toolCallId, the input as JSON text. */
 export function toolCallOf(call: { toolCallId: string; name: string; input: unknown }): ToolCall {
   return { id: call.toolCallId, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input ?? {}) } }
+}
+
+/** The attempt the middleware runs around: its abort (a hook's ctx.abort aborts it), its fence and its lock. */
+interface AttemptAround {
+  abort: AttemptSignal & { abort(reason: Error): void }
+  fence: Fence
+  hold?: AttemptHold | undefined
 }
 
 export interface MiddlewareAttempt {
@@ -40,7 +47,7 @@ export function runWithMiddleware(
   log: SessionLog,
   call: CallInput & { inputId?: string },
   secrets: SecretStore,
-  attempt: { abort: AttemptSignal & { abort(reason: Error): void }; fence: Fence; hold?: AttemptHold | undefined },
+  attempt: AttemptAround,
   run: (input: unknown) => Promise<CallOutcome>,
 ): Promise<MiddlewareAttempt> {
   // no middleware: the tool's run and its time, one promise
@@ -57,13 +64,13 @@ async function withMiddleware(
   log: SessionLog,
   call: CallInput & { inputId?: string },
   secrets: SecretStore,
-  attempt: { abort: AttemptSignal & { abort(reason: Error): void }; fence: Fence; hold?: AttemptHold | undefined },
+  attempt: AttemptAround,
   run: (input: unknown) => Promise<CallOutcome>,
 ): Promise<MiddlewareAttempt> {
   const middleware = harness.middleware.filter((mw) => mw.onBeforeToolCall || mw.onAfterToolCall)
   const tool = toolOf(harness, call.name)
   if (middleware.length === 0 || !tool || call.inputTooLarge !== undefined) return timed(run, call.input)
-  const checked = await validateOptional(tool.inputSchema, call.input)
+  const checked = await validateNow(tool.inputSchema, call.input)
   if (!checked.ok) return timed(run, call.input) // runCall lands the invalid_tool_input error
   const args = checked.value
   let aborted: string | undefined

@@ -1,6 +1,6 @@
 import { LEGACY_TOOLS, toolOfCall, type Harness } from '../core/index.js'
 import { RESERVED_PREFIX, type SessionLog, type StoredCall } from '../log/index.js'
-import { isDurableTool, validateOptional } from '../tool/index.js'
+import { isDurableTool, validateNow } from '../tool/index.js'
 import { dryReplay, type ReplayEnd } from './dryReplay.js'
 
 /** What a deploy would break, by kind (docs/deploys.md, "What check-deploy reports"). */
@@ -62,7 +62,7 @@ export async function checkCall(log: SessionLog, harness: Harness, call: Checked
     return [{ code: legacy ? 'legacy_not_begun' : 'unknown_tool', ...at, message }]
   }
   if (call.inputTooLarge !== undefined) return []
-  const checked = await validateOptional(tool.inputSchema, call.input)
+  const checked = await validateNow(tool.inputSchema, call.input)
   if (!checked.ok)
     return [{ code: 'invalid_tool_input', ...at, message: `the new input schema refuses the stored input: ${checked.message}` }]
   const stored = [...call.steps.keys()].filter((name) => !name.startsWith(RESERVED_PREFIX))

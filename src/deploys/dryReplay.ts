@@ -2,7 +2,7 @@ import { convertSchemaToJsonSchema } from '@tanstack/ai'
 import { canonical } from '../harness/version.js'
 import type { SessionLog } from '../log/index.js'
 import type { DurableToolMarker } from '../tool/durableTool.js'
-import { DURABLE, questionIdOf, SecretStore, validateOptional, type DurableToolContext, type Step } from '../tool/index.js'
+import { DURABLE, questionIdOf, SecretStore, validateNow, type DurableToolContext, type Step } from '../tool/index.js'
 
 /** Where a dry replay ended: the code returned or threw, or it stopped at a step it would have to run (or wait on). */
 export type ReplayEnd =
@@ -64,7 +64,7 @@ export async function dryReplay(
       const questionId = questionIdOf(call.toolCallId, options.name)
       const found = await log.getQuestion(questionId)
       if (found?.answer.found) {
-        const checked = await validateOptional(options.schema, found.answer.value)
+        const checked = await validateNow(options.schema, found.answer.value)
         if (checked.ok) return storedAs(checked.value)
         questions.push({ step: options.name, questionId, message: `the new code refuses its logged answer: ${checked.message}` })
         return stop(options.name, 'answer refused')

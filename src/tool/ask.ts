@@ -25,15 +25,11 @@ function verdictOf(result: StandardSchemaV1.Result<unknown>): Validated {
   return { ok: false, message }
 }
 
-/** Validates with `schema` when a tool has one (any Standard Schema); with none the value passes as is. */
-export async function validateOptional(schema: unknown, value: unknown): Promise<Validated> {
-  return validateNow(schema, value)
-}
-
 /**
- * validateOptional without a promise when it needs none: no schema, or one that validates
- * synchronously (zod does, unless it has async refinements). A call's input and result are checked
- * so, on every call (`const v = validateNow(s, x); const checked = v instanceof Promise ? await v : v`).
+ * Validates with `schema` when a tool has one (any Standard Schema); with none the value passes as
+ * is. No promise when it needs none: no schema, or one that validates synchronously (zod does, unless
+ * it has async refinements). A call's input and result are checked so, on every call
+ * (`const v = validateNow(s, x); const checked = v instanceof Promise ? await v : v`); elsewhere it is awaited.
  */
 export function validateNow(schema: unknown, value: unknown): Validated | Promise<Validated> {
   if (!isStandardSchema(schema)) return { ok: true, value }
@@ -41,7 +37,7 @@ export function validateNow(schema: unknown, value: unknown): Validated | Promis
   return result instanceof Promise ? result.then(verdictOf) : verdictOf(result)
 }
 
-/** A Standard Schema (zod included) by its `~standard` property, as validateOptional has always told one. */
+/** A Standard Schema (zod included) by its `~standard` property, as validateNow tells one. */
 function isStandardSchema(schema: unknown): schema is StandardSchemaV1 {
   return !!schema && typeof schema === 'object' && '~standard' in schema
 }

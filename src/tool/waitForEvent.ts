@@ -2,7 +2,7 @@ import { convertSchemaToJsonSchema } from '@tanstack/ai'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
 import { EventTimeoutError } from '../errors/index.js'
 import { callWaitMember, EventWaits, RESERVED_PREFIX, type Fence, type LogRecord, type SessionLog, type StepLookup } from '../log/index.js'
-import { validateOptional } from './ask.js'
+import { validateNow } from './ask.js'
 import type { WaitForEventOptions } from './context.js'
 import { parseDuration } from './duration.js'
 import { Park } from './park.js'
@@ -56,12 +56,12 @@ export function createWaitForEvent({ log, fence, harness, lookup, storeOnce, sav
     for (;;) {
       const reply = await ours(waits.await(address, member, { until, harness, schema: jsonSchema }, verdicts))
       if (reply.status === 'check') {
-        for (const kept of reply.events) verdicts.set(kept.uid, (await validateOptional(schema, kept.payload)).ok)
+        for (const kept of reply.events) verdicts.set(kept.uid, (await validateNow(schema, kept.payload)).ok)
         continue
       }
       if (reply.status === 'timeout') throw new EventTimeoutError(event, key, new Date(until).toISOString())
       if (reply.status === 'waiting') return park(new Park('event', until, name, () => waits.delivered(address, member)))
-      const checked = await validateOptional(schema, reply.payload)
+      const checked = await validateNow(schema, reply.payload)
       if (!checked.ok) {
         // passed the JSON Schema the sender checked, not the schema itself (a refinement): it wakes nothing, the wait goes on
         await ours(waits.done(address, member))
