@@ -21,8 +21,7 @@ local toolCallId, epoch, stepField, value, record = ARGV[1], ARGV[2], ARGV[3], A
 --@include fence
 local state, fenced = loadFence(callsKey, toolCallId, epoch)
 if fenced then return fencedReply(state) end
-local stored = redis.call('HGET', stepsKey, stepField)
-if stored then return {'exists', stored} end
-redis.call('HSET', stepsKey, stepField, value)
+-- HSETNX stores it unless a value is there: one call for the common first save
+if redis.call('HSETNX', stepsKey, stepField, value) == 0 then return {'exists', redis.call('HGET', stepsKey, stepField)} end
 if record ~= '' then redis.call('XADD', logKey, '*', 'r', record) end
 return {'ok'}
