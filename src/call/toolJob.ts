@@ -68,7 +68,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     // ctx.context: the context the turn's input was given with
     const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
     if ('park' in outcome) {
-      const isWoken = () => woken(outcome.park, call, fence, deps)
+      const isWoken = async () => (await woken(outcome.park, call, fence, deps)) || (await cancelledByAbort(log, call, fence, outcome.park, logger))
       if (parksWithoutJob(job, outcome.park)) return await parkWithoutJob(job, token, log, fence, outcome.park, logger, isWoken, deps)
       return await park(job, token, log, fence, outcome.park, logger, isWoken)
     }
@@ -202,6 +202,23 @@ async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps
   if (p.kind === 'agent') return childSettled(deps.logFor, call)
   if (p.kind !== 'ask') return false
   return !!(await deps.logFor(call.sessionId).getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found
+}
+
+/**
+ * Cancels a call whose turn was aborted while it parked: the abort's cancel (cancel.ts) found it still
+ * running and left it to its worker, so the worker cancels it here as the abort would have, its open
+ * questions closed in the same fenced write (cancelCall); true when it did (the job is then woken and
+ * finds the call done). An agent call is left to wake at its re-check: its child turn is aborted by
+ * the host's cancel, which a worker does not run.
+ */
+async function cancelledByAbort(log: SessionLog, call: ToolCall, fence: Fence, p: Park, logger: LineLogger): Promise<boolean> {
+  if (!call.inputId || p.kind === 'agent') return false
+  const reason = await abortedTurn(log, call.inputId)
+  if (reason === undefined) return false
+  const questions = (await log.openQuestions()).filter((q) => q.toolCallId === call.toolCallId).map((q) => q.questionId)
+  const status = await log.cancelCall(fence, call.name, questions, cancelledError(reason))
+  if (status === 'ok') logger.info('turn was aborted while the call parked: landed the cancelled tool error, its questions closed')
+  return status === 'ok'
 }
 
 /**
