@@ -68,7 +68,8 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     // ctx.context: the context the turn's input was given with
     const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
     if ('park' in outcome) {
-      const isWoken = async () => (await woken(outcome.park, call, fence, deps)) || (await cancelledByAbort(log, call, fence, outcome.park, logger))
+      const isWoken = async () =>
+        (await woken(outcome.park, call, fence, deps)) || (await cancelledByAbort(log, call, fence, outcome.park, logger))
       if (parksWithoutJob(job, outcome.park)) return await parkWithoutJob(job, token, log, fence, outcome.park, logger, isWoken, deps)
       return await park(job, token, log, fence, outcome.park, logger, isWoken)
     }
