@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,replay,turn,append,parked,event-waits,crash,events,retention,turns-index]`
+// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,events,retention,turns-index]`
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
 // `npm run bench -- --against <git ref> [--rounds 5] [--rows …]`: A/B of this tree against a commit (against.ts)
 //
@@ -27,11 +27,13 @@ import { measureSteps } from './steps.js'
 import { measureToolCalls, type CallCpu } from './toolCalls.js'
 import { measureTurn } from './turn.js'
 import { measureTurnsIndex } from './turnsIndex.js'
+import { measureLatency } from './latency.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const MEASUREMENTS = [
   'steps',
   'calls',
+  'latency',
   'replay',
   'turn',
   'append',
@@ -167,6 +169,7 @@ async function main(): Promise<void> {
     const run: Record<Name, () => Promise<unknown>> = {
       steps: () => measureSteps(url, { quick, progress, sharedRedis: !!process.env.REDIS_URL }),
       calls: () => measureToolCalls(url, { quick, progress, sharedRedis: !!process.env.REDIS_URL }),
+      latency: () => measureLatency(url, { quick, progress }),
       replay: () => measureReplay(url, { quick, progress }),
       turn: () => measureTurn(url, { quick, progress }),
       append: () => measureAppendThroughput(url, { quick, progress }),
@@ -231,6 +234,7 @@ async function main(): Promise<void> {
 type Results = {
   steps?: Awaited<ReturnType<typeof measureSteps>>
   calls?: Awaited<ReturnType<typeof measureToolCalls>>
+  latency?: Awaited<ReturnType<typeof measureLatency>>
   replay?: Awaited<ReturnType<typeof measureReplay>>
   turn?: Awaited<ReturnType<typeof measureTurn>>
   append?: Awaited<ReturnType<typeof measureAppendThroughput>>
@@ -365,6 +369,18 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
     missing('2b', 'runTool calls/s, 20 callers', '>= 0.8x', 'calls')
     missing('2c', 'durable calls/s (1 step)', '>= 0.5x', 'calls')
     missing('2i', 'own CPU (Node + Redis) per runTool call (3 steps), 20 callers', '<= 1.3x', 'calls')
+  }
+  // 2j. the same p50 as 2a over a link with a one-way delay: round trips, not CPU (latency.ts)
+  if (r.latency) {
+    const { delayMs, ping, raw, ours } = r.latency
+    const trips = (x: number) => (x / ping.p50).toFixed(1)
+    info(
+      '2j',
+      `runTool, 3 steps: p50 over a link of ${delayMs} ms each way (round trips of PING ${ms(ping.p50)})`,
+      `${ms(ours.p50)} (${trips(ours.p50)} round trips)`,
+      `BullMQ round trip ${ms(raw.p50)} (${trips(raw.p50)})`,
+      ours.p50 / raw.p50,
+    )
   }
 
   // 3. replay cost flat in log length
