@@ -11,7 +11,7 @@ import { Redis } from 'ioredis'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { benchPrefix, deletePrefix, pingSamples, silentLogger, stderrProgress, summarize } from './lib.js'
+import { benchPrefix, deletePrefix, pingSamples, silentLogger, stderrProgress, summarize, timeEach } from './lib.js'
 import type { Progress, Summary } from './lib.js'
 import { startRawBullmq } from './bullmq.js'
 
@@ -74,13 +74,7 @@ export async function measureLatency(
     const n = options.quick ? 10 : 25
     const rawSamples: number[] = []
     const ourSamples: number[] = []
-    const time = async (into: number[], fn: () => Promise<unknown>) => {
-      for (let i = 0; i < n; i++) {
-        const t0 = performance.now()
-        await fn()
-        into.push(performance.now() - t0)
-      }
-    }
+    const time = (into: number[], fn: () => Promise<unknown>) => timeEach(into, n, fn)
     for (let r = 0; r < rounds; r++) {
       progress(`[latency] round ${r + 1}/${rounds}: ${n} raw BullMQ round trips and ${n} runTool calls, one at a time`)
       if (r % 2 === 0) await time(rawSamples, () => raw.roundTrip()).then(() => time(ourSamples, call))

@@ -43,6 +43,15 @@ export function summarize(samples: number[]): Summary {
 }
 
 /** Runs `fn` over 0..n-1 with at most `width` in flight; returns elapsed ms. */
+/** Runs `fn` `n` times one after another, pushing each run's ms to `into`. */
+export async function timeEach(into: number[], n: number, fn: () => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    await fn()
+    into.push(performance.now() - t0)
+  }
+}
+
 export async function pool(n: number, width: number, fn: (i: number) => Promise<unknown>): Promise<number> {
   let next = 0
   const t0 = performance.now()

@@ -22,6 +22,7 @@ import {
   silentLogger,
   stderrProgress,
   summarize,
+  timeEach,
   withOwnCpu,
 } from './lib.js'
 import type { CommandProfile, OwnCpu, Progress, Summary } from './lib.js'
@@ -149,13 +150,7 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
       into.serverUs += cpu.serverUs
       return ms
     }
-    const sequential = async (into: number[], fn: () => Promise<unknown>) => {
-      for (let i = 0; i < n; i++) {
-        const t0 = performance.now()
-        await fn()
-        into.push(performance.now() - t0)
-      }
-    }
+    const sequential = (into: number[], fn: () => Promise<unknown>) => timeEach(into, n, fn)
     for (let r = 0; r < rounds; r++) {
       progress(`[round trips] round ${r + 1}/${rounds}: raw BullMQ and runTool (3 steps), ${n} one at a time, ${m} with ${callers} callers`)
       const rawFirst = r % 2 === 0
