@@ -6,24 +6,14 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { toolDefinition } from '@tanstack/ai'
 import { Redis } from 'ioredis'
-import { z } from 'zod'
-import { createHarnessHost, defineHarness, durableTool } from '../../src/index.js'
+import { createHarnessHost, defineHarness } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { benchPrefix, deletePrefix, pingSamples, silentLogger, stderrProgress, summarize, timeEach } from './lib.js'
 import type { Progress, Summary } from './lib.js'
 import { startRawBullmq } from './bullmq.js'
+import { three } from './toolCalls.js'
 
-const three = durableTool(
-  toolDefinition({ name: 'three', description: 'Three trivial steps', inputSchema: z.object({}) }),
-  async (_input, { step }) => {
-    await step.do('a', async () => 1)
-    await step.do('b', async () => 2)
-    await step.do('c', async () => 3)
-    return { ok: true }
-  },
-)
 const harness = defineHarness({ name: 'bench-latency', adapter: scriptedModel([{ text: 'x' }]), tools: [three] })
 
 export interface LatencyResult {

@@ -33,7 +33,8 @@ import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 
 const BATCH = 10
 
-const three = durableTool(
+/** A durable tool of 3 trivial steps: the runTool of rows 2a, 2b, 2i and 2j (latency.ts). */
+export const three = durableTool(
   toolDefinition({ name: 'three', description: 'Three trivial steps', inputSchema: z.object({}) }),
   async (_input, { step }) => {
     await step.do('a', async () => 1)

@@ -1,8 +1,18 @@
-import type { ToolErrorPayload } from '../log/index.js'
+import type { Fence, SessionLog, ToolErrorPayload } from '../log/index.js'
 
 /** The tool error of a call whose turn was aborted while it waited (parked), or before it began. */
 export function cancelledError(reason: string): ToolErrorPayload {
   return { code: 'cancelled', message: `The call was cancelled: its turn was aborted (${reason}).` }
+}
+
+/**
+ * Cancels a parked call of an aborted turn: its `cancelled` tool error lands and its open questions
+ * close in one write, fenced on the parked epoch `fence` names (cancelCall.lua). The host's cancel
+ * (harness/cancel.ts) and a worker whose call parked after the abort (toolJob.ts) both end a call so.
+ */
+export async function cancelParkedCall(log: SessionLog, fence: Fence, name: string, reason: string) {
+  const questions = (await log.openQuestions()).filter((q) => q.toolCallId === fence.toolCallId).map((q) => q.questionId)
+  return log.cancelCall(fence, name, questions, cancelledError(reason))
 }
 
 /**

@@ -1,6 +1,6 @@
 export { processToolJob } from './toolJob.js'
 export { AGENT, CHILD_INPUT_ID, isAgentTool, childSessionId, type AgentToolMarker } from './agentCall.js'
-export { CallAborts, cancelledError } from './callAborts.js'
+export { CallAborts, cancelParkedCall } from './callAborts.js'
 export { runCall } from './runCall.js'
 export { keptResult } from './keptResult.js'
 export { skipsBegin } from './loggedCall.js'

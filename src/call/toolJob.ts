@@ -8,7 +8,7 @@ import { NO_SECRETS, questionIdOf, resolverErrorName, resolveSecrets, SecretStor
 import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
 import { approvalDecided, decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
-import { cancelledError, type AttemptAbort, type CallAborts } from './callAborts.js'
+import { cancelledError, cancelParkedCall, type AttemptAbort, type CallAborts } from './callAborts.js'
 import { keptResult } from './keptResult.js'
 import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
@@ -216,8 +216,7 @@ async function cancelledByAbort(log: SessionLog, call: ToolCall, fence: Fence, p
   if (!call.inputId || p.kind === 'agent') return false
   const reason = await abortedTurn(log, call.inputId)
   if (reason === undefined) return false
-  const questions = (await log.openQuestions()).filter((q) => q.toolCallId === call.toolCallId).map((q) => q.questionId)
-  const status = await log.cancelCall(fence, call.name, questions, cancelledError(reason))
+  const status = await cancelParkedCall(log, fence, call.name, reason)
   if (status === 'ok') logger.info('turn was aborted while the call parked: landed the cancelled tool error, its questions closed')
   return status === 'ok'
 }

@@ -1,4 +1,4 @@
-import { AGENT, CHILD_INPUT_ID, cancelledError, childSessionId, isAgentTool } from '../call/index.js'
+import { AGENT, CHILD_INPUT_ID, cancelParkedCall, childSessionId, isAgentTool } from '../call/index.js'
 import { toolOf, type Harness } from '../core/index.js'
 import type { SessionLog } from '../log/index.js'
 import { finishCancelledCall, type HarnessQueues } from '../queue/index.js'
@@ -33,8 +33,7 @@ export async function cancelParkedCalls(deps: CancelDeps, inputId: string, reaso
       if (isAgentTool(tool)) {
         await deps.abortChild(tool[AGENT].harness, childSessionId(log.sessionId, toolCallId), CHILD_INPUT_ID, reason)
       }
-      const questions = (await log.openQuestions()).filter((q) => q.toolCallId === toolCallId).map((q) => q.questionId)
-      const status = await log.cancelCall({ toolCallId, epoch: call.epoch }, call.name, questions, cancelledError(reason))
+      const status = await cancelParkedCall(log, { toolCallId, epoch: call.epoch }, call.name, reason)
       if (status === 'moved') continue
       if (status === 'ok') {
         cancelled.push(toolCallId)
