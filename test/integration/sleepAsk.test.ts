@@ -1,6 +1,7 @@
 // step.sleep and step.ask (R7, R8, R14) over real Redis and real worker processes.
 // Crash and Redis-restart cases are in sleepRestart.test.ts.
 
+import { setTimeout as sleep } from 'node:timers/promises'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -250,7 +251,8 @@ describe('step.ask answered from another host (R8)', () => {
     // that window, so only the job's own re-check after moveToDelayed can wake it (else it sleeps the
     // 24 h horizon and runTool times out). Rarely the answer beats the ask's own check, or (on a loaded
     // machine) comes after the park: then try again. 500 ms was once too short for all 5 tries, and
-    // 1.5 s once in a full suite on 2 cores (2026-12-02).
+    // 1.5 s once in a full suite on 2 cores (2026-12-02). The answer waits 100 ms after the question
+    // is logged: sent at once, on a quiet machine it beat the ask's own read in all 5 tries (2026-12-02).
     let parkedAfterAnswer = 0
     for (let i = 0; i < 5 && parkedAfterAnswer === 0; i++) {
       const toolCallId = `late-${i}`
@@ -259,6 +261,7 @@ describe('step.ask answered from another host (R8)', () => {
       for await (const e of s.log.follow({ types: ['harness.tool.ask'], blockMs: 1000 })) {
         const asked = e.record as RecordOf<'harness.tool.ask'>
         if (asked.toolCallId !== toolCallId) continue
+        await sleep(100)
         await answerer.answer(asked.questionId, { approved: true })
         break
       }
