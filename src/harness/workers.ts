@@ -15,6 +15,7 @@ import {
   type TurnJobData,
 } from '../queue/index.js'
 import { callAttemptSpan, observeTurn, turnSpan } from '../telemetry/index.js'
+import { FetchLanes } from './fetchLanes.js'
 import { processTurnJob } from '../turn/index.js'
 
 export interface WorkerSetOptions {
@@ -65,24 +66,39 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   const completesOn = connection instanceof Redis && !connection.isCluster ? connection : undefined
   // each attempt knows until when its job lock is surely held: a zombie runs no side effect (attemptLock.ts)
   const locks = new AttemptLocks(harness.durability.lockMs)
-  // the tool queue's slots are split over lanes, each a BullMQ worker with its own fetch loop (laneSizes)
+  // the tool queue's slots are split over lanes, each a BullMQ worker with its own fetch loop (laneSizes);
+  // the lanes past the first fetch only while the queue is busy (fetchLanes.ts)
+  const lanes = new FetchLanes()
   const tools = laneSizes(concurrency).map(
     (slots) =>
       new LockWatchingWorker<ToolJobData>(
         toolQueueName(harness.name),
         (job, token) =>
-          // the span names the session and call of the job's id, which its data cannot change
-          callAttemptSpan(
-            () => ({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }),
-            () =>
-              locks.holding(job, token, (lock) =>
-                processToolJob(job, token, { harness, logFor, queuesOf, aborts, logger, marks: options.callMarks?.(), lock, completesOn }),
-              ),
+          lanes.run(() =>
+            // the span names the session and call of the job's id, which its data cannot change
+            callAttemptSpan(
+              () => ({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }),
+              () =>
+                locks.holding(job, token, (lock) =>
+                  processToolJob(job, token, {
+                    harness,
+                    logFor,
+                    queuesOf,
+                    aborts,
+                    logger,
+                    marks: options.callMarks?.(),
+                    lock,
+                    completesOn,
+                  }),
+                ),
+            ),
           ),
         { ...common, concurrency: slots },
         locks,
       ),
   )
+  lanes.serve(tools.slice(1))
+  for (const lane of tools) lane.once('closing', () => lanes.stop())
   const turns = new Worker<TurnJobData>(
     turnQueueName(harness.name),
     (job, token) =>
