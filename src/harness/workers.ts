@@ -130,8 +130,9 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
 }
 
 /**
- * Slots a fetch lane serves by default: with fewer a lane, more lanes wake for a job that comes in alone
- * and try a fetch (latency of calls one at a time); with more, slots wait on their lane's loop.
+ * Slots a fetch lane serves by default: with more, slots wait on their lane's loop; with fewer, more
+ * lanes (and blocking connections). The lanes past the first fetch only while the queue is busy
+ * (fetchLanes.ts), so a call that comes in alone does not wake them.
  */
 const SLOTS_PER_LANE = 10
 
