@@ -1,6 +1,12 @@
+import { toolDefinition } from '@tanstack/ai'
 import { Queue, Worker, type Job } from 'bullmq'
 import { afterEach, describe, expect, it } from 'vitest'
+import { z } from 'zod'
 import { FetchLanes } from '../../src/harness/fetchLanes.js'
+import { createHarnessHost, defineHarness, durableTool } from '../../src/index.js'
+import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
+import { quiet } from '../helpers/hosts.js'
 import { getRedisUrl, rigClient, uniquePrefix } from '../rig.js'
 import { until } from '../helpers/log.js'
 
@@ -59,5 +65,36 @@ describe('spare fetch lanes of a tool queue (fetchLanes.ts)', () => {
     await until(async () => (await queue.getJobCounts('completed')).completed === 20, 'the 20 jobs to complete')
     expect(ranOn.filter((lane) => lane === 'spare').length).toBeGreaterThan(0)
     await until(async () => spare.isPaused(), 'the spare lane to pause')
+  })
+
+  it("a host's tool queue with 20 slots (two lanes) keeps one fetch blocked on its marker while idle, not two", async () => {
+    const url = await getRedisUrl()
+    const prefix = uniquePrefix('lanes-host')
+    const one = durableTool(toolDefinition({ name: 'one', description: 'One step', inputSchema: z.object({}) }), async (_input, ctx) => {
+      await ctx.step.do('a', async () => 1)
+      return { ok: true }
+    })
+    const harness = defineHarness({ name: 'lanes', adapter: scriptedModel([]), tools: [one] })
+    const host = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
+    const workers = host.startWorkers({ concurrency: 20, sweepEveryMs: 0 })
+    const admin = rigClient(url)
+    closers.push(async () => {
+      await workers.close()
+      await host.close()
+      admin.disconnect()
+    })
+    expect(await host.open(harness, { sessionId: 's1' }).runTool({ name: 'one', input: {} })).toEqual({ ok: true })
+    // BullMQ names a worker's connections after its queue: the tool queue's lanes each have a blocking one
+    const name = `${bullPrefix(prefix, 0, 1)}:${Buffer.from(toolQueueName(harness.name)).toString('base64')}`
+    const lanes = async () => {
+      const clients = String(await admin.client('LIST'))
+        .split('\n')
+        .filter((line) => line.includes(` name=${name} `))
+      return { all: clients.length, blocked: clients.filter((line) => / flags=b /.test(line) && / cmd=bzpopmin/.test(line)).length }
+    }
+    await until(async () => {
+      const seen = await lanes()
+      return seen.all >= 2 && seen.blocked === 1
+    }, 'one blocked fetch of the two lanes')
   })
 })
