@@ -25,6 +25,7 @@ export class FetchLanes {
   /** The lanes past the first (they are made after the processor that counts their attempts). */
   serve(spares: readonly Worker[]): void {
     this.spares = spares
+    for (const lane of spares) lane.on('resumed', this.resumedElsewhere)
     // a host that starts idle: the spares stop before their first fetch
     if (spares.length > 0) this.arm(0)
   }
@@ -52,6 +53,14 @@ export class FetchLanes {
   private readonly ended = (): void => {
     if (--this.running !== BUSY_AT - 1 || !this.sparesOn) return
     // from busy to quiet: the spares stop if it stays quiet for IDLE_MS
+    this.quietSince = Date.now()
+    if (!this.timer) this.arm(IDLE_MS)
+  }
+
+  /** A spare resumed by another part (the error back-off of workers.ts) while it is quiet: paused again if it stays so. */
+  private readonly resumedElsewhere = (): void => {
+    if (this.sparesOn || this.stopped) return
+    this.sparesOn = true
     this.quietSince = Date.now()
     if (!this.timer) this.arm(IDLE_MS)
   }

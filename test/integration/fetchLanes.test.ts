@@ -67,6 +67,14 @@ describe('spare fetch lanes of a tool queue (fetchLanes.ts)', () => {
     await until(async () => spare.isPaused(), 'the spare lane to pause')
   })
 
+  it('a spare lane resumed by another part while the queue is quiet (the error back-off) is paused again', async () => {
+    const { spare } = await twoLanes(0)
+    await until(async () => spare.isPaused(), 'the spare lane to pause')
+    await spare.resume()
+    expect(spare.isPaused()).toBe(false)
+    await until(async () => spare.isPaused(), 'the spare lane to pause again')
+  })
+
   it("a host's tool queue with 20 slots (two lanes) keeps one fetch blocked on its marker while idle, not two", async () => {
     const url = await getRedisUrl()
     const prefix = uniquePrefix('lanes-host')
