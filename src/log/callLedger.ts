@@ -145,9 +145,10 @@ export class CallLedger {
   /**
    * Stores a step value with its log record (fenced). Returns the stored value: ours, or the one a
    * racing attempt stored first. `value === undefined` stores "done, no value". `encoded`: the
-   * value's JSON text when the caller has it already (JSON.stringify(value)), so it is not made twice.
+   * value's JSON text when the caller has it already (JSON.stringify(value)), so it is not made twice;
+   * `record` as JSON text when it was made from checked parts (stepRecordJson).
    */
-  async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord, encoded?: string): Promise<StoredValue> {
+  async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord | string, encoded?: string): Promise<StoredValue> {
     const { toolCallId, epoch } = fence
     const reply = await this.stream.script(
       scripts.saveStep,
@@ -158,7 +159,7 @@ export class CallLedger {
           epoch,
           stepField: stepField(toolCallId, name),
           value: encoded ?? encodeValue(value),
-          record: encodeRecord(record),
+          record: typeof record === 'string' ? record : encodeRecord(record),
         },
       },
       true,

@@ -72,13 +72,19 @@ const queueJobs = new Gauge({
   registers: [registry],
 })
 
-/** A metric's child of these label values, made once (prom-client hashes a labels object on every call). */
-function children<T>(make: (values: string[]) => T): (...values: string[]) => T {
-  const made = new Map<string, T>()
-  return (...values) => {
-    const key = values.join('\0')
-    let child = made.get(key)
-    if (!child) made.set(key, (child = make(values)))
+/**
+ * A metric's child of these three label values, made once (prom-client hashes a labels object on
+ * every call); looked up by nested maps, with no array or joined key made a call.
+ */
+function children<T>(make: (values: [string, string, string]) => T): (a: string, b: string, c: string) => T {
+  const made = new Map<string, Map<string, Map<string, T>>>()
+  return (a, b, c) => {
+    let byA = made.get(a)
+    if (!byA) made.set(a, (byA = new Map()))
+    let byB = byA.get(b)
+    if (!byB) byA.set(b, (byB = new Map()))
+    let child = byB.get(c)
+    if (!child) byB.set(c, (child = make([a, b, c])))
     return child
   }
 }

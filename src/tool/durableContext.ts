@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { DuplicateStepError, ReservedRecordTypeError, StorageError, type LockLostError } from '../errors/index.js'
 import type { SessionLog, Fence, StepLookup, StepRetryState } from '../log/index.js'
-import { RESERVED_PREFIX, type LogRecord } from '../log/index.js'
+import { RESERVED_PREFIX, stepRecordJson, type LogRecord } from '../log/index.js'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
 import type { AppendRecord, DurableContextFields, Step, StepFnOptions, StepOptions, WaitForEventOptions } from './context.js'
 import { parseDuration, parseWakeTime } from './duration.js'
@@ -171,12 +171,8 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
         : await run()
       const { copy, encoded } = encodeValue(value, what)
       if (appended > 0) await staging
-      const record: LogRecord =
-        copy === undefined
-          ? { type: 'harness.tool.step', toolCallId: fence.toolCallId, name }
-          : { type: 'harness.tool.step', toolCallId: fence.toolCallId, name, value: copy }
       try {
-        return (await log.saveStep(fence, name, copy, record, encoded)).value
+        return (await log.saveStep(fence, name, copy, stepRecordJson(fence.toolCallId, name, encoded), encoded)).value
       } catch (error) {
         throw oursFailed(error)
       }
