@@ -23,15 +23,15 @@ describe('spare fetch lanes of a tool queue (fetchLanes.ts)', () => {
     const connection = rigClient(url, { maxRetriesPerRequest: null })
     const lanes = new FetchLanes()
     const ranOn: string[] = []
-    const process = (lane: string) => (job: Job) =>
+    const processor = (lane: string) => (job: Job) =>
       lanes.run(async () => {
         ranOn.push(lane)
         await new Promise((resolve) => setTimeout(resolve, holdMs))
         return job.id
       })
     const options = { connection, prefix, autorun: false, concurrency: 5 }
-    const first = new Worker('tools.lanes', process('first'), options)
-    const spare = new Worker('tools.lanes', process('spare'), options)
+    const first = new Worker('tools.lanes', processor('first'), options)
+    const spare = new Worker('tools.lanes', processor('spare'), options)
     lanes.serve([spare])
     const queue = new Queue('tools.lanes', { connection, prefix })
     closers.push(async () => {
