@@ -1,4 +1,4 @@
-// `npm run bench -- --against <git ref> [--rounds 5] [--rows id,id|all] [--quick] [--keep] [--npm-ci] [--driver this|own] [--source]`
+// `npm run bench -- --against <git ref> [--rounds 5] [--rows id,id|all] [--quick] [--keep] [--npm-ci] [--driver this|own] [--source] [--interleave]`
 // A/B of this tree against any commit, in one run: checks the ref out into a temporary git worktree
 // (node_modules reused when the ref's package-lock.json is this checkout's, or when the ref pins the
 // same versions of its runtime dependencies as are installed here; else `npm ci` there), starts one
@@ -8,13 +8,15 @@
 // `--driver own`: each side runs its own scripts/bench/againstSide.ts where it has one (this tree's where not).
 // Prints each row's medians, this/ref, the spread of the rounds and a verdict (againstReport.ts), with
 // the machine's load before and after; writes everything to bench/against.json.
+// `--interleave`: the runTool rows only, both libraries in one process in short alternating blocks
+// (againstInterleaved.ts); `--rounds` is then the number of block pairs (default 150).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { startRedisServer } from '../../src/testing/index.js'
-import { AB_ROWS, aggregate, formatReport, type RowResult, type SideRound } from './againstReport.js'
+import { AB_ROWS, aggregate, formatReport, INTERLEAVED_ROWS, type RowResult, type SideRound } from './againstReport.js'
 import { compileSide } from './compileSide.js'
 import { stderrProgress as progress } from './lib.js'
 
@@ -29,6 +31,8 @@ interface AgainstArgs {
   driver: 'this' | 'own'
   /** Run each side's TypeScript source under tsx instead of its compiled JavaScript (compileSide.ts). */
   source: boolean
+  /** Both sides in one process, in alternating blocks (againstInterleaved.ts); `rounds` counts block pairs. */
+  interleave: boolean
 }
 
 function parseAgainstArgs(argv: string[]): AgainstArgs {
@@ -37,19 +41,22 @@ function parseAgainstArgs(argv: string[]): AgainstArgs {
     if (i < 0) return undefined
     return argv[i]!.includes('=') ? argv[i]!.slice(argv[i]!.indexOf('=') + 1) : argv[i + 1]
   }
-  const usage = `npm run bench -- --against <git ref> [--rounds N] [--rows ${AB_ROWS.map((r) => r.id).join(',')}|all] [--quick] [--keep] [--npm-ci] [--driver this|own] [--source]`
+  const usage = `npm run bench -- --against <git ref> [--rounds N] [--rows ${AB_ROWS.map((r) => r.id).join(',')}|all] [--quick] [--keep] [--npm-ci] [--driver this|own] [--source] [--interleave]`
   const fail = (why: string): never => {
     process.stderr.write(`bench --against: ${why}\n${usage}\n`)
     process.exit(2)
   }
   const ref = value('against')
   if (!ref || ref.startsWith('--')) fail('--against needs a git ref (a commit, branch or tag)')
-  const rounds = Number(value('rounds') ?? 5)
-  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 100) fail(`--rounds takes a whole number from 1 to 100`)
+  const interleave = argv.includes('--interleave')
+  const rounds = Number(value('rounds') ?? (interleave ? 150 : 5))
+  const most = interleave ? 2000 : 100
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > most) fail(`--rounds takes a whole number from 1 to ${most}`)
+  const offered: readonly string[] = interleave ? INTERLEAVED_ROWS : AB_ROWS.map((r) => r.id)
   const list = value('rows') ?? 'all'
-  const rows = list === 'all' ? AB_ROWS.map((r) => r.id) : list.split(',').filter(Boolean)
-  const unknown = rows.filter((id) => !AB_ROWS.some((r) => r.id === id))
-  if (unknown.length || rows.length === 0) fail(`--rows takes "all" or ids of ${AB_ROWS.map((r) => r.id).join(', ')}`)
+  const rows = list === 'all' ? [...offered] : list.split(',').filter(Boolean)
+  const unknown = rows.filter((id) => !offered.includes(id))
+  if (unknown.length || rows.length === 0) fail(`--rows takes "all" or ids of ${offered.join(', ')}${interleave ? ' (--interleave)' : ''}`)
   const driver = value('driver') ?? 'this'
   if (driver !== 'this' && driver !== 'own') fail('--driver takes "this" (default: this tree\'s row driver on both sides) or "own"')
   return {
@@ -61,6 +68,7 @@ function parseAgainstArgs(argv: string[]): AgainstArgs {
     npmCi: argv.includes('--npm-ci'),
     driver: driver as 'this' | 'own',
     source: argv.includes('--source'),
+    interleave,
   }
 }
 
@@ -173,7 +181,12 @@ export async function againstMain(root: string, argv: string[]): Promise<void> {
     const rounds: SideRound[] = []
     const started = Date.now()
     try {
-      for (let r = 0; r < args.rounds; r++) {
+      if (args.interleave) {
+        await flush.flushall()
+        progress(`[against] ${args.rounds} interleaved block pairs in one process (this tree's library and the ref's)`)
+        rounds.push(...(await runInterleaved(root, libs, redis.url, args, (c) => (child = c))))
+      }
+      for (let r = 0; r < (args.interleave ? 0 : args.rounds); r++) {
         const order = r % 2 === 0 ? (['this', 'ref'] as const) : (['ref', 'this'] as const)
         for (const side of order) {
           await flush.flushall() // each side starts on an empty Redis
@@ -209,7 +222,7 @@ export async function againstMain(root: string, argv: string[]): Promise<void> {
     const load = (l: typeof before) => `load average ${l.loadavg.join(' ')}, CPU idle ${Math.round(l.idle1s * 100)}%`
     const slower = reports.filter((r) => r.verdict === 'SLOWER').map((r) => r.id)
     process.stdout.write(
-      `${thisLabel} against ${refLabel}: ${args.rounds} alternating rounds${args.quick ? ' (--quick)' : ''}, ` +
+      `${thisLabel} against ${refLabel}: ${args.rounds} ${args.interleave ? 'interleaved block pairs in one process' : 'alternating rounds'}${args.quick ? ' (--quick)' : ''}, ` +
         `one private redis-server, ${((Date.now() - started) / 1000).toFixed(0)} s; ` +
         `row driver: ${drivers.ref === root ? "this tree's on both sides" : 'each side its own'}\n\n` +
         `${formatReport(reports)}\n\n` +
@@ -260,6 +273,33 @@ function runSide(
       if (line) return resolve((JSON.parse(line.slice('AB-RESULT '.length)) as { rows: Record<string, RowResult> }).rows)
       const why = `its process exited ${code} without figures: ${err.slice(-3).join(' | ').slice(0, 300)}`
       resolve(Object.fromEntries(args.rows.map((id) => [id, { error: why }])))
+    })
+  })
+}
+
+/** `--interleave`: both libraries in one child process (againstInterleaved.ts); each block pair is a round. */
+function runInterleaved(
+  root: string,
+  libs: { this: string; ref: string },
+  redisUrl: string,
+  args: AgainstArgs,
+  track: (c: ChildProcess) => void,
+): Promise<SideRound[]> {
+  const argv = ['--import', 'tsx', join(root, 'scripts', 'bench', 'againstInterleaved.ts')]
+  argv.push('--this', libs.this, '--ref', libs.ref, '--redis', redisUrl, '--blocks', String(args.rounds))
+  if (!args.source) argv.push('--js')
+  return new Promise((resolve) => {
+    const c = spawn(process.execPath, argv, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+    track(c)
+    let out = ''
+    c.stdout!.on('data', (d: Buffer) => (out += d))
+    c.on('close', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('AB-RESULT '))
+      if (line) return resolve((JSON.parse(line.slice('AB-RESULT '.length)) as { rounds: SideRound[] }).rounds)
+      const error = `the interleaved process exited ${code} without figures (its errors are above)`
+      resolve(
+        (['this', 'ref'] as const).map((side) => ({ round: 0, side, rows: Object.fromEntries(args.rows.map((id) => [id, { error }])) })),
+      )
     })
   })
 }

@@ -32,6 +32,9 @@ export const AB_ROWS: readonly RowSpec[] = [
   },
 ]
 
+/** The rows `--interleave` measures (againstInterleaved.ts). */
+export const INTERLEAVED_ROWS = ['runTool-p50', 'runTool-20', 'cpu-20'] as const
+
 /** The row whose code is the same on both sides: its ratio is the run's noise. */
 const CONTROL = 'raw-20'
 

@@ -17,6 +17,7 @@ import type * as Index from '../../src/index.js'
 import type * as Log from '../../src/log/index.js'
 import type * as Queue from '../../src/queue/index.js'
 import type * as Testing from '../../src/testing/index.js'
+import { threeStepTool } from './abTools.js'
 import type { RowResult } from './againstReport.js'
 import { startRawBullmq } from './bullmq.js'
 import { startFloorWorker } from './floor.js'
@@ -119,15 +120,7 @@ async function main(): Promise<void> {
   const prefix = benchPrefix('ab')
   const stats = new Redis(url, { maxRetriesPerRequest: 1 })
   try {
-    const three = lib.durableTool(
-      toolDefinition({ name: 'three', description: 'Three trivial steps', inputSchema: z.object({}) }),
-      async (_input, ctx) => {
-        await ctx.step.do('a', async () => 1)
-        await ctx.step.do('b', async () => 2)
-        await ctx.step.do('c', async () => 3)
-        return { ok: true }
-      },
-    )
+    const three = threeStepTool(lib.durableTool)
     const one = lib.durableTool(
       toolDefinition({ name: 'one', description: 'One trivial step', inputSchema: z.object({}) }),
       async (_input, ctx) => {

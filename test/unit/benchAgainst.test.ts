@@ -1,7 +1,15 @@
 // `npm run bench -- --against <ref>`: how alternating rounds of both sides become medians, ratios,
 // the rounds' spread and a verdict (scripts/bench/againstReport.ts). No timing: figures are given.
 import { describe, expect, it } from 'vitest'
-import { aggregate, formatReport, median, type RowSpec, type SideRound } from '../../scripts/bench/againstReport.js'
+import {
+  AB_ROWS,
+  aggregate,
+  formatReport,
+  INTERLEAVED_ROWS,
+  median,
+  type RowSpec,
+  type SideRound,
+} from '../../scripts/bench/againstReport.js'
 
 const latency: RowSpec = { id: 'p50', figure: 'p50', unit: 'ms', better: 'lower' }
 const rate: RowSpec = { id: 'rate', figure: 'calls/s', unit: '/s', better: 'higher' }
@@ -78,5 +86,18 @@ describe('bench --against aggregation', () => {
     const [r] = aggregate([...mine, ...theirs], [latency])
     expect(r!.ref).toMatchObject({ n: 0, median: null, errors: ['not reported (its row driver has no such row)'] })
     expect(r!.verdict).toBe('n/a')
+  })
+
+  it('the rows --interleave measures are rows of the report, each block pair a round', () => {
+    const specs = AB_ROWS.filter((r) => (INTERLEAVED_ROWS as readonly string[]).includes(r.id))
+    expect(specs.map((r) => r.id)).toEqual([...INTERLEAVED_ROWS])
+    const pair = (round: number, mine: number, theirs: number): SideRound[] => [
+      { round, side: 'this', rows: { 'runTool-20': { value: mine } } },
+      { round, side: 'ref', rows: { 'runTool-20': { value: theirs } } },
+    ]
+    const rounds = [...pair(0, 900, 1000), ...pair(1, 1800, 2000), ...pair(2, 950, 1000)]
+    const rate = aggregate(rounds, specs).find((r) => r.id === 'runTool-20')!
+    expect(rate.roundRatios).toMatchObject({ n: 3, min: 0.9, max: 0.95 })
+    expect(rate.verdict).toBe('SLOWER')
   })
 })

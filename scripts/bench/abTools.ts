@@ -1,0 +1,17 @@
+// The durable tool of the runTool rows of `--against` (againstSide.ts and againstInterleaved.ts): three
+// trivial steps, made with the side's own `durableTool` so each side's library runs its own steps.
+import { toolDefinition } from '@tanstack/ai'
+import { z } from 'zod'
+import type * as Index from '../../src/index.js'
+
+export function threeStepTool(durableTool: typeof Index.durableTool) {
+  return durableTool(
+    toolDefinition({ name: 'three', description: 'Three trivial steps', inputSchema: z.object({}) }),
+    async (_input, ctx) => {
+      await ctx.step.do('a', async () => 1)
+      await ctx.step.do('b', async () => 2)
+      await ctx.step.do('c', async () => 3)
+      return { ok: true }
+    },
+  )
+}

@@ -1,0 +1,108 @@
+// `npm run bench -- --against <ref> --interleave`: both libraries in ONE process, measured in short
+// alternating blocks (this, ref; then ref, this; ...), each block pair a "round" of againstReport.
+// Why: this machine's speed swings by 20-50% within tens of seconds (steal time). A round of the
+// process-per-side mode takes about 30 s a side, so a swing often falls between its two halves; a
+// block takes well under a second, so each pair sees nearly the same machine, and a few hundred
+// pairs in a few minutes give a median ratio a few times tighter than nine rounds do.
+// Rows: runTool-p50 (30 calls one at a time a block), runTool-20 and cpu-20 (300 calls, 20 callers).
+// Both hosts stay open for the whole run; the idle one's workers sit blocked in BZPOPMIN.
+// `npx tsx scripts/bench/againstInterleaved.ts --this <lib> --ref <lib> --redis <url> --blocks N [--js]`
+// Prints `AB-RESULT {"rounds":[...]}` on stdout; progress goes to stderr.
+import { pathToFileURL } from 'node:url'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import type * as Index from '../../src/index.js'
+import type * as Testing from '../../src/testing/index.js'
+import { threeStepTool } from './abTools.js'
+import type { RowResult, SideRound } from './againstReport.js'
+import { benchPrefix, deletePrefix, pool, serverUsec, silentLogger, stderrProgress, summarize } from './lib.js'
+
+type Lib = typeof Index & Pick<typeof Testing, 'scriptedModel'>
+type Side = 'this' | 'ref'
+
+const arg = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? process.argv[i + 1] : undefined
+}
+
+async function loadLib(root: string, js: boolean): Promise<Lib> {
+  const load = (path: string) =>
+    import(pathToFileURL(join(root, js ? path.replace(/\.ts$/, '.js') : path)).href) as Promise<Record<string, unknown>>
+  const [index, testing] = await Promise.all([load('src/index.ts'), load('src/testing/index.ts')])
+  return { ...index, scriptedModel: testing.scriptedModel } as Lib
+}
+
+/** One side's host with workers at concurrency 20 (as againstSide's runTool rows), warmed up. */
+async function openSide(root: string, js: boolean, url: string, tag: string) {
+  const lib = await loadLib(root, js)
+  const three = threeStepTool(lib.durableTool)
+  const harness = lib.defineHarness({ name: `bench-ab-${tag}`, adapter: lib.scriptedModel([]), tools: [three] })
+  const prefix = benchPrefix(`abi-${tag}`)
+  const host = lib.createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: silentLogger })
+  const workers = host.startWorkers({ concurrency: 20, sweepEveryMs: 0 })
+  const call = (sessionId: string) => host.open(harness, { sessionId }).runTool({ name: 'three', input: {} })
+  for (let i = 0; i < 200; i++) await call('warm')
+  await pool(2000, 20, (i) => call(`warm-${i % 20}`))
+  return {
+    call,
+    close: async () => {
+      await workers.close()
+      await host.close()
+      await deletePrefix(url, prefix)
+    },
+  }
+}
+
+async function main(): Promise<void> {
+  const roots = { this: arg('this'), ref: arg('ref') }
+  const url = arg('redis')
+  const blocks = Number(arg('blocks') ?? '120')
+  if (!roots.this || !roots.ref || !url) throw new Error('againstInterleaved: needs --this <lib> --ref <lib> --redis <url>')
+  const js = process.argv.includes('--js')
+  const stats = new Redis(url, { maxRetriesPerRequest: 1 })
+  const sides = {} as Record<Side, Awaited<ReturnType<typeof openSide>>>
+  for (const side of ['this', 'ref'] as const) {
+    stderrProgress(`[interleave] ${side}: loading and warming up`)
+    sides[side] = await openSide(roots[side]!, js, url, side)
+  }
+  const rounds: SideRound[] = []
+  try {
+    for (let k = 0; k < blocks; k++) {
+      if (k % 20 === 0) stderrProgress(`[interleave] block pair ${k + 1}/${blocks}`)
+      const order = k % 2 === 0 ? (['this', 'ref'] as const) : (['ref', 'this'] as const)
+      for (const side of order) {
+        const { call } = sides[side]
+        const rows: Record<string, RowResult> = {}
+        const samples: number[] = []
+        for (let i = 0; i < 30; i++) {
+          const t0 = performance.now()
+          await call(`seq-${k}`)
+          samples.push(performance.now() - t0)
+        }
+        rows['runTool-p50'] = { value: summarize(samples).p50 }
+        const cpu0 = process.cpuUsage()
+        const server0 = await serverUsec(stats)
+        const t0 = performance.now()
+        await pool(300, 20, (i) => call(`par-${k}-${i % 20}`))
+        const ms = performance.now() - t0
+        const cpu = process.cpuUsage(cpu0)
+        const server = (await serverUsec(stats)) - server0
+        rows['runTool-20'] = { value: (300 / ms) * 1000 }
+        rows['cpu-20'] = { value: (cpu.user + cpu.system + server) / 300 }
+        rounds.push({ round: k, side, rows })
+      }
+    }
+  } finally {
+    for (const side of ['this', 'ref'] as const) await sides[side].close()
+    stats.disconnect()
+  }
+  process.stdout.write(`AB-RESULT ${JSON.stringify({ rounds })}\n`)
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    stderrProgress(`[interleave] failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
+    process.exit(1)
+  },
+)
