@@ -59,6 +59,8 @@ function parseAgainstArgs(argv: string[]): AgainstArgs {
   if (unknown.length || rows.length === 0) fail(`--rows takes "all" or ids of ${offered.join(', ')}${interleave ? ' (--interleave)' : ''}`)
   const driver = value('driver') ?? 'this'
   if (driver !== 'this' && driver !== 'own') fail('--driver takes "this" (default: this tree\'s row driver on both sides) or "own"')
+  if (interleave && driver === 'own') fail("--interleave runs this tree's driver for both libraries in one process: leave out --driver own")
+  if (interleave && argv.includes('--quick')) fail('--interleave has no --quick: give fewer block pairs (--rounds)')
   return {
     ref: ref!,
     rounds,
@@ -185,16 +187,17 @@ export async function againstMain(root: string, argv: string[]): Promise<void> {
         await flush.flushall()
         progress(`[against] ${args.rounds} interleaved block pairs in one process (this tree's library and the ref's)`)
         rounds.push(...(await runInterleaved(root, libs, redis.url, args, (c) => (child = c))))
-      }
-      for (let r = 0; r < (args.interleave ? 0 : args.rounds); r++) {
-        const order = r % 2 === 0 ? (['this', 'ref'] as const) : (['ref', 'this'] as const)
-        for (const side of order) {
-          await flush.flushall() // each side starts on an empty Redis
-          progress(`[against] round ${r + 1}/${args.rounds}: ${side === 'this' ? thisLabel : refLabel}`)
-          const js = compiled[side]
-          const lib = js ? libs[side] : side === 'this' ? root : dir
-          const rows = await runSide(drivers[side], lib, redis.url, { ...args, source: !js }, (c) => (child = c))
-          rounds.push({ round: r, side, rows })
+      } else {
+        for (let r = 0; r < args.rounds; r++) {
+          const order = r % 2 === 0 ? (['this', 'ref'] as const) : (['ref', 'this'] as const)
+          for (const side of order) {
+            await flush.flushall() // each side starts on an empty Redis
+            progress(`[against] round ${r + 1}/${args.rounds}: ${side === 'this' ? thisLabel : refLabel}`)
+            const js = compiled[side]
+            const lib = js ? libs[side] : side === 'this' ? root : dir
+            const rows = await runSide(drivers[side], lib, redis.url, { ...args, source: !js }, (c) => (child = c))
+            rounds.push({ round: r, side, rows })
+          }
         }
       }
     } finally {

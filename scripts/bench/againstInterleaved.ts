@@ -8,12 +8,10 @@
 // Both hosts stay open for the whole run; the idle one's workers sit blocked in BZPOPMIN.
 // `npx tsx scripts/bench/againstInterleaved.ts --this <lib> --ref <lib> --redis <url> --blocks N [--js]`
 // Prints `AB-RESULT {"rounds":[...]}` on stdout; progress goes to stderr.
-import { pathToFileURL } from 'node:url'
-import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import type * as Index from '../../src/index.js'
 import type * as Testing from '../../src/testing/index.js'
-import { threeStepTool } from './abTools.js'
+import { sideImporter, threeStepTool } from './abTools.js'
 import type { RowResult, SideRound } from './againstReport.js'
 import { benchPrefix, deletePrefix, pool, serverUsec, silentLogger, stderrProgress, summarize } from './lib.js'
 
@@ -26,8 +24,7 @@ const arg = (name: string) => {
 }
 
 async function loadLib(root: string, js: boolean): Promise<Lib> {
-  const load = (path: string) =>
-    import(pathToFileURL(join(root, js ? path.replace(/\.ts$/, '.js') : path)).href) as Promise<Record<string, unknown>>
+  const load = sideImporter(root, js)
   const [index, testing] = await Promise.all([load('src/index.ts'), load('src/testing/index.ts')])
   return { ...index, scriptedModel: testing.scriptedModel } as Lib
 }
@@ -56,7 +53,7 @@ async function openSide(root: string, js: boolean, url: string, tag: string) {
 async function main(): Promise<void> {
   const roots = { this: arg('this'), ref: arg('ref') }
   const url = arg('redis')
-  const blocks = Number(arg('blocks') ?? '120')
+  const blocks = Number(arg('blocks') ?? '150')
   if (!roots.this || !roots.ref || !url) throw new Error('againstInterleaved: needs --this <lib> --ref <lib> --redis <url>')
   const js = process.argv.includes('--js')
   const stats = new Redis(url, { maxRetriesPerRequest: 1 })

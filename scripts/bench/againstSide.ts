@@ -9,7 +9,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { Session as Inspector } from 'node:inspector'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
 import { toolDefinition } from '@tanstack/ai'
 import { Redis } from 'ioredis'
 import { z } from 'zod'
@@ -17,7 +16,7 @@ import type * as Index from '../../src/index.js'
 import type * as Log from '../../src/log/index.js'
 import type * as Queue from '../../src/queue/index.js'
 import type * as Testing from '../../src/testing/index.js'
-import { threeStepTool } from './abTools.js'
+import { sideImporter, threeStepTool } from './abTools.js'
 import type { RowResult } from './againstReport.js'
 import { startRawBullmq } from './bullmq.js'
 import { startFloorWorker } from './floor.js'
@@ -43,9 +42,7 @@ type Lib = typeof Index &
 /** The library as the tree under `root` has it (its own node_modules resolve its imports). */
 async function loadLib(root: string): Promise<Lib> {
   // `--js`: the side's compiled library (compileSide.ts), else its TypeScript source under tsx
-  const js = process.argv.includes('--js')
-  const load = (path: string) =>
-    import(pathToFileURL(join(root, js ? path.replace(/\.ts$/, '.js') : path)).href) as Promise<Record<string, unknown>>
+  const load = sideImporter(root, process.argv.includes('--js'))
   const [index, testing, log, queue] = await Promise.all([
     load('src/index.ts'),
     load('src/testing/index.ts'),
