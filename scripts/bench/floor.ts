@@ -1,10 +1,11 @@
-// The design's floor: durable 1-step calls (enqueued by the host as usual) drained by a bare BullMQ
-// worker whose processor only sends the scripts a call cannot do without, on an auto-pipelined
-// connection, with none of the harness around them (hooks, signals, timeouts, spans, metrics): for a
-// call its runTool request began (its job carries a mark: src/log/callMarks.ts) saveStep and
-// landResult at epoch 1, two scripts; for a call of a library without that (an older ref), beginCall,
-// saveStep and landResult. Shared by cpuProfile.ts --floor, the calls bench (row 2g) and --against
-// (floor rows). The log and queue names come in as `lib`, so --against can run it on a ref's library source.
+// The design's floor: durable calls (enqueued by the host as usual) drained by a bare BullMQ worker
+// whose processor only sends the scripts a call cannot do without, with none of the harness around
+// them (hooks, signals, timeouts, spans, metrics): for a call its runTool request began (its job
+// carries a mark: src/log/callMarks.ts) its steps' saveStep and landResult at epoch 1, two scripts
+// for a 1-step call; for a call of a library without that (an older ref), beginCall first. Shared by
+// cpuProfile.ts --floor, the calls bench (rows 2g, 2h: 1-step drains on an auto-pipelined log
+// connection; rows 2k, 2l: 3-step runTool calls, a plain one) and --against (floor rows). The log
+// and queue names come in as `lib`, so --against can run it on a ref's library source.
 import { Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { SessionLog } from '../../src/log/index.js'
@@ -25,10 +26,18 @@ export interface FloorOptions {
   concurrency: number
   /** BullMQ's connection (it duplicates it for blocking reads). */
   connection: Redis
+  /** Steps a call saves (a, b, c, ...: values 1, 2, 3, ...), as the tool of the calls does; default 1. */
+  steps?: number
+  /**
+   * The log connection auto-pipelined (default, for the drains). The lone-call floor (row 2k) sends
+   * on a plain one: one call at a time, ioredis's pipeline per tick only adds to each round trip.
+   */
+  autoPipelining?: boolean
 }
 
 export function startFloorWorker(lib: FloorLib, o: FloorOptions): { workers: Worker[]; close(): Promise<void> } {
-  const logRedis = new Redis(o.redisUrl, { maxRetriesPerRequest: null, enableAutoPipelining: true })
+  const logRedis = new Redis(o.redisUrl, { maxRetriesPerRequest: null, enableAutoPipelining: o.autoPipelining ?? true })
+  const steps = Array.from({ length: o.steps ?? 1 }, (_, i) => ({ name: String.fromCharCode(97 + i), value: i + 1 }))
   const worker = new Worker<ToolJobData>(
     lib.toolQueueName(o.harness),
     async (job) => {
@@ -37,7 +46,7 @@ export function startFloorWorker(lib: FloorLib, o: FloorOptions): { workers: Wor
       // begun with its request: its first delivery runs at epoch 1 (the floor trusts the mark unchecked)
       const epoch = mark !== undefined ? 1 : (await log.beginCall(toolCallId, job.name, 'safe', { harness: o.harness })).epoch
       const fence = { toolCallId, epoch }
-      await log.saveStep(fence, 'a', 1, { type: 'harness.tool.step', toolCallId, name: 'a', value: 1 })
+      for (const { name, value } of steps) await log.saveStep(fence, name, value, { type: 'harness.tool.step', toolCallId, name, value })
       await log.landResult(fence, job.name, { result: { ok: true } })
     },
     // an older library's bullPrefix takes the prefix only and ignores the shard arguments

@@ -300,7 +300,8 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       `${ms(ours.runTool.p50)} (${ms(ours.runTool.p99)})`,
       `BullMQ round trip p50 ${ms(raw.roundTrip.p50)} (p99 ${ms(raw.roundTrip.p99)})`,
       ours.runTool.p50 / raw.roundTrip.p50,
-      1.3,
+      // issue 24's targets (2a, 2b); issue 15 had asked 1.3x and 0.8x
+      1.5,
     )
     atLeast(
       '2b',
@@ -308,7 +309,7 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       perSec(ours.runToolPerSec),
       `BullMQ round trips/s ${perSec(raw.roundTripsPerSec)}`,
       ours.runToolPerSec / raw.roundTripsPerSec,
-      0.8,
+      0.9,
     )
     for (const [id, runs, what] of [
       ['2c', ours.drain1, 'runTool'],
@@ -352,6 +353,24 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       floorNote,
       p.drain1.commandsPerOp / fp.commandsPerOp,
     )
+    // 2k/2l: 2a's and 2b's runTool calls served by the floor's bare worker instead of ours, same rounds:
+    // what the design allows against raw BullMQ, and what our worker adds above it
+    const floor = r.calls.floor
+    const againstRaw = (x: number) => `${Math.round(x * 100) / 100}x raw`
+    info(
+      '2k',
+      'runTool, 3 steps: p50, against the floor (our runTool, a bare worker)',
+      ms(ours.runTool.p50),
+      `floor p50 ${ms(floor.runTool.p50)} (${againstRaw(floor.runTool.p50 / raw.roundTrip.p50)})`,
+      ours.runTool.p50 / floor.runTool.p50,
+    )
+    info(
+      '2l',
+      `runTool calls/s, ${callers} callers, against the floor`,
+      perSec(ours.runToolPerSec),
+      `floor ${perSec(floor.runToolPerSec)} (${againstRaw(floor.runToolPerSec / raw.roundTripsPerSec)})`,
+      ours.runToolPerSec / floor.runToolPerSec,
+    )
     // 2i: own CPU a call in 2b's loops (issue 24); a shared Redis's CPU includes other clients', so Node's only
     const us = (x: number) => Math.round(x).toLocaleString('en-US')
     const cpu = (c: CallCpu) =>
@@ -365,8 +384,8 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
     if (ours.runToolCpu.serverUs === undefined) info('2i', cpuFigure, cpu(ours.runToolCpu), cpuBase, cpuRatio)
     else atMost('2i', cpuFigure, cpu(ours.runToolCpu), cpuBase, cpuRatio, 1.3)
   } else {
-    missing('2a', 'runTool, 3 steps: p50', '<= 1.3x', 'calls')
-    missing('2b', 'runTool calls/s, 20 callers', '>= 0.8x', 'calls')
+    missing('2a', 'runTool, 3 steps: p50', '<= 1.5x', 'calls')
+    missing('2b', 'runTool calls/s, 20 callers', '>= 0.9x', 'calls')
     missing('2c', 'durable calls/s (1 step)', '>= 0.5x', 'calls')
     missing('2i', 'own CPU (Node + Redis) per runTool call (3 steps), 20 callers', '<= 1.3x', 'calls')
   }

@@ -102,8 +102,12 @@ export interface ToolCallsResult {
     /** One runTool call; draining at concurrency 10, per tool call (enqueue not included). */
     profile: { runTool: CommandProfile; drain1: CommandProfile; drain10: CommandProfile }
   }
-  /** The same 1-step calls as drain1, drained by floor.ts's bare worker (only the scripts a call needs), in the same reps. */
-  floor: { drain: DrainRun[]; profile: CommandProfile }
+  /**
+   * The same 1-step calls as drain1, drained by floor.ts's bare worker (only the scripts a call needs),
+   * in the same reps; and 2a/2b's runTool calls of the 3-step tool served by that worker (our runTool,
+   * none of our worker), in the same rounds: the lone-call p50 and the calls/s the design allows.
+   */
+  floor: { drain: DrainRun[]; profile: CommandProfile; runTool: Summary; runToolPerSec: number }
 }
 
 export interface ToolCallsOptions {
@@ -122,24 +126,43 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
   const prefix = benchPrefix('tools')
   const host = createHarnessHost({ redis: redisUrl, harnesses: [toolsHarness], prefix, logger: silentLogger })
   const raw = await startRawBullmq(redisUrl, callers, progress)
+  // the floor's runTool callers: a host of their own (no workers), served by floor.ts's bare worker
+  const floorPrefix = benchPrefix('tools-floor')
+  const floorHost = createHarnessHost({ redis: redisUrl, harnesses: [toolsHarness], prefix: floorPrefix, logger: silentLogger })
+  const floorConnection = new Redis(redisUrl, { maxRetriesPerRequest: null })
   try {
     // ---- round trips, raw and ours interleaved in rounds (worker concurrency = callers on both) ----
     const workers = host.startWorkers({ concurrency: callers, sweepEveryMs: 0 })
     const call = (sessionId: string) => host.open(toolsHarness, { sessionId }).runTool({ name: 'three', input: {} })
+    const floorLib = { SessionLog, bullPrefix, toolQueueName }
+    const floorWorker = startFloorWorker(floorLib, {
+      redisUrl,
+      prefix: floorPrefix,
+      harness: toolsHarness.name,
+      concurrency: callers,
+      connection: floorConnection,
+      steps: 3,
+      autoPipelining: false,
+    })
+    const floorCall = (sessionId: string) => floorHost.open(toolsHarness, { sessionId }).runTool({ name: 'three', input: {} })
     progress('[ours] warm-up')
     for (let i = 0; i < 200; i++) await call('warm')
+    for (let i = 0; i < 200; i++) await floorCall('warm')
     // V8 compiles a hot function after many runs: the first 1,000 calls ran at about 60% of the steady
     // rate (the longer path warms up later), so both are measured warm (as a worker that has run a while)
     const warm = quick ? 300 : 2000
     await pool(warm, callers, (i) => call(`warm-${i % callers}`))
+    await pool(warm, callers, (i) => floorCall(`warm-${i % callers}`))
     await pool(warm, callers, () => raw.roundTrip())
     const rounds = 10
     const n = quick ? 30 : 200
     const m = quick ? 100 : 600
     const rawSamples: number[] = []
     const ourSamples: number[] = []
+    const floorSamples: number[] = []
     let rawMs = 0
     let ourMs = 0
+    let floorMs = 0
     const stats = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
     const rawCpu: OwnCpu = { userUs: 0, systemUs: 0, serverUs: 0 }
     const ourCpu: OwnCpu = { userUs: 0, systemUs: 0, serverUs: 0 }
@@ -153,10 +176,17 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
     }
     const sequential = (into: number[], fn: () => Promise<unknown>) => timeEach(into, n, fn)
     for (let r = 0; r < rounds; r++) {
-      progress(`[round trips] round ${r + 1}/${rounds}: raw BullMQ and runTool (3 steps), ${n} one at a time, ${m} with ${callers} callers`)
-      const rawFirst = r % 2 === 0
-      for (const which of rawFirst ? ['raw', 'ours'] : ['ours', 'raw']) {
-        if (which === 'raw') {
+      progress(
+        `[round trips] round ${r + 1}/${rounds}: raw BullMQ, runTool (3 steps) and the floor's, ${n} one at a time, ${m} with ${callers} callers`,
+      )
+      for (const which of r % 2 === 0 ? ['raw', 'ours', 'floor'] : ['floor', 'ours', 'raw']) {
+        if (which === 'floor') {
+          // no CPU figure: the floor's worker shares nothing with 2i's question
+          await sequential(floorSamples, () => floorCall('rt'))
+          const t0 = performance.now()
+          await pool(m, callers, (i) => floorCall(`rt-${i % callers}`))
+          floorMs += performance.now() - t0
+        } else if (which === 'raw') {
           await sequential(rawSamples, () => raw.roundTrip())
           rawMs += await loop(rawCpu, () => pool(m, callers, () => raw.roundTrip()))
         } else {
@@ -169,6 +199,7 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
     const rawProfile = await raw.profile()
     const runToolProfile = await profileCommands(redisUrl, prefix, 50, () => call('profile'))
     await workers.close()
+    await floorWorker.close()
 
     // ---- drain pre-enqueued work at each concurrency: raw, batches of 1, batches of 10, alternating ----
     const reps = quick ? 1 : 2
@@ -183,8 +214,6 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
     const drain1: DrainRun[] = []
     const drain10: DrainRun[] = []
     const floorDrain: DrainRun[] = []
-    const floorConnection = new Redis(redisUrl, { maxRetriesPerRequest: null })
-    const floorLib = { SessionLog, bullPrefix, toolQueueName }
     const drainFloor = (concurrency: number, jobs: number) =>
       drainWith(
         () => startFloorWorker(floorLib, { redisUrl, prefix, harness: toolsHarness.name, concurrency, connection: floorConnection }),
@@ -235,7 +264,6 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
     stats.disconnect()
     await enqueueRunTool(host, 'pf', 200)
     const floorProfile = perJob(await profileCommands(redisUrl, prefix, 1, () => drainFloor(10, 200)), 200)
-    floorConnection.disconnect()
     progress('[drain] command profiles (MONITOR): 200 runTool calls and 20 turns x 10 calls at concurrency 10')
     await enqueueRunTool(host, 'p1', 200)
     const drain1Profile = perJob(await profileCommands(redisUrl, prefix, 1, () => drain(host, 10, 'tools.', 200)), 200)
@@ -263,12 +291,20 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
         drain10,
         profile: { runTool: runToolProfile, drain1: drain1Profile, drain10: drain10Profile },
       },
-      floor: { drain: floorDrain, profile: floorProfile },
+      floor: {
+        drain: floorDrain,
+        profile: floorProfile,
+        runTool: summarize(floorSamples),
+        runToolPerSec: ((rounds * m) / floorMs) * 1000,
+      },
     }
   } finally {
+    floorConnection.disconnect()
     await raw.close()
     await host.close()
+    await floorHost.close()
     await deletePrefix(redisUrl, prefix)
+    await deletePrefix(redisUrl, floorPrefix)
   }
 }
 
