@@ -131,7 +131,7 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
   const floorHost = createHarnessHost({ redis: redisUrl, harnesses: [toolsHarness], prefix: floorPrefix, logger: silentLogger })
   const floorConnection = new Redis(redisUrl, { maxRetriesPerRequest: null })
   try {
-    // ---- round trips, raw and ours interleaved in rounds (worker concurrency = callers on both) ----
+    // ---- round trips, raw, ours and the floor's interleaved in rounds (worker concurrency = callers on each) ----
     const workers = host.startWorkers({ concurrency: callers, sweepEveryMs: 0 })
     const call = (sessionId: string) => host.open(toolsHarness, { sessionId }).runTool({ name: 'three', input: {} })
     const floorLib = { SessionLog, bullPrefix, toolQueueName }
@@ -183,9 +183,7 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
         if (which === 'floor') {
           // no CPU figure: the floor's worker shares nothing with 2i's question
           await sequential(floorSamples, () => floorCall('rt'))
-          const t0 = performance.now()
-          await pool(m, callers, (i) => floorCall(`rt-${i % callers}`))
-          floorMs += performance.now() - t0
+          floorMs += await pool(m, callers, (i) => floorCall(`rt-${i % callers}`))
         } else if (which === 'raw') {
           await sequential(rawSamples, () => raw.roundTrip())
           rawMs += await loop(rawCpu, () => pool(m, callers, () => raw.roundTrip()))
