@@ -2,7 +2,7 @@ import { Worker, type ConnectionOptions } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { isAuthFailure } from '../credentials.js'
-import { AttemptLocks, LockWatchingWorker, processToolJob, type CallAborts } from '../call/index.js'
+import { AttemptLocks, EagerStartWorker, processToolJob, type CallAborts } from '../call/index.js'
 import type { Harness } from '../core/index.js'
 import { parseToolJobId, type CallMarks, type SessionLog } from '../log/index.js'
 import {
@@ -71,7 +71,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   const lanes = new FetchLanes()
   const tools = laneSizes(concurrency).map(
     (slots) =>
-      new LockWatchingWorker<ToolJobData>(
+      new EagerStartWorker<ToolJobData>(
         toolQueueName(harness.name),
         (job, token) =>
           lanes.run(() =>

@@ -1,0 +1,93 @@
+import { Queue, type Job } from 'bullmq'
+import { afterEach, describe, expect, it } from 'vitest'
+import { AttemptLocks, EagerStartWorker, LockWatchingWorker } from '../../src/call/index.js'
+import { cleanupPrefix, getRedisUrl, rigClient, uniquePrefix } from '../rig.js'
+import { until } from '../helpers/log.js'
+
+const events = new WeakMap<object, string[]>()
+const note = (worker: object, job: Job | undefined) => events.get(worker)?.push(job ? `fetched ${job.id}` : 'fetched none')
+
+/** The workers under test, recording each fetch in order after it returned (BullMQ's protected hook). */
+class RecordingEager extends EagerStartWorker<unknown> {
+  protected override async moveToActive(token: string, name?: string): Promise<Job> {
+    const job = await super.moveToActive(token, name)
+    note(this, job as Job | undefined)
+    return job
+  }
+}
+class RecordingPlain extends LockWatchingWorker<unknown> {
+  protected override async moveToActive(token: string, name?: string): Promise<Job> {
+    const job = await super.moveToActive(token, name)
+    note(this, job as Job | undefined)
+    return job
+  }
+}
+
+describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
+  const closers: Array<() => Promise<unknown>> = []
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close()
+  })
+
+  async function served(Worker: typeof RecordingEager | typeof RecordingPlain, processor: (job: Job, events: string[]) => Promise<unknown>) {
+    const url = await getRedisUrl()
+    const prefix = uniquePrefix('eager')
+    const connection = rigClient(url, { maxRetriesPerRequest: null })
+    const seen: string[] = []
+    const worker = new Worker('tools.eager', (job: Job) => processor(job, seen), { connection, prefix, concurrency: 10, autorun: false }, new AttemptLocks(30_000))
+    events.set(worker, seen)
+    void worker.run()
+    const queue = new Queue('tools.eager', { connection, prefix })
+    closers.push(async () => {
+      await worker.close()
+      await queue.close()
+      connection.disconnect()
+      await cleanupPrefix(url, prefix)
+    })
+    await worker.waitUntilReady()
+    return { worker, queue, events: seen }
+  }
+
+  const started = async (job: Job, events: string[]) => {
+    events.push(`started ${job.id}`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    return `done ${job.id}`
+  }
+
+  it('jobs fetched one after another start as each is fetched; a plain worker starts them after its fetches found the queue empty', async () => {
+    const burst = [1, 2, 3].map((i) => ({ name: 't', data: {}, opts: { jobId: `b${i}` } }))
+    const ended = (queue: Queue) => async () => (await queue.getJobCounts('completed')).completed === 3
+    const eager = await served(RecordingEager, started)
+    await eager.queue.addBulk(burst)
+    await until(ended(eager.queue), 'the three jobs completed')
+    // BullMQ fetches b2 and b3 in sequence, then once more (empty): b2 started inside its own fetch
+    // (the hook records after the fetch returns), before b3's
+    const at = (events: string[], event: string, from = 0) => events.indexOf(event, from)
+    expect(at(eager.events, 'started b2')).toBeLessThan(at(eager.events, 'fetched b2'))
+    expect(at(eager.events, 'started b3')).toBeLessThan(at(eager.events, 'fetched none', at(eager.events, 'fetched b3')))
+
+    const plain = await served(RecordingPlain, started)
+    await plain.queue.addBulk(burst)
+    await until(ended(plain.queue), 'the three jobs completed')
+    const emptyAfterB3 = plain.events.indexOf('fetched none', at(plain.events, 'fetched b3'))
+    expect(emptyAfterB3).toBeGreaterThan(0)
+    expect(at(plain.events, 'started b2')).toBeGreaterThan(emptyAfterB3)
+  })
+
+  it('every job runs once, and BullMQ completes it with what its attempt returned, or fails it with what it threw', async () => {
+    const runs = new Map<string, number>()
+    const { queue } = await served(RecordingEager, async (job, events) => {
+      runs.set(job.id!, (runs.get(job.id!) ?? 0) + 1)
+      if (job.data.throwAtOnce) throw new Error(`refused ${job.id}`)
+      return started(job, events)
+    })
+    await queue.addBulk(Array.from({ length: 40 }, (_, i) => ({ name: 't', data: { throwAtOnce: i % 10 === 0 }, opts: { jobId: `j${i}` } })))
+    await until(async () => (await queue.getJobCounts('completed', 'failed')).completed + (await queue.getJobCounts('failed')).failed === 40, 'all 40 jobs ended')
+    expect([...runs.values()].every((n) => n === 1)).toBe(true)
+    expect(runs.size).toBe(40)
+    expect((await queue.getJob('j1'))?.returnvalue).toBe('done j1')
+    const failed = await queue.getJob('j10')
+    expect(await failed?.getState()).toBe('failed')
+    expect(failed?.failedReason).toBe('refused j10')
+  })
+})
