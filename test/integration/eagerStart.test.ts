@@ -29,12 +29,20 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
     for (const close of closers.splice(0).reverse()) await close()
   })
 
-  async function served(Worker: typeof RecordingEager | typeof RecordingPlain, processor: (job: Job, events: string[]) => Promise<unknown>) {
+  async function served(
+    Worker: typeof RecordingEager | typeof RecordingPlain,
+    processor: (job: Job, events: string[]) => Promise<unknown>,
+  ) {
     const url = await getRedisUrl()
     const prefix = uniquePrefix('eager')
     const connection = rigClient(url, { maxRetriesPerRequest: null })
     const seen: string[] = []
-    const worker = new Worker('tools.eager', (job: Job) => processor(job, seen), { connection, prefix, concurrency: 10, autorun: false }, new AttemptLocks(30_000))
+    const worker = new Worker(
+      'tools.eager',
+      (job: Job) => processor(job, seen),
+      { connection, prefix, concurrency: 10, autorun: false },
+      new AttemptLocks(30_000),
+    )
     events.set(worker, seen)
     void worker.run()
     const queue = new Queue('tools.eager', { connection, prefix })
@@ -81,8 +89,13 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
       if (job.data.throwAtOnce) throw new Error(`refused ${job.id}`)
       return started(job, events)
     })
-    await queue.addBulk(Array.from({ length: 40 }, (_, i) => ({ name: 't', data: { throwAtOnce: i % 10 === 0 }, opts: { jobId: `j${i}` } })))
-    await until(async () => (await queue.getJobCounts('completed', 'failed')).completed + (await queue.getJobCounts('failed')).failed === 40, 'all 40 jobs ended')
+    await queue.addBulk(
+      Array.from({ length: 40 }, (_, i) => ({ name: 't', data: { throwAtOnce: i % 10 === 0 }, opts: { jobId: `j${i}` } })),
+    )
+    await until(
+      async () => (await queue.getJobCounts('completed', 'failed')).completed + (await queue.getJobCounts('failed')).failed === 40,
+      'all 40 jobs ended',
+    )
     expect([...runs.values()].every((n) => n === 1)).toBe(true)
     expect(runs.size).toBe(40)
     expect((await queue.getJob('j1'))?.returnvalue).toBe('done j1')
