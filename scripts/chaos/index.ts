@@ -327,10 +327,17 @@ const t0 = Date.now()
 
 const deadline = started + opts.deadlineS * 1_000
 
+// The last turn of each session is also held until the asked kills are done: where replacement
+// workers start slowly the kills come slower than spreadMs assumes, and with every turn settled the
+// last kills would never happen (29 of 30 on a slower machine, 2026-12-03)
+let killsDone: () => void = () => {}
+const killsOver = opts.kills === 0 ? Promise.resolve() : new Promise<void>((resolve) => (killsDone = resolve))
+
 /** Each session runs its turns one after another, each submitted no earlier than its planned time. */
 async function drive(turns: PlannedTurn[]): Promise<void> {
   const session = host.open(chaos, { sessionId: turns[0]!.sessionId })
   for (const turn of turns) {
+    if (turn === turns[turns.length - 1]) await killsOver
     const wait = t0 + turn.at - Date.now()
     if (wait > 0) await sleep(wait)
     try {
@@ -419,8 +426,10 @@ async function chaosLoop(): Promise<void> {
     victim.killedByUs = true
     await victim.w.kill('SIGKILL')
     counters.kills++
+    if (counters.kills >= opts.kills) killsDone()
     void startWorker()
   }
+  killsDone() // the deadline, or every turn settled: nothing left to hold
 }
 
 const failedOver: string[] = []
