@@ -1,5 +1,6 @@
-import type { Job } from 'bullmq'
-import { LockWatchingWorker } from './attemptLock.js'
+import type { Job, Processor, WorkerOptions } from 'bullmq'
+import type { RedisClient } from '../log/index.js'
+import { LockWatchingWorker, type AttemptLocks } from './attemptLock.js'
 
 /**
  * A tool queue's worker that starts a job's attempt as soon as its fetch returns it. BullMQ's fetch
@@ -9,12 +10,44 @@ import { LockWatchingWorker } from './attemptLock.js'
  * (docs/decisions.md, "A tool job starts when its fetch returns it"). Here its attempt starts at once;
  * BullMQ's slot then waits on the running attempt instead of starting it (callProcessJob), and
  * completes or fails the job as before. The fetch set the lock for lockMs: held from the start (attemptLock.ts).
+ * And BullMQ's fetch of a job sets the queue's marker again for the next fetch: once a fetch finds the
+ * queue empty, a lane's next wait took that stale marker and fetched nothing a second time, between a
+ * lone call's steps. That marker is dropped when no job waits (decisions.md, same entry).
  */
 export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   private readonly started = new WeakMap<Job, Promise<unknown>>()
+  private fetchedOne = false
+
+  /** `redis`: the connection of `options`, for the marker's drop (none: the marker stays, as BullMQ leaves it). */
+  constructor(
+    name: string,
+    processor: Processor<D>,
+    options: WorkerOptions,
+    locks: AttemptLocks,
+    private readonly redis?: RedisClient,
+  ) {
+    super(name, processor, options, locks)
+  }
+
+  protected override async moveToActive(token: string, name?: string): Promise<Job<D>> {
+    const after = this.fetchedOne
+    this.fetchedOne = false
+    const job = await super.moveToActive(token, name)
+    // the fetch of a job set the queue's marker for the next one; this fetch found the queue empty, so
+    // a marker still set is stale: dropped, else the next wait returns at once to fetch nothing again
+    if (!job && after) await this.dropStaleMarker()
+    return job
+  }
+
+  private async dropStaleMarker(): Promise<void> {
+    const { marker, wait, prioritized } = this.keys
+    // a failed drop leaves the marker: one more empty fetch, as before
+    await this.redis?.eval(DROP_STALE_MARKER, 3, marker!, wait!, prioritized!).catch(() => {})
+  }
 
   protected override async nextJobFromJobData(...args: Parameters<LockWatchingWorker<D>['nextJobFromJobData']>): Promise<Job<D>> {
     const job = await super.nextJobFromJobData(...args)
+    if (job) this.fetchedOne = true
     // a job BullMQ would fail without running it (a deferred failure) goes its own way
     if (job?.token && !job.deferredFailure && !this.opts.maxStartedAttempts) this.startNow(job, job.token)
     return job
@@ -35,3 +68,6 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
     this.started.set(job, running)
   }
 }
+
+/** The base marker ('0') only while no job waits (a delayed job's marker, '1', is left alone). */
+const DROP_STALE_MARKER = `if redis.call('LLEN', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[3]) == 0 then redis.call('ZREM', KEYS[1], '0') end`

@@ -1,5 +1,5 @@
 import { Worker, type ConnectionOptions } from 'bullmq'
-import { Redis } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { isAuthFailure } from '../credentials.js'
 import { AttemptLocks, EagerStartWorker, processToolJob, type CallAborts } from '../call/index.js'
@@ -64,6 +64,8 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   // BullMQ sends a job's completion on the connection it was given (a Redis instance it shares): our
   // landing goes there right before it, one round trip for both (not on a Cluster: a redirect could reorder them)
   const completesOn = connection instanceof Redis && !connection.isCluster ? connection : undefined
+  // a lane drops the queue's stale marker there (eagerStart.ts); keys of one queue share a slot on a Cluster
+  const client = connection instanceof Redis || connection instanceof Cluster ? connection : undefined
   // each attempt knows until when its job lock is surely held: a zombie runs no side effect (attemptLock.ts)
   const locks = new AttemptLocks(harness.durability.lockMs)
   // the tool queue's slots are split over lanes, each a BullMQ worker with its own fetch loop (laneSizes);
@@ -95,6 +97,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
           ),
         { ...common, concurrency: slots },
         locks,
+        client,
       ),
   )
   lanes.serve(tools.slice(1))

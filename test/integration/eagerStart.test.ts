@@ -37,12 +37,12 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
     const prefix = uniquePrefix('eager')
     const connection = rigClient(url, { maxRetriesPerRequest: null })
     const seen: string[] = []
-    const worker = new Worker(
-      'tools.eager',
-      (job: Job) => processor(job, seen),
-      { connection, prefix, concurrency: 10, autorun: false },
-      new AttemptLocks(30_000),
-    )
+    const run = (job: Job) => processor(job, seen)
+    const options = { connection, prefix, concurrency: 10, autorun: false }
+    const worker =
+      Worker === RecordingEager
+        ? new RecordingEager('tools.eager', run, options, new AttemptLocks(30_000), connection)
+        : new RecordingPlain('tools.eager', run, options, new AttemptLocks(30_000))
     events.set(worker, seen)
     void worker.run()
     const queue = new Queue('tools.eager', { connection, prefix })
@@ -53,7 +53,7 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
       await cleanupPrefix(url, prefix)
     })
     await worker.waitUntilReady()
-    return { worker, queue, events: seen }
+    return { worker, queue, events: seen, connection }
   }
 
   const started = async (job: Job, events: string[]) => {
@@ -80,6 +80,20 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
     const emptyAfterB3 = plain.events.indexOf('fetched none', at(plain.events, 'fetched b3'))
     expect(emptyAfterB3).toBeGreaterThan(0)
     expect(at(plain.events, 'started b2')).toBeGreaterThan(emptyAfterB3)
+  })
+
+  it('after a job that came in alone, the lane fetches once more and waits: the marker its fetch set again is dropped', async () => {
+    const eager = await served(RecordingEager, started)
+    await eager.queue.add('t', {}, { jobId: 'first' })
+    await until(async () => (await eager.queue.getJobState('first')) === 'completed', 'the first job completed')
+    const redis = eager.connection
+    await until(async () => eager.events.includes('fetched first') && eager.events.at(-1) === 'fetched none', 'the lane waiting')
+    // no base marker: a wait blocks until a job comes (BullMQ's wait for a delayed job's marker is '1')
+    expect(await redis.zscore(eager.worker.keys.marker!, '0')).toBeNull()
+    await eager.queue.add('t', {}, { jobId: 'second' })
+    await until(async () => (await eager.queue.getJobState('second')) === 'completed', 'the second job completed')
+    const between = eager.events.slice(eager.events.indexOf('fetched first') + 1, eager.events.indexOf('fetched second'))
+    expect(between.filter((e) => e === 'fetched none')).toHaveLength(1)
   })
 
   it('every job runs once, and BullMQ completes it with what its attempt returned, or fails it with what it threw', async () => {
