@@ -1,5 +1,5 @@
 import type { Job, Processor, WorkerOptions } from 'bullmq'
-import type { RedisClient } from '../log/index.js'
+import { dropStaleMarker, type RedisClient } from '../log/index.js'
 import { LockWatchingWorker, type AttemptLocks } from './attemptLock.js'
 
 /**
@@ -30,19 +30,20 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   }
 
   protected override async moveToActive(token: string, name?: string): Promise<Job<D>> {
-    const after = this.fetchedOne
+    const afterAJob = this.fetchedOne
     this.fetchedOne = false
     const job = await super.moveToActive(token, name)
     // the fetch of a job set the queue's marker for the next one; this fetch found the queue empty, so
     // a marker still set is stale: dropped, else the next wait returns at once to fetch nothing again
-    if (!job && after) await this.dropStaleMarker()
+    if (!job && afterAJob) await this.dropStaleMarker()
     return job
   }
 
   private async dropStaleMarker(): Promise<void> {
     const { marker, wait, prioritized } = this.keys
+    if (!this.redis || !marker || !wait || !prioritized) return
     // a failed drop leaves the marker: one more empty fetch, as before
-    await this.redis?.eval(DROP_STALE_MARKER, 3, marker!, wait!, prioritized!).catch(() => {})
+    await dropStaleMarker(this.redis, { marker, wait, prioritized }).catch(() => false)
   }
 
   protected override async nextJobFromJobData(...args: Parameters<LockWatchingWorker<D>['nextJobFromJobData']>): Promise<Job<D>> {
@@ -68,6 +69,3 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
     this.started.set(job, running)
   }
 }
-
-/** The base marker ('0') only while no job waits (a delayed job's marker, '1', is left alone). */
-const DROP_STALE_MARKER = `if redis.call('LLEN', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[3]) == 0 then redis.call('ZREM', KEYS[1], '0') end`

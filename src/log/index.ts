@@ -52,3 +52,4 @@ export {
 } from './records.js'
 export { storedOpenCalls, moveWakeTime, type StoredCall } from './storedCalls.js'
 export { LimitStore, type LimitBounds, type LimitKeyState, type SlotReply } from './limitStore.js'
+export { dropStaleMarker, type QueueMarkerKeys } from './queueMarker.js'

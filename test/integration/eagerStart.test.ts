@@ -106,10 +106,10 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
     await queue.addBulk(
       Array.from({ length: 40 }, (_, i) => ({ name: 't', data: { throwAtOnce: i % 10 === 0 }, opts: { jobId: `j${i}` } })),
     )
-    await until(
-      async () => (await queue.getJobCounts('completed', 'failed')).completed + (await queue.getJobCounts('failed')).failed === 40,
-      'all 40 jobs ended',
-    )
+    await until(async () => {
+      const { completed, failed } = await queue.getJobCounts('completed', 'failed')
+      return completed + failed === 40
+    }, 'all 40 jobs ended')
     expect([...runs.values()].every((n) => n === 1)).toBe(true)
     expect(runs.size).toBe(40)
     expect((await queue.getJob('j1'))?.returnvalue).toBe('done j1')

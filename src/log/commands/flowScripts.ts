@@ -2,8 +2,16 @@ import { arg, defineScript, num, reply, text } from './script.js'
 
 /**
  * The scripts that live in a slot of their own, not in a session's shard: a limit's slots and lines
- * (R17) and an (event, key)'s waits (R20).
+ * (R17) and an (event, key)'s waits (R20); and the one on a tool queue's own BullMQ keys.
  */
+
+/** A tool queue's stale base marker, dropped while no job waits (src/call/eagerStart.ts). */
+export const dropStaleMarker = defineScript({
+  name: 'dropStaleMarker',
+  keys: ['marker', 'wait', 'prioritized'],
+  args: {},
+  reply: reply<0 | 1>(),
+})
 
 /** The state of one key of one limit (R17), in the limit's own slot. */
 const limitKeys = ['slots', 'waiting', 'starts', 'keysIndex', 'handed'] as const
