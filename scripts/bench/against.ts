@@ -289,7 +289,7 @@ function runInterleaved(
   track: (c: ChildProcess) => void,
 ): Promise<SideRound[]> {
   const argv = ['--import', 'tsx', join(root, 'scripts', 'bench', 'againstInterleaved.ts')]
-  argv.push('--this', libs.this, '--ref', libs.ref, '--redis', redisUrl, '--blocks', String(args.rounds))
+  argv.push('--this', libs.this, '--ref', libs.ref, '--redis', redisUrl, '--blocks', String(args.rounds), '--rows', args.rows.join(','))
   if (!args.source) argv.push('--js')
   return new Promise((resolve) => {
     const c = spawn(process.execPath, argv, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })

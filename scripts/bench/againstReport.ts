@@ -20,6 +20,7 @@ export const AB_ROWS: readonly RowSpec[] = [
   { id: 'drain-10', figure: '1-step calls/s drained, concurrency 10', unit: '/s', better: 'higher' },
   { id: 'drain-50', figure: '1-step calls/s drained, concurrency 50', unit: '/s', better: 'higher' },
   { id: 'cpu-drain-10', figure: 'own CPU (Node + Redis) per drained call, concurrency 10', unit: 'µs', better: 'lower' },
+  { id: 'cpu-drain-50', figure: 'own CPU (Node + Redis) per drained call, concurrency 50', unit: 'µs', better: 'lower' },
   { id: 'floor-10', figure: 'floor (bare worker, only the scripts a call needs) calls/s, concurrency 10', unit: '/s', better: 'higher' },
   { id: 'floor-50', figure: 'floor (bare worker, only the scripts a call needs) calls/s, concurrency 50', unit: '/s', better: 'higher' },
   { id: 'cpu-floor-10', figure: 'own CPU (Node + Redis) per floor call, concurrency 10', unit: 'µs', better: 'lower' },
@@ -33,7 +34,7 @@ export const AB_ROWS: readonly RowSpec[] = [
 ]
 
 /** The rows `--interleave` measures (againstInterleaved.ts). */
-export const INTERLEAVED_ROWS = ['runTool-p50', 'runTool-20', 'cpu-20'] as const
+export const INTERLEAVED_ROWS = ['runTool-p50', 'runTool-20', 'cpu-20', 'drain-50', 'cpu-drain-50'] as const
 
 /** The row whose code is the same on both sides: its ratio is the run's noise. */
 const CONTROL = 'raw-20'
