@@ -10,12 +10,10 @@
 // Both hosts stay open for the whole run; the idle one's workers sit blocked in BZPOPMIN.
 // `npx tsx scripts/bench/againstInterleaved.ts --this <lib> --ref <lib> --redis <url> --blocks N [--rows id,id] [--js]`
 // Prints `AB-RESULT {"rounds":[...]}` on stdout; progress goes to stderr.
-import { toolDefinition } from '@tanstack/ai'
 import { Redis } from 'ioredis'
-import { z } from 'zod'
 import type * as Index from '../../src/index.js'
 import type * as Testing from '../../src/testing/index.js'
-import { sideImporter, threeStepTool } from './abTools.js'
+import { enqueueOneStep, oneStepTool, sideImporter, threeStepTool } from './abTools.js'
 import type { RowResult, SideRound } from './againstReport.js'
 import { benchPrefix, deletePrefix, drainWith, pool, serverUsec, silentLogger, stderrProgress, summarize } from './lib.js'
 
@@ -50,25 +48,14 @@ async function openSide(root: string, js: boolean, url: string, tag: string, dra
   const call = (sessionId: string) => host.open(harness, { sessionId }).runTool({ name: 'three', input: {} })
   for (let i = 0; i < 200; i++) await call('warm')
   await pool(2000, 20, (i) => call(`warm-${i % 20}`))
-  const one = lib.durableTool(
-    toolDefinition({ name: 'one', description: 'One trivial step', inputSchema: z.object({}) }),
-    async (_input, ctx) => {
-      await ctx.step.do('a', async () => 1)
-      return { ok: true }
-    },
-  )
-  const drainHarness = lib.defineHarness({ name: `bench-abd-${tag}`, adapter: lib.scriptedModel([]), tools: [one] })
+  const drainHarness = lib.defineHarness({
+    name: `bench-abd-${tag}`,
+    adapter: lib.scriptedModel([]),
+    tools: [oneStepTool(lib.durableTool)],
+  })
   const drainPrefix = benchPrefix(`abd-${tag}`)
   const drainHost = lib.createHarnessHost({ redis: url, harnesses: [drainHarness], prefix: drainPrefix, logger: silentLogger })
-  const enqueue = (block: number) =>
-    pool(DRAIN, 200, (i) =>
-      drainHost
-        .open(drainHarness, { sessionId: `d-${block}-${Math.floor(i / 10)}` })
-        .runTool({ name: 'one', input: {} }, { timeoutMs: 0 })
-        .catch((e: unknown) => {
-          if (!(e instanceof lib.WaitTimeoutError)) throw e
-        }),
-    )
+  const enqueue = (block: number) => enqueueOneStep(lib, drainHost, drainHarness, `d-${block}`, DRAIN)
   const drain = () => drainWith(() => drainHost.startWorkers({ concurrency: 50, sweepEveryMs: 0 }), 'tools.', DRAIN)
   // the drain's code path warm too (each block starts its workers anew; their code stays compiled)
   if (drains) for (let w = 1; w <= 5; w++) await enqueue(-w).then(drain)

@@ -9,14 +9,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { Session as Inspector } from 'node:inspector'
 import { join } from 'node:path'
-import { toolDefinition } from '@tanstack/ai'
 import { Redis } from 'ioredis'
-import { z } from 'zod'
 import type * as Index from '../../src/index.js'
 import type * as Log from '../../src/log/index.js'
 import type * as Queue from '../../src/queue/index.js'
 import type * as Testing from '../../src/testing/index.js'
-import { sideImporter, threeStepTool } from './abTools.js'
+import { enqueueOneStep, oneStepTool, sideImporter, threeStepTool } from './abTools.js'
 import type { RowResult } from './againstReport.js'
 import { startRawBullmq } from './bullmq.js'
 import { startFloorWorker } from './floor.js'
@@ -118,14 +116,7 @@ async function main(): Promise<void> {
   const stats = new Redis(url, { maxRetriesPerRequest: 1 })
   try {
     const three = threeStepTool(lib.durableTool)
-    const one = lib.durableTool(
-      toolDefinition({ name: 'one', description: 'One trivial step', inputSchema: z.object({}) }),
-      async (_input, ctx) => {
-        await ctx.step.do('a', async () => 1)
-        return { ok: true }
-      },
-    )
-    const harness = lib.defineHarness({ name: 'bench-ab', adapter: lib.scriptedModel([]), tools: [three, one] })
+    const harness = lib.defineHarness({ name: 'bench-ab', adapter: lib.scriptedModel([]), tools: [three, oneStepTool(lib.durableTool)] })
     const host = lib.createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: silentLogger })
     try {
       const call = (sessionId: string) => host.open(harness, { sessionId }).runTool({ name: 'three', input: {} })
@@ -169,16 +160,7 @@ async function main(): Promise<void> {
           await workers.close()
         }
       }
-      const enqueue = async (tag: string, n: number) => {
-        await pool(n, 200, (i) =>
-          host
-            .open(harness, { sessionId: `${tag}-${Math.floor(i / 10)}` })
-            .runTool({ name: 'one', input: {} }, { timeoutMs: 0 })
-            .catch((e: unknown) => {
-              if (!(e instanceof lib.WaitTimeoutError)) throw e
-            }),
-        )
-      }
+      const enqueue = (tag: string, n: number) => enqueueOneStep(lib, host, harness, tag, n)
       // calls/s, and the CPU both processes spent a call (less load-dependent than calls/s)
       const drainRows = async (id: string, cpuId: string, start: () => Drainable) => {
         const { result: ms, cpu } = await withOwnCpu(stats, () => profiled(profileDir, id, () => drainWith(start, 'tools.', size.drain)))

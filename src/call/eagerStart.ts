@@ -35,11 +35,11 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
     const job = await super.moveToActive(token, name)
     // the fetch of a job set the queue's marker for the next one; this fetch found the queue empty, so
     // a marker still set is stale: dropped, else the next wait returns at once to fetch nothing again
-    if (!job && afterAJob) await this.dropStaleMarker()
+    if (!job && afterAJob) await this.dropMarkerIfStale()
     return job
   }
 
-  private async dropStaleMarker(): Promise<void> {
+  private async dropMarkerIfStale(): Promise<void> {
     const { marker, wait, prioritized } = this.keys
     if (!this.redis || !marker || !wait || !prioritized) return
     // a failed drop leaves the marker: one more empty fetch, as before

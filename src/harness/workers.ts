@@ -94,7 +94,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
                     lock,
                     completesOn,
                     // a runTool call running alone whose caller waits in this process
-                    waitedHere: (sessionId, toolCallId) => lanes.alone && options.awaitedHere?.(sessionId, toolCallId) === true,
+                    awaitedAlone: (sessionId, toolCallId) => lanes.alone && options.awaitedHere?.(sessionId, toolCallId) === true,
                   }),
                 ),
             ),
