@@ -33,8 +33,6 @@ export interface ToolJobDeps {
   marks?: CallMarks | undefined
   /** The job lock of this attempt: user code starts only while it is held (attemptLock.ts). */
   lock?: AttemptLock | undefined
-  /** True for a call that runs alone on its workers while its caller waits in this same process. */
-  awaitedAlone?: (sessionId: string, toolCallId: string) => boolean
 }
 
 /**
@@ -84,16 +82,12 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       callLanded(deps.harness.name, call, landing, job.timestamp)
       logger.debug({ outcome: landing }, 'tool call landed')
     }
-    // a lone runTool call awaited here: landed alone, and its job completes after the loop's next I/O
-    // turn, so the caller reads its result before BullMQ's completion work runs, not after it
-    const callerFirst = !job.parentKey && deps.awaitedAlone?.(call.sessionId, call.toolCallId) === true
-    const on = callerFirst ? undefined : deps.completesOn
+    const on = deps.completesOn
     // written at once, the completion right behind it on the same connection: one round trip, in
     // order (not corked into one socket write: that waited for the tick's end, -22% calls/s draining)
     if (on) return landBehindCompletion(log.via(on).landResult(fence, call.name, kept), landed, logger)
     await log.landResult(fence, call.name, kept)
     landed()
-    if (callerFirst) await new Promise(setImmediate)
   } catch (error) {
     if (error instanceof FencedError) countFenced()
     if (error instanceof FencedError) return logger.warn({ err: error }, 'attempt was superseded by a newer one; it wrote nothing more')

@@ -44,11 +44,6 @@ export class FetchLanes {
     return running
   }
 
-  /** True while one attempt runs in these lanes, and no other. */
-  get alone(): boolean {
-    return this.running === 1
-  }
-
   /** No more pausing or resuming (the host closes its workers). */
   stop(): void {
     this.stopped = true

@@ -3,7 +3,7 @@ import type { Logger } from 'pino'
 import { CallAborts } from '../call/index.js'
 import { ConfigError } from '../errors/index.js'
 import type { Harness } from '../core/index.js'
-import { messageKey, openMember, OpenWork, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
+import { openMember, OpenWork, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues } from '../queue/index.js'
 import type { Notifier } from './notifier.js'
 import { startEventTimerLoop } from './eventTimerLoop.js'
@@ -96,7 +96,6 @@ export function startHostWorkers(
         aborts,
         logger,
         callMarks: host.callMarks,
-        awaitedHere: (sessionId, toolCallId) => notifier.awaits(messageKey('call', sessionId, toolCallId)),
         ...(host.keepJobs ? { keepJobs: host.keepJobs } : {}),
       }),
     ),

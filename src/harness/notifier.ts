@@ -63,11 +63,6 @@ export class Notifier {
     return () => this.listeners.delete(listener)
   }
 
-  /** True while a wait() of this process is waiting for `key`. */
-  awaits(key: string): boolean {
-    return this.waiters.has(key)
-  }
-
   /** Subscribes once; after it resolves, a wait() registers its key the moment it is called. Undefined once subscribed. */
   ready(): Promise<void> | undefined {
     return this.live ? undefined : this.subscribe()

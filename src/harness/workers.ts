@@ -35,8 +35,6 @@ export interface WorkerSetOptions {
   logger: Logger
   /** The deployment's call marks (a marked runTool job skips its begin on its first delivery). */
   callMarks?(): CallMarks | undefined
-  /** True while a runTool caller of this process waits for the call's result (the host's notifier). */
-  awaitedHere?(sessionId: string, toolCallId: string): boolean
   /** How long finished jobs are kept (retention; default DEFAULT_FINISHED_JOBS). */
   keepJobs?: { completedMs: number; failedMs: number }
 }
@@ -93,8 +91,6 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
                     marks: options.callMarks?.(),
                     lock,
                     completesOn,
-                    // a runTool call running alone whose caller waits in this process
-                    awaitedAlone: (sessionId, toolCallId) => lanes.alone && options.awaitedHere?.(sessionId, toolCallId) === true,
                   }),
                 ),
             ),
