@@ -2,6 +2,12 @@ import type { Job, Processor, WorkerOptions } from 'bullmq'
 import { dropStaleMarker, type RedisClient } from '../log/index.js'
 import { LockWatchingWorker, type AttemptLocks } from './attemptLock.js'
 
+/** BullMQ's fetch loop's queue of fetches and running jobs (Worker's private `mainLoopQueue`). */
+interface FetchQueue {
+  add(fetched: Promise<unknown>): void
+  numTotal(): number
+}
+
 /**
  * A tool queue's worker that starts a job's attempt as soon as its fetch returns it. BullMQ's fetch
  * loop fetches in sequence until a fetch comes back empty, and only then hands the jobs it fetched
@@ -17,6 +23,7 @@ import { LockWatchingWorker, type AttemptLocks } from './attemptLock.js'
 export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   private readonly started = new WeakMap<Job, Promise<unknown>>()
   private fetchedOne = false
+  private fetchedNow = 0
 
   /** `redis`: the connection of `options`, for the marker's drop (none: the marker stays, as BullMQ leaves it). */
   constructor(
@@ -48,6 +55,7 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
 
   protected override async nextJobFromJobData(...args: Parameters<LockWatchingWorker<D>['nextJobFromJobData']>): Promise<Job<D>> {
     const job = await super.nextJobFromJobData(...args)
+
     if (job) this.fetchedOne = true
     // a job BullMQ would fail without running it (a deferred failure) goes its own way
     if (job?.token && !job.deferredFailure && !this.opts.maxStartedAttempts) this.startNow(job, job.token)
@@ -61,9 +69,29 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
     return running
   }
 
+  /**
+   * Fetches a job now, on this lane's connection, right behind a job add just sent there in the same
+   * tick (runTool's, in this process): Redis runs the fetch after the add, so the job starts when the
+   * add's reply would have come, without the round trip of the lane's wake-up and fetch after it
+   * (docs/decisions.md, "A local runTool call is fetched behind its add"). Only while the lane waits
+   * for jobs with a free slot; the fetched job joins BullMQ's own loop, which completes it as ever.
+   */
+  fetchNow(): void {
+    const fetching: FetchQueue | null = this['mainLoopQueue']
+    if (!fetching || !this['waiting'] || this.closing || this.isPaused() || fetching.numTotal() >= this.concurrency) return
+    const token = `${this.id}:now${this.fetchedNow++}`
+    // BullMQ's own fetch (no stale-marker drop: the add's marker wakes the lane, whose fetch then drops it)
+    const fetched = super.moveToActive(token, this.opts.name).catch((error: unknown) => {
+      this.emit('error', error instanceof Error ? error : new Error(String(error)))
+      return undefined
+    })
+    fetching.add(fetched)
+  }
+
   private startNow(job: Job<D>, token: string): void {
     // a processor that throws at once rejects its promise instead, as BullMQ's own call would
     const running = (async () => this.processFn(job, token))()
+
     // awaited by BullMQ's slot: a rejection is handled there, never left unhandled meanwhile
     running.catch(() => {})
     this.started.set(job, running)

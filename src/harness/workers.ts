@@ -101,7 +101,15 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
       ),
   )
   lanes.serve(tools.slice(1))
-  for (const lane of tools) lane.once('closing', () => lanes.stop())
+  // a runTool call of this process is fetched by the first lane right behind its add, when the two share
+  // a connection (in order) and the lane waits for jobs (eagerStart.ts fetchNow)
+  const first = tools[0]
+  const unlisten = first && completesOn && completesOn === queues.connection ? queues.fetchHere(shard, () => first.fetchNow()) : undefined
+  for (const lane of tools)
+    lane.once('closing', () => {
+      lanes.stop()
+      unlisten?.()
+    })
   const turns = new Worker<TurnJobData>(
     turnQueueName(harness.name),
     (job, token) =>

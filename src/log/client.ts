@@ -43,3 +43,35 @@ export function sendCorked<T>(client: RedisClient, send: () => T): T {
     process.nextTick(() => socket.uncork())
   }
 }
+
+/** Per connection: what runs right after a command with a given first key is written (afterSendTo). */
+const sendWatches = new WeakMap<Redis, Map<string, () => void>>()
+
+/**
+ * Runs `then` right after the next script with first key `key` is written on `client` in this tick
+ * (BullMQ's job add behind runTool's request: a local lane's fetch then follows it in the same socket
+ * write, in order). Dropped at the tick's end if none was. A Cluster never watches (no order across nodes).
+ */
+export function afterSendTo(client: RedisClient, key: string, then: () => void): void {
+  if (isCluster(client)) return
+  let watches = sendWatches.get(client)
+  if (!watches) {
+    const watching = new Map<string, () => void>()
+    watches = watching
+    sendWatches.set(client, watching)
+    const write = client.sendCommand.bind(client)
+    client.sendCommand = (command, stream) => {
+      const sent = write(command, stream)
+      const first = watching.size > 0 && (command.name === 'evalsha' || command.name === 'eval') ? command.args[2] : undefined
+      const due = typeof first === 'string' ? watching.get(first) : undefined
+      if (typeof first === 'string' && due) {
+        watching.delete(first)
+        due()
+      }
+      return sent
+    }
+  }
+  const watched = watches
+  watched.set(key, then)
+  queueMicrotask(() => process.nextTick(() => watched.get(key) === then && watched.delete(key)))
+}

@@ -1,7 +1,7 @@
 import { Job, Queue, type JobsOptions } from 'bullmq'
 import type { Harness } from '../core/index.js'
 import { traceField } from '../telemetry/tracing.js'
-import { isCluster, sendCorked, shardOf, toolJobId, turnJobId, type RedisClient } from '../log/index.js'
+import { afterSendTo, isCluster, sendCorked, shardOf, toolJobId, turnJobId, type RedisClient } from '../log/index.js'
 import type { ToolJobData, TurnJobData } from '../core/index.js'
 import { bullPrefix, toolQueueName, turnQueueName } from './names.js'
 
@@ -19,6 +19,7 @@ export interface ShardQueues {
  */
 export class HarnessQueues {
   private readonly made = new Map<number, ShardQueues>()
+  private readonly fetchers = new Map<number, () => void>()
 
   constructor(
     readonly harness: Harness,
@@ -49,6 +50,22 @@ export class HarnessQueues {
       this.made.set(shard, queues)
     }
     return queues
+  }
+
+  /**
+   * A tool lane of this process that fetches on `connection` (workers.ts): `fetchNow` runs right after a
+   * runTool job's add is sent there, so the add and the fetch leave in one write (enqueueCallBehind).
+   */
+  fetchHere(shard: number, fetchNow: () => void): () => void {
+    this.fetchers.set(shard, fetchNow)
+    return () => {
+      if (this.fetchers.get(shard) === fetchNow) this.fetchers.delete(shard)
+    }
+  }
+
+  /** Asks the session's shard's local lane, if any, to fetch now (behind an add just sent). */
+  fetchBehindAdd(sessionId: string): void {
+    this.fetchers.get(shardOf(sessionId, this.shards))?.()
   }
 
   /** The queues of the session's shard. */
@@ -184,8 +201,12 @@ export async function enqueueCallBehind<T>(
     await enqueueCall(queues, harness, sessionId, call)
     return reply
   }
-  // on the wire now: the add below is sent after it, on the same connection (and in the same socket write)
-  const [reply] = await sendCorked(client, () => Promise.all([first(client), enqueueCall(queues, harness, sessionId, call)]))
+  // on the wire now: the add below is sent after it, on the same connection (and in the same socket
+  // write), and a local lane's fetch behind the add (BullMQ sends the add a microtask later)
+  const [reply] = await sendCorked(client, () => {
+    afterSendTo(client, queues.of(sessionId).tools.keys.wait, () => queues.fetchBehindAdd(sessionId))
+    return Promise.all([first(client), enqueueCall(queues, harness, sessionId, call)])
+  })
   return reply
 }
 

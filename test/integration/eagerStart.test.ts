@@ -1,6 +1,7 @@
 import { Queue, type Job } from 'bullmq'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AttemptLocks, EagerStartWorker, LockWatchingWorker } from '../../src/call/index.js'
+import { afterSendTo, type RedisClient } from '../../src/log/index.js'
 import { cleanupPrefix, getRedisUrl, rigClient, uniquePrefix } from '../rig.js'
 import { until } from '../helpers/log.js'
 
@@ -31,14 +32,15 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
 
   async function served(
     Worker: typeof RecordingEager | typeof RecordingPlain,
-    processor: (job: Job, events: string[]) => Promise<unknown>,
+    processor: (job: Job, events: string[], token?: string) => Promise<unknown>,
+    concurrency = 10,
   ) {
     const url = await getRedisUrl()
     const prefix = uniquePrefix('eager')
     const connection = rigClient(url, { maxRetriesPerRequest: null })
     const seen: string[] = []
-    const run = (job: Job) => processor(job, seen)
-    const options = { connection, prefix, concurrency: 10, autorun: false }
+    const run = (job: Job, token?: string) => processor(job, seen, token)
+    const options = { connection, prefix, concurrency, autorun: false }
     const worker =
       Worker === RecordingEager
         ? new RecordingEager('tools.eager', run, options, new AttemptLocks(30_000), connection)
@@ -94,6 +96,64 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
     await until(async () => (await eager.queue.getJobState('second')) === 'completed', 'the second job completed')
     const between = eager.events.slice(eager.events.indexOf('fetched first') + 1, eager.events.indexOf('fetched second'))
     expect(between.filter((e) => e === 'fetched none')).toHaveLength(1)
+  })
+
+  async function eagerLane(processor: (job: Job, events: string[], token?: string) => Promise<unknown>, concurrency = 10) {
+    const lane = await served(RecordingEager, processor, concurrency)
+    if (!(lane.worker instanceof RecordingEager)) throw new Error('served made no eager lane')
+    return { ...lane, worker: lane.worker }
+  }
+  /** Adds a job with the lane's fetch right behind it on the same connection (as runTool's add is: enqueue.ts). */
+  const addFetchedBehind = (lane: { worker: RecordingEager; queue: Queue; connection: RedisClient }, jobId: string) => {
+    afterSendTo(lane.connection, lane.queue.keys.wait!, () => lane.worker.fetchNow())
+    return lane.queue.add('t', {}, { jobId })
+  }
+  const waitingLane = async (lane: { events: string[] }) =>
+    until(async () => lane.events.at(-1) === 'fetched none', 'the lane waiting for jobs')
+
+  it('a job added with the lane fetching behind it is fetched by that fetch, runs once, and BullMQ completes it', async () => {
+    const tokens = new Map<string, string[]>()
+    const lane = await eagerLane(async (job, events, token) => {
+      tokens.set(job.id!, [...(tokens.get(job.id!) ?? []), token ?? ''])
+      return started(job, events)
+    })
+    await waitingLane(lane)
+    await addFetchedBehind(lane, 'behind')
+    await until(async () => (await lane.queue.getJobState('behind')) === 'completed', 'the job completed')
+    expect(tokens.get('behind')).toHaveLength(1)
+    // the token of fetchNow's fetch, not of the lane's wake-up after the add's marker
+    expect(tokens.get('behind')![0]).toMatch(/:now\d+$/)
+    expect((await lane.queue.getJob('behind'))?.returnvalue).toBe('done behind')
+    // the lane's own wake-up found nothing and it waits again; the next job comes in as ever
+    await waitingLane(lane)
+    await lane.queue.add('t', {}, { jobId: 'after' })
+    await until(async () => (await lane.queue.getJobState('after')) === 'completed', 'a later job completed')
+    expect(tokens.get('after')![0]).not.toMatch(/:now/)
+  })
+
+  it('a lane whose slots are all counted, or that is closing, does not fetch behind an add: its own fetch takes the job as ever', async () => {
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const tokens = new Map<string, string>()
+    const lane = await eagerLane(async (job, events, token) => {
+      tokens.set(job.id!, token ?? '')
+      if (job.id === 'busy') await held
+      return started(job, events)
+    }, 2)
+    await lane.queue.add('t', {}, { jobId: 'busy' })
+    await until(async () => tokens.has('busy'), 'the first job running')
+    await waitingLane(lane)
+    // one job running and the lane's wait pending: both of its two slots counted, so the wait's own
+    // fetch (woken by the add's marker) takes the job, never a third fetch past the concurrency
+    await addFetchedBehind(lane, 'full')
+    await until(async () => (await lane.queue.getJobState('full')) === 'completed', 'the second job completed')
+    expect(tokens.get('full')).not.toMatch(/:now/)
+    release()
+    await until(async () => (await lane.queue.getJobState('busy')) === 'completed', 'the first job completed')
+    const closing = lane.worker.close()
+    lane.worker.fetchNow()
+    await closing
+    expect(await lane.queue.getJobCounts('active')).toEqual({ active: 0 })
   })
 
   it('every job runs once, and BullMQ completes it with what its attempt returned, or fails it with what it threw', async () => {

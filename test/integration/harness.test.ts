@@ -7,7 +7,9 @@ import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
 import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { batch, records, until } from '../helpers/log.js'
-import { scanKeys, rigClient } from '../rig.js'
+import { queuePrefix, scanKeys, rigClient } from '../rig.js'
+import { toolQueueName } from '../../src/queue/index.js'
+import { toolJobId } from '../../src/log/index.js'
 import { scriptShas } from '../../src/log/commands/index.js'
 
 describe('harness with worker processes', () => {
@@ -246,6 +248,38 @@ describe('harness in process', () => {
       expect(request).toBeGreaterThanOrEqual(0)
       expect(request).toBeLessThan(add)
       expect(sent[request]!.source).toBe(sent[add]!.source)
+    },
+  )
+
+  it.skipIf(onCluster)(
+    'a runTool call of a host whose lane waits for jobs is fetched right behind its add, on the same connection (no wake-up round trip first)',
+    async () => {
+      const locks: string[] = []
+      const lockOf = durableTool(
+        toolDefinition({ name: 'lockOf', description: "reads its job's lock", inputSchema: z.object({}) }),
+        async (_input, { toolCallId }) => {
+          const key = `${queuePrefix(prefix, 'f1')}:${toolQueueName('fetchedBehind')}:${toolJobId('f1', toolCallId)}:lock`
+          locks.push((await client.get(key)) ?? '')
+          return { ok: true }
+        },
+      )
+      const harness = defineHarness({ name: 'fetchedBehind', adapter: scriptedModel([]), tools: [lockOf] })
+      const { host, prefix } = start(harness, 'fetched-behind')
+      const client = rigClient(url())
+      hosts.defer(() => client.disconnect())
+      const session = host.open(harness, { sessionId: 'f1' })
+      // the first call may come before the queue's connection is ready (its add then waits for it)
+      expect(await session.runTool({ name: 'lockOf', input: {} })).toEqual({ ok: true })
+      locks.length = 0
+      for (let i = 0; i < 3; i++) {
+        // the lane's fetch after the call before found the queue empty: it waits for jobs again
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        expect(await session.runTool({ name: 'lockOf', input: {} })).toEqual({ ok: true })
+      }
+      // the job's lock is the token of the fetch sent behind its add (EagerStartWorker.fetchNow), not of
+      // the lane's own fetch after the add's marker woke it
+      expect(locks).toHaveLength(3)
+      for (const lock of locks) expect(lock).toMatch(/:now\d+$/)
     },
   )
 
