@@ -37,12 +37,14 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   }
 
   protected override async moveToActive(token: string, name?: string): Promise<Job<D>> {
+    const job = await super.moveToActive(token, name)
+    if (job) return job
+    // a fetch of a job since the last empty one (this lane's, or fetchNow's sent beside it) set the
+    // queue's marker for the next; this fetch found the queue empty, so a marker still set is stale:
+    // dropped, else the next wait returns at once to fetch nothing again
     const afterAJob = this.fetchedOne
     this.fetchedOne = false
-    const job = await super.moveToActive(token, name)
-    // the fetch of a job set the queue's marker for the next one; this fetch found the queue empty, so
-    // a marker still set is stale: dropped, else the next wait returns at once to fetch nothing again
-    if (!job && afterAJob) await this.dropMarkerIfStale()
+    if (afterAJob) await this.dropMarkerIfStale()
     return job
   }
 

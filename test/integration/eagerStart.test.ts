@@ -118,8 +118,15 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
       return started(job, events)
     })
     await waitingLane(lane)
+    const before = lane.events.length
     await addFetchedBehind(lane, 'behind')
     await until(async () => (await lane.queue.getJobState('behind')) === 'completed', 'the job completed')
+    // the add's marker woke the lane: its one fetch found nothing, dropped the marker the fetch behind
+    // the add set again, and the lane waits (no second empty fetch on a stale marker)
+    await waitingLane(lane)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(lane.events.slice(before).filter((e) => e.startsWith('fetched'))).toEqual(['fetched none'])
+    expect(await lane.connection.zscore(lane.worker.keys.marker!, '0')).toBeNull()
     expect(tokens.get('behind')).toHaveLength(1)
     // the token of fetchNow's fetch, not of the lane's wake-up after the add's marker
     expect(tokens.get('behind')![0]).toMatch(/:now\d+$/)
