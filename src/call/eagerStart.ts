@@ -1,5 +1,5 @@
 import type { Job, Processor, WorkerOptions } from 'bullmq'
-import { dropStaleMarker, type RedisClient } from '../log/index.js'
+import { afterSendTo, dropStaleMarker, type RedisClient } from '../log/index.js'
 import { LockWatchingWorker, type AttemptLocks } from './attemptLock.js'
 
 /** BullMQ's fetch loop's queue of fetches and running jobs (Worker's private `mainLoopQueue`). */
@@ -24,6 +24,8 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   private readonly started = new WeakMap<Job, Promise<unknown>>()
   private fetchedOne = false
   private fetchedNow = 0
+  /** fetchNow's marker drop: whether the queue was empty right after its fetch. */
+  private emptyBehind: Promise<boolean> | undefined
 
   /** `redis`: the connection of `options`, for the marker's drop (none: the marker stays, as BullMQ leaves it). */
   constructor(
@@ -37,6 +39,14 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   }
 
   protected override async moveToActive(token: string, name?: string): Promise<Job<D>> {
+    const behind = this.emptyBehind
+    this.emptyBehind = undefined
+    // the queue was empty right after fetchNow's fetch (its marker dropped): this fetch, the one the
+    // add's marker woke the lane for, would find nothing; the lane waits again instead
+    if (behind && (await behind)) {
+      this.fetchedOne = false
+      return this.nextJobFromJobData(undefined, undefined, token)
+    }
     const job = await super.moveToActive(token, name)
     if (job) return job
     // a fetch of a job since the last empty one (this lane's, or fetchNow's sent beside it) set the
@@ -48,16 +58,16 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
     return job
   }
 
-  private async dropMarkerIfStale(): Promise<void> {
+  /** True when no job waited and the marker was dropped; false when a job waits or the drop failed. */
+  private dropMarkerIfStale(): Promise<boolean> {
     const { marker, wait, prioritized } = this.keys
-    if (!this.redis || !marker || !wait || !prioritized) return
+    if (!this.redis || !marker || !wait || !prioritized) return Promise.resolve(false)
     // a failed drop leaves the marker: one more empty fetch, as before
-    await dropStaleMarker(this.redis, { marker, wait, prioritized }).catch(() => false)
+    return dropStaleMarker(this.redis, { marker, wait, prioritized }).catch(() => false)
   }
 
   protected override async nextJobFromJobData(...args: Parameters<LockWatchingWorker<D>['nextJobFromJobData']>): Promise<Job<D>> {
     const job = await super.nextJobFromJobData(...args)
-
     if (job) this.fetchedOne = true
     // a job BullMQ would fail without running it (a deferred failure) goes its own way
     if (job?.token && !job.deferredFailure && !this.opts.maxStartedAttempts) this.startNow(job, job.token)
@@ -82,7 +92,14 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
     const fetching: FetchQueue | null = this['mainLoopQueue']
     if (!fetching || !this['waiting'] || this.closing || this.isPaused() || fetching.numTotal() >= this.concurrency) return
     const token = `${this.id}:now${this.fetchedNow++}`
-    // BullMQ's own fetch (no stale-marker drop: the add's marker wakes the lane, whose fetch then drops it)
+    // right behind the fetch, in the same write: the stale-marker drop. The add's marker woke the lane
+    // all the same (Redis serves its wait right after the add); when the drop finds the queue empty,
+    // the lane's fetch after that wake-up is not sent (moveToActive), one command and round trip less
+    const { redis, keys } = this
+    if (redis && keys.wait)
+      afterSendTo(redis, keys.wait, () => {
+        this.emptyBehind = this.dropMarkerIfStale()
+      })
     const fetched = super.moveToActive(token, this.opts.name).catch((error: unknown) => {
       this.emit('error', error instanceof Error ? error : new Error(String(error)))
       return undefined
@@ -93,7 +110,6 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   private startNow(job: Job<D>, token: string): void {
     // a processor that throws at once rejects its promise instead, as BullMQ's own call would
     const running = (async () => this.processFn(job, token))()
-
     // awaited by BullMQ's slot: a rejection is handled there, never left unhandled meanwhile
     running.catch(() => {})
     this.started.set(job, running)

@@ -121,8 +121,9 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
     const before = lane.events.length
     await addFetchedBehind(lane, 'behind')
     await until(async () => (await lane.queue.getJobState('behind')) === 'completed', 'the job completed')
-    // the add's marker woke the lane: its one fetch found nothing, dropped the marker the fetch behind
-    // the add set again, and the lane waits (no second empty fetch on a stale marker)
+    // the add's marker woke the lane; the marker drop sent behind fetchNow's fetch found the queue empty,
+    // so the lane's fetch after that wake-up answered nothing without a round trip, and it waits again
+    // (no stale marker left for a second empty fetch)
     await waitingLane(lane)
     await new Promise((resolve) => setTimeout(resolve, 50))
     expect(lane.events.slice(before).filter((e) => e.startsWith('fetched'))).toEqual(['fetched none'])
@@ -136,6 +137,26 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
     await lane.queue.add('t', {}, { jobId: 'after' })
     await until(async () => (await lane.queue.getJobState('after')) === 'completed', 'a later job completed')
     expect(tokens.get('after')![0]).not.toMatch(/:now/)
+  })
+
+  it('a job another producer adds beside a fetch behind an add is fetched at once, whichever Redis runs first (the skipped fetch strands nothing)', async () => {
+    const lane = await eagerLane(started)
+    const other = rigClient(await getRedisUrl(), { maxRetriesPerRequest: null })
+    const producer = new Queue('tools.eager', { connection: other, prefix: lane.worker.opts.prefix! })
+    closers.push(async () => {
+      await producer.close()
+      other.disconnect()
+    })
+    for (let i = 0; i < 5; i++) {
+      await waitingLane(lane)
+      await Promise.all([addFetchedBehind(lane, `ours${i}`), producer.add('t', {}, { jobId: `theirs${i}` })])
+      // well under BullMQ's blocking wait (5 s): a job left in the wait list without its marker would sit there that long
+      await until(
+        async () => (await lane.queue.getJobCounts('completed')).completed === 2 * (i + 1),
+        `both jobs of round ${i} completed`,
+        3_000,
+      )
+    }
   })
 
   it('a lane whose slots are all counted, or that is closing, does not fetch behind an add: its own fetch takes the job as ever', async () => {
