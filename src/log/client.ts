@@ -63,8 +63,8 @@ export function afterSendTo(client: RedisClient, key: string, then: () => void):
     client.sendCommand = (command, stream) => {
       const sent = write(command, stream)
       const first = watching.size > 0 && (command.name === 'evalsha' || command.name === 'eval') ? command.args[2] : undefined
-      const due = typeof first === 'string' ? watching.get(first) : undefined
-      if (typeof first === 'string' && due) {
+      const due = typeof first === 'string' && watching.get(first)
+      if (due) {
         watching.delete(first)
         due()
       }

@@ -63,9 +63,9 @@ export class HarnessQueues {
     }
   }
 
-  /** Asks the session's shard's local lane, if any, to fetch now (behind an add just sent). */
-  fetchBehindAdd(sessionId: string): void {
-    this.fetchers.get(shardOf(sessionId, this.shards))?.()
+  /** The `fetchNow` of the session's shard's local lane, if this process runs one. */
+  fetcherOf(sessionId: string): (() => void) | undefined {
+    return this.fetchers.get(shardOf(sessionId, this.shards))
   }
 
   /** The queues of the session's shard. */
@@ -203,8 +203,10 @@ export async function enqueueCallBehind<T>(
   }
   // on the wire now: the add below is sent after it, on the same connection (and in the same socket
   // write), and a local lane's fetch behind the add (BullMQ sends the add a microtask later)
+  const fetchNow = queues.fetcherOf(sessionId)
   const [reply] = await sendCorked(client, () => {
-    afterSendTo(client, queues.of(sessionId).tools.keys.wait, () => queues.fetchBehindAdd(sessionId))
+    // a process without a lane of that shard (a caller only) watches nothing
+    if (fetchNow) afterSendTo(client, queues.of(sessionId).tools.keys.wait, fetchNow)
     return Promise.all([first(client), enqueueCall(queues, harness, sessionId, call)])
   })
   return reply
