@@ -3,7 +3,8 @@
 // (node_modules reused when the ref's package-lock.json is this checkout's, or when the ref pins the
 // same versions of its runtime dependencies as are installed here; else `npm ci` there), starts one
 // private redis-server for both, and runs the two sides in alternating rounds (this, ref, then ref,
-// this, …), each side a fresh child process (againstSide.ts) that prints its figures as JSON.
+// this, …), each side a fresh child process (againstSide.ts) that prints its figures as JSON, and the
+// control rows (raw BullMQ, the same code on both sides) in one more fresh process right after it.
 // Both sides run THIS tree's row driver; only the library source differs (docs/BENCHMARKS.md says why).
 // `--driver own`: each side runs its own scripts/bench/againstSide.ts where it has one (this tree's where not).
 // Prints each row's medians, this/ref, the spread of the rounds and a verdict (againstReport.ts), with
@@ -195,7 +196,14 @@ export async function againstMain(root: string, argv: string[]): Promise<void> {
             progress(`[against] round ${r + 1}/${args.rounds}: ${side === 'this' ? thisLabel : refLabel}`)
             const js = compiled[side]
             const lib = js ? libs[side] : side === 'this' ? root : dir
-            const rows = await runSide(drivers[side], lib, redis.url, { ...args, source: !js }, (c) => (child = c))
+            const sideArgs = { ...args, source: !js }
+            // the control rows in a process of their own, right after: run behind a library in the same
+            // process they measured what that library left in V8's shared state (e98a13e's 1.24x, 5/5 rounds)
+            const library = args.rows.filter((id) => !CONTROL_ROWS.includes(id))
+            const control = args.rows.filter((id) => CONTROL_ROWS.includes(id))
+            const track = (c: ChildProcess) => (child = c)
+            const rows = library.length ? await runSide(drivers[side], lib, redis.url, { ...sideArgs, rows: library }, track) : {}
+            if (control.length) Object.assign(rows, await runSide(drivers[side], lib, redis.url, { ...sideArgs, rows: control }, track))
             rounds.push({ round: r, side, rows })
           }
         }
@@ -241,6 +249,9 @@ export async function againstMain(root: string, argv: string[]): Promise<void> {
 }
 
 const DRIVER = join('scripts', 'bench', 'againstSide.ts')
+
+/** The rows of the same code on both sides (raw BullMQ): the run's noise, measured in a process of their own. */
+const CONTROL_ROWS = ['raw-20', 'cpu-raw-20']
 
 /** One side's round: a fresh child process running the driver of the tree at `root` against `lib`'s source. */
 function runSide(

@@ -5,7 +5,8 @@
 // (an older library without an API the row needs). Progress goes to stderr.
 // `npx tsx scripts/bench/againstSide.ts --lib <root> --redis <url> --rows runTool-p50,drain-10 [--quick] [--js]`
 // `--cpu-prof <dir>`: a V8 CPU profile of the measured part of the runTool-20 and drain rows only
-// (after the warm-up), one `<row>.cpuprofile` each; compare sides with profileDiff.ts.
+// (after the warm-up), one `<row>.cpuprofile` each; compare sides as shares
+// of each profile's total (docs/BENCHMARKS.md, "Profiling a side").
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { Session as Inspector } from 'node:inspector'
 import { join } from 'node:path'
@@ -81,6 +82,11 @@ async function profiled<T>(dir: string | undefined, row: string, measure: () => 
   }
 }
 
+/** Times the warm-up runs the runTool rows' sequence before they are measured. */
+const WARM_CYCLES = 3
+/** Drains at a concurrency before the measured one (the drain and floor rows). */
+const WARM_DRAINS = 2
+
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0]!.slice(0, 300)
 
 async function main(): Promise<void> {
@@ -124,10 +130,16 @@ async function main(): Promise<void> {
         const workers = host.startWorkers({ concurrency: callers, sweepEveryMs: 0 })
         try {
           progress('[side] warm-up')
-          for (let i = 0; i < 200; i++) await call('warm')
           // V8 compiles a hot function after many runs: the first 1,000 calls at 20 callers ran at
-          // about 60% of the steady rate (more code on the path warms up later): measured once warm
-          await pool(size.warm, callers, (i) => call(`warm-${i % callers}`))
+          // about 60% of the steady rate (more code on the path warms up later): measured once warm.
+          // The measured rows' own sequence (calls one at a time, then 20 callers) runs three times:
+          // after one, the switch between the two still invalidated optimized code and V8's compiler
+          // threads spent 40-50 µs a call of this tree's library in runTool-20, against 20-25 after
+          // three, where e98a13e's were at 15-23 (docs/BENCHMARKS.md, fourteenth pass)
+          for (let cycle = 0; cycle < WARM_CYCLES; cycle++) {
+            for (let i = 0; i < 200; i++) await call('warm')
+            await pool(size.warm, callers, (i) => call(`warm-${cycle}-${i % callers}`))
+          }
           if (want('runTool-p50')) {
             const samples: number[] = []
             for (let i = 0; i < size.seq; i++) {
@@ -161,8 +173,15 @@ async function main(): Promise<void> {
         }
       }
       const enqueue = (tag: string, n: number) => enqueueOneStep(lib, host, harness, tag, n)
-      // calls/s, and the CPU both processes spent a call (less load-dependent than calls/s)
-      const drainRows = async (id: string, cpuId: string, start: () => Drainable) => {
+      // calls/s, and the CPU both processes spent a call (less load-dependent than calls/s), after
+      // WARM_DRAINS drains of the same size that are not measured: the first drains at a concurrency
+      // still compiled their path (drain-50 0.81x, cpu-drain-50 1.23x of e98a13e without them, and this
+      // tree's five fetch lanes at concurrency 50 gained until its third drain; BENCHMARKS.md, fourteenth pass)
+      const drainRows = async (id: string, cpuId: string, tag: string, start: () => Drainable) => {
+        for (let w = 1; w <= WARM_DRAINS; w++) {
+          await drainWith(start, 'tools.', size.drain)
+          await enqueue(`${tag}-${w < WARM_DRAINS ? `w${w}` : 'm'}`, size.drain)
+        }
         const { result: ms, cpu } = await withOwnCpu(stats, () => profiled(profileDir, id, () => drainWith(start, 'tools.', size.drain)))
         rows[id] = { value: (size.drain / ms) * 1000 }
         if (wanted.has(cpuId)) rows[cpuId] = { value: (cpu.userUs + cpu.systemUs + cpu.serverUs) / size.drain }
@@ -170,9 +189,9 @@ async function main(): Promise<void> {
       for (const c of [10, 50]) {
         if (!want(`drain-${c}`, `cpu-drain-${c}`)) continue
         try {
-          await enqueue(`d-${c}`, size.drain)
-          progress(`[side] drain ${size.drain} at concurrency ${c}`)
-          await drainRows(`drain-${c}`, `cpu-drain-${c}`, () => host.startWorkers({ concurrency: c, sweepEveryMs: 0 }))
+          await enqueue(`dw-${c}`, size.drain)
+          progress(`[side] drain ${size.drain} at concurrency ${c}, after ${WARM_DRAINS} of warm-up`)
+          await drainRows(`drain-${c}`, `cpu-drain-${c}`, `d-${c}`, () => host.startWorkers({ concurrency: c, sweepEveryMs: 0 }))
         } catch (e) {
           failAll([`drain-${c}`, `cpu-drain-${c}`], e)
         }
@@ -182,9 +201,9 @@ async function main(): Promise<void> {
         for (const c of [10, 50]) {
           if (!want(`floor-${c}`, `cpu-floor-${c}`)) continue
           try {
-            await enqueue(`f-${c}`, size.drain)
-            progress(`[side] floor ${size.drain} at concurrency ${c}`)
-            await drainRows(`floor-${c}`, `cpu-floor-${c}`, () =>
+            await enqueue(`fw-${c}`, size.drain)
+            progress(`[side] floor ${size.drain} at concurrency ${c}, after ${WARM_DRAINS} of warm-up`)
+            await drainRows(`floor-${c}`, `cpu-floor-${c}`, `f-${c}`, () =>
               startFloorWorker(lib, { redisUrl: url, prefix, harness: harness.name, concurrency: c, connection }),
             )
           } catch (e) {

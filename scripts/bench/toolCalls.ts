@@ -146,14 +146,19 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
     })
     const floorCall = (sessionId: string) => floorHost.open(toolsHarness, { sessionId }).runTool({ name: 'three', input: {} })
     progress('[ours] warm-up')
-    for (let i = 0; i < 200; i++) await call('warm')
-    for (let i = 0; i < 200; i++) await floorCall('warm')
     // V8 compiles a hot function after many runs: the first 1,000 calls ran at about 60% of the steady
-    // rate (the longer path warms up later), so both are measured warm (as a worker that has run a while)
+    // rate (the longer path warms up later), so all three are measured warm (as a worker that has run
+    // a while): the rounds' own sequence, one at a time then with callers, three times (after one, the
+    // switch between the two still invalidated optimized code: docs/BENCHMARKS.md, fourteenth pass)
     const warm = quick ? 300 : 2000
-    await pool(warm, callers, (i) => call(`warm-${i % callers}`))
-    await pool(warm, callers, (i) => floorCall(`warm-${i % callers}`))
-    await pool(warm, callers, () => raw.roundTrip())
+    for (let cycle = 0; cycle < 3; cycle++) {
+      for (let i = 0; i < 200; i++) await call('warm')
+      for (let i = 0; i < 200; i++) await floorCall('warm')
+      for (let i = 0; i < 200; i++) await raw.roundTrip()
+      await pool(warm, callers, (i) => call(`warm-${cycle}-${i % callers}`))
+      await pool(warm, callers, (i) => floorCall(`warm-${cycle}-${i % callers}`))
+      await pool(warm, callers, () => raw.roundTrip())
+    }
     const rounds = 10
     const n = quick ? 30 : 200
     const m = quick ? 100 : 600
