@@ -181,6 +181,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   }
   const logOptions = {
     shards,
+    landed: (key: string, record: string) => notifier.deliver(key, record), // a caller here hears it from the reply
     ...(options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }),
     ...(options.waitReplicas
       ? { waitReplicas: { replicas: options.waitReplicas.replicas ?? 1, timeoutMs: options.waitReplicas.timeoutMs ?? 200 } }

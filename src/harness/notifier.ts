@@ -129,6 +129,15 @@ export class Notifier {
     }
   }
 
+  /**
+   * Wakes the waiters of `key` with `payload` as its message would (not the listeners: they hear the
+   * PUBLISH): a result this process landed (SessionLogOptions.landed), one subscriber trip earlier.
+   */
+  deliver(key: string, payload: string): void {
+    const set = this.waiters.get(key)
+    if (set) for (const wake of set) guard(() => wake(payload))
+  }
+
   private subscribe(): Promise<void> {
     this.closed = false
     this.subscribed ??= (async () => {

@@ -228,15 +228,11 @@ export class CallLedger {
         ? { type: 'harness.tool.result', toolCallId, name, error: outcome.error }
         : { type: 'harness.tool.result', toolCallId, name, result: outcome.result },
     )
-    const reply = await this.stream.script(
-      scripts.landResult,
-      {
-        keys: this.callKeys(toolCallId),
-        args: this.landArgs(fence, record),
-      },
-      true,
-    )
+    const args = this.landArgs(fence, record)
+    const reply = await this.stream.script(scripts.landResult, { keys: this.callKeys(toolCallId), args }, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
+    // landed (or found landed by this attempt's own retry, the same record): a waiter in this process hears it now
+    this.stream.landed?.(args.messageKey, record)
     return reply[1]
   }
 

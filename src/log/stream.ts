@@ -56,6 +56,12 @@ export interface SessionLogOptions {
    * like a refused write (docs/deploy.md). Off by default.
    */
   waitReplicas?: ReplicaWait
+  /**
+   * Hears each result this process lands, with the message key and record its PUBLISH carries, once
+   * Redis answered the landing: a waiter in the same process wakes without the message's trip through
+   * the subscriber (harness/notifier.ts `deliver`). The PUBLISH still goes out for every other process.
+   */
+  landed?: (messageKey: string, record: string) => void
 }
 
 /** The writes that must survive a failover: a step's value (its side effect happened) and a call's result. */
@@ -91,6 +97,7 @@ export class LogStream {
   private readonly writeRetryMs: number
   private readonly waitReplicas: ReplicaWait | undefined
   readonly shards: number
+  readonly landed: ((messageKey: string, record: string) => void) | undefined
 
   constructor(
     readonly redis: RedisClient,
@@ -109,6 +116,7 @@ export class LogStream {
     this.logId = sessionId
     this.writeRetryMs = options.writeRetryMs ?? DEFAULT_WRITE_RETRY_MS
     this.waitReplicas = options.waitReplicas
+    this.landed = options.landed
   }
 
   /**
