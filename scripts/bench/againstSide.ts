@@ -179,9 +179,10 @@ async function main(): Promise<void> {
       // tree's five fetch lanes at concurrency 50 gained until its third drain; BENCHMARKS.md, fourteenth pass)
       const drainRows = async (id: string, cpuId: string, tag: string, start: () => Drainable) => {
         for (let w = 1; w <= WARM_DRAINS; w++) {
+          await enqueue(`${tag}-w${w}`, size.drain)
           await drainWith(start, 'tools.', size.drain)
-          await enqueue(`${tag}-${w < WARM_DRAINS ? `w${w}` : 'm'}`, size.drain)
         }
+        await enqueue(tag, size.drain)
         const { result: ms, cpu } = await withOwnCpu(stats, () => profiled(profileDir, id, () => drainWith(start, 'tools.', size.drain)))
         rows[id] = { value: (size.drain / ms) * 1000 }
         if (wanted.has(cpuId)) rows[cpuId] = { value: (cpu.userUs + cpu.systemUs + cpu.serverUs) / size.drain }
@@ -189,7 +190,6 @@ async function main(): Promise<void> {
       for (const c of [10, 50]) {
         if (!want(`drain-${c}`, `cpu-drain-${c}`)) continue
         try {
-          await enqueue(`dw-${c}`, size.drain)
           progress(`[side] drain ${size.drain} at concurrency ${c}, after ${WARM_DRAINS} of warm-up`)
           await drainRows(`drain-${c}`, `cpu-drain-${c}`, `d-${c}`, () => host.startWorkers({ concurrency: c, sweepEveryMs: 0 }))
         } catch (e) {
@@ -201,7 +201,6 @@ async function main(): Promise<void> {
         for (const c of [10, 50]) {
           if (!want(`floor-${c}`, `cpu-floor-${c}`)) continue
           try {
-            await enqueue(`fw-${c}`, size.drain)
             progress(`[side] floor ${size.drain} at concurrency ${c}, after ${WARM_DRAINS} of warm-up`)
             await drainRows(`floor-${c}`, `cpu-floor-${c}`, `f-${c}`, () =>
               startFloorWorker(lib, { redisUrl: url, prefix, harness: harness.name, concurrency: c, connection }),

@@ -130,8 +130,9 @@ export class Notifier {
   }
 
   /**
-   * Wakes the waiters of `key` with `payload` as its message would (not the listeners: they hear the
-   * PUBLISH): a result this process landed (SessionLogOptions.landed), one subscriber trip earlier.
+   * Wakes the waiters of `key` with a message's `payload`, each isolated: the subscriber's messages,
+   * and a result this process landed (SessionLogOptions.landed), one subscriber trip earlier (the
+   * listeners hear only the PUBLISH).
    */
   deliver(key: string, payload: string): void {
     const set = this.waiters.get(key)
@@ -149,7 +150,7 @@ export class Notifier {
         const parsed = parseMessage(message)
         // a payload that trips a waiter or listener must not throw out of the subscriber: each is
         // isolated, and a waiter re-checks the durable state anyway
-        for (const wake of this.waiters.get(parsed.key) ?? []) guard(() => wake(parsed.payload))
+        this.deliver(parsed.key, parsed.payload)
         for (const listener of this.listeners) guard(() => listener(parsed))
       })
       // each shard's channel lies in its own slot: one SSUBSCRIBE per channel
