@@ -1,5 +1,6 @@
-import type { Job, Processor, WorkerOptions } from 'bullmq'
+import type { Job, JobsOptions, Processor, WorkerOptions } from 'bullmq'
 import { afterSendTo, dropStaleMarker, type RedisClient } from '../log/index.js'
+import type { LaneStart } from '../queue/index.js'
 import { LockWatchingWorker, type AttemptLocks } from './attemptLock.js'
 
 /** BullMQ's fetch loop's queue of fetches and running jobs (Worker's private `mainLoopQueue`). */
@@ -24,6 +25,7 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   private readonly started = new WeakMap<Job, Promise<unknown>>()
   private fetchedOne = false
   private fetchedNow = 0
+  private startedHere = 0
   /** fetchNow's marker drop: whether the queue was empty right after its fetch. */
   private emptyBehind: Promise<boolean> | undefined
 
@@ -69,6 +71,10 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   protected override async nextJobFromJobData(...args: Parameters<LockWatchingWorker<D>['nextJobFromJobData']>): Promise<Job<D>> {
     const job = await super.nextJobFromJobData(...args)
     if (job) this.fetchedOne = true
+    return this.startFetched(job)
+  }
+
+  private startFetched(job: Job<D>): Job<D> {
     // a job BullMQ would fail without running it (a deferred failure) goes its own way
     if (job?.token && !job.deferredFailure && !this.opts.maxStartedAttempts) this.startNow(job, job.token)
     return job
@@ -105,6 +111,66 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
       return undefined
     })
     fetching.add(fetched)
+  }
+
+  /**
+   * Holds a slot of this lane for a new runTool call of this process whose request's write starts
+   * its job (startCall.lua: the job made active under this slot's lock token), so the job runs when
+   * that write's reply comes, with no add, fetch or wake-up of its own (docs/decisions.md, "A local
+   * runTool call starts in its request's write"). Undefined when the lane cannot run it now (closing,
+   * paused, every slot taken) or the job is not a plain one (a parent, a priority, a delay): the
+   * call is added to the queue as ever. The slot is BullMQ's own: a fetch of its loop's queue that
+   * resolves with the job, which BullMQ then completes as any job it fetched.
+   */
+  reserveStart(job: { name: string; data: D; opts: JobsOptions }): LaneStart | undefined {
+    const fetching: FetchQueue | null = this['mainLoopQueue']
+    if (!fetching || this.closing || this.isPaused() || fetching.numTotal() >= this.concurrency) return undefined
+    const { opts } = job
+    const { active, wait, prioritized, marker, meta } = this.keys
+    const lockMs = this.opts.lockDuration
+    if (!opts.jobId || opts.parent || opts.priority || opts.delay || !lockMs || !active || !wait || !prioritized || !marker || !meta)
+      return undefined
+    const jobId = opts.jobId
+    const token = `${this.id}:start${this.startedHere++}`
+    // a lane that waits on the queue's marker: the script sets it, and the lane's fetch after its
+    // wake-up is not sent when no other job waits (moveToActive, as behind fetchNow)
+    const waits = Boolean(this['waiting'])
+    let take!: (job: Job<D> | undefined) => void
+    fetching.add(new Promise<Job<D> | undefined>((resolve) => (take = resolve)))
+    const data = JSON.stringify(job.data)
+    const worker = this.opts.name ?? ''
+    return {
+      job: {
+        keys: { job: this.toKey(jobId), active, wait, prioritized, marker, meta },
+        args: { jobId, data, opts: JSON.stringify(opts), token, lockMs, worker, wake: waits ? '1' : '' },
+      },
+      sent: (reply) => {
+        if (waits)
+          this.emptyBehind = reply.then(
+            (r) => r.status === 'started' && r.emptyBehind,
+            () => false,
+          )
+        reply
+          .then(async (r) => {
+            if (r.status !== 'started') return take(undefined)
+            // the job as BullMQ reads it from its hash (startCall.lua wrote it)
+            const stored = { id: jobId, name: job.name, data, opts, timestamp: r.now, delay: 0, priority: 0, processedOn: r.now }
+            const json = {
+              ...stored,
+              progress: 0,
+              attemptsStarted: 1,
+              attemptsMade: 0,
+              stalledCounter: 0,
+              failedReason: '',
+              returnvalue: 'null',
+            }
+            take(this.startFetched(await super.nextJobFromJobData(worker ? { ...json, processedBy: worker } : json, jobId, token)))
+          })
+          // the reply failed (the caller hears it), or a started job could not be taken: the slot is given
+          // back; a job left active without its lane loses its lock, and the stalled check hands it on
+          .catch(() => take(undefined))
+      },
+    }
   }
 
   private startNow(job: Job<D>, token: string): void {

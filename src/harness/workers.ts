@@ -105,10 +105,13 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   // a connection (in order) and the lane waits for jobs (eagerStart.ts fetchNow)
   const first = tools[0]
   const unlisten = first && completesOn && completesOn === queues.connection ? queues.fetchHere(shard, () => first.fetchNow()) : undefined
+  // and a new runTool call of this process starts in its request's write on a lane with a slot free (eagerStart.ts reserveStart)
+  const unstart = queues.startHere(shard, (job) => startOnLane(tools, job))
   for (const lane of tools)
     lane.once('closing', () => {
       lanes.stop()
       unlisten?.()
+      unstart()
     })
   const turns = new Worker<TurnJobData>(
     turnQueueName(harness.name),
@@ -138,6 +141,15 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
     })
   }
   return [...tools, turns]
+}
+
+/** A slot for `job` on the first lane that has one free now (the first lane fetches always; the spares while busy). */
+function startOnLane(lanes: readonly EagerStartWorker<ToolJobData>[], job: Parameters<EagerStartWorker<ToolJobData>['reserveStart']>[0]) {
+  for (const lane of lanes) {
+    const start = lane.reserveStart(job)
+    if (start) return start
+  }
+  return undefined
 }
 
 /**

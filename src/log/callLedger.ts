@@ -1,5 +1,4 @@
 import { FencedError } from '../errors/index.js'
-import { callFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { requestField, retryField, stepField } from './keys.js'
 import { type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
@@ -8,6 +7,7 @@ import { encodeRecord, type LogStream } from './stream.js'
 import type { ScriptKeys } from './sessionLayout.js'
 import { decodeValue, encodeValue, type StepLookup, type StoredValue } from './stepValues.js'
 import { scripts, type ScriptInput } from './commands/index.js'
+import { requestArgs } from './callStart.js'
 import {
   beginResultOf,
   callStateOf,
@@ -34,22 +34,8 @@ export class CallLedger {
    * delivery skips its begin: callMarks.ts), for the harness named, with the fingerprint made already.
    */
   async requestCall(toolCallId: string, name: string, input: unknown, begin?: RequestBegin): Promise<'added' | 'exists' | 'conflict'> {
-    const record = encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input })
-    const fingerprint = begin?.fingerprint ?? callFingerprint(name, input)
-    const [status] = await this.stream.script(scripts.requestCall, {
-      keys: this.stream.scriptKeys,
-      args: {
-        toolCallId,
-        fingerprint,
-        record,
-        now: Date.now(),
-        sessionId: this.stream.sessionId,
-        beginFor: begin?.harness ?? '',
-        name,
-        openMember: openMember(this.stream.sessionId, toolCallId),
-        version: begin?.version ?? '',
-      },
-    })
+    const args = requestArgs(this.stream, toolCallId, name, input, begin)
+    const [status] = await this.stream.script(scripts.requestCall, { keys: this.stream.scriptKeys, args })
     return status
   }
 

@@ -1,6 +1,7 @@
 import type { RedisClient } from './client.js'
 import { hasType } from './records.js'
-import { loggedCallIn, type LoggedCall } from './callState.js'
+import { loggedCallIn, type LoggedCall, type RequestBegin } from './callState.js'
+import { startCall, type JobStart, type StartReply } from './callStart.js'
 import { LogStream, type SessionLogOptions } from './stream.js'
 import { SessionInputs } from './inputs.js'
 import { SessionActions } from './actions.js'
@@ -170,6 +171,10 @@ export class SessionLog {
   }
   parkCall(...args: Parameters<Ledger['parkCall']>) {
     return this.ledger.parkCall(...args)
+  }
+  /** A new runTool call's request, begun, with its job started on a local lane's slot in the same write (callStart.ts). */
+  startCall(call: { toolCallId: string; name: string; input: unknown }, begin: RequestBegin, start: JobStart): Promise<StartReply> {
+    return startCall(this.stream, call, begin, start)
   }
   landResult(...args: Parameters<Ledger['landResult']>) {
     return this.ledger.landResult(...args)

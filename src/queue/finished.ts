@@ -1,6 +1,6 @@
 import { Job } from 'bullmq'
 import { toolJobId, turnJobId } from '../log/index.js'
-import type { HarnessQueues } from './enqueue.js'
+import type { HarnessQueues } from './queues.js'
 
 /** Removes a job that has finished (completed or failed): its id may be added again. Any other state is left alone. */
 async function removeFinished(job: Job | undefined): Promise<void> {

@@ -2,7 +2,6 @@ export { bullPrefix, toolQueueName, turnQueueName } from './names.js'
 // the job data types live in core/; re-exported here for the callers that import them with the queue's functions
 export type { ToolJobData, TurnJobData } from '../core/index.js'
 export {
-  createQueues,
   toolJobOptions,
   finishedJobs,
   enqueueTurn,
@@ -15,8 +14,8 @@ export {
   inspectTurnJob,
   inspectCallJob,
   toolJob,
-  HarnessQueues,
 } from './enqueue.js'
+export { createQueues, HarnessQueues, type LaneStart } from './queues.js'
 export { wakeCallByName } from './wake.js'
 export { enqueueParkedCall, wakeEventWait, type ToolQueueOf } from './parked.js'
 export { clearFinishedTurn } from './finished.js'

@@ -1,4 +1,4 @@
-import type { HarnessQueues } from './enqueue.js'
+import type { HarnessQueues } from './queues.js'
 
 /**
  * Pauses every queue of a harness, in every shard (host.pause): BullMQ takes no new job from a paused

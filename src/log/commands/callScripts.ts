@@ -35,6 +35,31 @@ export const requestCall = defineScript({
   reply: reply<['added', string] | ['exists'] | ['conflict']>(),
 })
 
+/** requestCall, and its job started in the same write under a local lane's slot (startCall.lua). */
+export const startCall = defineScript({
+  name: 'startCall',
+  keys: ['calls', 'log', 'sessions', 'openCalls', 'job', 'active', 'wait', 'prioritized', 'marker', 'meta'],
+  args: {
+    toolCallId: text,
+    fingerprint: text,
+    record: text,
+    now: num,
+    sessionId: text,
+    beginFor: text,
+    name: text,
+    openMember: text,
+    version: text,
+    jobId: text,
+    data: text,
+    opts: text,
+    token: text,
+    lockMs: num,
+    worker: text,
+    wake: arg<'1' | ''>(),
+  },
+  reply: reply<['started', string, 0 | 1] | ['queued', string] | ['exists'] | ['conflict']>(),
+})
+
 export const beginCall = defineScript({
   name: 'beginCall',
   keys: ['calls', 'log', 'staged', 'openCalls', 'inputs'],

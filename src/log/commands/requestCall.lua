@@ -30,26 +30,5 @@ local callsKey, logKey, sessionsKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], K
 local toolCallId, fingerprint, record, now, sessionId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local beginFor, name, openMember, version = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 
-local used = redis.call('HGET', callsKey, toolCallId .. '\0req')
-if used then
-  if used == fingerprint then
-    -- a caller's retry: the session may have been removed from the index meanwhile (a repair)
-    redis.call('ZADD', sessionsKey, 'NX', now, sessionId)
-    return {'exists'}
-  end
-  return {'conflict'}
-end
-redis.call('HSET', callsKey, toolCallId .. '\0req', fingerprint)
-redis.call('ZADD', sessionsKey, 'NX', now, sessionId)
-local entryId = redis.call('XADD', logKey, '*', 'r', record)
-if beginFor ~= '' then
-  -- the state and the call's names apart, each under 64 B (a small calls hash stays a listpack: beginCall.lua)
-  local state = {s = 'running', e = 1, a = 1, r = 'safe', q = 1}
-  redis.call('HSET', callsKey, toolCallId, cjson.encode(state), toolCallId .. '\0names', cjson.encode({name, beginFor, version}))
-  redis.call('ZADD', openCallsKey, now, openMember)
-  local began = nil
-  if version ~= '' then began = version end
-  redis.call('XADD', logKey, '*', 'r', cjson.encode({
-    type = 'harness.tool.started', toolCallId = toolCallId, name = name, attempt = 1, replay = 'safe', reason = 'fresh', version = began}))
-end
-return {'added', entryId}
+--@include request
+return requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCallId, fingerprint, record, now, sessionId, beginFor, name, openMember, version)

@@ -1,0 +1,74 @@
+--[[
+  A runTool call of this process started in its request's own write (docs/decisions.md, "A local
+  runTool call starts in its request's write"): the request, begun as requestCall begins it, then
+  its BullMQ job made active at once under the lock of a slot a local fetch lane holds for it, as
+  BullMQ's add and its moveToActive would leave it (the job hash, the active list, the lock). One
+  script where the add, the lane's fetch and its marker drop were three. A paused queue, or one with
+  BullMQ's global concurrency, gets the job in its wait list as BullMQ's add puts it there.
+  Session and queue keys share the shard's hash tag: one slot on a Cluster.
+
+  Input:
+    KEYS[1] calls: calls hash (requestCall.lua)
+    KEYS[2] log: session log stream
+    KEYS[3] sessions: sessions index
+    KEYS[4] openCalls: open calls index
+    KEYS[5] job: the job's hash
+    KEYS[6] active: the tool queue's active list
+    KEYS[7] wait: the tool queue's wait list
+    KEYS[8] prioritized: the tool queue's prioritized set
+    KEYS[9] marker: the tool queue's marker
+    KEYS[10] meta: the tool queue's meta hash (paused, concurrency)
+    ARGV[1] toolCallId
+    ARGV[2] fingerprint
+    ARGV[3] record: harness.tool.requested record JSON
+    ARGV[4] now: now ms (the job's timestamp and processedOn)
+    ARGV[5] sessionId: session id (member of the sessions index)
+    ARGV[6] beginFor: the harness name (the call is begun with its request)
+    ARGV[7] name: tool name (the job's name)
+    ARGV[8] openMember: open calls member
+    ARGV[9] version: '' or the harness version the call begins under
+    ARGV[10] jobId: the job's id
+    ARGV[11] data: the job's data JSON
+    ARGV[12] opts: the job's options JSON, as BullMQ stores them
+    ARGV[13] token: the lock token of the lane's slot
+    ARGV[14] lockMs: the lock's duration
+    ARGV[15] worker: the lane's worker name ('' for none)
+    ARGV[16] wake: '1' when the lane waits on the marker: set it, so its loop takes the job
+
+  Output:
+    {'started', entryId, 1 when no other job waits (the lane's fetch after its wake-up would find none) else 0}
+    | {'queued', entryId} (the job waits in the queue; the lane's slot is not used) | {'exists'} | {'conflict'}
+]]
+local callsKey, logKey, sessionsKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local jobKey, activeKey, waitKey, prioritizedKey, markerKey, metaKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local toolCallId, fingerprint, record, now, sessionId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local beginFor, name, openMember, version = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local jobId, data, opts, token, lockMs, worker, wake = ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16]
+
+--@include request
+local requested = requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCallId, fingerprint, record, now, sessionId, beginFor, name, openMember, version)
+if requested[1] ~= 'added' then return requested end
+local entryId = requested[2]
+-- a job of this id exists (a fresh id never has one): BullMQ's add would leave it as it is
+if redis.call('EXISTS', jobKey) == 1 then return {'queued', entryId} end
+
+local queue = redis.call('HMGET', metaKey, 'paused', 'concurrency')
+if queue[1] or queue[2] then
+  redis.call('HSET', jobKey, 'name', name, 'data', data, 'opts', opts, 'timestamp', now, 'delay', 0, 'priority', 0)
+  redis.call('LPUSH', waitKey, jobId)
+  local maxed = queue[2] and redis.call('LLEN', activeKey) >= tonumber(queue[2])
+  if not queue[1] and not maxed then redis.call('ZADD', markerKey, 0, '0') end
+  return {'queued', entryId}
+end
+if worker ~= '' then
+  redis.call('HSET', jobKey, 'name', name, 'data', data, 'opts', opts, 'timestamp', now, 'delay', 0, 'priority', 0,
+    'processedOn', now, 'ats', 1, 'pb', worker)
+else
+  redis.call('HSET', jobKey, 'name', name, 'data', data, 'opts', opts, 'timestamp', now, 'delay', 0, 'priority', 0,
+    'processedOn', now, 'ats', 1)
+end
+redis.call('LPUSH', activeKey, jobId)
+redis.call('SET', jobKey .. ':lock', token, 'PX', lockMs)
+if wake == '1' then redis.call('ZADD', markerKey, 0, '0') end
+local none = redis.call('LLEN', waitKey) == 0 and redis.call('ZCARD', prioritizedKey) == 0
+return {'started', entryId, none and 1 or 0}
