@@ -23,6 +23,8 @@ interface FetchQueue {
  */
 export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   private readonly started = new WeakMap<Job, Promise<unknown>>()
+  /** Jobs whose attempt ended and whose BullMQ completion is on its way: their slots run no tool code. */
+  private readonly ending = new Set<Job>()
   private fetchedOne = false
   private fetchedNow = 0
   private startedHere = 0
@@ -81,10 +83,21 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   }
 
   protected override callProcessJob(job: Job<D>, token: string, signal?: AbortSignal): Promise<unknown> {
-    const running = this.started.get(job)
-    if (!running) return super.callProcessJob(job, token, signal)
-    this.started.delete(job)
+    let running = this.started.get(job)
+    if (running) this.started.delete(job)
+    else running = super.callProcessJob(job, token, signal)
+    // its attempt over (the tool returned or threw), the job only waits for BullMQ's completion
+    const ended = () => this.ending.add(job)
+    running.then(ended, ended)
     return running
+  }
+
+  override async processJob(job: Job<D>, token: string, fetchNextCallback?: () => boolean): Promise<void | Job<D>> {
+    try {
+      return await super.processJob(job, token, fetchNextCallback)
+    } finally {
+      this.ending.delete(job)
+    }
   }
 
   /**
@@ -124,7 +137,9 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
    */
   reserveStart(job: { name: string; data: D; opts: JobsOptions }): LaneStart | undefined {
     const fetching: FetchQueue | null = this['mainLoopQueue']
-    if (!fetching || this.closing || this.isPaused() || fetching.numTotal() >= this.concurrency) return undefined
+    // a slot whose job's attempt ended counts as free: its tool code is done, BullMQ only completes it
+    // (a caller woken by the landing calls again before that completion is back)
+    if (!fetching || this.closing || this.isPaused() || fetching.numTotal() - this.ending.size >= this.concurrency) return undefined
     const { opts } = job
     const { active, wait, prioritized, marker, meta } = this.keys
     const lockMs = this.opts.lockDuration

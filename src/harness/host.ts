@@ -160,10 +160,8 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   }
   redis.on('error', onError)
   logRedis.on('error', onError)
-  const notifier = new Notifier(
-    redis,
-    Array.from({ length: shards }, (_, shard) => indexKeys(prefix, shard, shards).events),
-  )
+  const channels = Array.from({ length: shards }, (_, shard) => indexKeys(prefix, shard, shards).events)
+  const notifier = new Notifier(redis, channels)
   const all = withAgentHarnesses(options.harnesses)
   const harnesses = new Map(all.map((h) => [h.name, h]))
   const queues = new Map<string, HarnessQueues>()
@@ -182,6 +180,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const logOptions = {
     shards,
     landed: (key: string, record: string) => notifier.deliver(key, record), // a caller here hears it from the reply
+    awaitedOnlyHere: (key: string) => notifier.awaitedOnlyHere(key), // and no other process waits: no PUBLISH
     ...(options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }),
     ...(options.waitReplicas
       ? { waitReplicas: { replicas: options.waitReplicas.replicas ?? 1, timeoutMs: options.waitReplicas.timeoutMs ?? 200 } }

@@ -41,6 +41,8 @@ export class Notifier {
   private live = false
   private closed = false
   private readonly waiters = new Map<string, Set<(payload: string) => void>>()
+  /** Keys awaited by a `fresh` wait (a thing this process made: no other process knows its key), and how many. */
+  private readonly ownKeys = new Map<string, number>()
   private readonly listeners = new Set<(message: Message) => void>()
 
   constructor(
@@ -99,6 +101,7 @@ export class Notifier {
     let set = this.waiters.get(key)
     if (!set) this.waiters.set(key, (set = new Set()))
     set.add(onMessage)
+    if (options.fresh) this.ownKeys.set(key, (this.ownKeys.get(key) ?? 0) + 1)
     const onAbort = () => wake()
     options.signal?.addEventListener('abort', onAbort, { once: true })
     options.cancel?.onCancel(onAbort)
@@ -126,7 +129,22 @@ export class Notifier {
       options.signal?.removeEventListener('abort', onAbort)
       set.delete(onMessage)
       if (set.size === 0) this.waiters.delete(key)
+      if (options.fresh) {
+        const own = this.ownKeys.get(key)! - 1
+        if (own > 0) this.ownKeys.set(key, own)
+        else this.ownKeys.delete(key)
+      }
     }
+  }
+
+  /**
+   * True while every waiter of `key` is a `fresh` wait of this process: the thing it awaits was made
+   * here under a key no other process knows (a runTool call under a generated id), so `deliver` from
+   * this process's own landing is all the waking it needs (SessionLogOptions.awaitedOnlyHere).
+   */
+  awaitedOnlyHere(key: string): boolean {
+    const own = this.ownKeys.get(key)
+    return own !== undefined && own === this.waiters.get(key)?.size
   }
 
   /**

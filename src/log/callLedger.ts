@@ -215,6 +215,9 @@ export class CallLedger {
         : { type: 'harness.tool.result', toolCallId, name, result: outcome.result },
     )
     const args = this.landArgs(fence, record)
+    // its only waiter is here and hears it from the reply (`landed`): no PUBLISH for the other processes to read
+    const { landed, awaitedOnlyHere } = this.stream
+    if (landed && awaitedOnlyHere?.(args.messageKey)) args.publish = ''
     const reply = await this.stream.script(scripts.landResult, { keys: this.callKeys(toolCallId), args }, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
     // landed (or found landed by this attempt's own retry, the same record): a waiter in this process hears it now

@@ -59,9 +59,12 @@ export interface SessionLogOptions {
   /**
    * Hears each result this process lands, with the message key and record its PUBLISH carries, once
    * Redis answered the landing: a waiter in the same process wakes without the message's trip through
-   * the subscriber (harness/notifier.ts `deliver`). The PUBLISH still goes out for every other process.
+   * the subscriber (harness/notifier.ts `deliver`). The PUBLISH still goes out for every other process,
+   * except to none when `awaitedOnlyHere` says the only waiter is one this wakes (a runTool call under
+   * an id this process made): then landResult sends no PUBLISH for the shard's subscribers to read.
    */
   landed?: (messageKey: string, record: string) => void
+  awaitedOnlyHere?: (messageKey: string) => boolean
 }
 
 /** The writes that must survive a failover: a step's value (its side effect happened) and a call's result. */
@@ -98,6 +101,7 @@ export class LogStream {
   private readonly waitReplicas: ReplicaWait | undefined
   readonly shards: number
   readonly landed: ((messageKey: string, record: string) => void) | undefined
+  readonly awaitedOnlyHere: ((messageKey: string) => boolean) | undefined
 
   constructor(
     readonly redis: RedisClient,
@@ -117,13 +121,13 @@ export class LogStream {
     this.writeRetryMs = options.writeRetryMs ?? DEFAULT_WRITE_RETRY_MS
     this.waitReplicas = options.waitReplicas
     this.landed = options.landed
+    this.awaitedOnlyHere = options.awaitedOnlyHere
   }
 
   /**
-   * Runs one Redis operation; what Redis throws becomes a StorageError with the cause attached.
-   * `retry`: the fenced writes of a tool call attempt, each idempotent when re-sent (a step saved
-   * twice returns the first value, a result landed twice answers 'ok'), are retried with backoff for
-   * `writeRetryMs` first, so an OOM or a blip never turns a side effect that ran into a tool error.
+   * Runs one Redis operation; what Redis throws becomes a StorageError with the cause attached. `retry`: the fenced
+   * writes of an attempt, each idempotent when re-sent (a step saved twice returns the first value, a result landed
+   * twice answers 'ok'), are retried with backoff for `writeRetryMs` first: a blip never turns a side effect into a tool error.
    */
   async command<T>(operation: string, run: () => Promise<T>, retry = false): Promise<T> {
     try {

@@ -3,11 +3,11 @@
 import { toolDefinition } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { defineHarness, durableTool } from '../../src/index.js'
+import { createHarnessHost, defineHarness, durableTool } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { toolJobId } from '../../src/log/index.js'
+import { indexKeys, messageKey, toolJobId } from '../../src/log/index.js'
 import { toolQueueName } from '../../src/queue/index.js'
-import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
+import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { spawnWorker } from '../helpers/workerProcess.js'
 import { records, until } from '../helpers/log.js'
 import { queuePrefix, rigClient } from '../rig.js'
@@ -55,6 +55,33 @@ describe('a runTool call started in its request write', () => {
     expect(runs).toEqual(['warm', 'held'])
   })
 
+  it.skipIf(onCluster)(
+    "a slot whose job's attempt ended counts as free: a caller that calls again as soon as its call landed starts on it",
+    async () => {
+      const locks: string[] = []
+      const client = rigClient(hosts.url())
+      hosts.defer(() => client.disconnect())
+      const lockOf = durableTool(
+        toolDefinition({ name: 'lockOf', description: "reads its job's lock", inputSchema: z.object({}) }),
+        async (_input, { toolCallId }) => {
+          const key = `${queuePrefix(prefix, 'e1')}:${toolQueueName('startEnding')}:${toolJobId('e1', toolCallId)}:lock`
+          locks.push((await client.get(key)) ?? '')
+          return { ok: true }
+        },
+      )
+      const harness = defineHarness({ name: 'startEnding', adapter: scriptedModel([]), tools: [lockOf] })
+      const { host, prefix } = hosts.start(harness, 'start-ending', { concurrency: 1 })
+      const session = host.open(harness, { sessionId: 'e1' })
+      // the first call may come before the lane fetches
+      await session.runTool({ name: 'lockOf', input: {} })
+      locks.length = 0
+      // each call right as the one before landed: BullMQ's completion of that job is still on its way
+      for (let i = 0; i < 5; i++) expect(await session.runTool({ name: 'lockOf', input: {} })).toEqual({ ok: true })
+      expect(locks).toHaveLength(5)
+      for (const lock of locks) expect(lock).toMatch(/:start\d+$/)
+    },
+  )
+
   it('every slot of the lanes taken: the call is added to the queue and runs when a slot frees', async () => {
     const { tool, runs, release } = gatedTool()
     const harness = defineHarness({ name: 'startFull', adapter: scriptedModel([]), tools: [tool] })
@@ -74,6 +101,40 @@ describe('a runTool call started in its request write', () => {
       [1, 'fresh'],
     ])
   })
+})
+
+describe("a landing's PUBLISH goes out only when another process may wait for it", () => {
+  const hosts = useInProcessHosts()
+
+  it.skipIf(onCluster)(
+    'no PUBLISH for a call under an id its caller made here, where it runs; one for a call another process awaits, and for a caller-given id',
+    async () => {
+      const { tool, release } = gatedTool()
+      const harness = defineHarness({ name: 'quietLanding', adapter: scriptedModel([]), tools: [tool] })
+      const { host, prefix, url } = hosts.start(harness, 'quiet-landing')
+      // a second host of the same deployment without workers: its calls run on the first host's lanes
+      const caller = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
+      hosts.defer(() => caller.close())
+      const subscriber = rigClient(url)
+      hosts.defer(() => subscriber.disconnect())
+      const heard: string[] = []
+      subscriber.on('message', (_channel: string, message: string) => heard.push(message.split('\n')[0]!))
+      await subscriber.subscribe(indexKeys(prefix, 0, 1).events)
+      const run = async (from: typeof host, id: string, toolCallId?: string) => {
+        const session = from.open(harness, { sessionId: 'q1' })
+        const call = session.runTool({ name: 'gated', input: { id }, ...(toolCallId ? { toolCallId } : {}) })
+        await release(id)
+        expect(await call).toEqual({ id })
+        const requested = records(await session.log.read(), 'harness.tool.requested').find((r) => (r.input as { id: string }).id === id)
+        return messageKey('call', 'q1', String(requested!.toolCallId))
+      }
+      const here = await run(host, 'here')
+      const elsewhere = await run(caller, 'elsewhere')
+      const given = await run(host, 'given', 'given-id')
+      await until(async () => heard.includes(elsewhere) && heard.includes(given), 'the two PUBLISHes')
+      expect(heard).not.toContain(here)
+    },
+  )
 })
 
 describe('a process that started a call in its request write dies', () => {

@@ -13,7 +13,8 @@ const landArgs = {
   epoch: num,
   record: text,
   openMember: text,
-  publish: arg<'PUBLISH' | 'SPUBLISH'>(),
+  /** '': no message (landResult, when its only waiter is in the landing's process: SessionLogOptions.awaitedOnlyHere) */
+  publish: arg<'PUBLISH' | 'SPUBLISH' | ''>(),
   channel: text,
   messageKey: text,
 }

@@ -12,7 +12,8 @@
     ARGV[2] epoch: caller's epoch
     ARGV[3] record: harness.tool.result record JSON
     ARGV[4] openMember: open calls member
-    ARGV[5] publish: 'PUBLISH', or 'SPUBLISH' on a Cluster (the channel carries the shard's hash tag)
+    ARGV[5] publish: 'PUBLISH', or 'SPUBLISH' on a Cluster (the channel carries the shard's hash tag); '' for none (its only
+            waiter is in the landing's process, which wakes it from the reply)
     ARGV[6] channel: events channel of the session's shard
     ARGV[7] messageKey: message key (formats.ts): PUBLISH "<key>\n<result record>" wakes waiters such as runTool
             (a lost message only delays them: they re-check)

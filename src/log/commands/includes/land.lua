@@ -1,7 +1,8 @@
 -- Landing a call's kept result (landResult, cancelCall): its staged `append` records, then the
 -- harness.tool.result record, into the log; the call state 'done' with the result's entry id and the
--- result kept beside it; the call out of the open-calls index; a (S)PUBLISH that wakes waiters
--- (and, for a call of a turn, its id into the conversation projection: include conversation first;
+-- result kept beside it; the call out of the open-calls index; a (S)PUBLISH that wakes waiters, unless
+-- `publish` is '' (the only waiter is in the landing's process, which wakes it from the reply) (and,
+-- for a call of a turn, its id into the conversation projection: include conversation first;
 -- a runTool call's result is no part of any model's conversation; its session goes idle, so a small
 -- log gives back its unused bytes: include compactLog first)
 -- landCall(callsKey, logKey, convKey, stagedKey, openCallsKey, toolCallId, state, record, openMember, publish, channel, messageKey)
@@ -18,6 +19,6 @@ local function landCall(callsKey, logKey, convKey, stagedKey, openCallsKey, tool
   redis.call('HSET', callsKey, toolCallId .. '\0result', record)
   redis.call('ZREM', openCallsKey, openMember)
   if not state.i then compactLog(logKey) end
-  redis.call(publish, channel, messageKey .. '\n' .. record)
+  if publish ~= '' then redis.call(publish, channel, messageKey .. '\n' .. record) end
   return id
 end
