@@ -27,7 +27,8 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   private readonly ending = new Set<Job>()
   private fetchedOne = false
   private fetchedNow = 0
-  private startedHere = 0
+  private startTokens = 0
+  private readonly startedHere = new WeakSet<Job>()
   /** fetchNow's marker drop: whether the queue was empty right after its fetch. */
   private emptyBehind: Promise<boolean> | undefined
 
@@ -146,7 +147,7 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
     if (!opts.jobId || opts.parent || opts.priority || opts.delay || !lockMs || !active || !wait || !prioritized || !marker || !meta)
       return undefined
     const jobId = opts.jobId
-    const token = `${this.id}:start${this.startedHere++}`
+    const token = `${this.id}:start${this.startTokens++}`
     // a lane that waits on the queue's marker: the script sets it, and the lane's fetch after its
     // wake-up is not sent when no other job waits (moveToActive, as behind fetchNow)
     const waits = Boolean(this['waiting'])
@@ -166,26 +167,51 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
             () => false,
           )
         reply
-          .then(async (r) => {
+          .then((r) => {
             if (r.status !== 'started') return take(undefined)
-            // the job as BullMQ reads it from its hash (startCall.lua wrote it)
-            const stored = { id: jobId, name: job.name, data, opts, timestamp: r.now, delay: 0, priority: 0, processedOn: r.now }
-            const json = {
-              ...stored,
-              progress: 0,
-              attemptsStarted: 1,
-              attemptsMade: 0,
-              stalledCounter: 0,
-              failedReason: '',
-              returnvalue: 'null',
-            }
-            take(this.startFetched(await super.nextJobFromJobData(worker ? { ...json, processedBy: worker } : json, jobId, token)))
+            // another job waits: BullMQ's own path, which marks the lane not drained (its next fetch is no blocking wait)
+            if (!r.emptyBehind) return void this.startStored(job, jobId, data, r.now, token, worker).then(take)
+            // the job as its hash holds it (startCall.lua), made here from what was sent: no parse of its data again
+            const started = new this.Job(this, job.name, job.data, opts, jobId)
+            started.timestamp = r.now
+            started.processedOn = r.now
+            started.attemptsStarted = 1
+            started.token = token
+            if (worker) started.processedBy = worker
+            this.startedHere.add(started)
+            this.emit('active', started, 'waiting')
+            take(this.startFetched(started))
           })
           // the reply failed (the caller hears it), or a started job could not be taken: the slot is given
           // back; a job left active without its lane loses its lock, and the stalled check hands it on
           .catch(() => take(undefined))
       },
     }
+  }
+
+  /** A started job through BullMQ's reading of its hash (a job as moveToActive returns it). */
+  private async startStored(
+    job: { name: string; data: D; opts: JobsOptions },
+    jobId: string,
+    data: string,
+    now: number,
+    token: string,
+    worker: string,
+  ) {
+    const stored = { id: jobId, name: job.name, data, opts: job.opts, timestamp: now, delay: 0, priority: 0, processedOn: now, progress: 0 }
+    const json = { ...stored, attemptsStarted: 1, attemptsMade: 0, stalledCounter: 0, failedReason: '', returnvalue: 'null' }
+    const started = await super.nextJobFromJobData(worker ? { ...json, processedBy: worker } : json, jobId, token)
+    if (started) this.startedHere.add(started)
+    return this.startFetched(started)
+  }
+
+  /**
+   * True for a job this lane started in its request's write (reserveStart): the request that began
+   * the call, with this job's data, was written by this process in the same script, so the job's
+   * first attempt skips its begin without checking its call mark (loggedCall.ts).
+   */
+  wasStartedHere(job: Job<D>): boolean {
+    return this.startedHere.has(job)
   }
 
   private startNow(job: Job<D>, token: string): void {

@@ -21,6 +21,8 @@ interface LoggedCallDeps {
   logger: Logger
   /** The deployment's call marks: a verified first delivery of a call its request began skips its begin. */
   marks?: CallMarks | undefined
+  /** The job was started by its request's write in this process (EagerStartWorker.wasStartedHere): no mark to check. */
+  startedHere?: boolean | undefined
 }
 
 type Attempt = AttemptAbort
@@ -42,8 +44,7 @@ export async function beginLoggedCall(
   const log = deps.logFor(ids.sessionId)
   const { data } = job
   const claimed = toolCall(ids, data.traceparent, data, job.name)
-  const fingerprint = fingerprintOf(claimed)
-  if (beganWithRequest(job, ids, fingerprint, deps)) {
+  if (beganWithRequest(job, ids, claimed, deps)) {
     return {
       call: claimed,
       begin: { kind: 'fresh', epoch: 1, attempt: 1, version: deps.harness.version },
@@ -51,7 +52,7 @@ export async function beginLoggedCall(
       log,
     }
   }
-  const checked = await begin(log, claimed, fingerprint, deps)
+  const checked = await begin(log, claimed, fingerprintOf(claimed), deps)
   if (checked && data.sessionId === ids.sessionId && data.toolCallId === ids.toolCallId) return checked
   if (checked) {
     warnDisagreement(
@@ -87,17 +88,14 @@ export function skipsBegin(tool: unknown): boolean {
  * time and it did not stall, so no attempt of the call can have begun. It runs without a begin of its
  * own; a later delivery begins as any job does, and its begin counts the call cut (a new epoch).
  */
-function beganWithRequest(
-  job: Job<ToolJobData>,
-  ids: { sessionId: string; toolCallId: string },
-  fingerprint: string,
-  deps: LoggedCallDeps,
-) {
+function beganWithRequest(job: Job<ToolJobData>, ids: { sessionId: string; toolCallId: string }, claimed: ToolCall, deps: LoggedCallDeps) {
   const { data } = job
   if (data.mark === undefined || data.inputId !== undefined || data.inputTooLarge !== undefined) return false
   if (data.sessionId !== ids.sessionId || data.toolCallId !== ids.toolCallId) return false
   if (job.attemptsStarted !== 1 || job.stalledCounter > 0 || !skipsBegin(toolOf(deps.harness, job.name))) return false
-  return deps.marks?.verify(ids.sessionId, ids.toolCallId, fingerprint, data.mark, Date.now()) === true
+  // started by this process in the write of the request that began it, with this very data (startCall.lua)
+  if (deps.startedHere) return true
+  return deps.marks?.verify(ids.sessionId, ids.toolCallId, fingerprintOf(claimed), data.mark, Date.now()) === true
 }
 
 /**

@@ -31,6 +31,8 @@ export interface ToolJobDeps {
   completesOn?: RedisClient
   /** The deployment's call marks: a marked runTool job's first delivery skips its begin (loggedCall.ts). */
   marks?: CallMarks | undefined
+  /** The job was started by its request's write in this process: its first attempt skips its begin unchecked (loggedCall.ts). */
+  startedHere?: boolean | undefined
   /** The job lock of this attempt: user code starts only while it is held (attemptLock.ts). */
   lock?: AttemptLock | undefined
 }

@@ -71,8 +71,8 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   // the tool queue's slots are split over lanes, each a BullMQ worker with its own fetch loop (laneSizes);
   // the lanes past the first fetch only while the queue is busy (fetchLanes.ts)
   const lanes = new FetchLanes()
-  const tools = laneSizes(concurrency).map(
-    (slots) =>
+  const tools: EagerStartWorker<ToolJobData>[] = laneSizes(concurrency).map(
+    (slots, lane) =>
       new EagerStartWorker<ToolJobData>(
         toolQueueName(harness.name),
         (job, token) =>
@@ -89,6 +89,8 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
                     aborts,
                     logger,
                     marks: options.callMarks?.(),
+                    // the lanes exist by the time a job runs
+                    startedHere: tools[lane]?.wasStartedHere(job),
                     lock,
                     completesOn,
                   }),
