@@ -48,7 +48,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { pino } from 'pino'
 import { createHarnessHost, createRedisClient, type LogEntry, type Settled } from '../../src/index.js'
-import { SessionLog } from '../../src/log/index.js'
+import { indexKeys, SessionLog } from '../../src/log/index.js'
 import {
   spawnWorker,
   startRedisCluster,
@@ -62,6 +62,9 @@ import { chaos, PROMPT_PREFIX, type ChaosCall } from './harness.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const HARNESS_MODULE = 'scripts/chaos/harness.ts'
+const CALLING_WORKER = 'scripts/chaos/callingWorker.ts'
+/** After the turns settled: how long the calling workers' last calls may take to land. */
+const SELF_CALLS_LAND_MS = 30_000
 const CALLS_PER_TURN = 4
 const TURNS_PER_SESSION = 5
 const KILL_EVERY_MS = 1_000
@@ -293,10 +296,13 @@ process.stderr.write(
 const workers = new Set<Worker>()
 const spawning = new Set<Promise<void>>()
 
+let spawnedWorkers = 0
 function startWorker(): Promise<void> {
   const p = (async () => {
     try {
-      const w = await spawnWorker({ redisUrl, prefix, module: HARNESS_MODULE, concurrency: opts.concurrency, env: workerEnv })
+      // every other worker is also a runTool caller of its own (callingWorker.ts): calls it started in their request's write
+      const entry = spawnedWorkers++ % 2 === 0 ? { entry: CALLING_WORKER } : {}
+      const w = await spawnWorker({ redisUrl, prefix, module: HARNESS_MODULE, concurrency: opts.concurrency, env: workerEnv, ...entry })
       children.add(w.proc)
       const worker: Worker = { w, paused: false, zombie: false, killedByUs: false }
       workers.add(worker)
@@ -466,6 +472,27 @@ const loops = Promise.all([chaosLoop(), sweepLoop()])
 await Promise.race([drivers, sleep(Math.max(0, deadline - Date.now()))])
 allSettled = true
 await loops
+// the calling workers stop calling; every call they requested lands (a cut one on another worker)
+const control = createRedisClient(redisUrl, { maxRetriesPerRequest: null })
+await control.set(`${prefix}:chaos:stop-calling`, '1')
+await sleep(500)
+const selfSessionIds = async () => {
+  const shards = Number(process.env.DH_SHARDS ?? 1)
+  const ids = await Promise.all(
+    Array.from({ length: shards }, (_, shard) => control.zrange(indexKeys(prefix, shard, shards).sessions, '0', '-1')),
+  )
+  return ids.flat().filter((id) => id.startsWith('self-'))
+}
+const selfCallsOpen = async () => {
+  let open = 0
+  for (const sessionId of await selfSessionIds()) {
+    const log = new SessionLog(control, prefix, sessionId)
+    const requested = (await log.read({ types: ['harness.tool.requested'] })).map((e) => (e.record as { toolCallId: string }).toolCallId)
+    for (const id of requested) if ((await log.getCall(id))?.status !== 'done') open++
+  }
+  return open
+}
+for (const until = Date.now() + SELF_CALLS_LAND_MS; Date.now() < until && (await selfCallsOpen()) > 0;) await sleep(250)
 clearInterval(ticker)
 for (const w of workers) scan(w)
 progress(true)
@@ -476,6 +503,8 @@ const stats = await billing.stats()
 const entriesBySession = new Map<string, LogEntry[]>()
 for (const turns of sessions)
   entriesBySession.set(turns[0]!.sessionId, await host.open(chaos, { sessionId: turns[0]!.sessionId }).log.read())
+for (const sessionId of await selfSessionIds()) entriesBySession.set(sessionId, await host.open(chaos, { sessionId }).log.read())
+control.disconnect()
 
 interface CallFacts {
   sessionId: string
@@ -489,6 +518,8 @@ interface CallFacts {
 }
 
 const calls: CallFacts[] = []
+/** The runTool calls of the calling workers (callingWorker.ts), checked as the turns' calls are. */
+const selfCalls: CallFacts[] = []
 const settledCount = new Map<string, number>()
 const outcomes: Record<string, number> = {}
 const retries = { stepRetried: 0, stepEnded: 0, modelRetried: 0 }
@@ -501,8 +532,13 @@ for (const [sessionId, entries] of entriesBySession) {
   for (const { record: r } of entries) {
     const rec = r as Record<string, unknown>
     switch (r.type) {
+      case 'harness.tool.requested':
       case 'harness.model.response':
-        for (const c of rec.toolCalls as Array<{ toolCallId: string; name: string; input: Record<string, unknown> }>) {
+        for (const c of (r.type === 'harness.model.response' ? rec.toolCalls : [rec]) as Array<{
+          toolCallId: string
+          name: string
+          input: Record<string, unknown>
+        }>) {
           const prior = extra.get(c.toolCallId)
           const facts: CallFacts = {
             sessionId,
@@ -516,7 +552,7 @@ for (const [sessionId, entries] of entriesBySession) {
             ...prior,
           }
           byId.set(c.toolCallId, facts)
-          calls.push(facts)
+          ;(r.type === 'harness.tool.requested' ? selfCalls : calls).push(facts)
         }
         break
       case 'harness.tool.result':
@@ -553,6 +589,8 @@ for (const [sessionId, entries] of entriesBySession) {
   }
 }
 
+const turnCalls = calls.length
+calls.push(...selfCalls)
 const keyOf = (c: CallFacts, step: string) => `${c.sessionId}:${c.toolCallId}:${step}`
 const successes = new Map<string, number>()
 for (const k of Object.values(stats.keys)) successes.set(`${k.kind}|${k.logical}`, (successes.get(`${k.kind}|${k.logical}`) ?? 0) + 1)
@@ -618,10 +656,14 @@ const plannedCalls = allTurns.length * CALLS_PER_TURN
 const replayed = `${stats.replayedKeys} (charge ${stats.replayedByKind.charge}, invoice ${stats.replayedByKind.invoice})`
 const cutSummary = `${cutNever.length} (bad ${cutNeverBad.length}; mail step kept ${mailStored.size}, mail sent but not stored ${mailSentNotStored.length})`
 const rows: Row[] = [
-  ['tool calls (model responses)', `${calls.length} (planned ${plannedCalls})`, calls.length === plannedCalls],
+  ['tool calls (model responses)', `${turnCalls} (planned ${plannedCalls})`, turnCalls === plannedCalls],
   [
     '  checkout / notify / lookup / nap',
-    ['checkout', 'notify', 'lookup', 'nap'].map((n) => calls.filter((c) => c.name === n).length).join(' / '),
+    ['checkout', 'notify', 'lookup', 'nap'].map((n) => calls.slice(0, turnCalls).filter((c) => c.name === n).length).join(' / '),
+  ],
+  [
+    'runTool checkouts of the calling workers (started in their request write)',
+    `${selfCalls.length} (run again after a cut: ${selfCalls.filter((c) => c.reasons.includes('rerun')).length})`,
   ],
   ['workers SIGKILLed (replaced)', `${counters.kills} (asked ${opts.kills})`, counters.kills >= opts.kills],
   ['workers paused past the lock (zombies)', `${counters.pauses}`],
