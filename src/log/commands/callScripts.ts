@@ -19,20 +19,23 @@ const landArgs = {
   messageKey: text,
 }
 
+/** What a runTool request logs (includes/request.lua), the same for requestCall and startCall. */
+const requestArgs = {
+  toolCallId: text,
+  fingerprint: text,
+  record: text,
+  now: num,
+  sessionId: text,
+  beginFor: text,
+  name: text,
+  openMember: text,
+  version: text,
+}
+
 export const requestCall = defineScript({
   name: 'requestCall',
   keys: ['calls', 'log', 'sessions', 'openCalls'],
-  args: {
-    toolCallId: text,
-    fingerprint: text,
-    record: text,
-    now: num,
-    sessionId: text,
-    beginFor: text,
-    name: text,
-    openMember: text,
-    version: text,
-  },
+  args: requestArgs,
   reply: reply<['added', string] | ['exists'] | ['conflict']>(),
 })
 
@@ -40,24 +43,7 @@ export const requestCall = defineScript({
 export const startCall = defineScript({
   name: 'startCall',
   keys: ['calls', 'log', 'sessions', 'openCalls', 'job', 'active', 'wait', 'prioritized', 'marker', 'meta'],
-  args: {
-    toolCallId: text,
-    fingerprint: text,
-    record: text,
-    now: num,
-    sessionId: text,
-    beginFor: text,
-    name: text,
-    openMember: text,
-    version: text,
-    jobId: text,
-    data: text,
-    opts: text,
-    token: text,
-    lockMs: num,
-    worker: text,
-    wake: arg<'1' | ''>(),
-  },
+  args: { ...requestArgs, jobId: text, data: text, opts: text, token: text, lockMs: num, worker: text, wake: arg<'1' | ''>() },
   reply: reply<['started', string, 0 | 1] | ['queued', string] | ['exists'] | ['conflict']>(),
 })
 
