@@ -237,9 +237,13 @@ describe('harness in process', () => {
     'runTool sends its logged request and its job on one connection, the request first (in order, one round trip)',
     async () => {
       const harness = defineHarness({ name: 'pipelined', adapter: scriptedModel([]), tools: [ping] })
-      const { host, prefix } = start(harness, 'pipelined')
+      const { prefix } = start(harness, 'pipelined')
+      // a caller without lanes of its own (an API server): its call is added to the queue, not started
+      // in its request's write (startCall.test.ts)
+      const caller = createHarnessHost({ redis: url(), harnesses: [harness], prefix, logger: quiet })
+      hosts.defer(() => caller.close())
       const sent = await monitorCommands(prefix)
-      expect(await host.open(harness, { sessionId: 'p1' }).runTool({ name: 'ping', input: {} })).toEqual({ pong: true })
+      expect(await caller.open(harness, { sessionId: 'p1' }).runTool({ name: 'ping', input: {} })).toEqual({ pong: true })
       // the job's add is the script that names the queue's id counter (moveToActive does not)
       const isAdd = (c: { line: string }) => c.line.includes('tools.pipelined:id"')
       await until(async () => sent.some(isAdd), "the job's add on MONITOR")
