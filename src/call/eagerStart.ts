@@ -170,7 +170,7 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
           .then((r) => {
             if (r.status !== 'started') return take(undefined)
             // another job waits: BullMQ's own path, which marks the lane not drained (its next fetch is no blocking wait)
-            if (!r.emptyBehind) return void this.startStored(job, jobId, data, r.now, token, worker).then(take)
+            if (!r.emptyBehind) return this.startStored(job, jobId, data, r.now, token, worker).then(take)
             // the job as its hash holds it (startCall.lua), made here from what was sent: no parse of its data again
             const started = new this.Job(this, job.name, job.data, opts, jobId)
             started.timestamp = r.now
