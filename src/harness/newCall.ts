@@ -11,7 +11,7 @@ import { enqueueCallBehind, toolJob, type HarnessQueues } from '../queue/index.j
  * free, the job is started in that same script on the slot, with no add or fetch of its own
  * (startCall.lua, EagerStartWorker.reserveStart).
  */
-export async function enqueueNewCall(
+export function enqueueNewCall(
   queues: HarnessQueues,
   harness: Harness,
   log: SessionLog,
@@ -31,12 +31,7 @@ export async function enqueueNewCall(
       log.via(client).requestCall(toolCallId, name, input, begin),
     )
   // the lane's slot is held from here: the reply (or its failure) gives the job to it or gives it back
-  let reply: ReturnType<SessionLog['startCall']>
-  try {
-    reply = log.via(queues.connection).startCall(marked, begin, lane.job)
-  } catch (error) {
-    reply = Promise.reject(error)
-  }
+  const reply = log.via(queues.connection).startCall(marked, begin, lane.job)
   lane.sent(reply)
   return reply
 }

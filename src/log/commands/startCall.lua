@@ -52,21 +52,22 @@ local entryId = requested[2]
 -- a job of this id exists (a fresh id never has one): BullMQ's add would leave it as it is
 if redis.call('EXISTS', jobKey) == 1 then return {'queued', entryId} end
 
+-- the job's hash as BullMQ's add writes it, and as its moveToActive adds to it when the job starts here
+local fields = {'name', name, 'data', data, 'opts', opts, 'timestamp', now, 'delay', 0, 'priority', 0}
 local queue = redis.call('HMGET', metaKey, 'paused', 'concurrency')
 if queue[1] or queue[2] then
-  redis.call('HSET', jobKey, 'name', name, 'data', data, 'opts', opts, 'timestamp', now, 'delay', 0, 'priority', 0)
+  redis.call('HSET', jobKey, unpack(fields))
   redis.call('LPUSH', waitKey, jobId)
   local maxed = queue[2] and redis.call('LLEN', activeKey) >= tonumber(queue[2])
   if not queue[1] and not maxed then redis.call('ZADD', markerKey, 0, '0') end
   return {'queued', entryId}
 end
+for _, field in ipairs({'processedOn', now, 'ats', 1}) do table.insert(fields, field) end
 if worker ~= '' then
-  redis.call('HSET', jobKey, 'name', name, 'data', data, 'opts', opts, 'timestamp', now, 'delay', 0, 'priority', 0,
-    'processedOn', now, 'ats', 1, 'pb', worker)
-else
-  redis.call('HSET', jobKey, 'name', name, 'data', data, 'opts', opts, 'timestamp', now, 'delay', 0, 'priority', 0,
-    'processedOn', now, 'ats', 1)
+  table.insert(fields, 'pb')
+  table.insert(fields, worker)
 end
+redis.call('HSET', jobKey, unpack(fields))
 redis.call('LPUSH', activeKey, jobId)
 redis.call('SET', jobKey .. ':lock', token, 'PX', lockMs)
 if wake == '1' then redis.call('ZADD', markerKey, 0, '0') end
