@@ -230,32 +230,42 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
         : { raw: low ? 3000 : 10000, one: low ? 1500 : 5000, turns: low ? 150 : 500 }
       const runs = { raw: [] as number[], one: [] as number[], ten: [] as number[], floor: [] as number[] }
       const usec = { raw: [] as number[], one: [] as number[], ten: [] as number[], floor: [] as number[] }
+      // one drain of each kind that is not measured, at a third of the size: the first drains at a
+      // concurrency still compile their path (V8's optimizing compiler shares the 2 cores with the
+      // drain), ours the most, as --against's sides found (WARM_DRAINS, againstSide.ts): our first
+      // drain at 50 ran 10-25% under our second, the floor's did not (BENCHMARKS.md, sixteenth pass)
+      const warm = { raw: Math.ceil(size.raw / 3), one: Math.ceil(size.one / 3), turns: Math.ceil(size.turns / 3) }
+      const drainOnce = async (which: 'raw' | 'one' | 'floor' | 'ten', rep: number | 'warm') => {
+        const measured = rep !== 'warm'
+        const n = measured ? size : warm
+        const timed = (usecOf: number[], runsOf: number[], fn: () => Promise<number>) =>
+          measured ? serverTimed(usecOf, fn).then((ms) => void runsOf.push(ms)) : fn().then(() => {})
+        const what = measured ? '' : ' (warm-up, not measured)'
+        if (which === 'floor') {
+          await enqueueRunTool(host, `fl-${concurrency}-${rep}`, n.one)
+          progress(`[drain] concurrency ${concurrency}: ${n.one} runTool calls (1 step) drained by the floor worker${what}`)
+          return timed(usec.floor, runs.floor, () => drainFloor(concurrency, n.one))
+        }
+        if (which === 'raw') {
+          progress(`[drain] concurrency ${concurrency}: ${n.raw} raw BullMQ no-op jobs${what}`)
+          const name = await raw.prefill(n.raw)
+          return timed(usec.raw, runs.raw, () => raw.drain(name, concurrency, n.raw))
+        }
+        if (which === 'one') {
+          await enqueueRunTool(host, `d1-${concurrency}-${rep}`, n.one)
+          progress(`[drain] concurrency ${concurrency}: ${n.one} runTool calls (1 step)${what}`)
+          return timed(usec.one, runs.one, () => drain(host, concurrency, 'tools.', n.one))
+        }
+        const tag = `d10-${concurrency}-${rep}`
+        const inputIds = await enqueueTurns(host, tag, n.turns)
+        progress(`[drain] concurrency ${concurrency}: ${n.turns} turns x ${BATCH} calls (1 step)${what}`)
+        await timed(usec.ten, runs.ten, () => drain(host, concurrency, 'turns.', n.turns))
+        await checkTurns(host, tag, inputIds)
+      }
+      for (const which of ['raw', 'one', 'floor', 'ten'] as const) await drainOnce(which, 'warm')
       for (let rep = 0; rep < reps; rep++) {
         const order = rep % 2 === 0 ? (['raw', 'one', 'floor', 'ten'] as const) : (['ten', 'floor', 'one', 'raw'] as const)
-        for (const which of order) {
-          if (which === 'floor') {
-            await enqueueRunTool(host, `fl-${concurrency}-${rep}`, size.one)
-            progress(`[drain] concurrency ${concurrency}: ${size.one} runTool calls (1 step) drained by the floor worker`)
-            runs.floor.push(await serverTimed(usec.floor, () => drainFloor(concurrency, size.one)))
-            continue
-          }
-          if (which === 'raw') {
-            progress(`[drain] concurrency ${concurrency}: ${size.raw} raw BullMQ no-op jobs`)
-            const name = await raw.prefill(size.raw)
-            runs.raw.push(await serverTimed(usec.raw, () => raw.drain(name, concurrency, size.raw)))
-          } else if (which === 'one') {
-            const tag = `d1-${concurrency}-${rep}`
-            await enqueueRunTool(host, tag, size.one)
-            progress(`[drain] concurrency ${concurrency}: ${size.one} runTool calls (1 step)`)
-            runs.one.push(await serverTimed(usec.one, () => drain(host, concurrency, 'tools.', size.one)))
-          } else {
-            const tag = `d10-${concurrency}-${rep}`
-            const inputIds = await enqueueTurns(host, tag, size.turns)
-            progress(`[drain] concurrency ${concurrency}: ${size.turns} turns x ${BATCH} calls (1 step)`)
-            runs.ten.push(await serverTimed(usec.ten, () => drain(host, concurrency, 'turns.', size.turns)))
-            await checkTurns(host, tag, inputIds)
-          }
-        }
+        for (const which of order) await drainOnce(which, rep)
       }
       const server = (u: number[], calls: number) =>
         options.sharedRedis ? {} : { serverUsecPerCall: Math.round(u.reduce((a, b) => a + b, 0) / calls) }
