@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { isCluster, sendCorked, type RedisClient } from '../client.js'
+import { type RedisClient } from '../client.js'
 import { lua, type LuaName } from './lua.generated.js'
 
 /**
@@ -95,9 +95,6 @@ export interface ReplicaWait {
   timeoutMs: number
 }
 
-/** Commands in flight on a connection above which a script's write is corked (send). */
-const CORK_IN_FLIGHT = 16
-
 /** The scripts each connection has sent once (as EVAL, with their source): later uses send EVALSHA. */
 const sentOn = new WeakMap<RedisClient, Set<string>>()
 
@@ -170,12 +167,10 @@ function listOf(script: AnyScript, value: unknown): readonly Arg[] {
  */
 function send(redis: RedisClient, command: string, script: string, rest: Arg[], wait: ReplicaWait | undefined): Promise<unknown> {
   if (!wait) {
-    // with many commands in flight on this connection (a worker at high concurrency), corked until the
-    // tick's other writes are queued: they leave in one socket write, in order (drain at concurrency
-    // 50: +20% calls/s). With few, at once: waiting for the tick costs more latency than it saves.
-    // ioredis's queue of sent, unanswered commands counts them (a Cluster is never corked: sendCorked)
-    const inFlight = isCluster(redis) ? 0 : redis.commandQueue.length
-    return inFlight >= CORK_IN_FLIGHT ? sendCorked(redis, () => redis.call(command, script, ...rest)) : redis.call(command, script, ...rest)
+    // written at once, never corked until the tick's end: at concurrency 50 the cork batched a tick's
+    // writes into one, but Redis then waited for the whole tick's Node work before it had any of them
+    // (drain-50 +7% calls/s uncorked, 5% more CPU a call; docs/decisions.md, sixteenth pass)
+    return redis.call(command, script, ...rest)
   }
   return sendWithWait(redis, command, script, rest, wait)
 }
