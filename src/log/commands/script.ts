@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { type RedisClient } from '../client.js'
+import type { RedisClient } from '../client.js'
 import { lua, type LuaName } from './lua.generated.js'
 
 /**
