@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { scriptShas } from '../../src/log/commands/index.js'
+import { openMonitor } from './monitor.js'
 
 export type Progress = (line: string) => void
 export const stderrProgress: Progress = (line) => process.stderr.write(`${line}\n`)
@@ -244,12 +245,10 @@ export async function profileCommands(
   ops: number,
   op: (i: number) => Promise<unknown>,
 ): Promise<CommandProfile> {
-  const conn = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
-  const monitor = await conn.monitor()
   const names = new Map<string, string>()
   let counting: Counts | null = null
   const inMulti = new Map<string, { prefixed: boolean }>()
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+  const monitor = await openMonitor(redisUrl, (args, source) => {
     const c = counting
     if (!c) return
     const cmd = String(args[0] ?? '').toUpperCase()
@@ -297,8 +296,7 @@ export async function profileCommands(
       idleCommandsSubtracted: Math.round(idleTrips),
     }
   } finally {
-    monitor.disconnect()
-    conn.disconnect()
+    monitor.close()
   }
 }
 
