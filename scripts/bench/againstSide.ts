@@ -6,7 +6,7 @@
 // `npx tsx scripts/bench/againstSide.ts --lib <root> --redis <url> --rows runTool-p50,drain-10 [--quick] [--js]`
 // `--cpu-prof <dir>`: a V8 CPU profile of the measured part of the runTool-20 and drain rows only
 // (after the warm-up), one `<row>.cpuprofile` each; compare sides as shares
-// of each profile's total (docs/BENCHMARKS.md, "Profiling a side").
+// of each profile's total (docs/BENCHMARKS.md, "Profiling").
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { Session as Inspector } from 'node:inspector'
 import { join } from 'node:path'
@@ -135,7 +135,7 @@ async function main(): Promise<void> {
           // The measured rows' own sequence (calls one at a time, then 20 callers) runs three times:
           // after one, the switch between the two still invalidated optimized code and V8's compiler
           // threads spent 40-50 µs a call of this tree's library in runTool-20, against 20-25 after
-          // three, where e98a13e's were at 15-23 (docs/BENCHMARKS.md, fourteenth pass)
+          // three, where e98a13e's were at 15-23 (docs/decisions/bench-method.md)
           for (let cycle = 0; cycle < WARM_CYCLES; cycle++) {
             for (let i = 0; i < 200; i++) await call('warm')
             await pool(size.warm, callers, (i) => call(`warm-${cycle}-${i % callers}`))
@@ -176,7 +176,7 @@ async function main(): Promise<void> {
       // calls/s, and the CPU both processes spent a call (less load-dependent than calls/s), after
       // WARM_DRAINS drains of the same size that are not measured: the first drains at a concurrency
       // still compiled their path (drain-50 0.81x, cpu-drain-50 1.23x of e98a13e without them, and this
-      // tree's five fetch lanes at concurrency 50 gained until its third drain; BENCHMARKS.md, fourteenth pass)
+      // tree's five fetch lanes at concurrency 50 gained until its third drain; docs/decisions/bench-method.md)
       const drainRows = async (id: string, cpuId: string, tag: string, start: () => Drainable) => {
         for (let w = 1; w <= WARM_DRAINS; w++) {
           await enqueue(`${tag}-w${w}`, size.drain)

@@ -1,6 +1,6 @@
 // Preloaded by `npm run bench` (`--import`): the bench's imports of src/ load that source compiled by tsc,
 // as users run the package, instead of tsx's on-the-fly transform, which adds a `__name(fn, "…")` call
-// to every closure it creates (about 20 µs a durable call: docs/BENCHMARKS.md). `--source` keeps tsx's.
+// to every closure it creates (about 20 µs a durable call: docs/decisions/bench-method.md). `--source` keeps tsx's.
 // The compiled copy is this tree's src/ (compileSide.ts) in a temporary directory, removed on exit.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { register } from 'node:module'

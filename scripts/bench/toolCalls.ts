@@ -149,7 +149,7 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
     // V8 compiles a hot function after many runs: the first 1,000 calls ran at about 60% of the steady
     // rate (the longer path warms up later), so all three are measured warm (as a worker that has run
     // a while): the rounds' own sequence, one at a time then with callers, three times (after one, the
-    // switch between the two still invalidated optimized code: docs/BENCHMARKS.md, fourteenth pass)
+    // switch between the two still invalidated optimized code: docs/decisions/bench-method.md)
     const warm = quick ? 300 : 2000
     for (let cycle = 0; cycle < 3; cycle++) {
       for (let i = 0; i < 200; i++) await call('warm')
@@ -233,7 +233,7 @@ export async function measureToolCalls(redisUrl: string, options: ToolCallsOptio
       // one drain of each kind that is not measured, at a third of the size: the first drains at a
       // concurrency still compile their path (V8's optimizing compiler shares the 2 cores with the
       // drain), ours the most, as --against's sides found (WARM_DRAINS, againstSide.ts): our first
-      // drain at 50 ran 10-25% under our second, the floor's did not (BENCHMARKS.md, sixteenth pass)
+      // drain at 50 ran 10-25% under our second, the floor's did not (docs/decisions/bench-method.md)
       const warm = { raw: Math.ceil(size.raw / 3), one: Math.ceil(size.one / 3), turns: Math.ceil(size.turns / 3) }
       const drainOnce = async (which: 'raw' | 'one' | 'floor' | 'ten', rep: number | 'warm') => {
         const measured = rep !== 'warm'

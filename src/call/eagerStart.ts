@@ -14,12 +14,12 @@ interface FetchQueue {
  * loop fetches in sequence until a fetch comes back empty, and only then hands the jobs it fetched
  * to their slots: a job fetched right behind another (calls coming in while others run) waited for
  * the fetches after it, the last an empty moveToActive round trip, before its first step
- * (docs/decisions.md, "A tool job starts when its fetch returns it"). Here its attempt starts at once;
+ * (docs/decisions/eager-start-worker.md). Here its attempt starts at once;
  * BullMQ's slot then waits on the running attempt instead of starting it (callProcessJob), and
  * completes or fails the job as before. The fetch set the lock for lockMs: held from the start (attemptLock.ts).
  * And BullMQ's fetch of a job sets the queue's marker again for the next fetch: once a fetch finds the
  * queue empty, a lane's next wait took that stale marker and fetched nothing a second time, between a
- * lone call's steps. That marker is dropped when no job waits (decisions.md, same entry).
+ * lone call's steps. That marker is dropped when no job waits (same record).
  */
 export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   private readonly started = new WeakMap<Job, Promise<unknown>>()
@@ -105,7 +105,7 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
    * Fetches a job now, on this lane's connection, right behind a job add just sent there in the same
    * tick (runTool's, in this process): Redis runs the fetch after the add, so the job starts when the
    * add's reply would have come, without the round trip of the lane's wake-up and fetch after it
-   * (docs/decisions.md, "A local runTool call is fetched behind its add"). Only while the lane waits
+   * (docs/decisions/local-runtool-start.md). Only while the lane waits
    * for jobs with a free slot; the fetched job joins BullMQ's own loop, which completes it as ever.
    */
   fetchNow(): void {
@@ -130,11 +130,11 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
   /**
    * Holds a slot of this lane for a new runTool call of this process whose request's write starts
    * its job (startCall.lua: the job made active under this slot's lock token), so the job runs when
-   * that write's reply comes, with no add, fetch or wake-up of its own (docs/decisions.md, "A local
-   * runTool call starts in its request's write"). Undefined when the lane cannot run it now (closing,
-   * paused, every slot taken) or the job is not a plain one (a parent, a priority, a delay): the
-   * call is added to the queue as ever. The slot is BullMQ's own: a fetch of its loop's queue that
-   * resolves with the job, which BullMQ then completes as any job it fetched.
+   * that write's reply comes, with no add, fetch or wake-up of its own (docs/decisions/local-runtool-start.md).
+   * Undefined when the lane cannot run it now (closing, paused, every slot taken) or the job is not a
+   * plain one (a parent, a priority, a delay): the call is added to the queue as ever. The slot is
+   * BullMQ's own: a fetch of its loop's queue that resolves with the job, which BullMQ then completes
+   * as any job it fetched.
    */
   reserveStart(job: { name: string; data: D; opts: JobsOptions }): LaneStart | undefined {
     const fetching: FetchQueue | null = this['mainLoopQueue']

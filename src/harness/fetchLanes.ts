@@ -11,7 +11,7 @@ const IDLE_MS = 100
  * under it. Why: a job that comes in alone wakes the lanes blocked on the queue's marker one after the
  * other (a fetch that finds a job leaves a marker behind it), and their wake-ups and empty fetches
  * ran on the event loop of the call, before it: runTool's p50 one call at a time was about 18% slower
- * with two lanes than with one (docs/decisions.md, "Spare fetch lanes pause while the queue is idle").
+ * with two lanes than with one (docs/decisions/fetch-lanes.md).
  * BullMQ's pause(true) stops a lane's fetching and leaves its active jobs running (their locks renewed).
  */
 export class FetchLanes {

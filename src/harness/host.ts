@@ -145,7 +145,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const redis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true }, { lazyConnect: true })
   // the log's commands on a connection of their own (BullMQ's queues and workers keep `redis`); not
   // auto-pipelined: it measured +45% calls/s off on a quiet machine, no gain on a loaded one (issue 24;
-  // docs/decisions.md). runScript sends plain EVALSHA/EVAL, so turning it on again cannot break a pipeline
+  // docs/decisions/log-connection.md). runScript sends plain EVALSHA/EVAL, so turning it on again cannot break a pipeline
   const logRedis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true }, { lazyConnect: true })
   const where = target.where
   let lastError = 0

@@ -165,7 +165,7 @@ const SLOTS_PER_LANE = 10
  * How `concurrency` slots are split over fetch lanes (each a BullMQ worker of the same queue): a
  * BullMQ worker fetches one job at a time (a round trip each, or two from an empty queue: the wake-up,
  * then the move), so at high concurrency, with jobs coming in one by one, its slots wait for its
- * fetch loop rather than for Redis or the CPU (docs/decisions.md: runTool calls/s with 20 callers).
+ * fetch loop rather than for Redis or the CPU (docs/decisions/fetch-lanes.md).
  * `lanes` defaults to one per SLOTS_PER_LANE slots; the sizes differ by one at most and add up to `concurrency`.
  */
 export function laneSizes(concurrency: number, lanes = Math.ceil(concurrency / SLOTS_PER_LANE)): number[] {

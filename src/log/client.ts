@@ -30,7 +30,7 @@ export function publishCommand(client: RedisClient): 'PUBLISH' | 'SPUBLISH' {
  * it sends and the ones sent right behind it in the same turn (BullMQ's job add behind runTool's
  * request) leave in one socket write instead of one each. Only that request is corked: a landing's
  * or a log script's write waited for the end of the tick, which cost more than the write it saved
- * (docs/decisions.md, sixth and sixteenth passes). The order
+ * (docs/decisions/log-writes-uncorked.md). The order
  * is unchanged, so Redis runs them as sent. A Cluster, a connection not ready, or one that ioredis
  * auto-pipelines (it batches a tick's commands itself) sends as usual.
  */

@@ -88,7 +88,7 @@ export class EventWaits {
   /**
    * The JSON Schemas of the waiting calls, one field a schema by its digest: a waiter's entry names
    * its schema (`#<digest>`) instead of holding it, so the entry stays under Redis's 64 B listpack
-   * value and the hash of one (event, key) is a listpack (208 B a wait instead of 412 B, docs/decisions.md).
+   * value and the hash of one (event, key) is a listpack (208 B a wait instead of 412 B, docs/decisions/event-wait-memory.md).
    * As many fields as the code has distinct schemas; never expires.
    */
   get schemasKey(): string {

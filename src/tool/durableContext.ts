@@ -16,7 +16,7 @@ import { createWaitForEvent } from './waitForEvent.js'
 
 /**
  * What an attempt knows of its hold on its call (its job's lock): user code with side effects starts
- * only after `confirm`, so an attempt whose lock was taken over runs none (docs/decisions.md).
+ * only after `confirm`, so an attempt whose lock was taken over runs none (docs/decisions/zombie-attempt-lock.md).
  */
 export interface AttemptHold {
   /**

@@ -29,7 +29,7 @@ interface CheckedPolicy {
 
 /**
  * A wait longer than this parks the call (a delayed job, no worker slot) instead of waiting in the
- * worker; a shorter one costs less in process than a park and a wake-up (docs/decisions.md).
+ * worker; a shorter one costs less in process than a park and a wake-up (docs/decisions/step-retries.md).
  */
 export const PARK_RETRY_AFTER_MS = 2_000
 

@@ -79,7 +79,7 @@ export async function modelCallHooks(
     let current = config
     for (const mw of middleware) {
       const result = await mw.onConfig?.(ctx, current)
-      // a tool call runs in a tool worker that has only the harness's tools: offer nothing else (docs/decisions.md)
+      // a tool call runs in a tool worker that has only the harness's tools: offer nothing else (docs/decisions/middleware-per-step.md)
       for (const tool of result?.tools ?? [])
         if (toolOf(harness, tool.name) !== tool) throw new MiddlewareToolError(mw.name ?? 'unnamed', tool.name, toolNames(harness))
       if (result)

@@ -103,7 +103,7 @@ describe('machine events over a worker process and a webhook server process', ()
     const session = ctx.host.open(orders, { sessionId: 'order-3' })
     const { inputId } = await session.prompt('checkout:o-3')
     await parkedJob('order-3')
-    // the waiter's entry names its schema, kept once by its digest: the entry stays small (docs/decisions.md)
+    // the waiter's entry names its schema, kept once by its digest: the entry stays small (docs/decisions/event-wait-memory.md)
     const waits = new EventWaits(ctx.redis, ctx.prefix)
     const [waiter] = Object.values(await ctx.redis.hgetall(waits.keyOf({ event: 'payment.settled', key: 'o-3' })))
     const digest = /\n#([\w-]+)$/.exec(waiter ?? '')?.[1]

@@ -161,7 +161,7 @@ afterAll(async () => {
 })
 
 describe('the packed tarball', () => {
-  it('holds dist/ (JavaScript and .d.ts, the Lua scripts embedded in lua.generated.js, no .lua file), bin/, README, LICENSE and the docs, and nothing of tests, scripts or screenshots', () => {
+  it('holds dist/ (JavaScript and .d.ts, the Lua scripts embedded in lua.generated.js, no .lua file), bin/, README, LICENSE and the docs with the decision records, and nothing of tests, scripts or screenshots', () => {
     for (const file of [
       'dist/index.js',
       'dist/index.d.ts',
@@ -174,6 +174,8 @@ describe('the packed tarball', () => {
       'README.md',
       'LICENSE',
       'docs/operations.md',
+      'docs/decisions.md',
+      'docs/decisions/ids-and-keys.md',
     ])
       expect(packed).toContain(file)
     expect(packed.filter((f) => /^(test|src|scripts|workers|examples|bench)\/|\.png$|\.test\.|chaos|BENCHMARKS/.test(f))).toEqual([])

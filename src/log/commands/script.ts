@@ -161,7 +161,7 @@ function listOf(script: AnyScript, value: unknown): readonly Arg[] {
 /**
  * One EVALSHA or EVAL, as a plain command (never ioredis defineCommand: a command defined after an
  * auto-pipeline was opened is missing from it, which broke the whole pipeline with an uncaught
- * `results[i] is not iterable`, ioredis #1931; docs/decisions.md). With `wait`, the script and a
+ * `results[i] is not iterable`, ioredis #1931; docs/decisions/log-connection.md). With `wait`, the script and a
  * `WAIT` go in one pipeline, so on a Cluster the WAIT reaches the master that ran the script; fewer
  * acknowledgements than asked throw (the caller retries: our writes are idempotent when re-sent).
  */
@@ -169,7 +169,7 @@ function send(redis: RedisClient, command: string, script: string, rest: Arg[], 
   if (!wait) {
     // written at once, never corked until the tick's end: at concurrency 50 the cork batched a tick's
     // writes into one, but Redis then waited for the whole tick's Node work before it had any of them
-    // (drain-50 +7% calls/s uncorked, 5% more CPU a call; docs/decisions.md, sixteenth pass)
+    // (drain-50 +7% calls/s uncorked, 5% more CPU a call; docs/decisions/log-writes-uncorked.md)
     return redis.call(command, script, ...rest)
   }
   return sendWithWait(redis, command, script, rest, wait)

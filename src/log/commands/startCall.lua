@@ -1,6 +1,6 @@
 --[[
-  A runTool call of this process started in its request's own write (docs/decisions.md, "A local
-  runTool call starts in its request's write"): the request, begun as requestCall begins it, then
+  A runTool call of this process started in its request's own write
+  (docs/decisions/local-runtool-start.md): the request, begun as requestCall begins it, then
   its BullMQ job made active at once under the lock of a slot a local fetch lane holds for it, as
   BullMQ's add and its moveToActive would leave it (the job hash, the active list, the lock). One
   script where the add, the lane's fetch and its marker drop were three. A paused queue, or one with
