@@ -181,8 +181,16 @@ async function attemptOutcome(
   // the harness's TanStack middleware runs around the tool (onBeforeToolCall, onAfterToolCall)
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
   const hold = deps.lock
-  const { outcome, duration } = await runWithMiddleware(harness, log, call, secrets, { abort: attempt, fence, hold }, (input) =>
-    bounded(runCall(harness, log, callWithInput(call, input), begin, secrets, attempt, hold), attempt, call.name, timeoutMs),
+  const { outcome, duration } = await runWithMiddleware(
+    harness,
+    log,
+    call,
+    secrets,
+    { abort: attempt, fence, hold },
+    {
+      run: (input) => runCall(harness, log, callWithInput(call, input), begin, secrets, attempt, hold),
+      limit: (running) => bounded(running, attempt, call.name, timeoutMs),
+    },
   )
   if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {
     logger.warn({ code: outcome.error.code }, 'tool call attempt ended before the tool did')
