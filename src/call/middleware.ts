@@ -126,12 +126,13 @@ async function withMiddleware(
   const beforeHeld = attempt.hold?.confirm()
   if (beforeHeld) await beforeHeld
   // a wrapper of the tool's execute that onConfig returns: bound around this attempt's run, as chat() binds it
-  const bound = new BoundTool(tool, run)
-  let wrapper: ToolWrapper | undefined
+  let wrapped: { bound: BoundTool; wrapper: ToolWrapper } | undefined
   if (middleware.some((mw) => mw.onConfig)) {
+    const bound = new BoundTool(tool, run)
     try {
       await mwRun.setup()
-      wrapper = await bindWrapper(harness, ctx, middleware, bound)
+      const wrapper = await bindWrapper(harness, ctx, middleware, bound)
+      if (wrapper) wrapped = { bound, wrapper }
     } catch (error) {
       return land(failed('onConfig', error))
     }
@@ -153,8 +154,8 @@ async function withMiddleware(
       ? { outcome: { result: decision.result }, duration: 0 }
       : await timed(() =>
           limit(
-            wrapper
-              ? bound.outcome(wrapper, transformed ? transformed.args : args, toolContext(call, attempt, emitCustomEvent))
+            wrapped
+              ? wrapped.bound.outcome(wrapped.wrapper, transformed ? transformed.args : args, toolContext(call, attempt, emitCustomEvent))
               : run(transformed ? transformed.args : call.input),
           ),
         )

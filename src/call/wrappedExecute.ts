@@ -27,6 +27,7 @@ export class BoundTool {
   /** The errors the bound execute threw for the tool's own errors: a wrapper that rethrows one lands the tool's payload. */
   private readonly thrown = new Map<unknown, ToolErrorPayload>()
   private wrappedBy: string[] = []
+  private ended = false
 
   constructor(
     own: AnyServerTool,
@@ -37,6 +38,8 @@ export class BoundTool {
   }
 
   private async execute(args: unknown): Promise<unknown> {
+    // a wrapper that calls it later (a timer): the attempt has landed or parked, nothing of it may start now
+    if (this.ended) throw new Error(`The execute of tool "${this.tool.name}" was called after its attempt ended; it did not run.`)
     if (++this.runs > 1) {
       this.refused ??= new MiddlewareExecuteError(this.tool.name, this.wrappedBy)
       throw this.refused
@@ -76,6 +79,7 @@ export class BoundTool {
     }
     // a wrapper that did not await the tool: the attempt ends once the tool's run has
     if (this.running) await this.running
+    this.ended = true
     if (this.fatal) throw this.fatal.error
     if (this.parked) return { park: this.parked }
     if (this.refused) return { error: toToolError(this.refused) }
@@ -117,6 +121,7 @@ export async function bindWrapper(
   ctx.phase = 'beforeTools'
   const tool = config.tools.find((t) => t.name === name)
   if (!tool || tool === bound.tool) return undefined
-  if (typeof tool.execute !== 'function') throw new Error(`onConfig returned tool "${name}" without an execute, so no wrapper of it can run.`)
+  if (typeof tool.execute !== 'function')
+    throw new Error(`onConfig returned tool "${name}" without an execute, so no wrapper of it can run.`)
   return { tool, by }
 }
