@@ -195,6 +195,35 @@ describe('middleware that wraps a tool execute', () => {
     expect(ran).toEqual([{ n: 10 }])
   })
 
+  it('R14: a wrapped durable tool that sleeps parks even when its wrapper catches the park; the resumed attempt runs the wrapper again and keeps its return', async () => {
+    const seen: string[] = []
+    const napper = durableTool(
+      toolDefinition({ name: 'nap', description: 'naps', inputSchema: z.object({}) }),
+      async (_input, { step }) => {
+        await step.sleep('nap', 200)
+        return 'awake'
+      },
+    )
+    const catching =
+      (_tool: Tool, execute: Execute): Execute =>
+      async (args, options) => {
+        seen.push('wrap:before')
+        try {
+          return { wrapped: (await execute(args, options)) as unknown }
+        } catch {
+          seen.push('wrap:caught')
+          return { caught: true }
+        }
+      }
+    const harness = defineHarness({ name: 'wrap-park', adapter: scriptedModel([]), tools: [napper], middleware: [wrapping([], catching)] })
+    const { host } = hosts.start(harness, 'wrap-park')
+    const session = host.open(harness, { sessionId: 'park' })
+    expect(await session.runTool({ name: 'nap', input: {}, toolCallId: 'p1' })).toEqual({ wrapped: 'awake' })
+    expect(seen).toEqual(['wrap:before', 'wrap:caught', 'wrap:before'])
+    const log = (await session.log.read()).map((e) => e.record)
+    expect(log.filter((r) => r.type === 'harness.tool.suspended')).toHaveLength(1)
+  })
+
   it("a middleware onConfig that wraps an agent tool's execute fails the turn with MiddlewareToolError: a child session runs no execute to wrap", async () => {
     const child = defineHarness({ name: 'wrap-child', adapter: scriptedModel([{ text: 'child done' }]) })
     const harness = defineHarness({
