@@ -1,20 +1,9 @@
 import { createHash } from 'node:crypto'
-import type { AnyServerTool } from '@tanstack/ai'
-import type { Harness } from '../core/index.js'
+import { AGENT, type AgentToolMarker, type Harness } from '../core/index.js'
 import type { BeginResult, ParentCall, SessionLog } from '../log/index.js'
 import { enqueueTurn, type HarnessQueues, type ToolJobData } from '../queue/index.js'
 import { Park } from '../tool/index.js'
 import type { CallOutcome } from './runCall.js'
-
-/** Marks a tool made by agentTool: its call runs a whole harness as a child session. */
-export const AGENT = Symbol.for('durable-harness.agentTool')
-export interface AgentToolMarker {
-  readonly [AGENT]: { harness: Harness }
-}
-
-export function isAgentTool(tool: unknown): tool is AnyServerTool & AgentToolMarker {
-  return typeof tool === 'object' && tool !== null && AGENT in tool
-}
 
 /** The only input of a child session. */
 export const CHILD_INPUT_ID = 'agent-call'

@@ -1,5 +1,5 @@
 export { processToolJob } from './toolJob.js'
-export { AGENT, CHILD_INPUT_ID, isAgentTool, childSessionId, type AgentToolMarker } from './agentCall.js'
+export { CHILD_INPUT_ID, childSessionId } from './agentCall.js'
 export { CallAborts, cancelParkedCall } from './callAborts.js'
 export { runCall } from './runCall.js'
 export { keptResult } from './keptResult.js'

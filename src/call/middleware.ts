@@ -1,4 +1,4 @@
-import type { AfterToolCallInfo, BeforeToolCallDecision, ToolCall } from '@tanstack/ai'
+import type { AfterToolCallInfo, BeforeToolCallDecision, ToolCall, ToolExecutionContext } from '@tanstack/ai'
 import { toolOf, type Harness } from '../core/index.js'
 import type { Fence, SessionLog } from '../log/index.js'
 import {
@@ -13,6 +13,7 @@ import {
   type SecretStore,
 } from '../tool/index.js'
 import type { CallInput, CallOutcome } from './runCall.js'
+import { BoundTool, bindWrapper, type ToolWrapper } from './wrappedExecute.js'
 
 /** The call as TanStack's hooks get it: our stored toolCallId, the input as JSON text. */
 export function toolCallOf(call: { toolCallId: string; name: string; input: unknown }): ToolCall {
@@ -32,10 +33,17 @@ export interface MiddlewareAttempt {
   duration: number
 }
 
+/** The attempt's run of the tool (runCall) and its time limit (bounded), apart: a wrapper runs inside the limit, around the run. */
+export interface AttemptRun {
+  run(input: unknown): Promise<CallOutcome>
+  limit(running: Promise<CallOutcome>): Promise<CallOutcome>
+}
+
 /**
  * Runs one attempt of a call inside the harness's tool middleware, as chat() does: onBeforeToolCall
  * in order until one decides (`transformArgs`: the tool runs with these args, checked by its schema;
- * `skip`: the tool does not run and the result is the call's; `abort`: a tool error), then the tool,
+ * `skip`: the tool does not run and the result is the call's; `abort`: a tool error), then the tool
+ * (inside the wrapper of its execute that onConfig returned, if any: bound here, wrappedExecute.ts),
  * then onAfterToolCall in order with TanStack's info. In the worker of this attempt: an attempt that
  * parks runs no onAfterToolCall (the attempt that lands does, after running the tool from the top
  * and onBeforeToolCall again); a call whose result is kept is never run again, nor are its hooks.
@@ -48,15 +56,17 @@ export function runWithMiddleware(
   call: CallInput & { inputId?: string },
   secrets: SecretStore,
   attempt: AttemptAround,
-  run: (input: unknown) => Promise<CallOutcome>,
+  tool: AttemptRun,
 ): Promise<MiddlewareAttempt> {
   // no middleware: the tool's run and its time, one promise
-  return harness.middleware.length === 0 ? timed(run, call.input) : withMiddleware(harness, log, call, secrets, attempt, run)
+  return harness.middleware.length === 0
+    ? timed(() => tool.limit(tool.run(call.input)))
+    : withMiddleware(harness, log, call, secrets, attempt, tool)
 }
 
-function timed(run: (input: unknown) => Promise<CallOutcome>, input: unknown): Promise<MiddlewareAttempt> {
+function timed(running: () => Promise<CallOutcome>): Promise<MiddlewareAttempt> {
   const start = Date.now()
-  return run(input).then((outcome) => ({ outcome, duration: Date.now() - start }))
+  return running().then((outcome) => ({ outcome, duration: Date.now() - start }))
 }
 
 async function withMiddleware(
@@ -65,38 +75,38 @@ async function withMiddleware(
   call: CallInput & { inputId?: string },
   secrets: SecretStore,
   attempt: AttemptAround,
-  run: (input: unknown) => Promise<CallOutcome>,
+  { run, limit }: AttemptRun,
 ): Promise<MiddlewareAttempt> {
-  const middleware = harness.middleware.filter((mw) => mw.onBeforeToolCall || mw.onAfterToolCall)
+  const middleware = harness.middleware.filter((mw) => mw.onBeforeToolCall || mw.onAfterToolCall || mw.onConfig)
   const tool = toolOf(harness, call.name)
-  if (middleware.length === 0 || !tool || call.inputTooLarge !== undefined) return timed(run, call.input)
+  const plain = () => timed(() => limit(run(call.input)))
+  if (middleware.length === 0 || !tool || call.inputTooLarge !== undefined) return plain()
   const checked = await validateNow(tool.inputSchema, call.input)
-  if (!checked.ok) return timed(run, call.input) // runCall lands the invalid_tool_input error
+  if (!checked.ok) return plain() // runCall lands the invalid_tool_input error
   const args = checked.value
   let aborted: string | undefined
-  const { ctx } = middlewareRun(
-    harness,
-    {
-      sessionId: call.sessionId,
-      ...(call.inputId ? { inputId: call.inputId } : {}),
-      phase: 'beforeTools',
-      iteration: 0,
-      messages: [],
-      signal: attempt.abort.signal,
-      context: call.context,
-      abort(reason) {
-        aborted ??= reason ?? 'Aborted by middleware.'
-        attempt.abort.abort(new Error(aborted))
-      },
-      emitCustomEvent: customEvents(
-        log,
-        { label: `tool "${call.name}"`, toolCallId: call.toolCallId },
-        secrets,
-        harness.durability.maxValueBytes,
-      ),
-    },
-    middleware,
+  const emitCustomEvent = customEvents(
+    log,
+    { label: `tool "${call.name}"`, toolCallId: call.toolCallId },
+    secrets,
+    harness.durability.maxValueBytes,
   )
+  // setup runs for every middleware (a capability it provides may be what onConfig reads)
+  const mwRun = middlewareRun(harness, {
+    sessionId: call.sessionId,
+    ...(call.inputId ? { inputId: call.inputId } : {}),
+    phase: 'beforeTools',
+    iteration: 0,
+    messages: [],
+    signal: attempt.abort.signal,
+    context: call.context,
+    abort(reason) {
+      aborted ??= reason ?? 'Aborted by middleware.'
+      attempt.abort.abort(new Error(aborted))
+    },
+    emitCustomEvent,
+  })
+  const { ctx } = mwRun
   // getLogRecords(ctx).append: kept here; an attempt that lands stages them after the tool's own
   // records, so they enter the log in the write of its result (R9); one that parks drops them
   const hooked = hookRecords(secrets, harness.durability.maxValueBytes)
@@ -115,6 +125,18 @@ async function withMiddleware(
   // the hooks are user code: they start only while the attempt holds its call (outside the try: never a hook's failure)
   const beforeHeld = attempt.hold?.confirm()
   if (beforeHeld) await beforeHeld
+  // a wrapper of the tool's execute that onConfig returns: bound around this attempt's run, as chat() binds it
+  let wrapped: { bound: BoundTool; wrapper: ToolWrapper } | undefined
+  if (middleware.some((mw) => mw.onConfig)) {
+    const bound = new BoundTool(tool, run)
+    try {
+      await mwRun.setup()
+      const wrapper = await bindWrapper(harness, ctx, middleware, bound)
+      if (wrapper) wrapped = { bound, wrapper }
+    } catch (error) {
+      return land(failed('onConfig', error))
+    }
+  }
   try {
     for (const mw of middleware) {
       decision = await mw.onBeforeToolCall?.(ctx, { toolCall, tool, args, toolName: call.name, toolCallId: call.toolCallId })
@@ -125,10 +147,18 @@ async function withMiddleware(
   }
   if (aborted !== undefined) return land({ outcome: abortError(aborted), duration: 0 })
   if (decision?.type === 'abort') return land({ outcome: abortError(decision.reason || 'Aborted by middleware.'), duration: 0 })
+  // the tool's input: transformArgs's (checked by runCall), else the logged one; a wrapper gets it as chat() gives it, checked
+  const transformed = decision?.type === 'transformArgs' ? { args: decision.args } : undefined
   const ran: MiddlewareAttempt =
     decision?.type === 'skip'
       ? { outcome: { result: decision.result }, duration: 0 }
-      : await timed(run, decision?.type === 'transformArgs' ? decision.args : call.input)
+      : await timed(() =>
+          limit(
+            wrapped
+              ? wrapped.bound.outcome(wrapped.wrapper, transformed ? transformed.args : args, toolContext(call, attempt, emitCustomEvent))
+              : run(transformed ? transformed.args : call.input),
+          ),
+        )
   if ('park' in ran.outcome) return ran
   if (aborted !== undefined) return land({ outcome: abortError(aborted), duration: ran.duration })
   ctx.phase = 'afterTools'
@@ -150,4 +180,21 @@ async function withMiddleware(
     return land({ ...failed('onAfterToolCall', error), duration: ran.duration })
   }
   return land(ran)
+}
+
+/** The ToolExecutionContext a wrapper gets (chat() passes one to execute): the same fields runCall gives the tool. */
+function toolContext(
+  call: CallInput,
+  attempt: AttemptAround,
+  emitCustomEvent: ToolExecutionContext['emitCustomEvent'],
+): ToolExecutionContext {
+  return {
+    toolCallId: call.toolCallId,
+    // read when the wrapper reads it, as the tool's own (callAborts.ts makes the signal lazily)
+    get abortSignal() {
+      return attempt.abort.signal
+    },
+    context: call.context,
+    emitCustomEvent,
+  }
 }

@@ -1,11 +1,11 @@
 import { DelayedError, type Job } from 'bullmq'
 import { FencedError, LockLostError, StorageError } from '../errors/index.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
-import { toolOfCall, type Harness } from '../core/index.js'
+import { isAgentTool, toolOfCall, type Harness } from '../core/index.js'
 import { contextOf, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
 import { enqueueParkedCall, type HarnessQueues, type ToolJobData } from '../queue/index.js'
 import { NO_SECRETS, questionIdOf, resolverErrorName, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
-import { childSettled, isAgentTool, runAgentCall } from './agentCall.js'
+import { childSettled, runAgentCall } from './agentCall.js'
 import { approvalDecided, decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
 import { cancelledError, cancelParkedCall, type AttemptAbort, type CallAborts } from './callAborts.js'
@@ -181,8 +181,16 @@ async function attemptOutcome(
   // the harness's TanStack middleware runs around the tool (onBeforeToolCall, onAfterToolCall)
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
   const hold = deps.lock
-  const { outcome, duration } = await runWithMiddleware(harness, log, call, secrets, { abort: attempt, fence, hold }, (input) =>
-    bounded(runCall(harness, log, callWithInput(call, input), begin, secrets, attempt, hold), attempt, call.name, timeoutMs),
+  const { outcome, duration } = await runWithMiddleware(
+    harness,
+    log,
+    call,
+    secrets,
+    { abort: attempt, fence, hold },
+    {
+      run: (input) => runCall(harness, log, callWithInput(call, input), begin, secrets, attempt, hold),
+      limit: (running) => bounded(running, attempt, call.name, timeoutMs),
+    },
   )
   if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {
     logger.warn({ code: outcome.error.code }, 'tool call attempt ended before the tool did')

@@ -35,6 +35,7 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'session_busy',
   'call_not_logged',
   'middleware_tool',
+  'middleware_execute',
   'limit_key',
   // operator APIs (errors/ops.ts)
   'invalid_tags',

@@ -151,22 +151,51 @@ export class SessionBusyError extends DurableHarnessError {
 }
 
 /**
- * A middleware's `onConfig` offered the model a tool the harness cannot run durably: one not in
- * `defineHarness({ tools })`, or a harness tool replaced by another object (a wrapped `execute`). A tool
- * call runs in a tool worker that knows only the harness's tools, so such a tool could not run, and a
- * wrapper would be skipped. The turn fails with this error (code `middleware_tool`) before the model call.
+ * A middleware's `onConfig` offered the model a tool the harness cannot run durably (`reason`):
+ * `'unknown'`, a tool not in `defineHarness({ tools })` (a tool call runs in a tool worker that finds
+ * its tool by name there; an object made in one turn worker's onConfig is not there); or `'agent'`, a
+ * wrapped `execute` of an agent tool (its call runs a child session, no execute a wrapper could run
+ * around). The turn fails with this error (code `middleware_tool`) before the model call. A wrapped
+ * `execute` of any other harness tool is run (docs/harness.md, Middleware).
  */
 export class MiddlewareToolError extends DurableHarnessError {
   constructor(
     readonly middleware: string,
     readonly tool: string,
     known: string[],
+    readonly reason: 'unknown' | 'agent' = 'unknown',
   ) {
     super(
       'middleware_tool',
-      `Middleware ${JSON.stringify(middleware)} onConfig offered the model tool ${JSON.stringify(tool)}, which is not one of this harness's tools as defineHarness got them ` +
-        `(this harness has: ${known.join(', ') || '(none)'}). A durable turn runs only those: list the tool in defineHarness({ tools }) and let onConfig ` +
-        `choose among them (filter, reorder), and wrap a tool call with onBeforeToolCall / onAfterToolCall instead of replacing execute.`,
+      reason === 'agent'
+        ? `Middleware ${JSON.stringify(middleware)} onConfig wraps the execute of agent tool ${JSON.stringify(tool)}. An agent tool's call runs its harness as a child ` +
+            `session, not an execute, so no wrapper can run around it. Return agent tools from onConfig as they came (wrap the others), and put what the wrapper ` +
+            `does in the child harness's own middleware.`
+        : `Middleware ${JSON.stringify(middleware)} onConfig offered the model tool ${JSON.stringify(tool)}, which is not one of this harness's tools ` +
+            `(this harness has: ${known.join(', ') || '(none)'}). A tool call runs in a tool worker, maybe another process or after a crash, that finds its tool ` +
+            `by name among defineHarness({ tools }); a tool made in onConfig exists only in this turn worker. List the tool in defineHarness({ tools }) and ` +
+            `let onConfig choose among them (filter, reorder); wrapping a harness tool's execute ({ ...tool, execute }) is run around the durable tool.`,
+    )
+  }
+}
+
+/**
+ * A middleware's wrapper of a tool's `execute` (returned by `onConfig`) ran the tool's execute a
+ * second time in one attempt. A durable tool runs once an attempt: a second run would redo work
+ * nobody asked for and make its steps answer from the first run. The second run throws this error
+ * to the wrapper, and the call lands it as its tool error (code `middleware_execute`) whatever the
+ * wrapper returns. Retries belong in `step.do` (a retry policy), or to the model.
+ */
+export class MiddlewareExecuteError extends DurableHarnessError {
+  constructor(
+    readonly tool: string,
+    readonly wrappedBy: string[],
+  ) {
+    super(
+      'middleware_execute',
+      `The wrapper of tool ${JSON.stringify(tool)} (from the onConfig of middleware ${wrappedBy.map((m) => JSON.stringify(m)).join(', ')}) ran the tool's execute ` +
+        `a second time in one attempt. A durable tool runs once an attempt (a crash runs it again, its kept steps replayed): call execute once in the wrapper, ` +
+        `and retry inside the tool with step.do's retry policy instead.`,
     )
   }
 }

@@ -1,7 +1,6 @@
 import { chat, streamToText, toolDefinition, type AnyServerTool } from '@tanstack/ai'
 import { z } from 'zod'
-import { AGENT, isAgentTool, type AgentToolMarker } from '../call/index.js'
-import type { Harness } from '../core/index.js'
+import { AGENT, isAgentTool, type AgentToolMarker, type Harness } from '../core/index.js'
 
 /** Options of `agentTool`: the tool name and description the parent model sees, and how the input becomes the child prompt. */
 export interface AgentToolOptions {

@@ -1,5 +1,5 @@
-import { AGENT, CHILD_INPUT_ID, cancelParkedCall, childSessionId, isAgentTool } from '../call/index.js'
-import { toolOf, type Harness } from '../core/index.js'
+import { CHILD_INPUT_ID, cancelParkedCall, childSessionId } from '../call/index.js'
+import { AGENT, isAgentTool, toolOf, type Harness } from '../core/index.js'
 import type { SessionLog } from '../log/index.js'
 import { finishCancelledCall, type HarnessQueues } from '../queue/index.js'
 

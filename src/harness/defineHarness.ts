@@ -43,7 +43,8 @@ export interface HarnessOptions {
   /**
    * `@tanstack/ai` ChatMiddleware, run as `chat()` runs it, with durable semantics (docs/harness.md):
    * model-call hooks in the turn worker for each model call made, tool hooks in the worker of the
-   * attempt that runs the tool.
+   * attempt that runs the tool; a wrapper of a tool's `execute` that `onConfig` returns is bound
+   * there too, around the durable tool (docs/decisions/wrapped-execute.md).
    */
   middleware?: ReadonlyArray<ChatMiddleware>
   durability?: Partial<DurabilityOptions>

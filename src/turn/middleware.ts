@@ -7,7 +7,7 @@ import {
   type TokenUsage,
 } from '@tanstack/ai'
 import { MiddlewareToolError } from '../errors/index.js'
-import { toolNames, toolOf, type Harness } from '../core/index.js'
+import { isAgentTool, toolNames, toolOf, type Harness } from '../core/index.js'
 import { contextOf, isRecord, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { customEvents, middlewareRun, resolveSecrets } from '../tool/index.js'
 
@@ -79,9 +79,10 @@ export async function modelCallHooks(
     let current = config
     for (const mw of middleware) {
       const result = await mw.onConfig?.(ctx, current)
-      // a tool call runs in a tool worker that has only the harness's tools: offer nothing else (docs/decisions/middleware-per-step.md)
-      for (const tool of result?.tools ?? [])
-        if (toolOf(harness, tool.name) !== tool) throw new MiddlewareToolError(mw.name ?? 'unnamed', tool.name, toolNames(harness))
+      // a tool call runs in a tool worker that finds its tool by name among the harness's: offer no other
+      // name; a wrapped execute of one is bound again there (src/call/wrappedExecute.ts), but an agent
+      // tool runs no execute (docs/decisions/wrapped-execute.md, docs/decisions/middleware-per-step.md)
+      for (const tool of result?.tools ?? []) checkOffered(harness, mw, tool)
       if (result)
         current = {
           ...current,
@@ -140,6 +141,13 @@ export async function modelCallHooks(
       if (aborted !== undefined) throw new MiddlewareAbort(aborted)
     },
   }
+}
+
+/** Refuses a tool onConfig offers the model that no tool worker could run as offered (MiddlewareToolError). */
+function checkOffered(harness: Harness, mw: ChatMiddleware, tool: { name: string }): void {
+  const own = toolOf(harness, tool.name)
+  if (!own) throw new MiddlewareToolError(mw.name ?? 'unnamed', tool.name, toolNames(harness))
+  if (own !== tool && isAgentTool(own)) throw new MiddlewareToolError(mw.name ?? 'unnamed', tool.name, toolNames(harness), 'agent')
 }
 
 /** RUN_FINISHED usage as onUsage gets it: TanStack's TokenUsage, or AG-UI's `usage[]` read as TanStack reads it. */

@@ -73,6 +73,11 @@ describe('TanStack middleware in a durable turn', () => {
       'B:onIteration:0',
       'A:onConfig:beforeModel',
       'B:onConfig:beforeModel',
+      // the tool worker binds the tool as chat() does before its first model call (a wrapper of execute would be bound here)
+      'A:onConfig:init',
+      'B:onConfig:init',
+      'A:onConfig:beforeModel',
+      'B:onConfig:beforeModel',
       'A:onBeforeToolCall:count:{"n":1}',
       'B:onBeforeToolCall:count:{"n":1}',
       'A:onAfterToolCall:count:true:{"counted":1}',

@@ -3,7 +3,7 @@
 // skip / transformArgs applied there; and after a worker is SIGKILLed mid-call, the attempt that
 // lands runs onAfterToolCall once while the kept step does not run again.
 import { describe, expect, it } from 'vitest'
-import { harnesses, watched } from '../fixtures/middleware.js'
+import { harnesses, watched, wrapped } from '../fixtures/middleware.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 
@@ -22,22 +22,22 @@ describe('middleware in worker processes', () => {
     const worker = String(ctx.workers[0]!.proc.pid)
     expect(new Set(hooks.map(([, pid]) => pid))).toEqual(new Set([worker]))
     const names = hooks.map(([hook]) => hook)
-    expect(names.filter((h) => !h.includes('ToolCall'))).toEqual([
-      'A:onConfig:init',
-      'B:onConfig:init',
+    expect(names.filter((h) => !h.includes('ToolCall') && !h.includes('onConfig'))).toEqual([
       'A:onStart',
       'B:onStart',
       'A:onIteration:0',
       'B:onIteration:0',
-      'A:onConfig:beforeModel',
-      'B:onConfig:beforeModel',
       'A:onIteration:1',
       'B:onIteration:1',
-      'A:onConfig:beforeModel',
-      'B:onConfig:beforeModel',
       'A:onFinish:done',
       'B:onFinish:done',
     ])
+    // onConfig: the turn's (init and beforeModel, then beforeModel) and, to bind the tool as chat() does,
+    // each of the three calls' (init, then beforeModel), in the calls' interleaved order
+    const configs = names.filter((h) => h.includes('onConfig'))
+    expect(configs.slice(0, 4)).toEqual(['A:onConfig:init', 'B:onConfig:init', 'A:onConfig:beforeModel', 'B:onConfig:beforeModel'])
+    expect(configs.filter((h) => h.endsWith(':init'))).toHaveLength(2 + 3 * 2)
+    expect(configs.filter((h) => h.endsWith(':beforeModel'))).toHaveLength(2 * 2 + 3 * 2)
     // per call: A before B, before the tool; the decider (last) skipped n=1 and made n=2 run as 20
     for (const n of [1, 2, 5]) {
       const mine = names.filter((h) => h.includes(`{"n":${n}}`))
@@ -67,6 +67,7 @@ describe('middleware in worker processes', () => {
     const first = ctx.workers[0]!
     await first.kill('SIGKILL')
     const second = await ctx.spawn()
+    ctx.workers.push(second)
     await ctx.redis.set(`${ctx.prefix}:release`, '1')
     expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed', text: 'done' })
     const hooks = (await list('hooks')).filter(([h]) => h.includes('ToolCall:hold'))
@@ -81,5 +82,30 @@ describe('middleware in worker processes', () => {
     expect((await list('ran')).map(([r]) => r)).toEqual(['hold:a'])
     const started = records(await session.log.read(), 'harness.tool.started').filter((r) => r.name === 'hold')
     expect(started.map((r) => r.reason)).toEqual(['fresh', 'rerun'])
+  })
+
+  it('a wrapped durable tool SIGKILLed mid-call runs again with its stored step replayed and the wrapper around it again; the wrapper sees the result once', async () => {
+    await ctx.redis.del(`${ctx.prefix}:hooks`, `${ctx.prefix}:ran`, `${ctx.prefix}:release`)
+    const session = ctx.host.open(wrapped, { sessionId: 'wrapped-crash' })
+    const { inputId } = await session.prompt('hold')
+    await until(
+      async () => records(await session.log.read(), 'harness.tool.step').some((r) => r.name === 'a'),
+      'the step of hold to be kept',
+    )
+    const first = ctx.workers.at(-1)!
+    await first.kill('SIGKILL')
+    const second = await ctx.spawn()
+    await ctx.redis.set(`${ctx.prefix}:release`, '1')
+    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed', text: 'done' })
+    expect((await list('hooks')).filter(([h]) => h.startsWith('wrap:'))).toEqual([
+      ['wrap:before:hold:{}', String(first.proc.pid)],
+      ['wrap:before:hold:{}', String(second.proc.pid)],
+      ['wrap:after:hold:"released"', String(second.proc.pid)],
+    ])
+    // the step ran once, in the first attempt; the second replayed it
+    expect((await list('ran')).map(([r]) => r)).toEqual(['hold:a'])
+    const started = records(await session.log.read(), 'harness.tool.started').filter((r) => r.name === 'hold')
+    expect(started.map((r) => r.reason)).toEqual(['fresh', 'rerun'])
+    expect(records(await session.log.read(), 'harness.tool.result').map((r) => r.result)).toEqual([{ wrapped: 'released' }])
   })
 })
