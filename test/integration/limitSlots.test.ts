@@ -14,27 +14,26 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** A tool that ignores its abortSignal: it runs `ms` whatever happens (for ever with -1), counting calls in flight. */
 function stubbornTool(name = 'stubborn') {
   const counts = { inFlight: 0, most: 0, ended: 0 }
-  const tool = toolDefinition({ name, description: 'talks to a provider, ignores its abort signal', inputSchema: z.object({ ms: z.number() }) }).server(
-    async ({ ms }) => {
-      counts.most = Math.max(counts.most, ++counts.inFlight)
-      try {
-        await (ms < 0 ? new Promise(() => {}) : sleep(ms))
-        return 'done'
-      } finally {
-        counts.inFlight--
-        counts.ended++
-      }
-    },
-  )
+  const tool = toolDefinition({
+    name,
+    description: 'talks to a provider, ignores its abort signal',
+    inputSchema: z.object({ ms: z.number() }),
+  }).server(async ({ ms }) => {
+    counts.most = Math.max(counts.most, ++counts.inFlight)
+    try {
+      await (ms < 0 ? new Promise(() => {}) : sleep(ms))
+      return 'done'
+    } finally {
+      counts.inFlight--
+      counts.ended++
+    }
+  })
   return { tool, counts }
 }
 
 /** A turn whose model calls `stubborn` `n` times at once, each running `ms`. */
 const stubbornTurn = (n: number, ms: number) =>
-  scriptedModel([
-    { toolCalls: Array.from({ length: n }, (_, i) => ({ name: 'stubborn', input: { ms }, id: `c${i}` })) },
-    { text: 'done' },
-  ])
+  scriptedModel([{ toolCalls: Array.from({ length: n }, (_, i) => ({ name: 'stubborn', input: { ms }, id: `c${i}` })) }, { text: 'done' }])
 
 describe('R17 a slot is held until the tool code settles', () => {
   const hosts = useInProcessHosts()
