@@ -75,13 +75,13 @@ describe('R17 a slot is held until the tool code settles', () => {
     const harness = defineHarness({
       name: 'slots-timeout',
       adapter: scriptedModel([]),
-      tools: [withTimeout(tool, 300)],
+      tools: [withTimeout(tool, 500)],
       limits: { tools: { stubborn: { concurrency: 1 } } },
     })
     const { host } = hosts.start(harness, 'slots-timeout', { concurrency: 10 })
     const run = (id: string, ms: number) => host.open(harness, { sessionId: id }).runTool({ name: 'stubborn', input: { ms } })
-    // the first call times out at 300 ms but runs 1.2 s: the second starts after that, never beside it
-    const first = run('timeout-1', 1_200).catch((e: unknown) => e)
+    // the first call times out at 500 ms but runs 800 ms: the second starts after that, never beside it
+    const first = run('timeout-1', 800).catch((e: unknown) => e)
     await until(async () => counts.inFlight === 1, 'the first call running')
     const second = run('timeout-2', 50)
     expect(await first).toBeInstanceOf(ToolCallError)
@@ -89,14 +89,14 @@ describe('R17 a slot is held until the tool code settles', () => {
     expect(await second).toBe('done')
     expect(counts.most).toBe(1)
     expect(counts.ended).toBe(2)
-    // code that never settles: its slot comes back one tool timeout after its attempt ended (300 + 300 ms)
+    // code that never settles: its slot comes back one tool timeout after its attempt ended (500 + 500 ms)
     const hung = run('timeout-hung', -1).catch((e: unknown) => e)
     await until(async () => counts.inFlight === 1, 'the hung call running')
     const started = Date.now()
     const after = run('timeout-after', 50)
     expect(((await hung) as ToolCallError).toolError).toMatchObject({ code: 'timeout' })
     expect(await after).toBe('done')
-    expect(Date.now() - started).toBeGreaterThanOrEqual(550)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900)
   })
 })
 
