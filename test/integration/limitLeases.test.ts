@@ -2,7 +2,7 @@
 // its job to another worker. Resumed, it starts no new step and no model call, and what it gives
 // back on its way out is its own slot only, never the one the call's new attempt holds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { leasedTool, leasedTurn, leaseKeys } from '../fixtures/limitLeases.js'
+import { leasedStubborn, leasedTool, leasedTurn, leaseKeys } from '../fixtures/limitLeases.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
 import { startProvider, type TestProvider } from '../helpers/provider.js'
@@ -13,7 +13,7 @@ const TURN_LOCK_LOST = 'turn attempt lost its job lock to another worker; it mad
 describe('R17 a worker paused past its lease', () => {
   const ctx = useWorkerProcesses({
     label: 'lease',
-    harnesses: [leasedTool, leasedTurn],
+    harnesses: [leasedTool, leasedTurn, leasedStubborn],
     module: 'test/fixtures/limitLeases.ts',
     workers: 0,
   })
@@ -87,4 +87,25 @@ describe('R17 a worker paused past its lease', () => {
       err: { code: 'lock_lost' },
     })
   }, 120_000)
+
+  it('R17 code still running after its turn was aborted holds its slot; its worker SIGKILLed, the slot comes back by its lease expiry', async () => {
+    await Promise.all(ctx.workers.splice(0).map((w) => w.kill('SIGKILL')))
+    const keys = leaseKeys(ctx.prefix)
+    await ctx.redis.del(keys.stubborn)
+    const worker = await ctx.spawn({ concurrency: 4, env: { PROVIDER_URL: provider.url } })
+    ctx.workers.push(worker)
+    const session = ctx.host.open(leasedStubborn, { sessionId: 'lease-stubborn' })
+    const { inputId } = await session.prompt('go')
+    await until(async () => (await ctx.redis.exists(keys.stubborn)) === 1, 'the stubborn tool running')
+    await session.abort(inputId, 'stop')
+    expect(await session.settled(inputId)).toMatchObject({ outcome: 'aborted' })
+    const running = async () => (await ctx.host.stats()).limits.find((l) => l.harness === leasedStubborn.name)?.running ?? 0
+    // the aborted call's code runs on in the worker: its slot stays taken (renewed) past a lease
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    expect(await running()).toBe(1)
+    await worker.kill('SIGKILL')
+    const killedAt = Date.now()
+    await until(async () => (await running()) === 0, 'the slot back by its lease expiry', 10_000)
+    expect(Date.now() - killedAt).toBeLessThanOrEqual(3_000)
+  }, 60_000)
 })
