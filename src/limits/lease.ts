@@ -76,14 +76,7 @@ export class SlotLease {
     }
     clearInterval(this.renewal)
     const { sessionId, id, of } = this.owner
-    this.lostError = new LockLostError(
-      sessionId,
-      id,
-      'its lease ran out before it was renewed: the worker was paused or blocked past durability.lockMs',
-      {
-        hold: 'limit slot',
-        of,
-      },
-    )
+    const reason = 'its lease ran out before it was renewed: the worker was paused or blocked past durability.lockMs'
+    this.lostError = new LockLostError(sessionId, id, reason, { hold: 'limit slot', of })
   }
 }
