@@ -11,7 +11,7 @@ import type { AttemptHold } from '../tool/index.js'
 const doubtMs = (lockMs: number) => Math.ceil(lockMs / 10)
 
 /**
- * What one tool job attempt knows of its BullMQ lock: until when it is surely held. BullMQ set the
+ * What one tool (or turn) job attempt knows of its BullMQ lock: until when it is surely held. BullMQ set the
  * lock in moveToActive for lockMs, sent at `job.processedOn` (our clock, before Redis set it); every
  * renewal holds it from the time the renewal was sent. `confirm` costs nothing while the lock is surely
  * held; in doubt (a blocked event loop, a paused process) it extends the lock with the job's token, one
@@ -26,6 +26,8 @@ export class AttemptLock implements AttemptHold {
     private readonly job: Job,
     private readonly token: string,
     private readonly lockMs: number,
+    /** A tool job's attempt (default) or a turn job's. */
+    private readonly of: 'tool call' | 'turn' = 'tool call',
   ) {
     // no processedOn (not from moveToActive): unknown, so the first side effect confirms it
     this.heldUntil = (job.processedOn ?? 0) + lockMs
@@ -42,8 +44,19 @@ export class AttemptLock implements AttemptHold {
 
   /** The lock is known lost: nothing of this attempt runs or is written from here on. */
   lose(reason: string): void {
-    const ids = parseToolJobId(this.job.id ?? '')
-    this.lostError ??= new LockLostError(ids?.sessionId ?? '?', ids?.toolCallId ?? String(this.job.id), reason)
+    const { sessionId, id } = this.owner()
+    this.lostError ??= new LockLostError(sessionId, id, reason, { of: this.of })
+  }
+
+  /** The session and the call's (or turn's) id, from the job's id (`call|…`, `turn|<sid>|<inputId>`). */
+  private owner(): { sessionId: string; id: string } {
+    const jobId = this.job.id ?? ''
+    if (this.of === 'turn') {
+      const [, sessionId = '?', inputId = jobId] = jobId.split('|')
+      return { sessionId, id: inputId }
+    }
+    const ids = parseToolJobId(jobId)
+    return { sessionId: ids?.sessionId ?? '?', id: ids?.toolCallId ?? jobId }
   }
 
   /** Undefined (no promise, no await) while the lock is surely held: the check runs before every side effect. */
@@ -65,11 +78,7 @@ export class AttemptLock implements AttemptHold {
     try {
       extended = await this.job.extendLock(this.token, this.lockMs)
     } catch (cause) {
-      throw new StorageError(
-        'extendLock (the job lock, confirmed before a side effect)',
-        parseToolJobId(this.job.id ?? '')?.sessionId ?? '?',
-        cause,
-      )
+      throw new StorageError('extendLock (the job lock, confirmed before a side effect)', this.owner().sessionId, cause)
     }
     if (extended === 1) this.renewed(sentAt, this.lockMs)
     else this.lose('it had expired, or another worker held it, when the attempt confirmed it before a side effect')
@@ -83,13 +92,17 @@ export class AttemptLock implements AttemptHold {
 export class AttemptLocks {
   private readonly held = new Map<string, AttemptLock>()
 
-  constructor(private readonly lockMs: number) {}
+  constructor(
+    private readonly lockMs: number,
+    /** The attempts of tool jobs (default) or of turn jobs. */
+    private readonly of: 'tool call' | 'turn' = 'tool call',
+  ) {}
 
   /** Runs one attempt with its lock, known to renewals while it runs (none without a token: nothing to confirm). */
   async holding<T>(job: Job, token: string | undefined, work: (lock: AttemptLock | undefined) => Promise<T>): Promise<T> {
     if (!token || job.id === undefined) return work(undefined)
     const key = `${job.id}\0${token}`
-    const lock = new AttemptLock(job, token, this.lockMs)
+    const lock = new AttemptLock(job, token, this.lockMs, this.of)
     this.held.set(key, lock)
     try {
       return await work(lock)

@@ -26,6 +26,11 @@ export interface AttemptAbort {
   readonly signal: AbortSignal
   readonly aborted: boolean
   readonly reason: unknown
+  /**
+   * Set when the attempt ended before its tool's code did (bounded.ts): true once that code settles,
+   * false if it still runs one tool timeout later. Its limit slot is held until then (R17).
+   */
+  running: Promise<boolean> | undefined
   abort(reason: Error): void
   whenAborted(fn: (() => void) | undefined): void
   done(): void
@@ -34,6 +39,7 @@ export interface AttemptAbort {
 class Attempt implements AttemptAbort {
   aborted = false
   reason: unknown = undefined
+  running: Promise<boolean> | undefined = undefined
   private controller: AbortController | undefined
   private onAbort: (() => void) | undefined
   /** The set of its turn's attempts that holds it (done() takes it out), if it has a turn. */

@@ -36,7 +36,13 @@ async function takeLimitSlot(
   limit: ResolvedLimit,
 ): Promise<CallSlot> {
   const place = { redis: queues.connection, prefix: queues.prefix, harness: harness.name, lockMs: harness.durability.lockMs }
-  const subject = { member: `${call.sessionId}|${call.toolCallId}`, sessionId: call.sessionId, input: call.input, context }
+  const subject = {
+    of: 'tool call' as const,
+    member: `${call.sessionId}|${call.toolCallId}`,
+    sessionId: call.sessionId,
+    input: call.input,
+    context,
+  }
   try {
     const slot = await takeSlot(place, limit, subject, (member) => {
       const at = member.indexOf('|')
@@ -52,4 +58,22 @@ async function takeLimitSlot(
     if (error instanceof LimitKeyError) return { error: toToolError(error) }
     throw error
   }
+}
+
+/**
+ * Gives the attempt's slot back once its tool's code has ended (R17): at once, unless the attempt
+ * ended before its tool did (its turn aborted, its time limit): then when that code settles, or one
+ * tool timeout later, when it is presumed stuck (`running`, from bounded.ts). Not awaited: a lost
+ * release costs the slot until its lease expires (one lock duration), never more.
+ */
+export function releaseCallSlot(held: HeldSlot, running: Promise<boolean> | undefined, logger: LineLogger): void {
+  const release = () =>
+    void held.release().catch((err: unknown) => logger.warn({ err }, 'limit slot release failed; it frees itself when its lease expires'))
+  if (!running) return release()
+  logger.debug({ key: held.key }, 'the attempt ended before its tool did: its limit slot is held until the tool code ends')
+  void running.then((settled) => {
+    if (!settled)
+      logger.warn({ key: held.key }, 'tool code still runs one tool timeout after its attempt ended; its limit slot is given back')
+    release()
+  })
 }

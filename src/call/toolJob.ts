@@ -5,6 +5,7 @@ import { isAgentTool, toolOfCall, type Harness } from '../core/index.js'
 import { contextOf, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
 import { enqueueParkedCall, type HarnessQueues, type ToolJobData } from '../queue/index.js'
 import { NO_SECRETS, questionIdOf, resolverErrorName, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
+import type { AttemptHold } from '../tool/index.js'
 import { childSettled, runAgentCall } from './agentCall.js'
 import { approvalDecided, decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
@@ -13,8 +14,8 @@ import { keptResult } from './keptResult.js'
 import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
 import { runCall, type CallInput, type CallOutcome } from './runCall.js'
-import { takeCallSlot } from './limitedCall.js'
-import type { HeldSlot } from '../limits/slot.js'
+import { releaseCallSlot, takeCallSlot } from './limitedCall.js'
+import { holdingSlot, type HeldSlot } from '../limits/slot.js'
 import { callBegan, callLanded, callLanding, countFenced, countLockLost } from '../telemetry/index.js'
 import type { AttemptLock } from './attemptLock.js'
 
@@ -67,8 +68,11 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     if (slot && 'error' in slot) return void (await log.landResult(fence, call.name, { error: slot.error }))
     if (slot && 'park' in slot) return await park(job, token, log, fence, slot.park, logger, slot.handed)
     held = slot?.held
+    // user code starts only while the attempt holds its job lock and its limit slot's lease
+    const hold = held ? holdingSlot(deps.lock, held) : deps.lock
     // ctx.context: the context the turn's input was given with
-    const { outcome, secrets, duration } = await attemptOutcome({ ...call, context: contextOf(input) }, begin, log, deps, logger, attempt)
+    const withContext = { ...call, context: contextOf(input) }
+    const { outcome, secrets, duration } = await attemptOutcome(withContext, begin, log, deps, logger, attempt, hold)
     if ('park' in outcome) {
       const isWoken = async () =>
         (await woken(outcome.park, call, fence, deps)) || (await cancelledByAbort(log, call, fence, outcome.park, logger))
@@ -76,7 +80,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       return await park(job, token, log, fence, outcome.park, logger, isWoken)
     }
     // the hooks (user code) run only while the attempt holds its call
-    const locked = deps.lock?.confirm()
+    const locked = hold?.confirm()
     if (locked) await locked
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
     const landing = callLanding(kept)
@@ -107,8 +111,8 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     throw error
   } finally {
     attempt.done()
-    // not awaited: a lost release costs the slot until its lease expires (one lock duration), never more
-    held?.release().catch((err: unknown) => logger.warn({ err }, 'limit slot release failed; it frees itself when its lease expires'))
+    // once the tool's code has ended (R17: a tool that ignores its abort signal still talks to its provider)
+    if (held) releaseCallSlot(held, attempt.running, logger)
   }
 }
 
@@ -143,6 +147,7 @@ async function attemptOutcome(
   deps: ToolJobDeps,
   logger: LineLogger,
   attempt: Attempt,
+  hold: AttemptHold | undefined,
 ): Promise<{ outcome: CallOutcome; secrets: SecretStore; duration: number }> {
   const { harness } = deps
   const tool = toolOfCall(harness, call.name, begin.version ?? '')
@@ -180,7 +185,6 @@ async function attemptOutcome(
   const timeoutMs = timeoutOf(tool) ?? harness.durability.toolTimeoutMs
   // the harness's TanStack middleware runs around the tool (onBeforeToolCall, onAfterToolCall)
   const fence = { toolCallId: call.toolCallId, epoch: begin.epoch }
-  const hold = deps.lock
   const { outcome, duration } = await runWithMiddleware(
     harness,
     log,

@@ -18,21 +18,26 @@ export class FencedError extends DurableHarnessError {
 }
 
 /**
- * A tool call attempt lost its BullMQ job lock: its worker was blocked or paused past
- * `durability.lockMs`, so another worker's stalled check gave the job to a new attempt. It stops
- * before its next side effect (a step's fn, a tool's execute, a hook) and writes nothing more.
+ * A tool call (or turn) attempt lost its BullMQ job lock, or its limit slot's lease (R17): its worker
+ * was blocked or paused past `durability.lockMs`, so another worker's stalled check gave the job to a
+ * new attempt, and the slot's room may be another call's. It stops before its next side effect (a
+ * step's fn, a tool's execute, a hook, a model call) and writes nothing more.
  */
 export class LockLostError extends DurableHarnessError {
   constructor(
     readonly sessionId: string,
+    /** The tool call's id (a turn attempt's: its input id). */
     readonly toolCallId: string,
     reason: string,
+    /** What the attempt lost: its job lock (default) or its limit slot's lease; an attempt of a tool call (default) or of a turn. */
+    readonly lost: { hold?: 'job lock' | 'limit slot'; of?: 'tool call' | 'turn' } = {},
   ) {
+    const of = lost.of ?? 'tool call'
     super(
       'lock_lost',
-      `Tool call ${toolCallId} (session ${sessionId}): this attempt lost its job lock (${reason}). It stopped before ` +
-        `its next side effect and wrote nothing more; the call goes on in the attempt that took its job over. ` +
-        `If this happens often, find what blocks this worker's event loop for longer than durability.lockMs.`,
+      `${of === 'turn' ? 'Turn' : 'Tool call'} ${toolCallId} (session ${sessionId}): this attempt lost its ${lost.hold ?? 'job lock'} (${reason}). ` +
+        `It stopped before its next side effect${of === 'turn' ? ' or model call' : ''} and wrote nothing more; the ${of} goes on in the ` +
+        `attempt that takes its job over. If this happens often, find what blocks or pauses this worker for longer than durability.lockMs.`,
     )
   }
 }

@@ -2,7 +2,7 @@ import { Worker, type ConnectionOptions } from 'bullmq'
 import { Cluster, Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { isAuthFailure } from '../credentials.js'
-import { AttemptLocks, EagerStartWorker, processToolJob, type CallAborts } from '../call/index.js'
+import { AttemptLocks, EagerStartWorker, LockWatchingWorker, processToolJob, type CallAborts } from '../call/index.js'
 import type { Harness } from '../core/index.js'
 import { parseToolJobId, type CallMarks, type SessionLog } from '../log/index.js'
 import {
@@ -115,14 +115,19 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
       unlisten?.()
       unstart()
     })
-  const turns = new Worker<TurnJobData>(
+  // a turn attempt makes a model call only while it holds its job lock (a paused worker's does not)
+  const turnLocks = new AttemptLocks(harness.durability.lockMs, 'turn')
+  const turns = new LockWatchingWorker<TurnJobData>(
     turnQueueName(harness.name),
     (job, token) =>
-      turnSpan(job.data, job.attemptsMade + 1, async () => {
-        await processTurnJob(job, token, { harness, queues, queuesByName, logFor, logger, aborts })
-        observeTurn(harness.name, job.timestamp)
-      }),
+      turnSpan(job.data, job.attemptsMade + 1, () =>
+        turnLocks.holding(job, token, async (lock) => {
+          await processTurnJob(job, token, { harness, queues, queuesByName, logFor, logger, aborts, lock })
+          observeTurn(harness.name, job.timestamp)
+        }),
+      ),
     common,
+    turnLocks,
   )
   for (const worker of [...tools, turns]) {
     worker.on('error', backOffOnErrors(worker, logger))

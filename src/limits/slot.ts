@@ -1,7 +1,9 @@
-import { LimitKeyError, MAX_LIMIT_KEY_LENGTH } from '../errors/index.js'
+import { randomBytes } from 'node:crypto'
+import { LimitKeyError, MAX_LIMIT_KEY_LENGTH, type LockLostError } from '../errors/index.js'
 import type { ResolvedLimit } from '../core/index.js'
 import { LimitStore, type RedisClient } from '../log/index.js'
 import { observeLimitWait } from '../telemetry/index.js'
+import { SlotLease } from './lease.js'
 
 /** Where a limit's state lives and how long a slot's lease is: the host's connection and prefix, the job lock. */
 export interface LimitPlace {
@@ -12,23 +14,52 @@ export interface LimitPlace {
   lockMs: number
 }
 
-/** What waits on a limit: its member id (`<sessionId>|<id>`), and what its key function reads. */
+/** What waits on a limit: a tool call or a turn, its member id (`<sessionId>|<id>`), and what its key function reads. */
 export interface LimitSubject {
+  of: 'tool call' | 'turn'
   member: string
   sessionId: string
   input: unknown
   context?: unknown
 }
 
-/** A slot this attempt holds: give it back when the attempt ends (lands, parks, fails). */
+/**
+ * A slot this attempt holds: give it back when the attempt's code has ended (it landed, parked or
+ * failed; an attempt given up on while its code runs keeps it until that code settles). `confirm`
+ * before each step or model call: it throws LockLostError once the slot's lease ran out.
+ */
 export interface HeldSlot {
   readonly kind: 'held'
   readonly key: string
   /** How long it waited in the limit's line, and when it started by the limit's clock (Redis TIME, ms). */
   readonly waitedMs: number
   readonly startedAt: number
+  confirm(): Promise<void> | undefined
+  readonly lost: LockLostError | null
   release(): Promise<void>
 }
+
+/** An attempt's hold on its call (its job lock, if any) and on its limit slot: both confirmed, either lost. */
+export function holdingSlot<H extends { confirm(): Promise<void> | undefined; readonly lost: LockLostError | null }>(
+  lock: H | undefined,
+  slot: HeldSlot,
+): { confirm(): Promise<void> | undefined; readonly lost: LockLostError | null } {
+  return {
+    confirm() {
+      const locked = lock?.confirm()
+      const leased = slot.confirm()
+      if (!locked || !leased) return locked ?? leased
+      return Promise.all([locked, leased]).then(() => undefined)
+    },
+    get lost() {
+      return lock?.lost ?? slot.lost
+    },
+  }
+}
+
+/** This process's part of a slot holder's name: a holder is `<member>#<process>.<n>`, one per attempt. */
+const PROCESS_TOKEN = randomBytes(6).toString('hex')
+let holders = 0
 
 /** No slot now: wait (holding no worker slot) until `until`, or until a release hands one over. */
 export interface WaitingSlot {
@@ -81,7 +112,10 @@ export async function takeSlot(
 ): Promise<HeldSlot | WaitingSlot> {
   const key = limitKey(limit, subject)
   const store = storeOf(place, limit)
-  const reply = await store.acquire(key, subject.member, place.lockMs)
+  // the attempt's own slot: another attempt of the same call (a zombie's) holds another one
+  const holder = `${subject.member}#${PROCESS_TOKEN}.${++holders}`
+  const sentAt = Date.now()
+  const reply = await store.acquire(key, subject.member, holder, place.lockMs)
   const promote = () => Promise.all(reply.promote.map((member) => wake(member).catch(() => {})))
   if (!reply.granted) {
     await promote()
@@ -89,23 +123,10 @@ export async function takeSlot(
   }
   if (reply.waitedMs > 0) observeLimitWait(place.harness, limit.scope, reply.waitedMs)
   void promote()
-  // renewed like BullMQ renews the job lock: a holder that dies stops renewing, and its slot comes back
-  const renewal = setInterval(() => void store.renew(key, subject.member).catch(() => {}), Math.max(1, Math.floor(place.lockMs / 2)))
-  renewal.unref()
-  let released = false
-  return {
-    kind: 'held',
-    key,
-    waitedMs: reply.waitedMs,
-    startedAt: reply.startedAt,
-    async release() {
-      if (released) return
-      released = true
-      clearInterval(renewal)
-      const handed = await store.release(key, subject.member)
-      await Promise.all(handed.map((member) => wake(member).catch(() => {})))
-    },
-  }
+  const at = subject.member.indexOf('|')
+  const owner = { sessionId: subject.sessionId, id: subject.member.slice(at + 1), of: subject.of }
+  const lease = new SlotLease(store, key, holder, owner, place.lockMs, sentAt, wake)
+  return Object.assign(lease, { waitedMs: reply.waitedMs, startedAt: reply.startedAt })
 }
 
 /** Running, waiting and rate use per key of each limit of a harness (`host.stats()`). */

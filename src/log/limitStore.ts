@@ -28,17 +28,28 @@ export interface LimitKeyState {
 /** Keys the stats list per limit, newest first: a bound on what one stats call reads. */
 const STATS_KEYS = 50
 
-/** Characters a limit's names keep in its key names; any other is %-encoded (no `{`, `}` or `:`). */
-const encodePart = (part: string) => part.replace(/[^A-Za-z0-9._/-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+/**
+ * A limit's names in its key names, one to one: characters in `[A-Za-z0-9._/-]` are kept, any other
+ * UTF-16 code unit is `%xx` (below U+0100) or `%uxxxx` (no `{`, `}` or `:` is left). The fixed widths
+ * keep two names apart that a variable width would merge (`Ā` and `\x10` + `0` were both `%100`).
+ */
+const encodeLimitPart = (part: string) =>
+  part.replace(/[^A-Za-z0-9._/-]/g, (c) => {
+    const code = c.charCodeAt(0)
+    return code < 0x100 ? `%${code.toString(16).padStart(2, '0')}` : `%u${code.toString(16).padStart(4, '0')}`
+  })
 
 /**
  * The state of one limit (a tool's or the turns' of one harness), across every worker and shard
  * (R17): its keys carry a hash tag of their own, `{limit:<harness>:<scope>}`, so on a Cluster a
  * limit lives on one master whatever the shards of the sessions that use it. Each key of the limit
- * has a slots, a waiting and a starts sorted set and a handed hash (src/log/commands/acquireSlot.lua).
+ * has a slots, a waiting and a starts sorted set and a handed hash (src/log/commands/acquireSlot.lua);
+ * each expires once idle. A slot is held by one attempt (`holder`: `<member>#<attempt token>`).
  */
 export class LimitStore {
   private readonly base: string
+  /** How long a key's state outlives its last use: a lease, or a rate window, whichever is longer. */
+  private readonly idleMs: number
 
   constructor(
     private readonly redis: RedisClient,
@@ -48,11 +59,12 @@ export class LimitStore {
     readonly scope: string,
     private readonly bounds: LimitBounds,
   ) {
-    this.base = `${prefix}:{limit:${encodePart(harness)}:${encodePart(scope)}}`
+    this.base = `${prefix}:{limit:${encodeLimitPart(harness)}:${encodeLimitPart(scope)}}`
+    this.idleMs = Math.max(bounds.leaseMs, bounds.perMs, 1)
   }
 
   private keysOf(key: string) {
-    const at = `${this.base}:k:${encodePart(key)}`
+    const at = `${this.base}:k:${encodeLimitPart(key)}`
     return {
       slots: `${at}:slots`,
       waiting: `${at}:waiting`,
@@ -62,13 +74,13 @@ export class LimitStore {
     }
   }
 
-  /** Takes a slot for `member` under `key`, or lines it up (FIFO per key). */
-  async acquire(key: string, member: string, recheckMs: number): Promise<SlotReply> {
+  /** Takes a slot for `member`'s attempt `holder` under `key`, or lines the member up (FIFO per key). */
+  async acquire(key: string, member: string, holder: string, recheckMs: number): Promise<SlotReply> {
     const { concurrency, rateLimit, perMs, leaseMs } = this.bounds
     const reply = await this.run('acquireSlot', () =>
       runScript(this.redis, scripts.acquireSlot, {
         keys: this.keysOf(key),
-        args: { member, leaseMs, concurrency, rateLimit, perMs, key, recheckMs },
+        args: { member, holder, leaseMs, concurrency, rateLimit, perMs, key, idleMs: this.idleMs, recheckMs },
       }),
     )
     if (reply[0] === 'granted') {
@@ -79,35 +91,42 @@ export class LimitStore {
     return { granted: false, reason, untilMs: Number(untilMs), promote }
   }
 
-  /** Gives `member`'s slot back; answers the waiters handed a slot, to be woken. */
-  release(key: string, member: string): Promise<string[]> {
+  /** Gives `holder`'s slot back; answers the waiters handed a slot, to be woken. */
+  release(key: string, holder: string): Promise<string[]> {
     const { concurrency, rateLimit, perMs, leaseMs } = this.bounds
     return this.run('releaseSlot', () =>
-      runScript(this.redis, scripts.releaseSlot, { keys: this.keysOf(key), args: { member, leaseMs, concurrency, rateLimit, perMs, key } }),
+      runScript(this.redis, scripts.releaseSlot, {
+        keys: this.keysOf(key),
+        args: { holder, leaseMs, concurrency, rateLimit, perMs, key, idleMs: this.idleMs },
+      }),
     )
   }
 
-  /** Renews `member`'s lease; false when it no longer holds the slot (it expired). */
-  async renew(key: string, member: string): Promise<boolean> {
-    const { slots } = this.keysOf(key)
+  /** Renews `holder`'s lease; false when its lease had run out (it may be another call's slot now). */
+  async renew(key: string, holder: string): Promise<boolean> {
+    const { slots, keysIndex } = this.keysOf(key)
     const renewed = await this.run('renewSlot', () =>
-      runScript(this.redis, scripts.renewSlot, { keys: { slots }, args: { member, leaseMs: this.bounds.leaseMs } }),
+      runScript(this.redis, scripts.renewSlot, {
+        keys: { slots, keysIndex },
+        args: { holder, leaseMs: this.bounds.leaseMs, key, idleMs: this.idleMs },
+      }),
     )
     return renewed === 1
   }
 
-  /** True while `member` holds a slot under `key` (handed to it, or its own). */
+  /** True while a slot handed to `member` under `key` waits for it to take it up. */
   async holds(key: string, member: string): Promise<boolean> {
     const { slots } = this.keysOf(key)
     const lease = await this.run('limitState', () => this.redis.zscore(slots, member))
     return lease !== null && Number(lease) > Date.now()
   }
 
-  /** Running, waiting and rate use of the limit's most recently used keys (expired leases not counted). */
+  /** Running, waiting and rate use of the limit's most recently used live keys (expired leases and keys not counted). */
   async state(): Promise<LimitKeyState[]> {
     return this.run('limitState', async () => {
       const now = Date.now()
-      const keys = await this.redis.zrevrange(`${this.base}:keys`, 0, STATS_KEYS - 1)
+      // the index's score is when a key's state expires: a key past it is gone (or going)
+      const keys = await this.redis.zrevrangebyscore(`${this.base}:keys`, '+inf', `(${now}`, 'LIMIT', 0, STATS_KEYS)
       return Promise.all(
         keys.map(async (key) => {
           const { slots, waiting, starts } = this.keysOf(key)

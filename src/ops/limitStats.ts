@@ -15,7 +15,7 @@ export interface LimitStats {
   rateUsed: number
 }
 
-/** Running, waiting and rate use per limit and key of every harness (the most recently used 50 keys a limit). */
+/** Running, waiting and rate use per limit and live key of every harness (at most 50 keys a limit: the most recently used). */
 export async function limitStats(redis: RedisClient, prefix: string, harnesses: Iterable<Harness>): Promise<LimitStats[]> {
   const perHarness = await Promise.all(
     [...harnesses].map((harness) => {

@@ -24,7 +24,13 @@ export async function takeTurnSlot(
   if (!limit) return undefined
   const { sessionId, inputId } = job.data
   const place = { redis: queues.connection, prefix: queues.prefix, harness: harness.name, lockMs: harness.durability.lockMs }
-  const subject = { member: `${sessionId}|${inputId}`, sessionId, input: { text: input.text }, context: contextOf(input) }
+  const subject = {
+    of: 'turn' as const,
+    member: `${sessionId}|${inputId}`,
+    sessionId,
+    input: { text: input.text },
+    context: contextOf(input),
+  }
   const slot = await takeSlot(place, limit, subject, (member) => {
     const at = member.indexOf('|')
     return wakeTurn(queues, harness, member.slice(0, at), member.slice(at + 1))

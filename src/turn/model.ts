@@ -48,6 +48,8 @@ export function buildMessages(entries: LogEntry[]): ModelMessage[] {
  * One model call through the harness's `@tanstack/ai` text adapter, collected into text, tool calls
  * and token usage; `onText` hears each text delta as the model writes it. The adapter is called as
  * `chat()` calls it: tool schemas as JSON Schema, the abort signal on `request` (provider SDKs read it there).
+ * The model is sent nothing until `hold` (the attempt's job lock and limit slot) is confirmed: a
+ * worker paused past its lock makes no model call when it resumes.
  */
 export async function callModel(
   harness: Harness,
@@ -55,12 +57,16 @@ export async function callModel(
   signal?: AbortSignal,
   onText?: (delta: string) => void,
   hooks?: ModelCallHooks,
+  hold?: { confirm(): Promise<void> | undefined },
 ): Promise<ModelResponse> {
   const abortController = new AbortController()
   for (const s of [signal, hooks?.signal]) s?.addEventListener('abort', () => abortController.abort(s.reason), { once: true })
   // middleware's onConfig may change what the model is sent (messages, system prompts, tools, model options)
   const initial: ChatMiddlewareConfig = { messages, systemPrompts: [...(harness.systemPrompts ?? [])], tools: [...harness.tools] }
   const config = hooks ? await hooks.config(initial) : initial
+  // after the hooks (which may take a while), right before the provider is called
+  const held = hold?.confirm()
+  if (held) await held
   const stream = fromAdapter(abortController.signal, () =>
     harness.adapter.chatStream({
       model: harness.adapter.model,

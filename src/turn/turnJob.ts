@@ -4,7 +4,7 @@ import type { Logger } from 'pino'
 import type { Harness } from '../core/index.js'
 import { contextOf, EventWaits, openMember, type InputState, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { enqueueCalls, wakeCall, type HarnessQueues, type TurnJobData } from '../queue/index.js'
-import { toToolError } from '../tool/index.js'
+import { toToolError, type AttemptHold } from '../tool/index.js'
 import { foldTurn } from './fold.js'
 import { textDeltas } from './deltas.js'
 import { buildMessages, callModel } from './model.js'
@@ -13,12 +13,12 @@ import { ModelCallError } from './modelErrors.js'
 import { decideModelError, waitForModelCall } from './modelRetry.js'
 import type { FinishMessage } from '../core/index.js'
 import { modelSpan } from '../telemetry/index.js'
-import { LimitKeyError, MiddlewareToolError } from '../errors/index.js'
+import { LimitKeyError, LockLostError, MiddlewareToolError } from '../errors/index.js'
 import { MiddlewareAbort, modelCallHooks } from './middleware.js'
 import { settleTurn } from './settle.js'
 import { turnView } from './view.js'
 import { takeTurnSlot } from './limitedTurn.js'
-import type { HeldSlot } from '../limits/slot.js'
+import { holdingSlot, type HeldSlot } from '../limits/slot.js'
 
 /** Passes in a row that change nothing before a turn attempt gives up (see the loop). */
 const MAX_IDLE_PASSES = 5
@@ -34,6 +34,8 @@ export interface TurnJobDeps {
   logger: Logger
   /** The process's abort signals by turn (`<sid>|<inputId>`): a settle heard from any process fires them. */
   aborts: { open(turn: string): { signal: AbortSignal; done(): void } }
+  /** The job lock of this attempt: a model call starts only while it is held (call/attemptLock.ts). */
+  lock?: AttemptHold | undefined
 }
 
 /**
@@ -83,6 +85,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       throw new DelayedError()
     }
     held = await takeTurnSlot(job, token, harness, deps.queues, input, logger)
+    // a model call starts only while the attempt holds its job lock and its limit slot's lease
+    const hold = held ? holdingSlot(deps.lock, held) : deps.lock
     // Every pass must move the turn on (a response or a result more); a pass that does not is retried
     // a few times (a child's landing may still be on its way), then the attempt fails: no loop spins.
     let lastProgress = -1
@@ -172,7 +176,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         messages,
         context: contextOf(input),
       })
-      const call = () => callModel(harness, messages, signal, deltas.push, hooks)
+      const call = () => callModel(harness, messages, signal, deltas.push, hooks, hold)
       let response
       try {
         response = await modelSpan({ sessionId, inputId, iteration: fold.responses.length }, call).finally(() => deltas.close())
@@ -200,6 +204,11 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     }
   } catch (error) {
     if (error instanceof WaitingChildrenError || error instanceof DelayedError) throw error
+    if (error instanceof LockLostError) {
+      logger.warn({ err: error }, 'turn attempt lost its job lock to another worker; it made no model call and wrote nothing more')
+      // the job is another worker's now (or the stalled check's): BullMQ leaves it alone
+      throw new DelayedError()
+    }
     // the turn settled elsewhere (session.abort, a timeout by the sweeper) and its model call was stopped
     if (stop.signal.aborted && (await log.getInput(inputId))?.status === 'settled') return
     // a middleware offered the model a tool this harness cannot run: no attempt would do better

@@ -1,7 +1,8 @@
 --[[
-  Takes a slot of one limit key for a call (R17), or puts the call in the key's FIFO line. Granted
-  when the call already holds a slot (a slot handed to it on a release, or its own after a rerun),
-  or when there is room (concurrency and rate) and no waiter is ahead of it. Otherwise the call
+  Takes a slot of one limit key for a call attempt (R17), or puts the call in the key's FIFO line.
+  Granted when a slot was handed to the call (on a release), or when there is room (concurrency and
+  rate) and no waiter is ahead of it. The slot is the attempt's own (`holder`): another attempt of
+  the same call (a zombie whose code still runs) holds its own and counts apart. Otherwise the call
   waits without a worker slot; room that waiters ahead of it can use is handed to them (they are
   promoted by the caller), so a slot freed by a dead worker's lease expiry is passed on by the next
   acquire as well as by a waiter's own re-check.
@@ -10,34 +11,38 @@
     KEYS[1] slots: slots ZSET
     KEYS[2] waiting: waiting ZSET
     KEYS[3] starts: starts ZSET
-    KEYS[4] keysIndex: keys index ZSET (the limit's keys by last use: stats read it)
+    KEYS[4] keysIndex: keys index ZSET (the limit's keys by when their state expires: stats read it)
     KEYS[5] handed: handed HASH (member -> ms it first became ready, for a waiter handed a slot: its wait time)
     ARGV[1] member: member (<sessionId>|<toolCallId>, or a turn's <sessionId>|<inputId>)
-    ARGV[2] leaseMs: lease ms (the job lock: a slot not renewed within it is free again)
-    ARGV[3] concurrency: concurrency (0: none)
-    ARGV[4] rateLimit: rate limit (0: none)
-    ARGV[5] perMs: rate per ms
-    ARGV[6] key: the key as the user's key function gave it
-    ARGV[7] recheckMs: re-check ms of a concurrency waiter (its fallback when no release wakes it)
+    ARGV[2] holder: the attempt's slot (<member>#<attempt token>)
+    ARGV[3] leaseMs: lease ms (the job lock: a slot not renewed within it is free again)
+    ARGV[4] concurrency: concurrency (0: none)
+    ARGV[5] rateLimit: rate limit (0: none)
+    ARGV[6] perMs: rate per ms
+    ARGV[7] key: the key as the user's key function gave it
+    ARGV[8] idleMs: how long the key's state outlives its last use (the longer of the lease and the rate window)
+    ARGV[9] recheckMs: re-check ms of a concurrency waiter (its fallback when no release wakes it)
 
   Output:
     {'granted', waitedMs, startedAt (server ms: the start the rate counts), ...promote}
     {'wait', 'concurrency' | 'rate', untilMs, ...promote}   (promote: waiters handed a slot)
 ]]
 local slotsKey, waitingKey, startsKey, keysKey, handedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local member, leaseMs = ARGV[1], tonumber(ARGV[2])
-local concurrency, rateLimit, per = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local rawKey, recheckMs = ARGV[6], tonumber(ARGV[7])
+local member, holder, leaseMs = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local concurrency, rateLimit, per = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local rawKey, idleMs, recheckMs = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
 
 --@include limitSlots
 local now = serverNow()
+local stateKeys = {slotsKey, waitingKey, startsKey, handedKey}
 dropExpired(slotsKey, startsKey, now, rateLimit, per)
-redis.call('ZADD', keysKey, now, rawKey)
 
 local waitingSince = redis.call('ZSCORE', waitingKey, member)
 local readyAt = waitingSince or redis.call('HGET', handedKey, member)
 local function grant(promote)
-  redis.call('ZADD', slotsKey, now + leaseMs, member)
+  -- a slot handed to the call becomes this attempt's own
+  redis.call('ZREM', slotsKey, member)
+  redis.call('ZADD', slotsKey, now + leaseMs, holder)
   if rateLimit > 0 then
     -- a start held for it by a hand-off becomes its real start, now
     redis.call('ZREM', startsKey, member .. '@h')
@@ -45,13 +50,14 @@ local function grant(promote)
   end
   redis.call('ZREM', waitingKey, member)
   redis.call('HDEL', handedKey, member)
+  touch(stateKeys, keysKey, rawKey, now, idleMs)
   local reply = {'granted', readyAt and (now - tonumber(readyAt)) or 0, now}
   for i = 1, #promote do reply[#reply + 1] = promote[i] end
   return reply
 end
 
 if redis.call('ZSCORE', slotsKey, member) then
-  -- a slot handed to it comes with its start; its own slot after a rerun is a new start, within the rate
+  -- a slot handed to it comes with its start (one written before holders existed is a new start, within the rate)
   local handedStart = rateLimit == 0 or redis.call('ZSCORE', startsKey, member .. '@h')
   if handedStart or rateLimit - redis.call('ZCARD', startsKey) > 0 then return grant({}) end
   redis.call('ZREM', slotsKey, member)
@@ -82,5 +88,7 @@ else
   reply[2] = 'rate'
   reply[3] = base + per * (1 + math.floor(rank / window))
 end
+-- the line outlives this waiter's re-check (it keeps its place when it comes back a little late)
+touch(stateKeys, keysKey, rawKey, now, math.max(idleMs, reply[3] - now + idleMs))
 for i = 1, #promote do reply[#reply + 1] = promote[i] end
 return reply

@@ -15,12 +15,12 @@ export const dropStaleMarker = defineScript({
 
 /** The state of one key of one limit (R17), in the limit's own slot. */
 const limitKeys = ['slots', 'waiting', 'starts', 'keysIndex', 'handed'] as const
-const limitArgs = { member: text, leaseMs: num, concurrency: num, rateLimit: num, perMs: num, key: text }
+const bounds = { leaseMs: num, concurrency: num, rateLimit: num, perMs: num, key: text, idleMs: num }
 
 export const acquireSlot = defineScript({
   name: 'acquireSlot',
   keys: limitKeys,
-  args: { ...limitArgs, recheckMs: num },
+  args: { member: text, holder: text, ...bounds, recheckMs: num },
   reply: reply<
     | ['granted', waitedMs: number, startedAt: number, ...promote: string[]]
     | ['wait', 'concurrency' | 'rate', untilMs: number, ...promote: string[]]
@@ -30,14 +30,14 @@ export const acquireSlot = defineScript({
 export const releaseSlot = defineScript({
   name: 'releaseSlot',
   keys: limitKeys,
-  args: limitArgs,
+  args: { holder: text, ...bounds },
   reply: reply<string[]>(),
 })
 
 export const renewSlot = defineScript({
   name: 'renewSlot',
-  keys: ['slots'],
-  args: { member: text, leaseMs: num },
+  keys: ['slots', 'keysIndex'],
+  args: { holder: text, leaseMs: num, key: text, idleMs: num },
   reply: reply<0 | 1>(),
 })
 

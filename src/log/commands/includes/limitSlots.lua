@@ -1,8 +1,13 @@
 -- Shared by acquireSlot and releaseSlot (one limit key's state, all in the limit's own slot):
---   slots   ZSET member -> lease expiry (ms); an expired member is a dead worker's slot, dropped here
+--   slots   ZSET holder -> lease expiry (ms). A holder is '<member>#<attempt token>' (an attempt's own
+--           slot: a zombie attempt and its call's new attempt hold two) or '<member>' (a slot handed to
+--           a waiter, not yet taken up); an expired one is a dead worker's slot, dropped here
 --   waiting ZSET member -> ms it first became ready (FIFO; a re-check keeps its place)
 --   handed  HASH member -> ms a waiter handed a slot first became ready (its wait, when it starts)
 --   starts  ZSET '<member>@<ms>' (a start) or '<member>@h' (a hand-off not yet started) -> ms
+--   keys index ZSET key -> ms its state expires (stats list the keys not yet expired)
+-- Every set expires once idle (a lease or a rate window after its last use, or after its furthest
+-- waiter's re-check): a key used once leaves nothing behind.
 -- `concurrency` / `rateLimit` 0 = no such bound. Time is the server's (TIME), one clock for every worker.
 local function serverNow()
   local t = redis.call('TIME')
@@ -34,4 +39,20 @@ local function handOff(slotsKey, waitingKey, startsKey, handedKey, n, now, lease
     out[#out + 1] = waiter
   end
   return out
+end
+
+-- the keys live at least `ms` more (never shortened; a key without expiry, written before it had one, gets one)
+local function keepFor(keys, ms)
+  for i = 1, #keys do
+    local left = redis.call('PTTL', keys[i])
+    if left ~= -2 and left < ms then redis.call('PEXPIRE', keys[i], ms) end
+  end
+end
+
+-- marks the key used: its state and the index live `ms` more, and the index forgets keys already expired
+local function touch(stateKeys, keysKey, rawKey, now, ms)
+  keepFor(stateKeys, ms)
+  redis.call('ZREMRANGEBYSCORE', keysKey, '-inf', now)
+  redis.call('ZADD', keysKey, 'GT', now + ms, rawKey)
+  keepFor({keysKey}, ms)
 end
