@@ -22,6 +22,7 @@ export type {
   Replay,
 } from './context.js'
 export type { RetryPolicy } from './retry.js'
+export { RetryAfterError } from './retryAfter.js'
 export { APPROVAL_STEP, createDurableContext, type AttemptHold, type AttemptSignal, type DurableContextHandle } from './durableContext.js'
 export { Park } from './park.js'
 export { NO_SECRETS, SecretStore, type Secrets } from './secrets.js'
