@@ -3,9 +3,8 @@ import type { Harness, ModelErrorDecision } from '../core/index.js'
 import type { RecordOf, SessionLog } from '../log/index.js'
 import type { TurnJobData } from '../queue/index.js'
 import { causeText, describeValue } from '../errors/base.js'
-import { MAX_SLEEP_MS } from '../tool/index.js'
 import type { TurnFold } from './fold.js'
-import type { ModelCallError } from './modelErrors.js'
+import { MAX_MODEL_RETRY_DELAY_MS, type ModelCallError } from './modelErrors.js'
 
 /** A retry due sooner than this waits in the process; a later one parks the turn job (no worker slot). */
 const IN_PROCESS_WAIT_MS = 2_000
@@ -49,9 +48,6 @@ export async function waitForModelCall(
     }
   })
 }
-
-/** The longest wait a `turn.onModelError` policy may ask for: the bound of every durable wait (sleeps, step backoffs). */
-export const MAX_MODEL_RETRY_DELAY_MS = MAX_SLEEP_MS
 
 /** The policy's decision, checked: a retry's delay (a negative one is now, none is 0), or why the decision is no decision. */
 function checkDecision(decided: ModelErrorDecision | undefined): ModelErrorDecision | { refused: string } {
