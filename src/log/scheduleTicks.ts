@@ -15,8 +15,9 @@ const MAX_ERROR_CHARS = 1_000
 function parseError(text: string | null): TickCounts['lastError'] {
   if (!text) return undefined
   try {
-    const { message, at } = JSON.parse(text) as { message?: unknown; at?: unknown }
-    return typeof message === 'string' && typeof at === 'number' ? { message, at } : undefined
+    const error: unknown = JSON.parse(text)
+    if (typeof error !== 'object' || error === null || !('message' in error) || !('at' in error)) return undefined
+    return typeof error.message === 'string' && typeof error.at === 'number' ? { message: error.message, at: error.at } : undefined
   } catch {
     return undefined
   }

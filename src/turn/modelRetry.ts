@@ -52,11 +52,12 @@ export async function waitForModelCall(
 /** The policy's decision, checked: a retry's delay (a negative one is now, none is 0), or why the decision is no decision. */
 function checkDecision(decided: ModelErrorDecision | undefined): ModelErrorDecision | { refused: string } {
   if (decided === undefined) return { action: 'fail' }
+  // the policy is user code: its decision is checked as if it were unknown
   const action: unknown = typeof decided === 'object' && decided !== null ? decided.action : undefined
   if (action === 'pause' || action === 'fail') return { action }
   if (action !== 'retry')
     return { refused: `turn.onModelError returned ${describeValue(decided)}: return { action: 'retry' | 'pause' | 'fail' } or undefined.` }
-  const delayMs: unknown = (decided as { delayMs?: unknown }).delayMs ?? 0
+  const delayMs: unknown = Reflect.get(decided, 'delayMs') ?? 0
   if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs > MAX_MODEL_RETRY_DELAY_MS)
     return {
       refused:

@@ -263,6 +263,17 @@ describe('a turn.onModelError policy that misbehaves', () => {
     expect(JSON.stringify(line)).toContain('policy bug: cannot read retries')
   })
 
+  it('a policy that returns an action it has no meaning for fails the turn with model_policy_error', async () => {
+    const { settled } = await failingTurn('policy-action', () => ({ action: 'wait' }) as never)
+    expect(settled).toEqual({
+      outcome: 'failed',
+      error: {
+        code: 'model_policy_error',
+        message: expect.stringMatching(/^turn\.onModelError returned \{"action":"wait"\}: return \{ action:/),
+      },
+    })
+  })
+
   it.each([
     ['1e15 ms (31,000 years)', 1e15],
     ['an epoch time taken for a delay', Date.now() + 60_000],
