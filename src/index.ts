@@ -3,7 +3,15 @@
  */
 
 /** Durable tools: a `@tanstack/ai` server tool whose side effects are stored steps. */
-export { durableTool, withReplay, withTimeout, type DurableToolOptions, type DurableServerTool, type DurableExecute } from './tool/index.js'
+export {
+  durableTool,
+  withReplay,
+  withTimeout,
+  RetryAfterError,
+  type DurableToolOptions,
+  type DurableServerTool,
+  type DurableExecute,
+} from './tool/index.js'
 /** What a durable tool's execute gets (`step`, `append`, `secrets`) and the JSON rules of step values. */
 export type {
   Step,

@@ -17,6 +17,7 @@ export function schedulesPage(base: string, schedules: ScheduleInfo[]): HtmlEsca
         <td>${when(s.next)}</td>
         <td>${s.prompted}</td>
         <td>${s.skipped}</td>
+        <td>${s.lastError ? `${when(s.lastError.at)}: ${s.lastError.message}` : '-'}</td>
         <td>${s.prompt}</td>
       </tr>`,
   )
@@ -35,6 +36,7 @@ export function schedulesPage(base: string, schedules: ScheduleInfo[]): HtmlEsca
                 <th>Next tick (UTC)</th>
                 <th>Prompted</th>
                 <th>Skipped</th>
+                <th>Last error (UTC)</th>
                 <th>Prompt</th>
               </tr>
             </thead>

@@ -1,4 +1,4 @@
-import { DurableHarnessError } from './base.js'
+import { DurableHarnessError, causeText } from './base.js'
 
 /** Thrown inside the tool: `step.waitForEvent` reached its timeout and no event came. */
 export class EventTimeoutError extends DurableHarnessError {
@@ -30,9 +30,14 @@ export class InvalidEventPayloadError extends DurableHarnessError {
   }
 }
 
-/** `host.schedule` with options that cannot make a schedule (no interval, both `every` and `cron`, a bad cron pattern, an unknown harness). */
+/**
+ * `host.schedule` with options that cannot make a schedule (no interval, both `every` and `cron`, a
+ * bad cron pattern, an unknown harness), or with a prompt every tick would be refused: then `cause`
+ * is the prompt's own error (`value_too_large`, `secret_in_value`, ...).
+ */
 export class InvalidScheduleError extends DurableHarnessError {
-  constructor(id: string, problem: string) {
-    super('invalid_schedule', `Schedule ${JSON.stringify(id)}: ${problem}`)
+  constructor(id: string, problem: string, options?: { cause?: unknown }) {
+    const why = options && 'cause' in options ? `${problem}: ${causeText(options.cause)}` : problem
+    super('invalid_schedule', `Schedule ${JSON.stringify(id)}: ${why}`, options)
   }
 }

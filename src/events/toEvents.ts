@@ -81,6 +81,8 @@ export class EventMapper {
                 ...run,
                 message: record.error?.message ?? `Turn ${record.outcome}.`,
                 code: record.error?.code ?? record.outcome,
+                // who ended it (an abort's principal): the timeline shows `by <id>`
+                ...(record.principal !== undefined ? { metadata: { principal: record.principal } } : {}),
               },
             ]
       }

@@ -1,10 +1,11 @@
 import { Queue, Worker, type Job } from 'bullmq'
 import type { Logger } from 'pino'
-import { InvalidScheduleError } from '../errors/index.js'
+import { InvalidScheduleError, isDurableHarnessError } from '../errors/index.js'
 import { assertSessionId, isSafeId, ScheduleTicks, type RedisClient, type SessionLog } from '../log/index.js'
 import { bullPrefix } from '../queue/index.js'
 import { parseDuration, type Duration } from '../tool/index.js'
 import type { Harness } from './defineHarness.js'
+import { checkPrompt } from './promptOptions.js'
 import type { Session } from './session.js'
 
 /** A schedule for `host.schedule`: which harness's session to prompt with what, every interval or on a cron pattern. */
@@ -43,6 +44,8 @@ export interface ScheduleInfo {
   skipped: number
   /** The input id of the last tick that prompted. */
   lastInputId?: string
+  /** The error of the last tick that failed (epoch ms `at`), until a tick prompts again. */
+  lastError?: { message: string; at: number }
 }
 
 /** The schedule methods of a host (createHarnessHost). */
@@ -68,6 +71,8 @@ interface TickData {
 
 const QUEUE = 'schedules'
 const MIN_EVERY_MS = 1_000
+
+const codeOf = (error: unknown): string | undefined => (isDurableHarnessError(error) ? error.code : undefined)
 
 /** The input id of a tick: the schedule and the tick's time, so one tick prompts once. */
 function tickInputId(id: string, at: number): string {
@@ -99,13 +104,32 @@ export function createSchedules(ctx: SchedulesContext) {
   }
 
   async function tick(job: Job<TickData>): Promise<string> {
-    const { harness: name, prompt, sessionId, overlap } = job.data
+    const { harness: name, sessionId } = job.data
     const id = job.repeatJobKey ?? ''
     const at = job.opts.prevMillis ?? Number(String(job.id).split(':').at(-1))
     const log = ctx.logger.child({ schedule: id, sessionId, tick: at })
     const harness = ctx.harnesses.get(name)
-    if (!harness) return (log.error({ harness: name }, 'schedule tick for a harness this host does not run'), 'unknown harness')
+    if (!harness) {
+      const message = `harness ${JSON.stringify(name)} is not one of this host's`
+      await ticks.failed(id, message, Date.now())
+      log.error({ harness: name }, 'schedule tick for a harness this host does not run')
+      return 'unknown harness'
+    }
     const inputId = tickInputId(id, at)
+    try {
+      return await prompt(job, harness, inputId, log)
+    } catch (error) {
+      // BullMQ tries the tick again (attempts); until a tick prompts, host.schedules() shows why it failed
+      const message = error instanceof Error ? error.message : String(error)
+      await ticks.failed(id, message, Date.now()).catch(() => {})
+      log.warn({ err: message, code: codeOf(error), inputId, attempt: job.attemptsMade + 1 }, 'schedule tick failed')
+      throw error
+    }
+  }
+
+  async function prompt(job: Job<TickData>, harness: Harness, inputId: string, log: Logger): Promise<string> {
+    const { prompt, sessionId, overlap } = job.data
+    const id = job.repeatJobKey ?? ''
     const session = ctx.open(harness, sessionId)
     if (overlap === 'skip') {
       const { last } = await ticks.of(id)
@@ -138,6 +162,7 @@ export function createSchedules(ctx: SchedulesContext) {
       prompted: counts.prompted,
       skipped: counts.skipped,
       ...(counts.last ? { lastInputId: counts.last } : {}),
+      ...(counts.lastError ? { lastError: counts.lastError } : {}),
     }
   }
 
@@ -156,6 +181,10 @@ export function createSchedules(ctx: SchedulesContext) {
       if (every !== undefined && every < MIN_EVERY_MS) throw new InvalidScheduleError(id, `\`every\` must be at least ${MIN_EVERY_MS} ms.`)
       const sessionId = options.sessionId ?? `schedule-${id}`
       assertSessionId(sessionId)
+      // what no tick could send is refused now, by the prompt's own checks (a tick's input id, its size, R6)
+      await checkPrompt(ctx.harnesses.get(name)!, sessionId, prompt, { inputId: tickInputId(id, Date.now()) }).catch((error: unknown) => {
+        throw new InvalidScheduleError(id, 'every tick would be refused', { cause: error })
+      })
       const overlap = options.overlap ?? 'queue'
       if (overlap !== 'skip' && overlap !== 'queue') throw new InvalidScheduleError(id, "`overlap` must be 'skip' or 'queue'.")
       const repeat = every !== undefined ? { every } : { pattern: cron!, ...(tz ? { tz } : {}) }

@@ -25,15 +25,14 @@ import {
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/follow.js'
 import { toolNames, toolOf, type Harness } from '../core/index.js'
 import { enqueueCall, enqueueTurn, wakeTurn, type HarnessQueues } from '../queue/index.js'
-import { checkPriority } from './limitOptions.js'
-import type { PromptOptions } from './promptOptions.js'
+import { checkPrompt, type PromptOptions } from './promptOptions.js'
 import { settleTurn } from '../turn/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import { assertNoSecrets } from './callerSecrets.js'
 import { cancelParkedCalls } from './cancel.js'
 import { rerunTurn, type RerunOptions } from './rerun.js'
 import { answerQuestion } from './answer.js'
-import { checkPrincipal, checkTags } from './tags.js'
+import { checkPrincipal } from './tags.js'
 import { usageOf, type SessionUsage } from './usage.js'
 import { enqueueNewCall } from './newCall.js'
 import { WaitCancel, type Notifier } from './notifier.js'
@@ -103,21 +102,8 @@ export class Session {
 
   /** Logs the input once per inputId and enqueues its turn (R15: the same inputId twice runs once). */
   async prompt(text: string, options: PromptOptions = {}): Promise<{ inputId: string }> {
-    if (typeof text !== 'string') throw new TypeError('prompt(text): text must be a string.')
-    const inputId = options.inputId ?? randomUUID()
-    assertInputId(inputId)
-    const priority = options.priority === undefined ? undefined : checkPriority(options.priority, 'session.prompt')
     const { harness } = this.deps
-    const { maxValueBytes } = harness.durability
-    const what = `Context of prompt ${inputId}`
-    const context = options.context === undefined ? undefined : toJsonCopy(options.context, what)
-    const tags = checkTags(options)
-    await assertNoSecrets(
-      harness,
-      this.sessionId,
-      { what: `Prompt ${inputId}`, encoded: encodeChecked(text, `Prompt ${inputId}`, maxValueBytes) },
-      { what, encoded: encodeChecked(context, what, maxValueBytes) },
-    )
+    const { inputId, priority, context, tags } = await checkPrompt(harness, this.sessionId, text, options)
     await this.checkDeployment()
     const added = await this.deps.log.addInput(inputId, text, harness.name, {
       busy: harness.busy,

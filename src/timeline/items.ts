@@ -49,7 +49,7 @@ function loggedAt(cursor: string): number {
 
 type Line = Omit<TimelineItem, 'cursor' | 'at' | 'detail'>
 
-/** ` by <principal>` when a record names who did it (prompt, answer, approval, rerun). */
+/** ` by <principal>` when a record names who did it (prompt, answer, approval, rerun, abort). */
 function by(r: { principal?: unknown }): string {
   return typeof r.principal === 'string' ? ` by ${short(r.principal, 80)}` : ''
 }
@@ -221,7 +221,7 @@ export class Timeline {
         return {
           kind: 'error',
           inputId: event.runId ?? '',
-          text: `turn ${event.runId ?? ''} ${event.code ?? 'failed'}: ${short(event.message)}`,
+          text: `turn ${event.runId ?? ''} ${event.code ?? 'failed'}${by({ principal: event.metadata?.principal })}: ${short(event.message)}`,
         }
       case EventType.CUSTOM:
         return typeof event.value === 'object' && event.value !== null ? customLine(event.name, event.value) : null

@@ -9,7 +9,7 @@ export const MAX_SLEEP_MS = 365 * UNIT_MS.d
 
 /**
  * Parses `90s`, `15m`, `2h`, `3d` or a number of ms; refuses negative, NaN and over 365 days. Takes any
- * string: the shape of a Duration is checked here at run time (a RetryAfterError's `after` is one).
+ * string: the shape of a Duration is checked here at run time (a RetryAfterError's `after` may be one).
  */
 export function parseDuration(duration: Duration | string): number {
   let ms: number

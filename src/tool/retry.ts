@@ -1,6 +1,7 @@
-import { ConfigError, FencedError, LockLostError, NonRetryableError, RetryAfterError, StorageError } from '../errors/index.js'
-import { parseDuration, parseWakeTime, type Duration } from './duration.js'
+import { ConfigError, FencedError, LockLostError, NonRetryableError, StorageError } from '../errors/index.js'
+import { parseDuration, type Duration } from './duration.js'
 import { Park } from './park.js'
+import { RetryAfterError } from './retryAfter.js'
 
 /** How a step is tried again when its fn throws (step.do's `retry`, or durableTool's default for every step). */
 export interface RetryPolicy {
@@ -100,22 +101,12 @@ function isNonRetryable(error: unknown): boolean {
   }
 }
 
-/** The time a RetryAfterError names (a Date, or a Duration from when it was thrown); a bad one is a ConfigError. */
+/** The time a RetryAfterError names (checked when it was made: never before its throw, at most 365 days on). */
 function retryAfterOf(error: unknown): number | undefined {
-  let retryAfter: RetryAfterError
   try {
-    if (!(error instanceof RetryAfterError)) return undefined
-    retryAfter = error
+    return error instanceof RetryAfterError ? error.retryAt : undefined
   } catch {
     return undefined
-  }
-  const { after, thrownAt } = retryAfter
-  try {
-    return after instanceof Date ? parseWakeTime(after) : thrownAt + parseDuration(after)
-  } catch (cause) {
-    throw new ConfigError(
-      `RetryAfterError "${retryAfter.message}": after must be a Duration or a Date (${cause instanceof Error ? cause.message : String(cause)}).`,
-    )
   }
 }
 

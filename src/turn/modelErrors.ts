@@ -1,4 +1,8 @@
 import type { ModelError, ModelErrorPolicy } from '../core/index.js'
+import { MAX_SLEEP_MS } from '../tool/index.js'
+
+/** The longest wait a `turn.onModelError` policy may ask for: the bound of every durable wait (sleeps, step backoffs). */
+export const MAX_MODEL_RETRY_DELAY_MS = MAX_SLEEP_MS
 
 /**
  * A model call that failed at the provider: a RUN_ERROR chunk, or an error the adapter threw. The
@@ -45,6 +49,14 @@ function nonNegative(name: string, value: number | undefined, fallback: number):
   return v
 }
 
+/** A delay option: no policy may ask for a wait over MAX_MODEL_RETRY_DELAY_MS (the turn would refuse it). */
+function delayOption(name: string, value: number | undefined, fallback: number): number {
+  const v = nonNegative(name, value, fallback)
+  if (v > MAX_MODEL_RETRY_DELAY_MS)
+    throw new RangeError(`retryTransientErrors: ${name} must be at most 365 days (${MAX_MODEL_RETRY_DELAY_MS} ms), got ${String(value)}.`)
+  return v
+}
+
 /**
  * A `turn.onModelError` policy: a transient error retries after `baseDelayMs * 2^retries` (jittered,
  * at most `maxDelayMs`), or after the provider's `retryAfterMs` when it is longer; a permanent one
@@ -52,9 +64,9 @@ function nonNegative(name: string, value: number | undefined, fallback: number):
  */
 export function retryTransientErrors(options: RetryTransientErrorsOptions = {}): ModelErrorPolicy {
   const maxRetries = nonNegative('maxRetries', options.maxRetries, 8)
-  const baseDelayMs = nonNegative('baseDelayMs', options.baseDelayMs, 1_000)
-  const maxDelayMs = nonNegative('maxDelayMs', options.maxDelayMs, 60_000)
-  const maxRetryAfterMs = nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, 300_000)
+  const baseDelayMs = delayOption('baseDelayMs', options.baseDelayMs, 1_000)
+  const maxDelayMs = delayOption('maxDelayMs', options.maxDelayMs, 60_000)
+  const maxRetryAfterMs = delayOption('maxRetryAfterMs', options.maxRetryAfterMs, 300_000)
   const isTransient = options.isTransient ?? isTransientModelError
   const exhausted = options.onExhausted ?? 'fail'
   if (exhausted !== 'fail' && exhausted !== 'pause')

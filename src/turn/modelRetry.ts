@@ -2,8 +2,9 @@ import { DelayedError, type Job } from 'bullmq'
 import type { Harness, ModelErrorDecision } from '../core/index.js'
 import type { RecordOf, SessionLog } from '../log/index.js'
 import type { TurnJobData } from '../queue/index.js'
+import { causeText, describeValue } from '../errors/base.js'
 import type { TurnFold } from './fold.js'
-import type { ModelCallError } from './modelErrors.js'
+import { MAX_MODEL_RETRY_DELAY_MS, type ModelCallError } from './modelErrors.js'
 
 /** A retry due sooner than this waits in the process; a later one parks the turn job (no worker slot). */
 const IN_PROCESS_WAIT_MS = 2_000
@@ -48,11 +49,38 @@ export async function waitForModelCall(
   })
 }
 
+/** The policy's decision, checked: a retry's delay (a negative one is now, none is 0), or why the decision is no decision. */
+function checkDecision(decided: ModelErrorDecision | undefined): ModelErrorDecision | { refused: string } {
+  if (decided === undefined) return { action: 'fail' }
+  // the policy is user code: its decision is checked as if it were unknown
+  const action: unknown = typeof decided === 'object' && decided !== null ? decided.action : undefined
+  if (action === 'pause' || action === 'fail') return { action }
+  if (action !== 'retry')
+    return { refused: `turn.onModelError returned ${describeValue(decided)}: return { action: 'retry' | 'pause' | 'fail' } or undefined.` }
+  const delayMs: unknown = Reflect.get(decided, 'delayMs') ?? 0
+  if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs > MAX_MODEL_RETRY_DELAY_MS)
+    return {
+      refused:
+        `turn.onModelError returned delayMs ${describeValue(delayMs)}: a retry waits at most 365 days ` +
+        `(${MAX_MODEL_RETRY_DELAY_MS} ms). Return a delay in ms, not a time.`,
+    }
+  return { action: 'retry', delayMs: Math.max(0, Math.round(delayMs)) }
+}
+
+/** What `decideModelError` decided: the action, the failure to settle with, and a policy's own error (to log). */
+export interface ModelErrorOutcome {
+  decision: ModelErrorDecision['action']
+  failure?: Failure
+  policyError?: unknown
+}
+
 /**
  * A failed model call goes to `turn.onModelError`: a retry is logged with its try count and next
  * time, a pause is logged and leaves the turn open, a failure is returned for the caller to settle
- * (with the provider's message). The records are written for the fold's response count only, so a
- * stale run of the turn writes nothing.
+ * (with the provider's message). A policy that throws, or returns no decision it could mean (a delay
+ * that is no number or over MAX_MODEL_RETRY_DELAY_MS), fails the turn with `model_policy_error`: the
+ * policy is the bug, and running the turn again would only meet it again. The records are written for
+ * the fold's response count only, so a stale run of the turn writes nothing.
  */
 export async function decideModelError(
   harness: Harness,
@@ -60,14 +88,28 @@ export async function decideModelError(
   fold: TurnFold,
   inputId: string,
   error: ModelCallError,
-): Promise<{ decision: ModelErrorDecision['action']; failure?: Failure }> {
+): Promise<ModelErrorOutcome> {
   const { info } = error
-  const decided = await harness.turn.onModelError({ sessionId: log.sessionId, inputId, error: info, retries: fold.retries })
-  const decision = decided ?? { action: 'fail' }
+  let decision: ReturnType<typeof checkDecision>
+  try {
+    decision = checkDecision(await harness.turn.onModelError({ sessionId: log.sessionId, inputId, error: info, retries: fold.retries }))
+  } catch (policyError) {
+    const message = `turn.onModelError threw: ${causeText(policyError)} (the model error: ${info.message})`
+    return { decision: 'fail', policyError, failure: { outcome: 'failed', error: { code: 'model_policy_error', message } } }
+  }
+  if ('refused' in decision) {
+    const message = `${decision.refused} (the model error: ${info.message})`
+    return { decision: 'fail', failure: { outcome: 'failed', error: { code: 'model_policy_error', message } } }
+  }
   const logged = { message: info.message, ...(info.code !== undefined ? { code: info.code } : {}) }
   if (decision.action === 'retry') {
-    const delayMs = Number.isFinite(decision.delayMs) ? Math.max(0, decision.delayMs) : 0
-    const record = { type: 'harness.turn.retry', inputId, attempt: fold.retries + 1, error: logged, nextAt: Date.now() + delayMs } as const
+    const record = {
+      type: 'harness.turn.retry',
+      inputId,
+      attempt: fold.retries + 1,
+      error: logged,
+      nextAt: Date.now() + decision.delayMs,
+    } as const
     await log.logTurnRecord(record, fold.responses.length)
     return { decision: 'retry' }
   }

@@ -183,8 +183,10 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       } catch (error) {
         // the provider failed the call: turn.onModelError decides (not a BullMQ attempt)
         if (!(error instanceof ModelCallError) || signal.aborted) throw error
-        const { decision, failure } = await decideModelError(harness, log, fold, inputId, error)
+        const { decision, failure, policyError } = await decideModelError(harness, log, fold, inputId, error)
         logger.warn({ err: error.info, decision, retries: fold.retries }, 'model call failed')
+        if (failure?.error?.code === 'model_policy_error')
+          logger.error({ err: policyError, policy: failure.error.message }, 'turn.onModelError failed; the turn fails (model_policy_error)')
         if (failure) return await settle(failure)
         continue
       }

@@ -156,6 +156,24 @@ describe('the harness CLI', () => {
     expect(await asking.settled(refund.inputId)).toMatchObject({ outcome: 'completed', text: expect.stringContaining('"refunded":3') })
   })
 
+  it("abort --by records who aborted, and log shows the abort's principal (by <id>), also of an abort made with session.abort", async () => {
+    const session = host.open(ops, { sessionId: 'abort-by' })
+    const first = await session.prompt('refund:4')
+    const second = await session.prompt('refund:5')
+    // the first turn waits on its approval question, the second in line: open until aborted
+    await until(async () => (await session.questions()).length >= 1, 'the first approval question')
+    expect(await runBin(['abort', '--by', 'ops-1', '--reason', 'wrong order', '--', 'abort-by', first.inputId], env)).toMatchObject({
+      code: 0,
+      stdout: `Aborted ${first.inputId}.\n`,
+    })
+    expect(await session.abort(second.inputId, 'duplicate', { principal: 'alice@shop' })).toBe(true)
+    expect(records(await session.log.read(), 'harness.input.settled').map((r) => r.principal)).toEqual(['ops-1', 'alice@shop'])
+    const log = await runBin(['log', 'abort-by'], env)
+    expect(log.code).toBe(0)
+    expect(log.stdout).toContain(`turn ${first.inputId} aborted by ops-1: wrong order`)
+    expect(log.stdout).toContain(`turn ${second.inputId} aborted by alice@shop: duplicate`)
+  })
+
   it("resume goes on with a turn paused by onExhausted: 'pause'; a turn that is not paused exits 1", async () => {
     const healed = join(tmpdir(), `${env.DH_PREFIX}-healed`)
     const session = host.open(ops, { sessionId: 'cli-paused' })

@@ -142,4 +142,34 @@ describe('the incident view in headless Chromium', () => {
     await page.screenshot({ path: '/tmp/dashboard-timeline.png', fullPage: true })
     await page.context().close() // its live timeline (SSE) would hold the dashboard's close
   })
+  it("an open turn's Abort: the turn settles aborted with the operator as its principal, and the timeline shows 'aborted by <id>'", async () => {
+    const { host } = hosts.start(desk, 'dash-abort')
+    const dashboard = await serveDashboard({
+      host,
+      port: 0,
+      authorize: (request) => (request.headers.get('cookie')?.includes(`dh_token=${TOKEN}`) ? { id: 'ops-7', role: 'ops' } : null),
+      canOperate: () => true,
+    })
+    hosts.defer(() => dashboard.close())
+    const session = host.open(desk, { sessionId: 'abort-me' })
+    const { inputId } = await session.prompt('refund 5', { principal: 'alice@shop' })
+    // the turn waits on its approval: open
+    await until(async () => (await session.questions()).length === 1, 'the approval to be asked')
+
+    const page = await openPage(dashboard.url)
+    try {
+      await page.goto(`${dashboard.url}turns?status=open`)
+      const row = page.locator('#turns tr[data-turn]').filter({ hasText: 'abort-me' })
+      await row.getByRole('button', { name: 'Abort' }).click()
+      await row.locator('.status').filter({ hasText: 'aborted: true' }).waitFor()
+      expect(await session.settled(inputId)).toMatchObject({ outcome: 'aborted' })
+      expect(records(await session.log.read(), 'harness.input.settled')[0]).toMatchObject({ outcome: 'aborted', principal: 'ops-7' })
+
+      await page.goto(`${dashboard.url}sessions/abort-me`)
+      const timeline = page.locator('#timeline')
+      await timeline.getByText(`turn ${inputId} aborted by ops-7: Aborted from the dashboard.`).waitFor({ timeout: 10_000 })
+    } finally {
+      await page.context().close() // its live timeline (SSE) would hold the dashboard's close
+    }
+  })
 })

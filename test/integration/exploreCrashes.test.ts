@@ -99,4 +99,29 @@ describe('exploreCrashes', () => {
       'after landResult',
     ])
   })
+  it('refuses what it does not explore with a TypeError saying so: a plain tool, an event wait, an ask with no answer given', async () => {
+    const plain = toolDefinition({ name: 'plain', description: 'no steps', inputSchema: z.object({}) }).server(async () => 'ok')
+    await expect(exploreCrashes(plain, {}, { redis: url })).rejects.toThrow(
+      new TypeError('exploreCrashes: "plain" is not a durable tool (durableTool(...)); it explores durable tools only.'),
+    )
+    const waits = durableTool(
+      toolDefinition({ name: 'waits', description: 'waits for a payment', inputSchema: z.object({ orderId: z.string() }) }),
+      async ({ orderId }, { step }) => {
+        await step.do(`reserve:${orderId}`, () => ({ reserved: true }))
+        return step.waitForEvent({ name: 'paid', event: 'payment.settled', key: orderId, timeout: '1h' })
+      },
+    )
+    await expect(exploreCrashes(waits, { orderId: '8' }, { redis: url })).rejects.toThrow(
+      new TypeError(
+        'exploreCrashes: the tool waits for an event (step.waitForEvent "paid"), which exploreCrashes does not explore: ' +
+          'it explores step.do, step.sleep, step.ask, step retries and ctx.append. Test an event wait with a host and host.sendEvent.',
+      ),
+    )
+    const asks = durableTool(toolDefinition({ name: 'asks', description: 'asks', inputSchema: z.object({}) }), async (_, { step }) =>
+      step.ask({ name: 'confirm', message: 'Sure?', schema: z.object({ ok: z.boolean() }) }),
+    )
+    await expect(exploreCrashes(asks, {}, { redis: url })).rejects.toThrow(
+      new TypeError('exploreCrashes: the tool asks "confirm"; give its answer in options.answers["confirm"].'),
+    )
+  })
 })

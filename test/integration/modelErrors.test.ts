@@ -4,8 +4,9 @@
 // turn has failed 6 times (about 10 s); OUTAGE_TURNS=50 OUTAGE_FAILURES=40 runs the full size.
 import { createOpenaiChatCompletions } from '@tanstack/ai-openai'
 import { Queue } from 'bullmq'
+import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { defineHarness, isTransientModelError, retryTransientErrors } from '../../src/index.js'
+import { createHarnessHost, defineHarness, isTransientModelError, retryTransientErrors, type ModelErrorPolicy } from '../../src/index.js'
 import { Timeline } from '../../src/timeline/items.js'
 import { createHarnessHandler } from '../../src/http/index.js'
 import { turnJobId } from '../../src/log/index.js'
@@ -13,6 +14,7 @@ import { bullPrefix, turnQueueName } from '../../src/queue/names.js'
 import { lookup, lookupRuns, outage } from '../fixtures/outage.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
+import { uniquePrefix } from '../rig.js'
 import { startModelServer, type ChatRequest, type FaultReply, type ModelReply } from '../helpers/openaiServer.js'
 
 const MODULE = 'test/fixtures/outage.ts'
@@ -219,6 +221,79 @@ describe('a long model-error wait', () => {
     expect(await session.abort(inputId)).toBe(true)
     expect(await other.abort(second.inputId)).toBe(true)
   })
+})
+
+describe('a turn.onModelError policy that misbehaves', () => {
+  const hosts = useInProcessHosts()
+
+  /** A turn whose every model call fails with a 503, under `policy`; the host's warnings and errors are kept. */
+  async function failingTurn(label: string, policy: ModelErrorPolicy) {
+    const server = await startModelServer(answer, { fault: () => overloaded(false) })
+    hosts.defer(() => server.close())
+    const harness = defineHarness({
+      name: label,
+      adapter: createOpenaiChatCompletions('gpt-4o-mini', 'sk-test', { baseURL: server.baseURL, maxRetries: 0 }),
+      turn: { onModelError: policy },
+      durability: { maxAttempts: 2 },
+    })
+    const logged: Array<Record<string, unknown>> = []
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) })
+    const host = createHarnessHost({ redis: hosts.url(), harnesses: [harness], prefix: uniquePrefix(label), logger })
+    const workers = host.startWorkers({ concurrency: 2, sweepEveryMs: 0 })
+    hosts.defer(() => host.close())
+    hosts.defer(() => workers.close())
+    const session = host.open(harness, { sessionId: label })
+    const { inputId } = await session.prompt('p')
+    return { server, session, logged, settled: await session.settled(inputId, { timeoutMs: 30_000 }) }
+  }
+
+  it('a policy that throws fails the turn with model_policy_error, and its message is in the log', async () => {
+    const { server, session, logged, settled } = await failingTurn('policy-throws', () => {
+      throw new Error('policy bug: cannot read retries')
+    })
+    expect(settled).toEqual({
+      outcome: 'failed',
+      error: { code: 'model_policy_error', message: expect.stringMatching(/^turn\.onModelError threw: policy bug: cannot read retries/) },
+    })
+    // the policy's bug is not a crash of the turn: the model was called once, not once an attempt
+    expect(server.requests).toHaveLength(1)
+    expect(records(await session.log.read(), 'harness.turn.retry')).toEqual([])
+    const line = logged.find((l) => /turn\.onModelError/.test(String(l.msg)))
+    expect(line).toMatchObject({ level: 50, sessionId: 'policy-throws' })
+    expect(JSON.stringify(line)).toContain('policy bug: cannot read retries')
+  })
+
+  it('a policy that returns an action it has no meaning for fails the turn with model_policy_error', async () => {
+    const { settled } = await failingTurn('policy-action', () => ({ action: 'wait' }) as never)
+    expect(settled).toEqual({
+      outcome: 'failed',
+      error: {
+        code: 'model_policy_error',
+        message: expect.stringMatching(/^turn\.onModelError returned \{"action":"wait"\}: return \{ action:/),
+      },
+    })
+  })
+
+  it.each([
+    ['1e15 ms (31,000 years)', 1e15],
+    ['an epoch time taken for a delay', Date.now() + 60_000],
+    ['Infinity', Number.POSITIVE_INFINITY],
+    ['NaN', Number.NaN],
+  ])(
+    "a policy's delayMs of %s, over the maximum of 365 days or no number, fails the turn with model_policy_error; no retry is parked",
+    async (_, delayMs) => {
+      const { server, session, settled } = await failingTurn('policy-delay', () => ({ action: 'retry', delayMs }))
+      expect(settled).toEqual({
+        outcome: 'failed',
+        error: {
+          code: 'model_policy_error',
+          message: expect.stringMatching(/^turn\.onModelError returned delayMs .*: a retry waits at most 365 days/),
+        },
+      })
+      expect(server.requests).toHaveLength(1)
+      expect(records(await session.log.read(), 'harness.turn.retry')).toEqual([])
+    },
+  )
 })
 
 describe('isTransientModelError', () => {

@@ -5,7 +5,8 @@
 import { Queue } from 'bullmq'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createHarnessHost, InvalidScheduleError, type HarnessHost } from '../../src/index.js'
+import { createHarnessHost, defineHarness, InvalidScheduleError, type HarnessHost } from '../../src/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
 import { bullPrefix } from '../../src/queue/index.js'
 import type { RedisServerHandle } from '../../src/testing/index.js'
 import { ticker } from '../fixtures/ticker.js'
@@ -13,6 +14,8 @@ import { useInProcessHosts } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
 import { startPrivateRedis, uniquePrefix } from '../rig.js'
+
+const SECRET = 'sk_live_schedule_secret_0123456789'
 
 const silent = pino({ level: 'silent' })
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -148,4 +151,58 @@ describe('schedules in one process', () => {
     expect(await host.unschedule('mornings')).toBe(true)
     expect(await host.unschedule('mornings')).toBe(false)
   })
+
+  it('a prompt no tick could send is refused by host.schedule with InvalidScheduleError, and nothing is scheduled', async () => {
+    const withSecrets = defineHarness({ name: 'ticker-secrets', adapter: scriptedModel([]), secrets: () => ({ KEY: SECRET }) })
+    const { host } = hosts.start(withSecrets, 'sched-refuse')
+    const big = 'x'.repeat(300 * 1024)
+    const tooBig = host.schedule({ id: 'big', harness: withSecrets, every: '1s', prompt: big })
+    await expect(tooBig).rejects.toBeInstanceOf(InvalidScheduleError)
+    await expect(tooBig).rejects.toMatchObject({ code: 'invalid_schedule', cause: { code: 'value_too_large' } })
+    await expect(tooBig).rejects.toThrow(/Schedule "big": every tick would be refused: Prompt .* over the limit/)
+    // a prompt holding a session secret is what prompt refuses too (R6)
+    await expect(host.schedule({ id: 'leak', harness: withSecrets, every: '1s', prompt: `use ${SECRET}` })).rejects.toMatchObject({
+      code: 'invalid_schedule',
+      cause: { code: 'secret_in_value' },
+    })
+    expect(await host.schedules()).toEqual([])
+  })
+
+  it("a tick that fails shows its error in host.schedules() and warns with the schedule's id; the next good tick clears it", async () => {
+    // the resolver answers host.schedule's check, then fails every tick until it is back up
+    let resolverCalls = 0
+    let resolverBack = false
+    const flaky = defineHarness({
+      name: 'ticker-flaky',
+      adapter: scriptedModel(Array.from({ length: 100 }, () => ({ text: 'ticked' }))),
+      secrets: () => {
+        if (++resolverCalls > 1 && !resolverBack) throw new Error('vault down')
+        return { KEY: SECRET }
+      },
+    })
+    const warnings: Array<Record<string, unknown>> = []
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line) as Record<string, unknown>) })
+    const host = createHarnessHost({ redis: hosts.url(), harnesses: [flaky], prefix: uniquePrefix('sched-fail'), logger })
+    const workers = host.startWorkers({ concurrency: 2, sweepEveryMs: 0 })
+    hosts.defer(() => host.close())
+    hosts.defer(() => workers.close())
+    await host.schedule({ id: 'flaky', harness: flaky, every: '1s', prompt: 'tick' })
+    await until(async () => (await host.schedules())[0]?.lastError !== undefined, 'a failed tick in host.schedules()', 30_000)
+    const [failing] = await host.schedules()
+    expect(failing!.prompted).toBe(0)
+    expect(failing!.lastError!.message).toMatch(/secrets resolver failed/)
+    expect(failing!.lastError!.at).toBeGreaterThan(Date.now() - 30_000)
+    const warned = warnings.find((w) => w.schedule === 'flaky' && /schedule tick failed/.test(String(w.msg)))
+    expect(warned).toMatchObject({ level: 40, schedule: 'flaky', sessionId: 'schedule-flaky' })
+    resolverBack = true
+    await until(
+      async () => {
+        const [s] = await host.schedules()
+        return s !== undefined && s.prompted > 0 && s.lastError === undefined
+      },
+      'a good tick to clear the error',
+      30_000,
+    )
+    await host.unschedule('flaky')
+  }, 90_000)
 })

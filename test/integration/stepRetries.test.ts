@@ -181,6 +181,19 @@ describe('step retries over worker processes (R16)', () => {
     expect(failed!.record.nextAt! - entryMs(failed!.id)).toBeGreaterThan(1900)
   })
 
+  it("R16: a RetryAfterError whose delay is negative (the provider's clock ahead) is tried again at once, not a config error", async () => {
+    const s = host.open(retries, { sessionId: 'retry-after-skew' })
+    const scenario = plan('retry-after-skew', [{ status: 429, retryAfter: -3 }, { status: 200 }])
+    const result = await s.runTool(
+      { name: 'charge', input: { scenario, attempts: 3, delayMs: 60_000 }, toolCallId: 'pay-skew' },
+      { timeoutMs: 30_000 },
+    )
+    expect(result).toEqual({ paid: { ok: true, tries: 2 } })
+    const [failed] = await retriesOf(s, 'pay-skew')
+    // the next try was due at the throw, not the policy's minute later
+    expect(failed!.record.nextAt! - entryMs(failed!.id)).toBeLessThan(1_000)
+  })
+
   it('R16: NonRetryableError fails the step at once; the tool error says why', async () => {
     const s = host.open(retries, { sessionId: 'non-retryable' })
     const scenario = plan('non-retryable', [{ status: 400 }, { status: 200 }])

@@ -36,6 +36,12 @@ describe('retryTransientErrors', () => {
     expect(() => retryTransientErrors({ baseDelayMs: -1 })).toThrow(/baseDelayMs must be a finite number/)
     expect(() => retryTransientErrors({ onExhausted: 'wait' as never })).toThrow(/onExhausted must be 'fail' or 'pause'/)
   })
+
+  it('refuses a delay option over 365 days, the longest wait a policy may ask for', () => {
+    for (const name of ['baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const)
+      expect(() => retryTransientErrors({ [name]: 1e15 })).toThrow(new RegExp(`${name} must be .*at most 365 days`))
+    expect(retryTransientErrors({ maxDelayMs: 365 * 86_400_000, maxRetryAfterMs: 365 * 86_400_000 })).toBeTypeOf('function')
+  })
 })
 
 describe('model errors from adapters', () => {

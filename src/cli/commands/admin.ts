@@ -8,13 +8,17 @@ export const abort: Command = {
   name: 'abort',
   args: '<sessionId> <inputId>',
   summary: 'Aborts a turn: it settles as aborted, its running calls get their abort signal, its parked calls are cancelled.',
-  options: { reason: { type: 'string', help: 'why (the turn settles with it)' } },
+  options: {
+    reason: { type: 'string', help: 'why (the turn settles with it)' },
+    by: { type: 'string', help: 'who aborts (recorded; the timeline shows it)' },
+  },
   required: 2,
   async run({ args, values }) {
     const aborted = await withHost(values, true, async (host) => {
       const session = await host.find(args[0]!)
       if (!session) throw new UsageError(`No session ${args[0]} of the module's harnesses.`)
-      return session.abort(args[1]!, typeof values.reason === 'string' ? values.reason : undefined)
+      const by = typeof values.by === 'string' ? { principal: values.by } : {}
+      return session.abort(args[1]!, typeof values.reason === 'string' ? values.reason : undefined, by)
     })
     const inputId = terminalSafe(args[1]!)
     print(aborted ? `Aborted ${inputId}.` : `Turn ${inputId} had settled already; nothing to abort.`)

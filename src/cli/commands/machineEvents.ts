@@ -48,7 +48,7 @@ export const schedules: Command = {
     else
       print(
         table(
-          ['SCHEDULE', 'HARNESS', 'WHEN', 'SESSION', 'OVERLAP', 'NEXT', 'PROMPTED', 'SKIPPED', 'PROMPT'],
+          ['SCHEDULE', 'HARNESS', 'WHEN', 'SESSION', 'OVERLAP', 'NEXT', 'PROMPTED', 'SKIPPED', 'LAST ERROR', 'PROMPT'],
           list.map((s) => [
             s.id,
             s.harness,
@@ -58,6 +58,7 @@ export const schedules: Command = {
             s.next ? new Date(s.next).toISOString() : '-',
             String(s.prompted),
             String(s.skipped),
+            s.lastError ? `${new Date(s.lastError.at).toISOString()} ${s.lastError.message}` : '-',
             s.prompt,
           ]),
         ),
