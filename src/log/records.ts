@@ -129,13 +129,22 @@ export const harnessRecordSchemas = {
   /** `principal`: who answered (or approved), when the caller named one. */
   'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json, principal: z.string().optional() }),
   /** step.waitForEvent began to wait (once: a run again keeps the timeout). */
-  'harness.tool.wait': z.object({ toolCallId: z.string(), name: z.string(), event: z.string(), key: z.string(), until: z.number() }),
+  'harness.tool.wait': z.object({
+    toolCallId: z.string(),
+    name: z.string(),
+    event: z.string(),
+    key: z.string(),
+    until: z.number(),
+    /** 'session': a scoped wait, only an event sent to this session (sendEvent's `sessionId`) wakes it. */
+    scope: z.literal('session').optional(),
+  }),
   /** The event a step.waitForEvent took: its payload as the step's value. */
   'harness.tool.event': z.object({
     toolCallId: z.string(),
     name: z.string(),
     event: z.string(),
     key: z.string(),
+    scope: z.literal('session').optional(),
     payload: json.optional(),
   }),
   'harness.tool.suspended': z.object({

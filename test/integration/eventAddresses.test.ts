@@ -70,9 +70,7 @@ describe('event addresses', () => {
     expect((refused as Error).message).toContain('1,001 characters')
     expect((refused as Error).message).toContain('at most 1,000')
     await expect(host.sendEvent({ event: 'e'.repeat(1_001), key: 'k' })).rejects.toThrow(/event name .*at most 1,000/)
-    const server = createServer(
-      toNodeListener(createHarnessHandler({ host, harness: listener, authorize, canSendEvent: () => true })),
-    )
+    const server = createServer(toNodeListener(createHarnessHandler({ host, harness: listener, authorize, canSendEvent: () => true })))
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     hosts.defer(() => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))))
     const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/control`, {
@@ -102,9 +100,9 @@ describe('event addresses', () => {
     expect(await call('scope-a', { event: 'payment.settled', key: 'order-7', scoped: true })).toEqual({ amount: 7 })
     expect(await host.sendEvent({ event: 'payment.settled', key: 'order-7', payload: { amount: 1 } })).toMatchObject({ calls: 1 })
     expect(await unscoped).toEqual({ amount: 1 })
-    expect(await host.sendEvent({ event: 'payment.settled', key: 'order-7', sessionId: 'scope-b', payload: { amount: 2 } })).toMatchObject(
-      { calls: 1 },
-    )
+    expect(await host.sendEvent({ event: 'payment.settled', key: 'order-7', sessionId: 'scope-b', payload: { amount: 2 } })).toMatchObject({
+      calls: 1,
+    })
     expect(await other).toEqual({ amount: 2 })
   })
 
@@ -124,7 +122,9 @@ describe('event addresses', () => {
     hosts.defer(() => redis.disconnect())
     expect((await new SessionLog(redis, prefix, 'scope-y').getCall('c-scope-y'))?.status).toBe('parked')
     await expect(host.sendEvent({ event: 'pr.merged', key: '42', sessionId: 'bad id', payload: 1 })).rejects.toBeInstanceOf(InvalidIdError)
-    expect(await host.sendEvent({ event: 'pr.merged', key: '42', sessionId: 'scope-y', payload: { sha: 'ghi' } })).toMatchObject({ calls: 1 })
+    expect(await host.sendEvent({ event: 'pr.merged', key: '42', sessionId: 'scope-y', payload: { sha: 'ghi' } })).toMatchObject({
+      calls: 1,
+    })
     expect(await theirs).toEqual({ sha: 'ghi' })
   })
 })

@@ -102,6 +102,11 @@ describe('deploys during an event wait or a retry backoff', () => {
       const sent = await host.sendEvent({ event: 'payment.settled', key: `order-${N[row]}`, payload: { amount: N[row] } })
       expect(sent, row).toMatchObject({ status: 'delivered', calls: 1 })
     }
+    // waitKey's wait as an older version stored it (no address id): the new code finds its address in the log
+    const steps = new SessionLog(redis, prefix, 's-waitKey').keys.steps
+    const field = 'c-waitKey\0harness.wait:paid'
+    const { until: waitUntil } = JSON.parse((await redis.hget(steps, field))!) as { until: number; ev: string }
+    await redis.hset(steps, field, JSON.stringify({ until: waitUntil }))
     worker = await spawnWorker({ redisUrl: url, prefix, module: MODULE, env: { DEPLOY_CODE: 'v2' } })
     for (const row of WAIT_ROWS) expect(await results.get(row), row).toEqual({ amount: N[row] })
     // the moved payload is the step's value under the new wait, logged as its event
