@@ -1,8 +1,8 @@
 import { StorageError } from '../errors/index.js'
 import type { SessionLog } from './sessionLog.js'
 import { decodeValue } from './stepValues.js'
-import type { CallState } from './callState.js'
-import { stepField } from './keys.js'
+import type { CallState, StepRetryState } from './callState.js'
+import { retryField, stepField } from './keys.js'
 
 /** A call of a session as storage holds it: its state (none when it is logged and not begun yet) and its stored steps. */
 export interface StoredCall {
@@ -10,6 +10,8 @@ export interface StoredCall {
   state: CallState | null
   /** Step name → stored value (a sleep's `{ wakeAt }`, an ask's question id), in no particular order. */
   steps: Map<string, unknown>
+  /** Step name → its retry state (R16), for each step.do with a failed try: a step without a value waits on its backoff. */
+  retries: Map<string, StepRetryState>
 }
 
 const SEP = '\0'
@@ -42,10 +44,14 @@ export async function storedOpenCalls(log: SessionLog): Promise<StoredCall[]> {
     const state = calls[toolCallId] === undefined ? null : await log.getCall(toolCallId)
     if (state?.status === 'done') continue
     const prefix = stepField(toolCallId, '')
+    const retryPrefix = retryField(toolCallId, '')
     const stored = new Map<string, unknown>()
-    for (const [field, value] of Object.entries(steps))
+    const retries = new Map<string, StepRetryState>()
+    for (const [field, value] of Object.entries(steps)) {
       if (field.startsWith(prefix)) stored.set(field.slice(prefix.length), decodeValue(value))
-    open.push({ toolCallId, state, steps: stored })
+      else if (field.startsWith(retryPrefix)) retries.set(field.slice(retryPrefix.length), JSON.parse(value) as StepRetryState)
+    }
+    open.push({ toolCallId, state, steps: stored, retries })
   }
   return open
 }
