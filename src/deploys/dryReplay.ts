@@ -1,7 +1,7 @@
 import { convertSchemaToJsonSchema } from '@tanstack/ai'
 import { canonical } from '../harness/version.js'
 import { EventTimeoutError } from '../errors/index.js'
-import { WAIT_STEP_PREFIX, type SessionLog, type WaitStepValue } from '../log/index.js'
+import { WAIT_STEP_PREFIX, waitStepValueOf, type SessionLog } from '../log/index.js'
 import type { DurableToolMarker } from '../tool/durableTool.js'
 import { DURABLE, questionIdOf, SecretStore, validateNow, type DurableToolContext, type Step } from '../tool/index.js'
 
@@ -73,7 +73,8 @@ export async function dryReplay(
       if (enter(options.name)) return storedAs(call.steps.get(options.name))
       const { event, key } = options
       waits.set(options.name, { event, key, ...(options.scope === 'session' ? { scope: 'session' as const } : {}) })
-      const until = (call.steps.get(`${WAIT_STEP_PREFIX}${options.name}`) as WaitStepValue | undefined)?.until
+      const stored = call.steps.get(`${WAIT_STEP_PREFIX}${options.name}`)
+      const until = stored === undefined ? undefined : waitStepValueOf(stored).until
       if (until !== undefined && Date.now() >= until) throw new EventTimeoutError(event, key, new Date(until).toISOString())
       return stop(options.name, 'waits')
     },

@@ -1,4 +1,4 @@
-import { hasType, WAIT_STEP_PREFIX, type SessionLog, type StoredCall, type WaitStepValue } from '../log/index.js'
+import { hasType, WAIT_STEP_PREFIX, waitStepValueOf, type SessionLog, type StoredCall } from '../log/index.js'
 import type { DryReplay, ReplayedWait } from './dryReplay.js'
 
 /** A problem with a step the call is parked on, before checkCall adds the call's session, id and tool. */
@@ -14,14 +14,14 @@ export function openWaitNames(call: StoredCall, now = Date.now()): string[] {
   for (const [name, value] of call.steps) {
     if (!name.startsWith(WAIT_STEP_PREFIX)) continue
     const step = name.slice(WAIT_STEP_PREFIX.length)
-    if (!call.steps.has(step) && ((value as WaitStepValue | undefined)?.until ?? 0) > now) open.push(step)
+    if (!call.steps.has(step) && waitStepValueOf(value).until > now) open.push(step)
   }
   return open
 }
 
 /** The call's steps waiting on a retry backoff (R16): a failed try stored, no value, no end of the tries. */
 export function retryingStepNames(call: StoredCall): string[] {
-  return [...call.retries].filter(([name, state]) => !call.steps.has(name) && state.x === undefined).map(([name]) => name)
+  return [...call.retries].filter(([name, state]) => !call.steps.has(name) && !state.ended).map(([name]) => name)
 }
 
 const describeWait = (w: ReplayedWait) =>
@@ -69,7 +69,7 @@ export async function checkParkedSteps(log: SessionLog, call: StoredCall, replay
   }
   for (const name of retryingStepNames(call)) {
     if (replay.reached.has(name)) continue
-    const tries = call.retries.get(name)!.a
+    const { tries } = call.retries.get(name)!
     problems.push({
       code: 'step_not_reached',
       step: name,

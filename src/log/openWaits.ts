@@ -20,6 +20,13 @@ export interface WaitStepValue {
   ev?: string
 }
 
+/** A wait's stored step value read back (anything else reads as a wait with no address id, timed out). */
+export function waitStepValueOf(value: unknown): WaitStepValue {
+  if (typeof value !== 'object' || value === null) return { until: 0 }
+  const until = 'until' in value && typeof value.until === 'number' ? value.until : 0
+  return 'ev' in value && typeof value.ev === 'string' ? { until, ev: value.ev } : { until }
+}
+
 /** An open wait of a call: its step name and the id of the address it registered under. */
 export interface OpenWait {
   name: string
@@ -65,7 +72,7 @@ export async function openWaitsOf(log: SessionLog, toolCallId: string, skip: (na
     cursor = next
     for (let i = 0; i + 1 < page.length; i += 2) {
       const name = page[i]!.slice(prefix.length)
-      if (!skip(name)) found.set(name, decodeValue(page[i + 1]!) as WaitStepValue)
+      if (!skip(name)) found.set(name, waitStepValueOf(decodeValue(page[i + 1]!)))
     }
   } while (cursor !== '0')
   if (found.size === 0) return []

@@ -1,7 +1,7 @@
 import { StorageError } from '../errors/index.js'
 import type { SessionLog } from './sessionLog.js'
 import { decodeValue } from './stepValues.js'
-import type { CallState, StepRetryState } from './callState.js'
+import type { CallState } from './callState.js'
 import { retryField, stepField } from './keys.js'
 
 /** A call of a session as storage holds it: its state (none when it is logged and not begun yet) and its stored steps. */
@@ -10,8 +10,8 @@ export interface StoredCall {
   state: CallState | null
   /** Step name → stored value (a sleep's `{ wakeAt }`, an ask's question id), in no particular order. */
   steps: Map<string, unknown>
-  /** Step name → its retry state (R16), for each step.do with a failed try: a step without a value waits on its backoff. */
-  retries: Map<string, StepRetryState>
+  /** Step name → its failed tries (R16) and whether they ended: a step without a value whose tries go on waits on its backoff. */
+  retries: Map<string, { tries: number; ended: boolean }>
 }
 
 const SEP = '\0'
@@ -22,6 +22,13 @@ async function read<T>(log: SessionLog, operation: string, run: () => Promise<T>
   } catch (error) {
     throw new StorageError(operation, log.sessionId, error)
   }
+}
+
+/** A step's stored retry state (callState.ts StepRetryState), as a deploy check reads it. */
+function retryOf(json: string): { tries: number; ended: boolean } {
+  const state: unknown = JSON.parse(json)
+  if (typeof state !== 'object' || state === null) return { tries: 0, ended: true }
+  return { tries: 'a' in state && typeof state.a === 'number' ? state.a : 0, ended: 'x' in state && state.x !== undefined }
 }
 
 /**
@@ -46,10 +53,10 @@ export async function storedOpenCalls(log: SessionLog): Promise<StoredCall[]> {
     const prefix = stepField(toolCallId, '')
     const retryPrefix = retryField(toolCallId, '')
     const stored = new Map<string, unknown>()
-    const retries = new Map<string, StepRetryState>()
+    const retries = new Map<string, { tries: number; ended: boolean }>()
     for (const [field, value] of Object.entries(steps)) {
       if (field.startsWith(prefix)) stored.set(field.slice(prefix.length), decodeValue(value))
-      else if (field.startsWith(retryPrefix)) retries.set(field.slice(retryPrefix.length), JSON.parse(value) as StepRetryState)
+      else if (field.startsWith(retryPrefix)) retries.set(field.slice(retryPrefix.length), retryOf(value))
     }
     open.push({ toolCallId, state, steps: stored, retries })
   }

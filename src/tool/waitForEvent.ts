@@ -11,6 +11,7 @@ import {
   type LogRecord,
   type StepLookup,
   type WaitStepValue,
+  waitStepValueOf,
 } from '../log/index.js'
 import { validateNow } from './ask.js'
 import type { WaitForEventOptions } from './context.js'
@@ -69,7 +70,8 @@ export function createWaitForEvent(deps: WaitDeps) {
       }
       return { value: { until: at, ev: addressId } satisfies WaitStepValue, record }
     })
-    const { until } = wait.value as WaitStepValue
+    const waitValue = waitStepValueOf(wait.value)
+    const { until } = waitValue
     const waits = new EventWaits(log.redis, log.prefix)
     const member = callWaitMember(log.sessionId, fence.toolCallId, name)
     const eventRecord = (copy: unknown): LogRecord => ({
@@ -86,7 +88,7 @@ export function createWaitForEvent(deps: WaitDeps) {
       settledMoves = wait.created || Date.now() < until
       const moved = await takeMovedPayload(
         { ...deps, waits },
-        { name, addressId, created: wait.created, stored: wait.value as WaitStepValue, schema, record: eventRecord },
+        { name, addressId, created: wait.created, stored: waitValue, schema, record: eventRecord },
       )
       if (moved.found) return moved.value
     }
