@@ -132,12 +132,12 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     throw p
   }
 
-  /** Stores the value of a wait (sleep, event) as a step, with its own log record, once; `created`: stored by this call. */
+  /** Stores the value of a wait (sleep/ask) as a step, with its own log record, once. */
   const storeOnce = async (name: string, make: () => { value: unknown; record: LogRecord }) => {
     const stored = await lookup(name)
-    if (stored.found) return { value: stored.value, created: false }
+    if (stored.found) return stored.value
     const { value, record } = make()
-    return { value: (await ours(log.saveStep(fence, name, value, record))).value, created: true }
+    return (await ours(log.saveStep(fence, name, value, record))).value
   }
 
   const step: Step = {
@@ -200,12 +200,10 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
 
   // R7: the wake time is logged once; a run again reads it back and never restarts the timer
   async function sleepUntilStored(name: string, wakeAt: () => number) {
-    const stored = (
-      await storeOnce(name, () => {
-        const at = wakeAt()
-        return { value: { wakeAt: at }, record: { type: 'harness.tool.sleep', toolCallId: fence.toolCallId, name, wakeAt: at } }
-      })
-    ).value as { wakeAt: number }
+    const stored = (await storeOnce(name, () => {
+      const at = wakeAt()
+      return { value: { wakeAt: at }, record: { type: 'harness.tool.sleep', toolCallId: fence.toolCallId, name, wakeAt: at } }
+    })) as { wakeAt: number }
     if (Date.now() < stored.wakeAt) park(new Park('sleep', stored.wakeAt, name))
   }
 
@@ -222,7 +220,7 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     fresh: options.fresh,
     met: (name) => used.has(name),
     lookup,
-    storeOnce,
+    storeStep: async (name, value, record) => (await ours(log.saveStep(fence, name, value, record))).value,
     saveValue,
     park,
     ours,

@@ -8,6 +8,7 @@ import {
   type LogRecord,
   type OpenWait,
   type SessionLog,
+  type WaitStepValue,
 } from '../log/index.js'
 import { validateNow } from './ask.js'
 
@@ -25,10 +26,8 @@ export interface MovedWaitDeps {
 interface NewWait {
   name: string
   addressId: string
-  /** True when its own step was stored just now (a wait the call had not registered before). */
-  created: boolean
-  /** Its stored step value when it was not created: the address it registered under. */
-  stored: { until: number; ev?: string }
+  /** Its stored wait step (the address it registered under), or undefined for a wait the call has not registered yet. */
+  registered: WaitStepValue | undefined
   schema: StandardSchemaV1 | undefined
   record: (copy: unknown) => LogRecord
 }
@@ -38,8 +37,8 @@ export type MovedPayload = { found: true; value: unknown } | { found: false }
 /** The waits of the call that `wait` stands in for: its own old address, or the open waits of other names. */
 async function movedFrom(d: MovedWaitDeps, wait: NewWait): Promise<OpenWait[]> {
   const { log, fence } = d
-  if (!wait.created) {
-    const before = await waitAddressId(log, fence.toolCallId, wait.name, wait.stored)
+  if (wait.registered) {
+    const before = await waitAddressId(log, fence.toolCallId, wait.name, wait.registered)
     return before !== undefined && before !== wait.addressId ? [{ name: wait.name, addressId: before }] : []
   }
   return openWaitsOf(log, fence.toolCallId, (name) => name === wait.name || d.met(name))
@@ -51,7 +50,8 @@ async function movedFrom(d: MovedWaitDeps, wait: NewWait): Promise<OpenWait[]> {
  * never lost: it is checked by the new wait's schema and stored as the new wait's step, then the old
  * entries go. An old wait nothing was delivered to leaves its address (a later send there is kept,
  * not answered 'delivered'). A payload the new schema refuses is dropped, as a refused delivery is.
- * Called once an attempt, at its first wait: after it, no wait of the attempt can have moved.
+ * Called at an attempt's first wait (before a new wait is stored, so a crash while a payload moves
+ * finds the old wait again); after the wait the call parked on, no wait of the attempt can have moved.
  */
 export async function takeMovedPayload(d: MovedWaitDeps, wait: NewWait): Promise<MovedPayload> {
   const { log, fence, waits, ours } = d

@@ -25,7 +25,8 @@ interface WaitDeps extends Omit<MovedWaitDeps, 'waits'> {
   /** True on a fresh first attempt: no wait of the call can be stored yet, none can have moved. */
   fresh: boolean
   lookup(name: string): Promise<StepLookup>
-  storeOnce(name: string, make: () => { value: unknown; record: LogRecord }): Promise<{ value: unknown; created: boolean }>
+  /** Stores a step of the harness's own with its record; resolves with the value stored first (a lost race keeps the other). */
+  storeStep(name: string, value: unknown, record: LogRecord): Promise<unknown>
   park(p: Park): never
 }
 
@@ -44,7 +45,7 @@ function scopeOf(scope: unknown): 'session' | undefined {
  * R20), else EventTimeoutError past the timeout, else the call parks until the timeout or a wake-up.
  */
 export function createWaitForEvent(deps: WaitDeps) {
-  const { log, fence, harness, lookup, storeOnce, saveValue, park, ours } = deps
+  const { log, fence, harness, lookup, storeStep, saveValue, park, ours } = deps
   // once this attempt met the wait its call was parked on (or scanned for the ones its code no longer has), none can have moved
   let settledMoves = deps.fresh
   return async function waitForEvent(options: WaitForEventOptions<StandardSchemaV1 | undefined>): Promise<unknown> {
@@ -57,21 +58,6 @@ export function createWaitForEvent(deps: WaitDeps) {
     if (stored.found) return stored.value
     const address: EventAddress = { event, key, ...(scope ? { sessionId: log.sessionId } : {}) }
     const addressId = eventAddressId(address)
-    const wait = await storeOnce(`${WAIT_STEP_PREFIX}${name}`, () => {
-      const at = Date.now() + ms
-      const record: LogRecord = {
-        type: 'harness.tool.wait',
-        toolCallId: fence.toolCallId,
-        name,
-        event,
-        key,
-        until: at,
-        ...(scope ? { scope } : {}),
-      }
-      return { value: { until: at, ev: addressId } satisfies WaitStepValue, record }
-    })
-    const waitValue = waitStepValueOf(wait.value)
-    const { until } = waitValue
     const waits = new EventWaits(log.redis, log.prefix)
     const member = callWaitMember(log.sessionId, fence.toolCallId, name)
     const eventRecord = (copy: unknown): LogRecord => ({
@@ -83,15 +69,31 @@ export function createWaitForEvent(deps: WaitDeps) {
       ...(scope ? { scope } : {}),
       ...(copy === undefined ? {} : { payload: copy }),
     })
+    const waitStep = `${WAIT_STEP_PREFIX}${name}`
+    const found = await lookup(waitStep)
+    const registered = found.found ? waitStepValueOf(found.value) : undefined
+    /** Stores the new wait's timeout and address id, once (a run again keeps them), with its harness.tool.wait record. */
+    const register = async () => {
+      const at = Date.now() + ms
+      const record: LogRecord = {
+        type: 'harness.tool.wait',
+        toolCallId: fence.toolCallId,
+        name,
+        event,
+        key,
+        until: at,
+        ...(scope ? { scope } : {}),
+      }
+      return waitStepValueOf(await storeStep(waitStep, { until: at, ev: addressId } satisfies WaitStepValue, record))
+    }
     if (!settledMoves) {
-      // a wait not past its timeout is the one the call parked on (a call has one); a new one made the scan
-      settledMoves = wait.created || Date.now() < until
-      const moved = await takeMovedPayload(
-        { ...deps, waits },
-        { name, addressId, created: wait.created, stored: waitValue, schema, record: eventRecord },
-      )
+      // a wait not past its timeout is the one the call parked on (a call has one); a new one scans for the waits its code dropped
+      settledMoves = !registered || Date.now() < registered.until
+      // before a new wait is stored: a crash while its payload moves finds the old wait again
+      const moved = await takeMovedPayload({ ...deps, waits }, { name, addressId, registered, schema, record: eventRecord })
       if (moved.found) return moved.value
     }
+    const { until } = registered ?? (await register())
     // the sender checks a payload against this before it wakes the call (it has no Standard Schema)
     const jsonSchema = schema ? convertSchemaToJsonSchema(schema) : undefined
     const verdicts = new Map<string, boolean>()
