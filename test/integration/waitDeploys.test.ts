@@ -8,7 +8,7 @@ import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { checkDeploy } from '../../src/deploys/index.js'
 import { createHarnessHost, type HarnessHost, type Session } from '../../src/index.js'
-import { SessionLog } from '../../src/log/index.js'
+import { callWaitMember, eventAddressId, EventWaits, SessionLog } from '../../src/log/index.js'
 import { replaySession, type DeployProblem } from '../../src/testing/index.js'
 import { waitDeployHarness, WAIT_ROWS } from '../fixtures/waitDeploys.js'
 import { runBin } from '../helpers/cli.js'
@@ -118,4 +118,40 @@ describe('deploys during an event wait or a retry backoff', () => {
       calls: 0,
     })
   }, 90_000)
+})
+
+describe('a payload moving to a renamed wait survives a crash of the attempt that moves it', () => {
+  it('the old wait hands its payload out until it is stored: a worker that died after the hand-out leaves it for the next attempt', async () => {
+    const url = await getRedisUrl()
+    const prefix = uniquePrefix('waitmove')
+    const redis = new Redis(url)
+    const v1 = waitDeployHarness('v1')
+    const v2 = waitDeployHarness('v2')
+    const first = createHarnessHost({ redis: url, harnesses: [v1], prefix, logger: silent })
+    const second = createHarnessHost({ redis: url, harnesses: [v2], prefix, logger: silent })
+    try {
+      const workers = first.startWorkers({ concurrency: 2, sweepEveryMs: 0 })
+      const log = new SessionLog(redis, prefix, 's-move')
+      const result = second
+        .open(v2, { sessionId: 's-move' })
+        .runTool({ name: 'waitName', input: { n: 9 }, toolCallId: 'c-move' }, { timeoutMs: 60_000 })
+      await until(async () => (await log.getCall('c-move'))?.status === 'parked', 'the v1 call to park')
+      await workers.close()
+      expect(await second.sendEvent({ event: 'payment.settled', key: 'order-9', payload: { amount: 9 } })).toMatchObject({ calls: 1 })
+      // what a v2 attempt does first and then dies: the old wait hands out its payload, nothing is stored yet
+      const waits = new EventWaits(redis, prefix)
+      const old = eventAddressId({ event: 'payment.settled', key: 'order-9' })
+      const member = callWaitMember('s-move', 'c-move', 'paid')
+      expect(await waits.leave(old, member)).toEqual({ status: 'event', payload: { amount: 9 } })
+      // the next attempt (a v2 worker) takes it again and stores it under the renamed wait
+      second.startWorkers({ concurrency: 2, sweepEveryMs: 0 })
+      expect(await result).toEqual({ amount: 9 })
+      expect(await redis.exists(waits.keyOfId(old))).toBe(0)
+    } finally {
+      await first.close()
+      await second.close()
+      await cleanupPrefix(url, prefix)
+      redis.disconnect()
+    }
+  }, 60_000)
 })
