@@ -47,6 +47,7 @@ const DURABLE_HARNESS_ERROR_CODES = [
   // machine events and schedules (errors/events.ts)
   'event_timeout',
   'invalid_event_payload',
+  'invalid_event_address',
   'invalid_schedule',
   // the log and Redis (errors/storage.ts)
   'fenced',

@@ -32,6 +32,8 @@ export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJo
 export { OpenWork, type OpenItem } from './openWork.js'
 export { ScheduleTicks, type TickCounts } from './scheduleTicks.js'
 export { EventWaits, callWaitMember, DEFAULT_EVENT_RETENTION_MS, type EventAddress, type EventWaiter, type Delivery } from './eventWaits.js'
+export { assertEventAddressPart, eventAddressId, MAX_EVENT_ADDRESS_LENGTH } from './eventAddress.js'
+export { openWaitsOf, waitAddressId, waitStepValueOf, WAIT_STEP_PREFIX, type OpenWait, type WaitStepValue } from './openWaits.js'
 export {
   harnessRecordSchemas,
   parseRecord,

@@ -46,6 +46,8 @@ export function isJsonData(value: unknown): boolean {
 // Checked as JSON at run time (on write and read); typed `unknown` so values flow in without casts:
 // they are JSON copies by the time they reach a record (tool/json.ts), and readers treat them as data.
 const json = z.custom<unknown>(isJsonData, { message: 'not JSON data' })
+/** A machine event's wait scoped to its session (docs/machine-events.md); absent: unscoped. */
+const scope = z.literal('session').optional()
 
 // the shape core/ declares for every layer; the schema is checked against it
 const toolError: z.ZodType<ToolErrorPayload> = z.object({ message: z.string(), code: z.string().optional() })
@@ -128,14 +130,15 @@ export const harnessRecordSchemas = {
   }),
   /** `principal`: who answered (or approved), when the caller named one. */
   'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json, principal: z.string().optional() }),
-  /** step.waitForEvent began to wait (once: a run again keeps the timeout). */
-  'harness.tool.wait': z.object({ toolCallId: z.string(), name: z.string(), event: z.string(), key: z.string(), until: z.number() }),
+  /** step.waitForEvent began to wait (once: a run again keeps the timeout); `scope` 'session': only its session's events wake it. */
+  'harness.tool.wait': z.object({ toolCallId: z.string(), name: z.string(), event: z.string(), key: z.string(), until: z.number(), scope }),
   /** The event a step.waitForEvent took: its payload as the step's value. */
   'harness.tool.event': z.object({
     toolCallId: z.string(),
     name: z.string(),
     event: z.string(),
     key: z.string(),
+    scope,
     payload: json.optional(),
   }),
   'harness.tool.suspended': z.object({

@@ -97,7 +97,7 @@ function recordLine(r: HarnessRecord): Line | null {
       return {
         kind: 'sleep',
         toolCallId: r.toolCallId,
-        text: `${r.toolCallId} waits (${r.name}) for event ${r.event} key ${r.key} until ${new Date(r.until).toISOString()}`,
+        text: `${r.toolCallId} waits (${r.name}) for event ${r.event} key ${r.key}${r.scope ? ' of this session' : ''} until ${new Date(r.until).toISOString()}`,
       }
     case 'harness.tool.event':
       return {

@@ -213,7 +213,18 @@ export function createDurableContext(options: DurableContextOptions): DurableCon
     await staging
     return (await ours(log.saveStep(fence, name, copy, record(copy), encoded))).value
   }
-  const waitForEvent = createWaitForEvent({ log, fence, harness: options.harness ?? '', lookup, storeOnce, saveValue, park, ours })
+  const waitForEvent = createWaitForEvent({
+    log,
+    fence,
+    harness: options.harness ?? '',
+    fresh: options.fresh,
+    met: (name) => used.has(name),
+    lookup,
+    storeStep: async (name, value, record) => (await ours(log.saveStep(fence, name, value, record))).value,
+    saveValue,
+    park,
+    ours,
+  })
 
   const append = (records: AppendRecord[]) => {
     if (hold?.lost) throw hold.lost

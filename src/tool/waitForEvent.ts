@@ -1,55 +1,99 @@
 import { convertSchemaToJsonSchema } from '@tanstack/ai'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
 import { EventTimeoutError } from '../errors/index.js'
-import { callWaitMember, EventWaits, RESERVED_PREFIX, type Fence, type LogRecord, type SessionLog, type StepLookup } from '../log/index.js'
+import {
+  assertEventAddressPart,
+  callWaitMember,
+  eventAddressId,
+  EventWaits,
+  WAIT_STEP_PREFIX,
+  type EventAddress,
+  type LogRecord,
+  type StepLookup,
+  type WaitStepValue,
+  waitStepValueOf,
+} from '../log/index.js'
 import { validateNow } from './ask.js'
 import type { WaitForEventOptions } from './context.js'
 import { parseDuration } from './duration.js'
+import { takeMovedPayload, type MovedWaitDeps } from './movedWait.js'
 import { Park } from './park.js'
 
-/** The harness's own step of a wait, beside the payload's step `name`: when the wait times out, stored once (a run again keeps the timeout). */
-const WAIT_STEP = `${RESERVED_PREFIX}wait:`
-
-/** Longest event name and key: they are hashed into one key name, and shown in records and errors. */
-const MAX_ADDRESS_LENGTH = 1_000
-
-interface WaitDeps {
-  log: SessionLog
-  fence: Fence
+interface WaitDeps extends Omit<MovedWaitDeps, 'waits'> {
   /** The harness whose tool waits: the sender finds the call's queue by it. */
   harness: string
+  /** True on a fresh first attempt: no wait of the call can be stored yet, none can have moved. */
+  fresh: boolean
   lookup(name: string): Promise<StepLookup>
-  storeOnce(name: string, make: () => { value: unknown; record: LogRecord }): Promise<unknown>
-  saveValue(name: string, value: unknown, what: string, record: (copy: unknown) => LogRecord): Promise<unknown>
+  /** Stores a step of the harness's own with its record; resolves with the value stored first (a lost race keeps the other). */
+  storeStep(name: string, value: unknown, record: LogRecord): Promise<unknown>
   park(p: Park): never
-  ours<T>(write: Promise<T>): Promise<T>
 }
 
-function assertAddress(what: 'event' | 'key', value: unknown): asserts value is string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ADDRESS_LENGTH)
-    throw new TypeError(`step.waitForEvent needs an ${what}: a non-empty string of at most ${MAX_ADDRESS_LENGTH} characters.`)
+const WHERE = 'step.waitForEvent'
+
+function scopeOf(scope: unknown): 'session' | undefined {
+  if (scope === undefined || scope === 'global') return undefined
+  if (scope === 'session') return 'session'
+  throw new TypeError(`step.waitForEvent: scope must be 'session' or 'global' (the default), got ${JSON.stringify(scope)}.`)
 }
 
 /**
- * step.waitForEvent: the payload once it is stored (a run again returns it), else the event delivered
- * to this wait or a kept one its schema accepts (consumed by this wait, R20), else EventTimeoutError
- * past the timeout, else the call parks until the timeout or a sender's wake-up.
+ * step.waitForEvent: the payload once it is stored (a run again returns it), else, on a woken call
+ * whose code now waits elsewhere, the payload delivered to the wait it registered (movedWait.ts),
+ * else the event delivered to this wait or a kept one its schema accepts (consumed by this wait,
+ * R20), else EventTimeoutError past the timeout, else the call parks until the timeout or a wake-up.
  */
-export function createWaitForEvent({ log, fence, harness, lookup, storeOnce, saveValue, park, ours }: WaitDeps) {
+export function createWaitForEvent(deps: WaitDeps) {
+  const { log, fence, harness, lookup, storeStep, saveValue, park, ours } = deps
+  // once this attempt met the wait its call was parked on (or scanned for the ones its code no longer has), none can have moved
+  let settledMoves = deps.fresh
   return async function waitForEvent(options: WaitForEventOptions<StandardSchemaV1 | undefined>): Promise<unknown> {
     const { name, event, key, schema } = options
-    assertAddress('event', event)
-    assertAddress('key', key)
+    assertEventAddressPart(WHERE, 'event name', event)
+    assertEventAddressPart(WHERE, 'key', key)
+    const scope = scopeOf(options.scope)
     const ms = parseDuration(options.timeout)
     const stored = await lookup(name)
     if (stored.found) return stored.value
-    const { until } = (await storeOnce(`${WAIT_STEP}${name}`, () => {
-      const at = Date.now() + ms
-      return { value: { until: at }, record: { type: 'harness.tool.wait', toolCallId: fence.toolCallId, name, event, key, until: at } }
-    })) as { until: number }
-    const address = { event, key }
+    const address: EventAddress = { event, key, ...(scope ? { sessionId: log.sessionId } : {}) }
+    const addressId = eventAddressId(address)
     const waits = new EventWaits(log.redis, log.prefix)
     const member = callWaitMember(log.sessionId, fence.toolCallId, name)
+    const eventRecord = (copy: unknown): LogRecord => ({
+      type: 'harness.tool.event',
+      toolCallId: fence.toolCallId,
+      name,
+      event,
+      key,
+      ...(scope ? { scope } : {}),
+      ...(copy === undefined ? {} : { payload: copy }),
+    })
+    const waitStep = `${WAIT_STEP_PREFIX}${name}`
+    const found = await lookup(waitStep)
+    const registered = found.found ? waitStepValueOf(found.value) : undefined
+    /** Stores the new wait's timeout and address id, once (a run again keeps them), with its harness.tool.wait record. */
+    const register = async () => {
+      const at = Date.now() + ms
+      const record: LogRecord = {
+        type: 'harness.tool.wait',
+        toolCallId: fence.toolCallId,
+        name,
+        event,
+        key,
+        until: at,
+        ...(scope ? { scope } : {}),
+      }
+      return waitStepValueOf(await storeStep(waitStep, { until: at, ev: addressId } satisfies WaitStepValue, record))
+    }
+    if (!settledMoves) {
+      // a wait not past its timeout is the one the call parked on (a call has one); a new one scans for the waits its code dropped
+      settledMoves = !registered || Date.now() < registered.until
+      // before a new wait is stored: a crash while its payload moves finds the old wait again
+      const moved = await takeMovedPayload({ ...deps, waits }, { name, addressId, registered, schema, record: eventRecord })
+      if (moved.found) return moved.value
+    }
+    const { until } = registered ?? (await register())
     // the sender checks a payload against this before it wakes the call (it has no Standard Schema)
     const jsonSchema = schema ? convertSchemaToJsonSchema(schema) : undefined
     const verdicts = new Map<string, boolean>()
@@ -67,14 +111,7 @@ export function createWaitForEvent({ log, fence, harness, lookup, storeOnce, sav
         await ours(waits.done(address, member))
         continue
       }
-      const value = await saveValue(name, checked.value, `Event "${event}" payload (step "${name}")`, (copy) => ({
-        type: 'harness.tool.event',
-        toolCallId: fence.toolCallId,
-        name,
-        event,
-        key,
-        ...(copy === undefined ? {} : { payload: copy }),
-      }))
+      const value = await saveValue(name, checked.value, `Event "${event}" payload (step "${name}")`, eventRecord)
       await ours(waits.done(address, member))
       return value
     }

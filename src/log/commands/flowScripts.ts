@@ -50,6 +50,13 @@ export const awaitEvent = defineScript({
   reply: reply<['event', string, string] | ['timeout'] | ['waiting'] | ['check', ...uidsAndPayloads: string[]]>(),
 })
 
+export const leaveEventWait = defineScript({
+  name: 'leaveEventWait',
+  keys: ['eventHash'],
+  args: { member: text, now: num, graceMs: num },
+  reply: reply<['event', string, string] | ['left']>(),
+})
+
 export const deliverEvent = defineScript({
   name: 'deliverEvent',
   keys: ['eventHash'],
