@@ -6,6 +6,7 @@ import { toolDefinition } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { defineHarness, durableTool, RerunCallError, type Harness, type HarnessHost } from '../../src/index.js'
+import { turnJobId } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
@@ -18,7 +19,7 @@ function gate() {
 }
 
 /** A harness whose model calls `tool` once, then answers with what the tool's result said. */
-function harnessOf(name: string, tool: Parameters<typeof defineHarness>[0]['tools'][number], input: unknown = {}): Harness {
+function harnessOf(name: string, tool: NonNullable<Parameters<typeof defineHarness>[0]['tools']>[number], input: unknown = {}): Harness {
   return defineHarness({
     name,
     adapter: scriptedModel([
@@ -42,7 +43,12 @@ function stubbornSender(name: string) {
 }
 
 /** Prompts, aborts the turn while the tool waits on its gate, then lets the tool finish its side effect. */
-async function abortWhileRunning(host: HarnessHost, harness: Harness, sessionId: string, state: ReturnType<typeof stubbornSender>['state']) {
+async function abortWhileRunning(
+  host: HarnessHost,
+  harness: Harness,
+  sessionId: string,
+  state: ReturnType<typeof stubbornSender>['state'],
+) {
   const session = host.open(harness, { sessionId })
   const { inputId } = await session.prompt('text them', { metadata: { case: sessionId } })
   await until(async () => state.started === 1, 'the tool to start')
@@ -116,6 +122,84 @@ describe('a rerun keeps the never promise', () => {
 
     // its result is landed now: a rerun never runs it again, even when named (R19)
     await expect(session.rerun(inputId, { again: [toolCallId] })).rejects.toMatchObject({ code: 'rerun_call' })
+  })
+
+  it("R19 a 'never' call cancelled while it slept in its tool keeps its cancelled result on a rerun: its tool began", async () => {
+    const state = { started: 0 }
+    const tool = durableTool(
+      toolDefinition({ name: 'remind', description: 'Remind later', inputSchema: z.object({}) }),
+      async (_input, { step }) => {
+        state.started++
+        await step.sleep('wait', '1h')
+        return { reminded: true }
+      },
+      { replay: 'never' },
+    )
+    const harness = harnessOf('kept-parked', tool)
+    const { host } = hosts.start(harness, 'kept-parked')
+    const session = host.open(harness, { sessionId: 'p-1' })
+    const { inputId } = await session.prompt('remind me')
+    await until(async () => records(await session.log.read(), 'harness.tool.suspended').length === 1, 'the call to park')
+    expect(await session.abort(inputId, 'never mind')).toBe(true)
+    const [result] = records(await session.log.read(), 'harness.tool.result')
+    expect(result).toMatchObject({ error: { code: 'cancelled' } })
+
+    // the aborted turn's job ends first (woken by its cancelled child, it finds the turn settled)
+    const turns = host.queues().find((q) => q.kind === 'turns')!.queue
+    await until(async () => (await turns.getJobState(turnJobId('p-1', inputId))) === 'completed', 'the aborted turn job to end')
+    expect(await session.rerun(inputId)).toBe(true)
+    const settled = await session.settled(inputId)
+    expect(settled).toMatchObject({ outcome: 'completed' })
+    expect(settled.text).toContain('cancelled')
+    expect(state.started).toBe(1)
+    expect(records(await session.log.read(), 'harness.tool.started')).toHaveLength(1)
+  })
+
+  it("R19 of two 'never' calls of an aborted turn, the one under way keeps its aborted result; the one waiting for its limit (never begun) runs again", async () => {
+    const { tool, state } = stubbornSender('sendText')
+    const harness = defineHarness({
+      name: 'kept-limit',
+      adapter: scriptedModel([
+        {
+          toolCalls: [
+            { name: 'sendText', input: {} },
+            { name: 'sendText', input: {} },
+          ],
+        },
+        ({ messages }) => ({
+          text: `saw: ${messages
+            .filter((m) => m.role === 'tool')
+            .map((m) => String(m.content))
+            .join(' | ')}`,
+        }),
+      ]),
+      tools: [tool],
+      limits: { tools: { sendText: { concurrency: 1 } } },
+    })
+    const { host } = hosts.start(harness, 'kept-limit')
+    const session = host.open(harness, { sessionId: 'l-1' })
+    const { inputId } = await session.prompt('text them twice')
+    await until(
+      async () => state.started === 1 && records(await session.log.read(), 'harness.tool.suspended').length === 1,
+      'one call to run and the other to wait for its limit',
+    )
+    expect(await session.abort(inputId, 'stop')).toBe(true)
+    await until(async () => records(await session.log.read(), 'harness.tool.result').length === 2, 'both calls to land')
+    state.gate.open()
+    await until(async () => state.sent === 1, 'the running tool to finish its side effect')
+    const results = records(await session.log.read(), 'harness.tool.result')
+    const code = (r: (typeof results)[number]) => (r.error as { code: string }).code
+    const ran = results.find((r) => code(r) === 'aborted')!
+    const waited = results.find((r) => code(r) === 'cancelled')!
+
+    expect(await session.rerun(inputId)).toBe(true)
+    expect(await session.settled(inputId)).toMatchObject({ outcome: 'completed' })
+    expect(state).toMatchObject({ started: 2, sent: 2 })
+    const log = await session.log.read()
+    expect(records(log, 'harness.turn.rerun')).toMatchObject([{ calls: [waited.toolCallId] }])
+    const started = records(log, 'harness.tool.started')
+    expect(started.filter((r) => r.toolCallId === ran.toolCallId)).toHaveLength(1)
+    expect(started.filter((r) => r.toolCallId === waited.toolCallId).map((r) => r.reason)).toEqual(['fresh', 'rerun'])
   })
 
   it('R19 a never call whose tool never began (its input was invalid) runs again on a rerun', async () => {

@@ -113,8 +113,6 @@ describe("a 'never' call SIGKILLed mid-call, then its turn failed: reruns keep i
     await until(async () => (await sends('again')) === 2, 'the mail to be sent again', 30_000)
     const log = await turn.session.log.read()
     expect(records(log, 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh', 'cut', 'rerun'])
-    expect(records(log, 'harness.turn.rerun')).toMatchObject([
-      { principal: 'oncall', calls: [turn.toolCallId], again: [turn.toolCallId] },
-    ])
+    expect(records(log, 'harness.turn.rerun')).toMatchObject([{ principal: 'oncall', calls: [turn.toolCallId], again: [turn.toolCallId] }])
   }, 120_000)
 })
