@@ -3,13 +3,14 @@
 // not run again and the model sees the same result. An operator who knows the side effect did not
 // happen names the call in `again`. A `safe` call runs again, its finished steps from storage.
 import { toolDefinition } from '@tanstack/ai'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { defineHarness, durableTool, RerunCallError, type Harness, type HarnessHost } from '../../src/index.js'
-import { turnJobId } from '../../src/log/index.js'
+import { defineHarness, durableTool, RerunCallError, withTimeout, type Harness, type HarnessHost } from '../../src/index.js'
+import { SessionLog, turnJobId, type RedisClient } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
+import { cleanupPrefix, getRedisUrl, rigClient, uniquePrefix } from '../rig.js'
 
 /** A gate a tool waits on, ignoring its abort signal; opened by the test. */
 function gate() {
@@ -202,6 +203,38 @@ describe('a rerun keeps the never promise', () => {
     expect(started.filter((r) => r.toolCallId === waited.toolCallId).map((r) => r.reason)).toEqual(['fresh', 'rerun'])
   })
 
+  it("R19 a 'never' call that timed out while its tool went on and sent keeps its timeout error on a rerun", async () => {
+    const { tool, state } = stubbornSender('sendText')
+    const provider = { down: true }
+    const harness = defineHarness({
+      name: 'kept-timeout',
+      adapter: scriptedModel([
+        { toolCalls: [{ name: 'sendText', input: {} }] },
+        ({ messages }) => {
+          if (provider.down) throw new Error('provider unavailable')
+          return { text: `saw: ${String(messages.at(-1)?.content)}` }
+        },
+      ]),
+      tools: [withTimeout(tool, 200)],
+    })
+    const { host } = hosts.start(harness, 'kept-timeout')
+    const session = host.open(harness, { sessionId: 't-1' })
+    const { inputId } = await session.prompt('text them')
+    expect(await session.settled(inputId)).toMatchObject({ outcome: 'failed' })
+    const [result] = records(await session.log.read(), 'harness.tool.result')
+    expect(result).toMatchObject({ error: { code: 'timeout' } })
+    state.gate.open()
+    await until(async () => state.sent === 1, 'the tool to finish its side effect')
+
+    provider.down = false
+    expect(await session.rerun(inputId)).toBe(true)
+    const settled = await session.settled(inputId)
+    expect(settled).toMatchObject({ outcome: 'completed' })
+    // the model is shown the same timeout error (as JSON text)
+    expect(settled.text).toContain('did not finish within 200 ms')
+    expect(state).toMatchObject({ started: 1, sent: 1 })
+  })
+
   it('R19 a never call whose tool never began (its input was invalid) runs again on a rerun', async () => {
     const state = { started: 0, modelDown: true }
     const tool = toolDefinition({ name: 'sendText', description: 'Send a text', inputSchema: z.object({ to: z.string() }) }).server(
@@ -268,5 +301,56 @@ describe('a rerun keeps the never promise', () => {
     const log = await session.log.read()
     expect(records(log, 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh', 'rerun'])
     expect(records(log, 'harness.tool.step').map((r) => r.name)).toEqual(['label', 'dispatch'])
+  })
+})
+
+describe("the call state's t: what a rerun keeps of a 'never' call (landResult, parkCall, cancelCall)", () => {
+  let redis: RedisClient
+  let prefix: string
+  beforeAll(async () => {
+    redis = rigClient(await getRedisUrl())
+    prefix = uniquePrefix('kept-state')
+  })
+  afterAll(async () => {
+    redis.disconnect()
+    await cleanupPrefix(await getRedisUrl(), prefix)
+  })
+  const stateOf = async (log: SessionLog, id: string) => JSON.parse((await redis.hget(log.keys.calls, id))!) as { t?: 1 }
+  const error = (code: string) => ({ error: { message: code, code } })
+
+  it("R19 t: set when nobody knows whether a never call's tool finished, by a park inside its tool, kept by a cancel; never on a safe call", async () => {
+    const log = new SessionLog(redis, prefix, 's1')
+    // cut, aborted, timed out: unknown
+    await log.beginCall('cut', 'notify', 'never')
+    await log.landResult({ toolCallId: 'cut', epoch: 1 }, 'notify', error('interrupted'), 'unknown')
+    expect((await stateOf(log, 'cut')).t).toBe(1)
+    // the tool's own error (or one from before it ran): cleared, also after a park in the tool set it
+    await log.beginCall('own', 'notify', 'never')
+    await log.parkCall({ toolCallId: 'own', epoch: 1 }, 'sleep', Date.now() + 60_000)
+    expect((await stateOf(log, 'own')).t).toBe(1)
+    await log.beginCall('own', 'notify', 'never')
+    await log.landResult({ toolCallId: 'own', epoch: 2 }, 'notify', error('tool_error'))
+    expect((await stateOf(log, 'own')).t).toBeUndefined()
+    // a park for its limit or its approval: the tool did not begin; a cancel keeps what the park said
+    await log.beginCall('queued', 'notify', 'never')
+    await log.parkCall({ toolCallId: 'queued', epoch: 1 }, 'limit', Date.now() + 60_000, false, false)
+    await log.cancelCall({ toolCallId: 'queued', epoch: 1 }, 'notify', [], error('cancelled').error)
+    expect((await stateOf(log, 'queued')).t).toBeUndefined()
+    await log.beginCall('slept', 'notify', 'never')
+    await log.parkCall({ toolCallId: 'slept', epoch: 1 }, 'sleep', Date.now() + 60_000)
+    await log.cancelCall({ toolCallId: 'slept', epoch: 1 }, 'notify', [], error('cancelled').error)
+    expect((await stateOf(log, 'slept')).t).toBe(1)
+    // a cancel at the begin of a resumed call: as its park said
+    await log.beginCall('resumed', 'notify', 'never')
+    await log.parkCall({ toolCallId: 'resumed', epoch: 1 }, 'sleep', Date.now() + 60_000)
+    await log.beginCall('resumed', 'notify', 'never')
+    await log.landResult({ toolCallId: 'resumed', epoch: 2 }, 'notify', error('cancelled'), 'asBefore')
+    expect((await stateOf(log, 'resumed')).t).toBe(1)
+    // a safe call's state never holds it (it runs again whatever ended it)
+    await log.beginCall('safe', 'checkout', 'safe')
+    await log.parkCall({ toolCallId: 'safe', epoch: 1 }, 'sleep', Date.now() + 60_000)
+    await log.beginCall('safe', 'checkout', 'safe')
+    await log.landResult({ toolCallId: 'safe', epoch: 2 }, 'checkout', error('aborted'), 'unknown')
+    expect((await stateOf(log, 'safe')).t).toBeUndefined()
   })
 })
