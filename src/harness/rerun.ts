@@ -69,5 +69,5 @@ function againOf(again: unknown, calls: readonly string[], inputId: string): str
   if (again === undefined) return []
   if (!Array.isArray(again)) throw new RerunCallError(again, 'not_in_turn', inputId)
   for (const id of again) if (typeof id !== 'string' || !calls.includes(id)) throw new RerunCallError(id, 'not_in_turn', inputId)
-  return [...new Set(again as string[])]
+  return [...new Set<string>(again)]
 }
