@@ -26,7 +26,7 @@ export class RerunCallError extends DurableHarnessError {
     inputId: string,
   ) {
     const why = {
-      not_in_turn: `it is no call of the last model response of turn ${inputId} (the log's tool call ids: harness log shows them)`,
+      not_in_turn: `it is no call of the last model response of turn ${inputId} (harness log <sessionId> shows its tool call ids)`,
       landed: 'it landed its result, and a rerun never runs a call that did (R19)',
       pending: 'it has no result yet: it still runs or waits, and lands on its own',
     }[reason]
