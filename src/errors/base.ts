@@ -40,6 +40,7 @@ const DURABLE_HARNESS_ERROR_CODES = [
   // operator APIs (errors/ops.ts)
   'invalid_tags',
   'invalid_turn_filter',
+  'rerun_call',
   // step retries (errors/retry.ts; RetryAfterError: tool/retryAfter.ts)
   'non_retryable',
   'retry_after',

@@ -40,6 +40,8 @@ const STATUS_BY_CODE: Partial<Record<DurableHarnessErrorCode, number>> = {
   question_closed: 409,
   question_unknown: 404,
   unknown_input: 404,
+  // rerun's `again` names no call of the turn, or one that landed its result
+  rerun_call: 409,
   // the harness's secrets resolver failed: the input could not be checked for secrets; try again later
   secrets_unavailable: 503,
 }
@@ -99,7 +101,14 @@ export const controlSchema = z.discriminatedUnion(
       id: id('id').optional(),
       sessionId: id('sessionId').optional(),
     }),
-    z.object({ op: z.literal('rerun'), threadId: id('threadId'), inputId: id('inputId'), rerunId: id('rerunId').optional() }),
+    z.object({
+      op: z.literal('rerun'),
+      threadId: id('threadId'),
+      inputId: id('inputId'),
+      rerunId: id('rerunId').optional(),
+      // tool call ids to run again although the rerun keeps them (session.rerun's `again`)
+      again: z.array(id('again')).max(100).optional(),
+    }),
   ],
   { error: "op must be 'prompt', 'answer', 'abort', 'resume', 'rerun' or 'event'" },
 )

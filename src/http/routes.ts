@@ -143,7 +143,7 @@ async function getRun(ctx: RouteContext): Promise<Response> {
  * `{ op: 'abort', threadId, inputId, reason? }` or `{ op: 'resume', threadId, inputId }` → a receipt. Only a prompt may start a thread.
  * `{ op: 'event', event, key, payload?, id?, sessionId? }` (a webhook's machine event; `sessionId`: for that thread's scoped waits) → host.sendEvent's result, if `canSendEvent` admits it.
  * `{ op: 'abort', threadId, inputId, reason? }`, `{ op: 'resume', threadId, inputId }` or `{ op: 'rerun', threadId, inputId,
- * rerunId? }` (a failed or aborted turn runs again) → a receipt; prompts, answers, aborts and reruns
+ * rerunId?, again? }` (a failed or aborted turn runs again) → a receipt; prompts, answers, aborts and reruns
  * record who sent them (`principalId` of authorize's principal). Only a prompt may start a thread.
  */
 async function postControl(ctx: RouteContext): Promise<Response> {
@@ -183,7 +183,8 @@ async function postControl(ctx: RouteContext): Promise<Response> {
       return json({ ...receipt, status: resumed ? 'resumed' : 'not_paused', inputId: command.inputId })
     }
     case 'rerun': {
-      const rerun = await session.rerun(command.inputId, { ...(command.rerunId ? { rerunId: command.rerunId } : {}), ...ctx.by })
+      const { rerunId, again } = command
+      const rerun = await session.rerun(command.inputId, { ...(rerunId ? { rerunId } : {}), ...(again ? { again } : {}), ...ctx.by })
       return json({ ...receipt, status: rerun ? 'rerun' : 'not_rerunnable', inputId: command.inputId })
     }
   }

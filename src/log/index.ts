@@ -1,6 +1,7 @@
 export { SessionLog } from './sessionLog.js'
 export type { StepRetryState } from './callState.js'
 export type { BeginResult, Fence } from './callState.js'
+export type { ToolEnd } from './commands/index.js'
 export type { JobStart, StartReply } from './callStart.js'
 export { callFingerprint } from './callIds.js'
 export type { Question, ModelToolCall } from './inputs.js'

@@ -172,6 +172,8 @@ export const harnessRecordSchemas = {
     rerunId: z.string(),
     at: z.number(),
     calls: z.array(z.string()).optional(),
+    /** Calls the operator named to run again although the rerun would keep them (`rerun({ again })`). */
+    again: z.array(z.string()).optional(),
     principal: z.string().optional(),
   }),
   /** A failed model call the turn's `onModelError` policy retries: the try count and the next time, durable across crashes. */
