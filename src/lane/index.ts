@@ -1,0 +1,1 @@
+export { createLocalLane, localLaneEnabled, type LocalLane, type LocalWaiters } from './localLane.js'
