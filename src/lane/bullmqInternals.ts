@@ -13,8 +13,13 @@ import { afterSendTo } from './sendHooks.js'
 /** The BullMQ versions these overrides and scripts were checked against (test/integration/laneContract.test.ts). */
 export const VERIFIED_BULLMQ = '6.7.x'
 
-/** The installed bullmq's version, read from its package.json when this module loads. */
-export const installedBullmq: string = (createRequire(import.meta.url)('bullmq/package.json') as { version: string }).version
+/** The installed bullmq's version, read from its package.json when this module loads ('unknown' if it has none). */
+export const installedBullmq = versionOf(createRequire(import.meta.url)('bullmq/package.json'))
+
+function versionOf(manifest: unknown): string {
+  const version = typeof manifest === 'object' && manifest !== null && 'version' in manifest ? manifest.version : undefined
+  return typeof version === 'string' ? version : 'unknown'
+}
 
 /** Throws UnverifiedBullmqError unless `version` is in VERIFIED_BULLMQ (a local lane is on only then). */
 export function assertVerifiedBullmq(version = installedBullmq): void {

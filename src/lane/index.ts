@@ -1,1 +1,1 @@
-export { createLocalLane, localLaneEnabled, type LocalLane, type LocalWaiters } from './localLane.js'
+export { createLocalLane, localLaneEnabled, type LocalLane } from './localLane.js'

@@ -9,7 +9,7 @@ import { afterJobAdd, assertVerifiedBullmq, EagerStartWorker, type LaneJob, type
 import { sendCorked } from './sendHooks.js'
 
 /** Who waits in this process for a landing (the host's Notifier): woken from the landing's own reply. */
-export interface LocalWaiters {
+interface LocalWaiters {
   deliver(messageKey: string, payload: string): void
   awaitedOnlyHere(messageKey: string): boolean
 }
