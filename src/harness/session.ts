@@ -246,7 +246,7 @@ export class Session {
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
     // the request (listing the session for retention) is logged before the job exists: a job begins
-    // only as its logged call (newCall.ts). A caller's retry adds it again: a no-op, or a lost job's repair
+    // only as its logged call (src/lane/localLane.ts). A caller's retry adds it again: a no-op, or a lost job's repair
     const job = { toolCallId, name: call.name, input }
     const enqueue = fresh
       ? this.deps.lane.enqueueNewCall(queues, harness, log, job, this.deps.callMarks?.())
