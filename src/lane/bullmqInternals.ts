@@ -218,8 +218,12 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
             () => false,
           )
         reply
-          .then((r) => (r.status === 'started' ? this.startedJob(job, start, r) : undefined))
-          .then(take)
+          .then((r) => {
+            if (r.status !== 'started') return take(undefined)
+            // another job waits: BullMQ's own reading, which marks the lane not drained (its next fetch is no blocking wait)
+            if (!r.emptyBehind) return this.startStored(job, start, r.now).then(take)
+            take(this.startMade(job, start, r.now))
+          })
           // the reply failed (the caller hears it), or a started job could not be taken: the slot is given
           // back; a job left active without its lane loses its lock, and the stalled check hands it on
           .catch(() => take(undefined))
@@ -227,26 +231,26 @@ export class EagerStartWorker<D> extends LockWatchingWorker<D> {
     }
   }
 
-  /** The job startCall.lua started, as moveToActive would return it. */
-  private async startedJob(job: LaneJob<D>, start: JobStart, reply: { emptyBehind: boolean; now: number }): Promise<Job<D>> {
+  /** The job startCall.lua started, as its hash holds it, made from what was sent: no parse of its data again. */
+  private startMade(job: LaneJob<D>, start: JobStart, now: number): Job<D> {
+    const { jobId, token, worker } = start.args
+    const started = new this.Job(this, job.name, job.data, job.opts, jobId)
+    started.timestamp = now
+    started.processedOn = now
+    started.attemptsStarted = 1
+    started.token = token
+    if (worker) started.processedBy = worker
+    this.startedHere.add(started)
+    this.emit('active', started, 'waiting')
+    return this.startFetched(started)
+  }
+
+  /** The job startCall.lua started, through BullMQ's reading of its hash (a job as moveToActive returns it). */
+  private async startStored(job: LaneJob<D>, start: JobStart, now: number): Promise<Job<D>> {
     const { jobId, token, worker, data } = start.args
-    const now = reply.now
-    let started: Job<D>
-    if (reply.emptyBehind) {
-      // the job as its hash holds it, made from what was sent: no parse of its data again
-      started = new this.Job(this, job.name, job.data, job.opts, jobId)
-      started.timestamp = now
-      started.processedOn = now
-      started.attemptsStarted = 1
-      started.token = token
-      if (worker) started.processedBy = worker
-      this.emit('active', started, 'waiting')
-    } else {
-      // another job waits: BullMQ's own reading, which marks the lane not drained (its next fetch is no blocking wait)
-      const stored = { id: jobId, name: job.name, data, opts: job.opts, timestamp: now, delay: 0, priority: 0, processedOn: now }
-      const json = { ...stored, progress: 0, attemptsStarted: 1, attemptsMade: 0, stalledCounter: 0, failedReason: '', returnvalue: 'null' }
-      started = await super.nextJobFromJobData(worker ? { ...json, processedBy: worker } : json, jobId, token)
-    }
+    const stored = { id: jobId, name: job.name, data, opts: job.opts, timestamp: now, delay: 0, priority: 0, processedOn: now }
+    const json = { ...stored, progress: 0, attemptsStarted: 1, attemptsMade: 0, stalledCounter: 0, failedReason: '', returnvalue: 'null' }
+    const started = await super.nextJobFromJobData(worker ? { ...json, processedBy: worker } : json, jobId, token)
     if (started) this.startedHere.add(started)
     return this.startFetched(started)
   }
