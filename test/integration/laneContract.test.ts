@@ -1,6 +1,13 @@
 // The local lane writes BullMQ's own structures (startCall.lua): its job must be the job BullMQ's
 // add and its worker's fetch would have left. One job each way, on two queues of one Redis, and a diff
-// of everything BullMQ keeps of it; the only differences allowed are listed below with their reason.
+// of everything BullMQ keeps of it. The only differences allowed, each with its reason:
+// - `timestamp`, `processedOn`: the clock of each write (checked to be now, then compared as '<now>');
+// - the lock's token: the fetch's own (BullMQ: the worker's, the lane: its slot's); its duration is compared;
+// - the events stream's entry ids: Redis makes them (the entries' fields are compared, in order);
+// - `opts`: cjson's encoding of a Lua table (BullMQ) and JSON.stringify (the lane) order keys otherwise;
+//   compared as parsed objects, which is how BullMQ reads them back;
+// - the marker of a lane that does not wait on it: see the first test.
+// Drift check: remove a field startCall.lua writes (e.g. 'ats'), and the first test fails.
 import { toolDefinition } from '@tanstack/ai'
 import { Queue, QueueEvents, Worker } from 'bullmq'
 import { afterEach, describe, expect, it } from 'vitest'
