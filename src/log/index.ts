@@ -26,7 +26,7 @@ export {
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { claimShardCount } from './deployment.js'
 export { CallMarks, claimCallMarks, MARK_TRUST_MS } from './callMarks.js'
-export { afterSendTo, duplicateClient, isCluster, sendCorked, type RedisClient } from './client.js'
+export { duplicateClient, isCluster, type RedisClient } from './client.js'
 export { compareIds, waitForEntries } from './sharedReader.js'
 export { stepRecordJson } from './stepRecord.js'
 export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJobId, parseToolJobId, type Message } from './formats.js'

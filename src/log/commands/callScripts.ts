@@ -53,7 +53,7 @@ export const requestCall = defineScript({
 /** requestCall, and its job started in the same write under a local lane's slot (startCall.lua). */
 export const startCall = defineScript({
   name: 'startCall',
-  keys: ['calls', 'log', 'sessions', 'openCalls', 'job', 'active', 'wait', 'prioritized', 'marker', 'meta'],
+  keys: ['calls', 'log', 'sessions', 'openCalls', 'job', 'active', 'wait', 'prioritized', 'marker', 'meta', 'events', 'id'],
   args: { ...requestArgs, jobId: text, data: text, opts: text, token: text, lockMs: num, worker: text, wake: arg<'1' | ''>() },
   reply: reply<['started', string, 0 | 1] | ['queued', string] | ['exists'] | ['conflict']>(),
 })

@@ -5,7 +5,7 @@ import { arg, defineScript, num, reply, text } from './script.js'
  * (R17) and an (event, key)'s waits (R20); and the one on a tool queue's own BullMQ keys.
  */
 
-/** A tool queue's stale base marker, dropped while no job waits (src/call/eagerStart.ts). */
+/** A tool queue's stale base marker, dropped while no job waits (src/lane/bullmqInternals.ts). */
 export const dropStaleMarker = defineScript({
   name: 'dropStaleMarker',
   keys: ['marker', 'wait', 'prioritized'],
