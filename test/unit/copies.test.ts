@@ -15,7 +15,7 @@ async function twoCopies(): Promise<{ a: Lib & Loader; b: Lib }> {
 describe('identity across two copies of the package', () => {
   it('the copies are two: each has its own error classes', async () => {
     const { a, b } = await twoCopies()
-    expect(a.ConfigError).not.toBe(b.ConfigError)
+    expect(a.SessionBusyError).not.toBe(b.SessionBusyError)
   })
 
   it('isDurableHarnessError and instanceof DurableHarnessError hold for an error of the other copy, with its typed code', async () => {
