@@ -4,7 +4,8 @@
 // the stalled job (the record's stream id is Redis's clock; same machine). Each sample gets its own
 // prefix and fresh workers.
 import { Redis } from 'ioredis'
-import { createHarnessHost, WaitTimeoutError, type LogEntry } from '../../src/index.js'
+import { createHarnessHost, WaitTimeoutError } from '../../src/index.js'
+import type { LogEntry } from '../../src/entries/ops.js'
 import { DEFAULT_DURABILITY } from '../../src/harness/defineHarness.js'
 import type { RecordOf } from '../../src/log/index.js'
 import { toolJobId } from '../../src/log/index.js'

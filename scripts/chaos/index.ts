@@ -47,7 +47,8 @@ import { randomBytes } from 'node:crypto'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { pino } from 'pino'
-import { createHarnessHost, createRedisClient, type LogEntry, type Settled } from '../../src/index.js'
+import { createHarnessHost, createRedisClient, type Settled } from '../../src/index.js'
+import type { LogEntry } from '../../src/entries/ops.js'
 import { indexKeys, SessionLog } from '../../src/log/index.js'
 import {
   spawnWorker,

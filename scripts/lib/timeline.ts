@@ -1,4 +1,4 @@
-import type { LogEntry } from '../../src/index.js'
+import type { LogEntry } from '../../src/entries/ops.js'
 
 const short = (v: unknown) => {
   const s = JSON.stringify(v)

@@ -80,16 +80,20 @@ export function isDurableHarnessErrorCode(code: unknown): code is DurableHarness
   return typeof code === 'string' && CODES.has(code)
 }
 
-// A Symbol.for brand: an error thrown by another copy of the package (two versions in one app, a
-// harness module loaded by a global `harness` bin) is still recognised.
+// Symbol.for brands: an error thrown by another copy of the package (two versions in one app, a
+// harness module loaded by a global `harness` bin) is still recognised. BRAND says "ours" (its value
+// stays `true`, which older copies check); CLASSES lists the names of the error's classes, its own
+// first, for `instanceof` a subclass.
 const BRAND = Symbol.for('durable-harness.error')
+const CLASSES = Symbol.for('durable-harness.error.classes')
 
 /**
  * Every error the library throws on purpose. Each one says what was wrong and what to do,
  * and carries a stable `code` so callers can branch without parsing messages.
  *
- * Branch with {@link isDurableHarnessError}, which also holds for an error of another copy of the
- * package; `instanceof` works within one copy.
+ * `instanceof` holds across copies of the package: `e instanceof SessionBusyError` is true for a
+ * `SessionBusyError` another copy made (by its brand and its class names), and so is
+ * {@link isDurableHarnessError}.
  */
 export class DurableHarnessError extends Error {
   /** Stable code of the error, for branching (docs/errors.md). */
@@ -99,11 +103,34 @@ export class DurableHarnessError extends Error {
     this.name = new.target.name
     this.code = code
     Object.defineProperty(this, BRAND, { value: true })
+    Object.defineProperty(this, CLASSES, { value: Object.freeze(classNames(new.target)) })
   }
 
-  /** `e instanceof DurableHarnessError` holds for the errors of every copy (by the brand); a subclass checks its prototype chain. */
+  /**
+   * `e instanceof X` for the library's error classes: the prototype chain within one copy, else the
+   * brand and X's name among the error's classes (an error of another copy of the package).
+   */
   static [Symbol.hasInstance](value: unknown): boolean {
-    return this === DurableHarnessError ? isDurableHarnessError(value) : Function.prototype[Symbol.hasInstance].call(this, value)
+    if (this === DurableHarnessError) return isDurableHarnessError(value)
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true
+    return isDurableHarnessError(value) && classesOf(value).includes(this.name)
+  }
+}
+
+/** The names of a class and its bases up to DurableHarnessError, own first. */
+function classNames(leaf: abstract new (...args: never[]) => unknown): string[] {
+  const names: string[] = []
+  for (let c: unknown = leaf; typeof c === 'function' && c !== Error; c = Object.getPrototypeOf(c)) names.push(c.name)
+  return names
+}
+
+// an error of a copy from before CLASSES: its own class name only
+function classesOf(error: object): readonly unknown[] {
+  try {
+    const classes: unknown = Reflect.get(error, CLASSES)
+    return Array.isArray(classes) ? classes : [Reflect.get(error, 'name')]
+  } catch {
+    return []
   }
 }
 

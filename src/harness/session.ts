@@ -102,7 +102,14 @@ export class Session {
     })
   }
 
-  /** Logs the input once per inputId and enqueues its turn (R15: the same inputId twice runs once). */
+  /**
+   * Logs the input once per inputId and enqueues its turn (R15: the same inputId twice runs once).
+   * @example
+   * ```ts
+   * const { inputId } = await session.prompt('Refund order 42', { inputId: `refund-${requestId}` })
+   * const { outcome, text } = await session.settled(inputId)
+   * ```
+   */
   async prompt(text: string, options: PromptOptions = {}): Promise<{ inputId: string }> {
     const { harness } = this.deps
     const { inputId, priority, context, tags } = await checkPrompt(harness, this.sessionId, text, options)
@@ -198,6 +205,10 @@ export class Session {
   /**
    * Runs one tool call as a batch of one, with no model. Resolves with the kept result or rejects
    * with ToolCallError. Pass a toolCallId to make the call idempotent across retries of the caller.
+   * @example
+   * ```ts
+   * const receipt = await session.runTool({ name: 'charge', input: { orderId: '42' }, toolCallId: `charge-${requestId}` })
+   * ```
    */
   async runTool(call: { name: string; input: unknown; toolCallId?: string }, options: { timeoutMs?: number } = {}): Promise<unknown> {
     const { harness, log, notifier, queues } = this.deps

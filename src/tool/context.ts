@@ -66,6 +66,12 @@ export interface Step {
   /**
    * Runs `fn` once per tool call; resolves with the stored JSON copy (R1, R3). With `retry`, a throw
    * is tried again under the same idempotency key; the tries and the next time are stored (R16).
+   * @example
+   * ```ts
+   * const charge = await step.do('charge', ({ idempotencyKey }) => payments.charge({ orderId, amount, idempotencyKey }), {
+   *   retry: { attempts: 3 },
+   * })
+   * ```
    */
   do<T extends JsonStepValue<T>>(name: string, fn: (options: StepFnOptions) => T | Promise<T>, options?: StepOptions): Promise<T>
   /** Waits `duration` without holding a worker slot; the wake time is logged once (R7). */

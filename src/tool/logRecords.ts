@@ -20,7 +20,7 @@ export interface LogRecordsWriter {
  * in `onBeforeToolCall` / `onAfterToolCall`, named as TanStack's harness names it. Model-call hooks
  * and plain `chat()` do not provide it (`getLogRecords(ctx, { optional: true })` is then undefined).
  */
-export const LogRecordsCapability = createCapability<LogRecordsWriter>()('logRecords')
+const LogRecordsCapability = createCapability<LogRecordsWriter>()('logRecords')
 const [getLogRecordsOf, provideLogRecordsOf] = LogRecordsCapability
 
 /**

@@ -1,5 +1,5 @@
 // Small helpers shared by the integration tests.
-import type { LogEntry } from '../../src/index.js'
+import type { LogEntry } from '../../src/entries/ops.js'
 
 /** A prompt for the shop fixture's scripted model: one batch of these calls. */
 export const batch = (calls: Array<{ name: string; input: unknown }>) => `batch:${JSON.stringify(calls)}`

@@ -6,9 +6,8 @@ import { Redis } from 'ioredis'
 
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
+import { defineHarness, durableTool, withTimeout } from '../../src/index.js'
 import {
-  defineHarness,
-  durableTool,
   InvalidCursorError,
   InvalidIdError,
   NotJsonError,
@@ -16,8 +15,7 @@ import {
   ToolCallConflictError,
   UnknownInputError,
   ValueTooLargeError,
-  withTimeout,
-} from '../../src/index.js'
+} from '../../src/errors/index.js'
 import { SessionLog } from '../../src/log/index.js'
 import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
 import { records } from '../helpers/log.js'

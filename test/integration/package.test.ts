@@ -71,6 +71,8 @@ import {
 import { createHarnessHandler } from 'durable-harness/http'
 import { createDashboard } from 'durable-harness/dashboard'
 import { scriptedModel } from 'durable-harness/testing'
+import { principalId, type TurnsPage, type LogEntry } from 'durable-harness/ops'
+import type { ModelErrorPolicy, ModelErrorDecision } from 'durable-harness/hooks'
 
 const add = durableTool(
   toolDefinition({ name: 'add', description: 'Add', inputSchema: z.object({ a: z.number(), b: z.number() }) }),
@@ -85,6 +87,11 @@ export const dashboard = createDashboard({ host, authorize: () => ({ id: 'ops' }
 export function codeOf(error: unknown): DurableHarnessErrorCode | undefined {
   return isDurableHarnessError(error) ? error.code : undefined
 }
+export const failed: Promise<TurnsPage> = host.turns({ status: 'failed' })
+export const entries: Promise<LogEntry[]> = session.log.read()
+export const who: string | undefined = principalId({ id: 'u' })
+const fail: ModelErrorDecision = { action: 'fail' }
+export const policy: ModelErrorPolicy = ({ retries }) => (retries < 3 ? { action: 'retry', delayMs: 1000 } : fail)
 // @ts-expect-error not an exported path: internals stay internal
 import('durable-harness/dist/log/index.js')
 `
@@ -168,6 +175,9 @@ describe('the packed tarball', () => {
       'dist/http/index.js',
       'dist/dashboard/index.d.ts',
       'dist/testing/index.js',
+      'dist/entries/ops.js',
+      'dist/entries/ops.d.ts',
+      'dist/entries/hooks.d.ts',
       'dist/cli/main.js',
       'dist/log/commands/lua.generated.js',
       'bin/harness.js',
@@ -198,7 +208,7 @@ describe('installed with npm install <tarball>', () => {
   it('every subpath imports in plain node (no tsx, no TypeScript)', async () => {
     const script = `
       const names = {}
-      for (const sub of ['', '/http', '/dashboard', '/testing']) names[sub || '.'] = Object.keys(await import('durable-harness' + sub))
+      for (const sub of ['', '/ops', '/hooks', '/http', '/dashboard', '/testing']) names[sub || '.'] = Object.keys(await import('durable-harness' + sub))
       process.stdout.write(JSON.stringify(names))`
     const { stdout } = await node(['--input-type=module', '-e', script])
     const names = JSON.parse(stdout) as Record<string, string[]>
@@ -206,6 +216,11 @@ describe('installed with npm install <tarball>', () => {
     expect(names['/http']).toContain('createHarnessHandler')
     expect(names['/dashboard']).toContain('createDashboard')
     expect(names['/testing']).toContain('scriptedModel')
+    expect(names['/ops']).toEqual(['principalId'])
+    expect(names['/hooks']).toEqual([]) // types only
+    // the classes a caller catches, and no internal one
+    expect(names['.']).toEqual(expect.arrayContaining(['SessionBusyError', 'ToolCallError', 'NonRetryableError']))
+    expect(names['.']).not.toContain('InvalidIdError')
   })
 
   it('npx harness worker runs a plain-JavaScript harness module in its own process; another process prompts and gets the tool result', async () => {

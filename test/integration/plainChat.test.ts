@@ -5,7 +5,8 @@ import { performance } from 'node:perf_hooks'
 import { chat, toolDefinition, type ModelMessage } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { DuplicateStepError, DurableSessionRequiredError, durableTool } from '../../src/index.js'
+import { durableTool } from '../../src/index.js'
+import { DuplicateStepError, DurableSessionRequiredError } from '../../src/errors/index.js'
 import { scriptedModel, type ScriptedToolCall } from '../../src/testing/index.js'
 
 const billing = {

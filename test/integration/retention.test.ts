@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createHarnessHost, RetentionConfigError, type RetentionOptions } from '../../src/index.js'
+import { createHarnessHost, type RetentionOptions } from '../../src/index.js'
+import { RetentionConfigError } from '../../src/errors/index.js'
 import { shop } from '../fixtures/shop.js'
 import { quiet, useInProcessHosts } from '../helpers/hosts.js'
 import { batch, until } from '../helpers/log.js'

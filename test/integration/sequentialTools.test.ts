@@ -2,7 +2,8 @@
 // order, each landed before the next begins, over worker processes and a SIGKILL between them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { pino } from 'pino'
-import { ConfigError, createHarnessHost, defineHarness, type HarnessHost, type RedisClient } from '../../src/index.js'
+import { createHarnessHost, defineHarness, type HarnessHost, type RedisClient } from '../../src/index.js'
+import { ConfigError } from '../../src/errors/index.js'
 import type { LogEntry, RecordOf } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { sequential } from '../fixtures/sequential.js'

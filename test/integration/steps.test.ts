@@ -9,24 +9,26 @@ import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import {
-  ConfigError,
   createHarnessHost,
-  DEFAULT_DURABILITY,
   defineHarness,
-  DuplicateStepError,
   durableTool,
-  FencedError,
-  NotJsonError,
-  ReservedRecordTypeError,
-  SecretInValueError,
   ToolCallError,
-  ValueTooLargeError,
   withReplay,
   type DurableToolContext,
   type HarnessHost,
   type Session,
   type WorkersHandle,
 } from '../../src/index.js'
+import {
+  ConfigError,
+  DuplicateStepError,
+  FencedError,
+  NotJsonError,
+  ReservedRecordTypeError,
+  SecretInValueError,
+  ValueTooLargeError,
+} from '../../src/errors/index.js'
+import { DEFAULT_DURABILITY } from '../../src/harness/defineHarness.js'
 import { SessionLog, type LogRecord } from '../../src/log/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { createDurableContext, DURABLE, replayOf, SecretStore, type DurableContextHandle } from '../../src/tool/index.js'

@@ -3,7 +3,8 @@
 import { toolDefinition } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, defineHarness, durableTool } from '../../src/index.js'
+import { defineHarness, durableTool } from '../../src/index.js'
+import { ConfigError } from '../../src/errors/index.js'
 import { toolOfCall } from '../../src/core/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 

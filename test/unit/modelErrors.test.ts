@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError, defineHarness, retryTransientErrors } from '../../src/index.js'
+import { defineHarness, retryTransientErrors } from '../../src/index.js'
+import { ConfigError } from '../../src/errors/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { modelErrorOf, retryAfterOf } from '../../src/turn/modelErrors.js'
 

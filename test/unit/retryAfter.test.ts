@@ -1,7 +1,8 @@
 // A RetryAfterError's `after` (R16): a negative delay or a past Date is now (a provider's clock runs
 // ahead of ours); NaN, an infinite delay or one over 365 days is refused where it is thrown.
 import { describe, expect, it } from 'vitest'
-import { ConfigError, RetryAfterError } from '../../src/index.js'
+import { RetryAfterError } from '../../src/index.js'
+import { ConfigError } from '../../src/errors/index.js'
 import { afterFailedTry, checkRetryPolicy } from '../../src/tool/retry.js'
 
 const policy = checkRetryPolicy({ attempts: 5, delay: '1m', backoff: 'constant' }, 'test')!

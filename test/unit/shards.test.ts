@@ -1,7 +1,7 @@
 // Shard placement: stable, spread over the slots, and refusing a shard that does not exist (whose tag
 // search would otherwise never end).
 import { describe, expect, it } from 'vitest'
-import { ConfigError } from '../../src/index.js'
+import { ConfigError } from '../../src/errors/index.js'
 import { shardOf, shardTag } from '../../src/log/shards.js'
 
 describe('shards', () => {
