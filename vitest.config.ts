@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config'
 import SlowFirst from './test/slowFirst.js'
+import { patient } from './test/helpers/patience.js'
 
 export default defineConfig({
   test: {
@@ -17,8 +18,9 @@ export default defineConfig({
       tsconfig: './tsconfig.json',
     },
     // Integration tests start Redis servers and BullMQ workers.
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // liveness guards, scaled by how loaded the machine is (test/helpers/patience.ts)
+    testTimeout: patient(60_000),
+    hookTimeout: patient(60_000),
     // Forks, not threads: tests spawn, signal and kill child processes.
     pool: 'forks',
     // Each file gets its own Redis (or key prefix), so files may run side by side;

@@ -7,6 +7,7 @@ import { defineHarness, ToolCallError, withTimeout, type HarnessHost, type Limit
 import { scriptedModel } from '../../src/testing/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 import { rigClient } from '../rig.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -137,7 +138,7 @@ describe('R17 what a limit leaves in Redis, and its key names', () => {
     const tool = toolDefinition({ name: 'meet', description: 'waits for the other', inputSchema: z.object({ tenant: z.string() }) }).server(
       async ({ tenant }) => {
         started.add(tenant)
-        const until = Date.now() + 2_000
+        const until = Date.now() + patient(2_000)
         while (started.size < 2 && Date.now() < until) await sleep(20)
         return started.size === 2 ? 'together' : 'alone'
       },
