@@ -1,28 +1,22 @@
 import { convertSchemaToJsonSchema } from '@tanstack/ai'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
 import { EventTimeoutError } from '../errors/index.js'
-import { callWaitMember, EventWaits, RESERVED_PREFIX, type Fence, type LogRecord, type SessionLog, type StepLookup } from '../log/index.js'
+import { callWaitMember, EventWaits, type Fence, type SessionLog } from '../log/index.js'
 import { validateNow } from './ask.js'
 import type { WaitForEventOptions } from './context.js'
 import { parseDuration } from './duration.js'
 import { Park } from './park.js'
-
-/** The harness's own step of a wait, beside the payload's step `name`: when the wait times out, stored once (a run again keeps the timeout). */
-const WAIT_STEP = `${RESERVED_PREFIX}wait:`
+import type { WaitRecording } from './stepCore.js'
 
 /** Longest event name and key: they are hashed into one key name, and shown in records and errors. */
 const MAX_ADDRESS_LENGTH = 1_000
 
-interface WaitDeps {
+/** The event waits of one attempt (Redis), over the step core's recording of the wait (stepCore.ts). */
+interface WaitDeps extends WaitRecording {
   log: SessionLog
   fence: Fence
   /** The harness whose tool waits: the sender finds the call's queue by it. */
   harness: string
-  lookup(name: string): Promise<StepLookup>
-  storeOnce(name: string, make: () => { value: unknown; record: LogRecord }): Promise<unknown>
-  saveValue(name: string, value: unknown, what: string, record: (copy: unknown) => LogRecord): Promise<unknown>
-  park(p: Park): never
-  ours<T>(write: Promise<T>): Promise<T>
 }
 
 function assertAddress(what: 'event' | 'key', value: unknown): asserts value is string {
@@ -35,18 +29,16 @@ function assertAddress(what: 'event' | 'key', value: unknown): asserts value is 
  * to this wait or a kept one its schema accepts (consumed by this wait, R20), else EventTimeoutError
  * past the timeout, else the call parks until the timeout or a sender's wake-up.
  */
-export function createWaitForEvent({ log, fence, harness, lookup, storeOnce, saveValue, park, ours }: WaitDeps) {
+export function createWaitForEvent({ log, fence, harness, recordWait, saveValue, park, ours }: WaitDeps) {
   return async function waitForEvent(options: WaitForEventOptions<StandardSchemaV1 | undefined>): Promise<unknown> {
     const { name, event, key, schema } = options
     assertAddress('event', event)
     assertAddress('key', key)
     const ms = parseDuration(options.timeout)
-    const stored = await lookup(name)
-    if (stored.found) return stored.value
-    const { until } = (await storeOnce(`${WAIT_STEP}${name}`, () => {
-      const at = Date.now() + ms
-      return { value: { until: at }, record: { type: 'harness.tool.wait', toolCallId: fence.toolCallId, name, event, key, until: at } }
-    })) as { until: number }
+    // the payload once it is recorded, else the timeout, recorded once (a run again keeps it)
+    const recorded = await recordWait(name, event, key, ms)
+    if (recorded.found) return recorded.value
+    const { until } = recorded
     const address = { event, key }
     const waits = new EventWaits(log.redis, log.prefix)
     const member = callWaitMember(log.sessionId, fence.toolCallId, name)
