@@ -35,7 +35,12 @@ type WaitForEvent = (options: WaitForEventOptions<StandardSchemaV1 | undefined>)
 /** What a wait for an event records through the core (its rules: `recordWait`; a payload: `saveValue`). */
 export interface WaitRecording {
   /** The wait's recorded payload, else its timeout: recorded once, so a run again keeps it. */
-  recordWait(name: string, event: string, key: string, timeoutMs: number): Promise<{ found: true; value: unknown } | { found: false; until: number }>
+  recordWait(
+    name: string,
+    event: string,
+    key: string,
+    timeoutMs: number,
+  ): Promise<{ found: true; value: unknown } | { found: false; until: number }>
   /** Records a value checked as a step value (R3, R4, R6) with its own record; resolves with the recorded one. */
   saveValue(name: string, value: unknown, what: string, record: (copy: unknown) => LogRecord): Promise<unknown>
   park(p: Park): never

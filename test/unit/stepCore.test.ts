@@ -53,7 +53,12 @@ class MapSteps implements RecordedSteps {
   }
   async recordStep(name: string, copy: unknown, encoded: string | undefined) {
     expect(encoded).toBe(copy === undefined ? undefined : JSON.stringify(copy))
-    return this.record(name, copy, { type: 'harness.tool.step', toolCallId: this.toolCallId, name, ...(copy === undefined ? {} : { value: copy }) })
+    return this.record(name, copy, {
+      type: 'harness.tool.step',
+      toolCallId: this.toolCallId,
+      name,
+      ...(copy === undefined ? {} : { value: copy }),
+    })
   }
   async record(name: string, value: unknown, record: LogRecord) {
     this.writes++
@@ -85,10 +90,11 @@ class MapSteps implements RecordedSteps {
 const coreOver = (steps: MapSteps, options: Partial<StepCoreOptions> = {}) =>
   createStepCore(steps, { secrets: new SecretStore(), maxValueBytes: 1024, ...options })
 const fields = (steps: MapSteps, options: Partial<StepCoreOptions> = {}) => coreOver(steps, options).fields
-const parkOf = (promise: Promise<unknown>) => promise.then(
-  () => expect.fail('expected a park'),
-  (error: unknown) => (expect(error).toBeInstanceOf(Park), error as Park),
-)
+const parkOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => expect.fail('expected a park'),
+    (error: unknown) => (expect(error).toBeInstanceOf(Park), error as Park),
+  )
 
 afterEach(() => {
   vi.useRealTimers()
@@ -325,7 +331,9 @@ describe('step.waitForEvent (its recording)', () => {
     const secrets = new SecretStore({ key: 'sk_live_abcdefghijkl' })
     const record = (copy: unknown): LogRecord => ({ type: 'harness.tool.event', toolCallId: 'call-1', name: 'paid', payload: copy })
     const recording = recordingOf(steps, { secrets })
-    await expect(recording.saveValue('paid', { card: 'sk_live_abcdefghijkl' }, 'payload', record)).rejects.toBeInstanceOf(SecretInValueError)
+    await expect(recording.saveValue('paid', { card: 'sk_live_abcdefghijkl' }, 'payload', record)).rejects.toBeInstanceOf(
+      SecretInValueError,
+    )
     await expect(recording.saveValue('paid', { at: new Date() }, 'payload', record)).rejects.toBeInstanceOf(NotJsonError)
     expect(await recording.saveValue('paid', { amount: 5, gone: undefined }, 'payload', record)).toEqual({ amount: 5 })
     expect(await recordingOf(steps.again()).recordWait('paid', 'payment.settled', 'order-1', 60_000)).toEqual({
