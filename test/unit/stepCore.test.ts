@@ -201,9 +201,12 @@ describe('step.sleep and step.sleepUntil', () => {
     const first = await parkOf(fields(steps).step.sleep('wait', '1h'))
     expect(first.until).toBe(1_000_000 + 3_600_000)
     expect(steps.records).toEqual([{ type: 'harness.tool.sleep', toolCallId: 'call-1', name: 'wait', wakeAt: first.until }])
+    const writes = steps.writes
     vi.setSystemTime(1_000_000 + 1_800_000)
     const again = await parkOf(fields(steps.again()).step.sleep('wait', '1h'))
     expect(again.until).toBe(first.until)
+    // read back, not written again
+    expect(steps.writes).toBe(writes)
     vi.setSystemTime(first.until)
     await fields(steps.again()).step.sleep('wait', '1h')
     expect(steps.records).toHaveLength(1)
