@@ -3,7 +3,7 @@ import { stepRecordJson } from '../log/index.js'
 import type { AttemptHold, AttemptSignal, RecordedSteps } from './recordedSteps.js'
 import type { RetryPolicy } from './retry.js'
 import type { SecretStore } from './secrets.js'
-import { createStepCore, type DurableContextHandle } from './stepCore.js'
+import { createStepCore, type DurableContextHandle, type EventWaitsOf, type WaitRecording } from './stepCore.js'
 import { createWaitForEvent } from './waitForEvent.js'
 
 export interface DurableContextOptions {
@@ -27,19 +27,24 @@ export interface DurableContextOptions {
 
 /**
  * A call's recorded steps in its session log, for one attempt: each write goes to the call ledger
- * fenced on the attempt's epoch (a superseded attempt's write is refused: FencedError).
+ * fenced on the attempt's epoch (a superseded attempt's write is refused: FencedError). Its event
+ * waits are the log's too (waitForEvent.ts).
  */
-class LedgerSteps implements RecordedSteps {
+class LedgerSteps implements RecordedSteps, EventWaitsOf {
   readonly logId: string
   readonly toolCallId: string
+  readonly fresh: boolean
+  private readonly log: SessionLog
+  private readonly fence: Fence
+  private readonly harness: string
 
-  constructor(
-    private readonly log: SessionLog,
-    private readonly fence: Fence,
-    readonly fresh: boolean,
-  ) {
-    this.logId = log.logId
-    this.toolCallId = fence.toolCallId
+  constructor(options: DurableContextOptions) {
+    this.log = options.log
+    this.fence = options.fence
+    this.fresh = options.fresh
+    this.harness = options.harness ?? ''
+    this.logId = options.log.logId
+    this.toolCallId = options.fence.toolCallId
   }
 
   recorded(name: string) {
@@ -74,6 +79,10 @@ class LedgerSteps implements RecordedSteps {
   stage(records: LogRecord[], first: number) {
     return this.log.stageRecords(this.fence, records, first)
   }
+
+  waitsFor({ recordWait, saveValue, park, ours }: WaitRecording) {
+    return createWaitForEvent({ log: this.log, fence: this.fence, harness: this.harness, recordWait, saveValue, park, ours })
+  }
 }
 
 /**
@@ -82,24 +91,6 @@ class LedgerSteps implements RecordedSteps {
  * of its `waitForEvent`. Every write is fenced; a step's value is stored before step.do resolves (R1).
  */
 export function createDurableContext(options: DurableContextOptions): DurableContextHandle {
-  const { log, fence } = options
-  const harness = options.harness ?? ''
-  return createStepCore(new LedgerSteps(log, fence, options.fresh), {
-    secrets: options.secrets,
-    maxValueBytes: options.maxValueBytes,
-    abort: options.abort,
-    retry: options.retry,
-    hold: options.hold,
-    version: options.version,
-    events: (recording) =>
-      createWaitForEvent({
-        log,
-        fence,
-        harness,
-        recordWait: recording.recordWait,
-        saveValue: recording.saveValue,
-        park: recording.park,
-        ours: recording.ours,
-      }),
-  })
+  const steps = new LedgerSteps(options)
+  return createStepCore(steps, options, steps)
 }

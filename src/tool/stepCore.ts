@@ -26,11 +26,14 @@ export interface StepCoreOptions {
   hold?: AttemptHold | undefined
   /** The harness version the call began under: its questions record it. */
   version?: string | undefined
-  /** step.waitForEvent's wait for its event (the event waits: waitForEvent.ts), over the core's recording of it. */
-  events?: ((recording: WaitRecording) => WaitForEvent) | undefined
 }
 
 type WaitForEvent = (options: WaitForEventOptions<StandardSchemaV1 | undefined>) => Promise<unknown>
+
+/** Where step.waitForEvent waits for its event (the event waits in Redis: waitForEvent.ts), over the core's recording of the wait. */
+export interface EventWaitsOf {
+  waitsFor(recording: WaitRecording): WaitForEvent
+}
 
 /** What a wait for an event records through the core (its rules: `recordWait`; a payload: `saveValue`). */
 export interface WaitRecording {
@@ -64,6 +67,7 @@ export interface DurableContextHandle {
 }
 
 const NOT_STORED: StepLookup = { found: false }
+const noEventWaits: WaitForEvent = () => Promise.reject(new TypeError('step.waitForEvent: this step context has no event waits.'))
 
 /** A person's decision on a `needsApproval` call: the answer `session.answer(id, value)` takes. */
 const APPROVAL = z.object({ approved: z.boolean(), reason: z.string().max(2_000).optional() })
@@ -79,7 +83,7 @@ const WAIT_STEP = `${RESERVED_PREFIX}wait:`
  * and records its JSON copy before it resolves; sleeps, questions and event waits record what they
  * wait for once and park; `append` stages records for the landing.
  */
-export function createStepCore(steps: RecordedSteps, options: StepCoreOptions): DurableContextHandle {
+export function createStepCore(steps: RecordedSteps, options: StepCoreOptions, events?: EventWaitsOf): DurableContextHandle {
   const { secrets, maxValueBytes, hold } = options
   const { toolCallId } = steps
   const used = new Set<string>()
@@ -188,6 +192,8 @@ export function createStepCore(steps: RecordedSteps, options: StepCoreOptions): 
     // the payload comes back as the schema's output, checked by it (or unknown, with none)
     waitForEvent: ((waitOptions: WaitForEventOptions<StandardSchemaV1 | undefined>) => {
       claim(waitOptions.name)
+      // made on the first wait: most attempts wait for no event
+      waitForEvent ??= events ? events.waitsFor(waitRecording()) : noEventWaits
       return waitForEvent(waitOptions)
     }) as Step['waitForEvent'],
   }
@@ -202,26 +208,25 @@ export function createStepCore(steps: RecordedSteps, options: StepCoreOptions): 
   }
 
   const ask = createAsk({ steps, lookup, park, checkValue, ours, ...(options.version ? { version: options.version } : {}) })
-  const waitForEvent: WaitForEvent = options.events
-    ? options.events({
-        async recordWait(name, event, key, timeoutMs) {
-          const stored = await lookup(name)
-          if (stored.found) return stored
-          const { until } = (await storeOnce(`${WAIT_STEP}${name}`, () => {
-            const at = Date.now() + timeoutMs
-            return { value: { until: at }, record: { type: 'harness.tool.wait', toolCallId, name, event, key, until: at } }
-          })) as { until: number }
-          return { found: false, until }
-        },
-        async saveValue(name, value, what, record) {
-          const { copy, encoded } = encodeValue(value, what)
-          await staging
-          return (await ours(steps.record(name, copy, record(copy), encoded))).value
-        },
-        park,
-        ours,
-      })
-    : () => Promise.reject(new TypeError('step.waitForEvent: this step context has no event waits.'))
+  let waitForEvent: WaitForEvent | undefined
+  const waitRecording = (): WaitRecording => ({
+    async recordWait(name, event, key, timeoutMs) {
+      const stored = await lookup(name)
+      if (stored.found) return stored
+      const { until } = (await storeOnce(`${WAIT_STEP}${name}`, () => {
+        const at = Date.now() + timeoutMs
+        return { value: { until: at }, record: { type: 'harness.tool.wait', toolCallId, name, event, key, until: at } }
+      })) as { until: number }
+      return { found: false, until }
+    },
+    async saveValue(name, value, what, record) {
+      const { copy, encoded } = encodeValue(value, what)
+      await staging
+      return (await ours(steps.record(name, copy, record(copy), encoded))).value
+    },
+    park,
+    ours,
+  })
 
   const append = (records: AppendRecord[]) => {
     if (hold?.lost) throw hold.lost

@@ -25,6 +25,7 @@ import { createStepCore, type StepCoreOptions, type WaitRecording } from '../../
 import { RESERVED_PREFIX as CORE_RESERVED_PREFIX } from '../../src/core/index.js'
 
 const DAY = 86_400_000
+let seq = 0
 
 /** A call's recorded steps in a map, recorded as the call ledger records them: the first value wins. */
 class MapSteps implements RecordedSteps {
@@ -310,7 +311,9 @@ describe('step.waitForEvent (its recording)', () => {
   /** The core's recording of a wait, as the event waits (waitForEvent.ts) get it. */
   const recordingOf = (steps: MapSteps, options: Partial<StepCoreOptions> = {}) => {
     let recording: WaitRecording | undefined
-    coreOver(steps, { ...options, events: (r) => ((recording = r), async () => undefined) })
+    const events = { waitsFor: (r: WaitRecording) => ((recording = r), async () => undefined) }
+    const core = createStepCore(steps, { secrets: new SecretStore(), maxValueBytes: 1024, ...options }, events)
+    void core.fields.step.waitForEvent({ name: `w${seq++}`, event: 'e', key: 'k', timeout: '1m' })
     return recording!
   }
 
