@@ -2,6 +2,9 @@
 // Redis: the same rules run over the session log's call ledger in test/integration/steps.test.ts,
 // sleepAsk.test.ts, stepRetries.test.ts and machineEvents.test.ts. A "run again" here is a new step
 // core over the same recorded steps, as a new attempt of the call reads them after a crash.
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { z } from 'zod'
 import {
@@ -360,5 +363,17 @@ describe('append', () => {
     core.fields.append([{ type: 'app.b', at: undefined }])
     await core.flush()
     expect(steps.staged).toEqual([{ type: 'app.a', n: 1 }, { type: 'app.b' }])
+  })
+})
+
+describe('the step core stands apart from Redis', () => {
+  it('its modules import log/ for types only (the Redis side is durableContext.ts and waitForEvent.ts)', () => {
+    const dir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'tool')
+    const valueImports = ['stepCore.ts', 'recordedSteps.ts', 'ask.ts', 'stepRetry.ts'].flatMap((file) =>
+      [...readFileSync(join(dir, file), 'utf8').matchAll(/^import (?!type )(?:\{[^}]*\}|[^\n{]*?) from '(\.\.\/log\/[^']*)'/gm)].map(
+        (m) => `${file}: ${m[1]}`,
+      ),
+    )
+    expect(valueImports).toEqual([])
   })
 })
