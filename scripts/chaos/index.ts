@@ -662,7 +662,7 @@ const rows: Row[] = [
     ['checkout', 'notify', 'lookup', 'nap'].map((n) => calls.slice(0, turnCalls).filter((c) => c.name === n).length).join(' / '),
   ],
   [
-    'runTool checkouts of the calling workers (started in their request write)',
+    `runTool checkouts of the calling workers (${process.env.DH_LOCAL_LANE === 'off' ? 'local lane off: Queue.add' : 'started in their request write'})`,
     `${selfCalls.length} (run again after a cut: ${selfCalls.filter((c) => c.reasons.includes('rerun')).length})`,
   ],
   ['workers SIGKILLed (replaced)', `${counters.kills} (asked ${opts.kills})`, counters.kills >= opts.kills],

@@ -1,4 +1,6 @@
 import type { Fence, SessionLog, ToolErrorPayload } from '../log/index.js'
+import type { LineLogger } from '../logger.js'
+import type { Park } from '../tool/index.js'
 
 /** The tool error of a call whose turn was aborted while it waited (parked), or before it began. */
 export function cancelledError(reason: string): ToolErrorPayload {
@@ -13,6 +15,34 @@ export function cancelledError(reason: string): ToolErrorPayload {
 export async function cancelParkedCall(log: SessionLog, fence: Fence, name: string, reason: string) {
   const questions = (await log.openQuestions()).filter((q) => q.toolCallId === fence.toolCallId).map((q) => q.questionId)
   return log.cancelCall(fence, name, questions, cancelledError(reason))
+}
+
+/** The abort reason of a settled turn, if it settled as aborted. */
+export async function abortedTurn(log: SessionLog, inputId: string): Promise<string | undefined> {
+  const settled = await log.getSettled(inputId)
+  return settled?.outcome === 'aborted' ? (settled.error?.message ?? 'Aborted.') : undefined
+}
+
+/**
+ * Cancels a call whose turn was aborted while it parked: the abort's cancel (cancel.ts) found it still
+ * running and left it to its worker, so the worker cancels it here as the abort would have, its open
+ * questions closed in the same fenced write (cancelCall); true when it did (the job is then woken and
+ * finds the call done). An agent call is left to wake at its re-check: its child turn is aborted by
+ * the host's cancel, which a worker does not run.
+ */
+export async function cancelledByAbort(
+  log: SessionLog,
+  call: { name: string; inputId?: string | undefined },
+  fence: Fence,
+  p: Park,
+  logger: LineLogger,
+): Promise<boolean> {
+  if (!call.inputId || p.kind === 'agent') return false
+  const reason = await abortedTurn(log, call.inputId)
+  if (reason === undefined) return false
+  const status = await cancelParkedCall(log, fence, call.name, reason)
+  if (status === 'ok') logger.info('turn was aborted while the call parked: landed the cancelled tool error, its questions closed')
+  return status === 'ok'
 }
 
 /**

@@ -20,7 +20,7 @@ interface LoggedCallDeps {
   logger: Logger
   /** The deployment's call marks: a verified first delivery of a call its request began skips its begin. */
   marks?: CallMarks | undefined
-  /** The job was started by its request's write in this process (EagerStartWorker.wasStartedHere): no mark to check. */
+  /** The job was started by its request's write in this process (LocalLane.startedHere): no mark to check. */
   startedHere?: boolean | undefined
 }
 

@@ -2,14 +2,23 @@ import { DelayedError, type Job } from 'bullmq'
 import { FencedError, LockLostError, StorageError } from '../errors/index.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { isAgentTool, toolOfCall, type Harness } from '../core/index.js'
-import { contextOf, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog } from '../log/index.js'
+import { contextOf, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog, type ToolEnd } from '../log/index.js'
 import { enqueueParkedCall, type HarnessQueues, type ToolJobData } from '../queue/index.js'
-import { NO_SECRETS, questionIdOf, resolverErrorName, resolveSecrets, SecretStore, timeoutOf, type Park } from '../tool/index.js'
-import type { AttemptHold } from '../tool/index.js'
+import {
+  APPROVAL_STEP,
+  NO_SECRETS,
+  questionIdOf,
+  resolverErrorName,
+  resolveSecrets,
+  SecretStore,
+  timeoutOf,
+  type AttemptHold,
+  type Park,
+} from '../tool/index.js'
 import { childSettled, runAgentCall } from './agentCall.js'
 import { approvalDecided, decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
-import { cancelledError, cancelParkedCall, type AttemptAbort, type CallAborts } from './callAborts.js'
+import { abortedTurn, cancelledByAbort, cancelledError, type AttemptAbort, type CallAborts } from './callAborts.js'
 import { keptResult } from './keptResult.js'
 import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
@@ -58,8 +67,9 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     const input = begin.input ?? null
     const aborted = input?.status === 'settled' ? await abortedTurn(log, call.inputId!) : undefined
     if (aborted !== undefined) {
-      // woken (or picked up again) after its turn was aborted: it ends as cancelled, the tool does not run
-      await log.landResult(fence, call.name, { error: cancelledError(aborted) })
+      // woken (or picked up again) after its turn was aborted: it ends as cancelled, the tool does not
+      // run; a cut attempt before may have run it, a resumed call's park says whether it began (R19)
+      await log.landResult(fence, call.name, { error: cancelledError(aborted) }, begin.kind === 'cut' ? 'unknown' : 'asBefore')
       return logger.info('turn was aborted before this attempt: landed the cancelled tool error')
     }
     // the tool's limit (R17): a call that must wait parks without a worker slot until a slot is handed to it
@@ -72,7 +82,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     const hold = held ? holdingSlot(deps.lock, held) : deps.lock
     // ctx.context: the context the turn's input was given with
     const withContext = { ...call, context: contextOf(input) }
-    const { outcome, secrets, duration } = await attemptOutcome(withContext, begin, log, deps, logger, attempt, hold)
+    const { outcome, secrets, duration, toolEnd } = await attemptOutcome(withContext, begin, log, deps, logger, attempt, hold)
     if ('park' in outcome) {
       const isWoken = async () =>
         (await woken(outcome.park, call, fence, deps)) || (await cancelledByAbort(log, call, fence, outcome.park, logger))
@@ -91,8 +101,8 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     const on = deps.completesOn
     // written at once, the completion right behind it on the same connection: one round trip, in
     // order (not corked into one socket write: that waited for the tick's end, -22% calls/s draining)
-    if (on) return landBehindCompletion(log.via(on).landResult(fence, call.name, kept), landed, logger)
-    await log.landResult(fence, call.name, kept)
+    if (on) return landBehindCompletion(log.via(on).landResult(fence, call.name, kept, toolEnd), landed, logger)
+    await log.landResult(fence, call.name, kept, toolEnd)
     landed()
   } catch (error) {
     if (error instanceof FencedError) countFenced()
@@ -133,13 +143,11 @@ function landBehindCompletion(landing: Promise<string>, landed: () => void, logg
   })
 }
 
-/** The abort reason of a settled turn, if it settled as aborted. */
-async function abortedTurn(log: SessionLog, inputId: string): Promise<string | undefined> {
-  const settled = await log.getSettled(inputId)
-  return settled?.outcome === 'aborted' ? (settled.error?.message ?? 'Aborted.') : undefined
-}
-
-/** What this attempt comes to: the tool's outcome, the interrupted error of a cut call, or a park. */
+/**
+ * What this attempt comes to: the tool's outcome, the interrupted error of a cut call, or a park; and
+ * how its tool ended (ToolEnd): 'unknown' when it was cut, or ended by its turn or its time limit
+ * while the tool ran (a rerun keeps such a `never` call, R19).
+ */
 async function attemptOutcome(
   call: ToolCall & { context: unknown },
   begin: BeginResult,
@@ -148,7 +156,7 @@ async function attemptOutcome(
   logger: LineLogger,
   attempt: Attempt,
   hold: AttemptHold | undefined,
-): Promise<{ outcome: CallOutcome; secrets: SecretStore; duration: number }> {
+): Promise<{ outcome: CallOutcome; secrets: SecretStore; duration: number; toolEnd?: ToolEnd }> {
   const { harness } = deps
   const tool = toolOfCall(harness, call.name, begin.version ?? '')
   const interrupted = { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
@@ -169,13 +177,16 @@ async function attemptOutcome(
       duration: 0,
     }
   }
-  if (isAgentTool(tool)) return { outcome: await runAgentCall(tool, call, begin, deps, interrupted), secrets, duration: 0 }
+  if (isAgentTool(tool)) {
+    const outcome = await runAgentCall(tool, call, begin, deps, interrupted)
+    return { outcome, secrets, duration: 0, toolEnd: outcome === interrupted ? 'unknown' : '' }
+  }
   const beforeItsTool = begin.kind === 'cut' && needsApproval(tool) && !(await approvalDecided(log, call.toolCallId))
   if (beforeItsTool) logger.warn('call was cut while it asked for its approval; its tool never ran: it asks on')
   else if (begin.kind === 'cut') {
     // R10: nobody knows if a cut 'never' call finished; the model gets a tool error instead of a second run
     logger.warn('call was cut by a crash; replay is never: landing the interrupted tool error')
-    return { outcome: interrupted, secrets, duration: 0 }
+    return { outcome: interrupted, secrets, duration: 0, toolEnd: 'unknown' }
   }
   if (begin.kind === 'rerun') logger.warn('call was cut by a crash; replay is safe: running it again')
   if (needsApproval(tool)) {
@@ -199,7 +210,8 @@ async function attemptOutcome(
   if ('error' in outcome && (outcome.error.code === 'timeout' || outcome.error.code === 'aborted')) {
     logger.warn({ code: outcome.error.code }, 'tool call attempt ended before the tool did')
   }
-  return { outcome, secrets, duration }
+  // ended by its turn or its time limit (bounded.ts): the tool may still be running, or may not have started yet
+  return { outcome, secrets, duration, toolEnd: 'error' in outcome && attempt.aborted ? 'unknown' : '' }
 }
 
 type Attempt = AttemptAbort
@@ -219,20 +231,9 @@ async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps
   return !!(await deps.logFor(call.sessionId).getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found
 }
 
-/**
- * Cancels a call whose turn was aborted while it parked: the abort's cancel (cancel.ts) found it still
- * running and left it to its worker, so the worker cancels it here as the abort would have, its open
- * questions closed in the same fenced write (cancelCall); true when it did (the job is then woken and
- * finds the call done). An agent call is left to wake at its re-check: its child turn is aborted by
- * the host's cancel, which a worker does not run.
- */
-async function cancelledByAbort(log: SessionLog, call: ToolCall, fence: Fence, p: Park, logger: LineLogger): Promise<boolean> {
-  if (!call.inputId || p.kind === 'agent') return false
-  const reason = await abortedTurn(log, call.inputId)
-  if (reason === undefined) return false
-  const status = await cancelParkedCall(log, fence, call.name, reason)
-  if (status === 'ok') logger.info('turn was aborted while the call parked: landed the cancelled tool error, its questions closed')
-  return status === 'ok'
+/** A park of the tool itself (its tool began), not of its limit or its approval before it ran. */
+function parkedInTool(p: Park): boolean {
+  return p.kind !== 'limit' && !(p.kind === 'ask' && p.stepName === APPROVAL_STEP)
 }
 
 /**
@@ -250,7 +251,7 @@ async function park(
   logger: LineLogger,
   isWoken: () => Promise<boolean>,
 ): Promise<never> {
-  await log.parkCall(fence, p.kind, p.until)
+  await log.parkCall(fence, p.kind, p.until, false, parkedInTool(p))
   await job.moveToDelayed(p.until, token)
   logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
   if (await isWoken()) await job.promote().catch(() => {})
@@ -283,7 +284,7 @@ async function parkWithoutJob(
   isWoken: () => Promise<boolean>,
   deps: ToolJobDeps,
 ): Promise<never> {
-  await log.parkCall(fence, p.kind, p.until, true)
+  await log.parkCall(fence, p.kind, p.until, true, parkedInTool(p))
   job.opts.removeOnComplete = true
   await job.moveToCompleted(null, token ?? '', false)
   logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked without its job')

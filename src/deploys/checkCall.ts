@@ -2,6 +2,7 @@ import { LEGACY_TOOLS, toolOfCall, type Harness } from '../core/index.js'
 import { RESERVED_PREFIX, type SessionLog, type StoredCall } from '../log/index.js'
 import { isDurableTool, validateNow } from '../tool/index.js'
 import { dryReplay, type ReplayEnd } from './dryReplay.js'
+import { checkParkedSteps, openWaitNames, retryingStepNames } from './parkedSteps.js'
 
 /** What a deploy would break, by kind (docs/deploys.md, "What check-deploy reports"). */
 export type DeployProblemCode =
@@ -10,6 +11,7 @@ export type DeployProblemCode =
   | 'legacy_not_begun'
   | 'invalid_tool_input'
   | 'step_not_reached'
+  | 'wait_changed'
   | 'answer_refused'
   | 'answer_schema_changed'
   | 'replay_threw'
@@ -43,6 +45,7 @@ function lostBy(value: unknown): string {
 function whereItEnds(end: ReplayEnd): string {
   if (end.kind === 'threw') return ` (it throws first: ${end.message})`
   if (end.kind === 'stopped' && end.why === 'new step') return ` (it stops at step \`${end.step}\`, which the log does not have)`
+  if (end.kind === 'stopped' && end.why === 'waits') return ` (it waits at step \`${end.step}\` first)`
   return ''
 }
 
@@ -66,7 +69,8 @@ export async function checkCall(log: SessionLog, harness: Harness, call: Checked
   if (!checked.ok)
     return [{ code: 'invalid_tool_input', ...at, message: `the new input schema refuses the stored input: ${checked.message}` }]
   const stored = [...call.steps.keys()].filter((name) => !name.startsWith(RESERVED_PREFIX))
-  if (!isDurableTool(tool) || stored.length === 0) return []
+  const parked = openWaitNames(call).length + retryingStepNames(call).length
+  if (!isDurableTool(tool) || stored.length + parked === 0) return []
   const replay = await dryReplay(tool, checked.value, { ...call, context: call.context }, log)
   const problems: DeployProblem[] = replay.questions.map((q) => ({
     code: q.message.startsWith('the new code refuses') ? 'answer_refused' : 'answer_schema_changed',
@@ -82,6 +86,8 @@ export async function checkCall(log: SessionLog, harness: Harness, call: Checked
       step: name,
       message: `stored step \`${name}\` is never reached by the new code${whereItEnds(replay.end)}: ${lostBy(call.steps.get(name))}`,
     })
+  for (const { code, step, message } of await checkParkedSteps(log, call, replay, whereItEnds(replay.end)))
+    problems.push({ code, ...at, step, message })
   if (replay.end.kind === 'threw' && problems.length === 0)
     problems.push({ code: 'replay_threw', ...at, message: `the new code throws when replayed from storage: ${replay.end.message}` })
   return problems

@@ -1,6 +1,7 @@
 import { convertSchemaToJsonSchema } from '@tanstack/ai'
 import { canonical } from '../harness/version.js'
-import type { SessionLog } from '../log/index.js'
+import { EventTimeoutError } from '../errors/index.js'
+import { WAIT_STEP_PREFIX, waitStepValueOf, type SessionLog } from '../log/index.js'
 import type { DurableToolMarker } from '../tool/durableTool.js'
 import { DURABLE, questionIdOf, SecretStore, validateNow, type DurableToolContext, type Step } from '../tool/index.js'
 
@@ -10,9 +11,18 @@ export type ReplayEnd =
   | { kind: 'threw'; message: string }
   | { kind: 'stopped'; step: string; why: 'new step' | 'waits' | 'answer refused' }
 
+/** The address a wait of the new code registers (`sessionId`: scoped to the call's session). */
+export interface ReplayedWait {
+  event: string
+  key: string
+  scope?: 'session'
+}
+
 /** What a dry replay found: the steps the code reached, where it ended, and the open question it met, if any. */
 export interface DryReplay {
   reached: Set<string>
+  /** The waits (step.waitForEvent) the code reached, by step name, with the address each registers. */
+  waits: Map<string, ReplayedWait>
   end: ReplayEnd
   /** Problems with a stored question the code reached (its answer, or its changed schema). */
   questions: Array<{ step: string; questionId: string; message: string }>
@@ -35,6 +45,7 @@ export async function dryReplay(
   log: SessionLog,
 ): Promise<DryReplay> {
   const reached = new Set<string>()
+  const waits = new Map<string, ReplayedWait>()
   const questions: DryReplay['questions'] = []
   let stopped: ReplayStop | null = null
   const stop = (step: string, why: 'new step' | 'waits' | 'answer refused'): never => {
@@ -57,8 +68,16 @@ export async function dryReplay(
     do: async (name) => (enter(name) ? storedAs(call.steps.get(name)) : stop(name, 'new step')),
     sleep: async (name) => wait(name, () => wakeAtOf(call.steps.get(name))),
     sleepUntil: async (name) => wait(name, () => wakeAtOf(call.steps.get(name))),
-    // an event's payload once delivered is a stored step; a wait not delivered yet is where the call waits
-    waitForEvent: async (options) => (enter(options.name) ? storedAs(call.steps.get(options.name)) : stop(options.name, 'waits')),
+    // an event's payload once delivered is a stored step; a wait not delivered yet is where the call waits, past its timeout it throws
+    waitForEvent: async (options) => {
+      if (enter(options.name)) return storedAs(call.steps.get(options.name))
+      const { event, key } = options
+      waits.set(options.name, { event, key, ...(options.scope === 'session' ? { scope: 'session' as const } : {}) })
+      const stored = call.steps.get(`${WAIT_STEP_PREFIX}${options.name}`)
+      const until = stored === undefined ? undefined : waitStepValueOf(stored).until
+      if (until !== undefined && Date.now() >= until) throw new EventTimeoutError(event, key, new Date(until).toISOString())
+      return stop(options.name, 'waits')
+    },
     ask: async (options) => {
       if (!enter(options.name)) return stop(options.name, 'new step')
       const questionId = questionIdOf(call.toolCallId, options.name)
@@ -96,9 +115,12 @@ export async function dryReplay(
     await tool[DURABLE].execute(input, ctx)
     end = stoppedEnd() ?? { kind: 'returned' }
   } catch (error) {
-    end = stoppedEnd() ?? { kind: 'threw', message: error instanceof Error ? error.message : String(error) }
+    // a wait past its timeout throws as it would when woken: the call lands that tool error, on any code
+    const timedOut = error instanceof EventTimeoutError
+    end =
+      stoppedEnd() ?? (timedOut ? { kind: 'returned' } : { kind: 'threw', message: error instanceof Error ? error.message : String(error) })
   }
-  return { reached, end, questions }
+  return { reached, waits, end, questions }
 }
 
 /** The wake time a sleep step stored (`{ wakeAt }`), if it stored one. */

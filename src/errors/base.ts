@@ -40,6 +40,7 @@ const DURABLE_HARNESS_ERROR_CODES = [
   // operator APIs (errors/ops.ts)
   'invalid_tags',
   'invalid_turn_filter',
+  'rerun_call',
   // step retries (errors/retry.ts; RetryAfterError: tool/retryAfter.ts)
   'non_retryable',
   'retry_after',
@@ -47,6 +48,7 @@ const DURABLE_HARNESS_ERROR_CODES = [
   // machine events and schedules (errors/events.ts)
   'event_timeout',
   'invalid_event_payload',
+  'invalid_event_address',
   'invalid_schedule',
   // the log and Redis (errors/storage.ts)
   'fenced',

@@ -15,6 +15,25 @@ export class EventTimeoutError extends DurableHarnessError {
   }
 }
 
+/**
+ * An event name or key that cannot address an event: not a string, empty, over 1,000 characters, or
+ * with a lone UTF-16 surrogate (two such strings would hash to one address). From `host.sendEvent`,
+ * `POST control { op: 'event' }`, `harness event` and `step.waitForEvent`; nothing was sent or waited.
+ */
+export class InvalidEventAddressError extends DurableHarnessError {
+  constructor(
+    readonly where: string,
+    readonly part: 'event name' | 'key',
+    why: string,
+  ) {
+    super(
+      'invalid_event_address',
+      `${where}: the ${part} ${why}; an event name and a key are each 1 to 1,000 characters of well-formed text. ` +
+        (part === 'key' ? 'Use a short correlation id (an order id, or a hash of a long value).' : 'Use a short event name.'),
+    )
+  }
+}
+
 /** `host.sendEvent` (or `POST control { op: 'event' }`): the payload was refused by a waiting call's schema; nothing was stored, nothing woken. */
 export class InvalidEventPayloadError extends DurableHarnessError {
   constructor(

@@ -140,6 +140,25 @@ export class ShardCountError extends ConfigError {
   }
 }
 
+/**
+ * The installed bullmq is not the version the local lane was verified with: the lane reads and writes
+ * BullMQ's private layout (src/lane/bullmqInternals.ts), which another version may lay out otherwise.
+ * Install the verified version, or turn the lane off (`createHarnessHost({ localLane: false })` or
+ * DH_LOCAL_LANE=off): every job then goes through BullMQ's public path (docs/harness.md).
+ */
+export class UnverifiedBullmqError extends ConfigError {
+  constructor(
+    readonly found: string,
+    readonly verified: string,
+  ) {
+    super(
+      `createHarnessHost: the installed bullmq is ${found}; the local lane was verified with bullmq ${verified} only. ` +
+        `Install bullmq ${verified}, or turn the lane off with createHarnessHost({ localLane: false }) or DH_LOCAL_LANE=off ` +
+        "(every job then goes through BullMQ's public path).",
+    )
+  }
+}
+
 /** A bad `retention` option of `createHarnessHost` (docs/retention.md). */
 export class RetentionConfigError extends ConfigError {
   constructor(message: string) {

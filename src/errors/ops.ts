@@ -1,4 +1,4 @@
-// Bad input to the operator APIs (prompt tags, host.turns filters): refused before anything is written.
+// Bad input to the operator APIs (prompt tags, host.turns filters, rerun's calls): refused before anything is written.
 import { DurableHarnessError, describeValue } from './base.js'
 
 /** `prompt(text, { metadata, principal })` with tags that cannot be stored or searched. */
@@ -12,5 +12,24 @@ export class InvalidTagsError extends DurableHarnessError {
 export class InvalidTurnFilterError extends DurableHarnessError {
   constructor(option: string, value: unknown, rule: string) {
     super('invalid_turn_filter', `Invalid turns filter ${option} ${describeValue(value)}: ${rule}.`)
+  }
+}
+
+/**
+ * `session.rerun(inputId, { again })` naming a call it cannot run again: no call of the turn's last
+ * model response, a call that landed its result (R19: never run again), or one with no result yet.
+ */
+export class RerunCallError extends DurableHarnessError {
+  constructor(
+    readonly toolCallId: unknown,
+    reason: 'not_in_turn' | 'landed' | 'pending',
+    inputId: string,
+  ) {
+    const why = {
+      not_in_turn: `it is no call of the last model response of turn ${inputId} (harness log <sessionId> shows its tool call ids)`,
+      landed: 'it landed its result, and a rerun never runs a call that did (R19)',
+      pending: 'it has no result yet: it still runs or waits, and lands on its own',
+    }[reason]
+    super('rerun_call', `Cannot run call ${describeValue(toolCallId)} again: ${why}. Nothing was rerun.`)
   }
 }

@@ -2,6 +2,7 @@ import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOption
 import { isAuthFailure, redactCredentials } from '../credentials.js'
 import { ConfigError, RedisAuthError, RedisUnavailableError } from '../errors/index.js'
 import type { RedisClient } from '../log/index.js'
+import type { Logger } from 'pino'
 
 /**
  * Where Redis is: a `redis://` / `rediss://` URL (ACL user and password in it, TLS for `rediss`),
@@ -127,5 +128,18 @@ export async function probeRedis(target: RedisTarget, timeoutMs: number): Promis
     throw new RedisUnavailableError(target.where, error)
   } finally {
     probe.disconnect()
+  }
+}
+
+/** A connection's 'error' listener: one line per 10 s, not a stack per retry. */
+export function connectionErrorLogger(logger: Logger, where: string): (err: Error) => void {
+  let lastError = 0
+  return (err) => {
+    if (Date.now() - lastError > 10_000) {
+      if (isAuthFailure(err))
+        logger.warn({ err: err.message, redis: where }, 'Redis authentication failed; retrying (check the user and password in REDIS_URL)')
+      else logger.warn({ err: err.message, redis: where }, 'Redis connection error; retrying')
+    }
+    lastError = Date.now()
   }
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { isAuthFailure, serializeError } from '../credentials.js'
+import { serializeError } from '../credentials.js'
 import { ConfigError, ShardCountError, UnknownHarnessError } from '../errors/index.js'
 import { createLogger } from '../logger.js'
 import {
@@ -17,8 +17,9 @@ import {
   type Question,
   type RedisClient,
 } from '../log/index.js'
-import { probeRedis, resolveRedis, type RedisConnection } from './connection.js'
+import { connectionErrorLogger, probeRedis, resolveRedis, type RedisConnection } from './connection.js'
 import { createQueues, type HarnessQueues } from '../queue/index.js'
+import { createLocalLane, localLaneEnabled } from '../lane/index.js'
 import { startHostWorkers, type WorkersHandle } from './hostWorkers.js'
 import { settleWithin, type CloseOptions, type CloseResult } from './workers.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/sweeper.js'
@@ -76,6 +77,12 @@ export interface HostOptions {
   retention?: RetentionOptions
   /** Machine events (`sendEvent`): how long an event no call waits for yet, and a seen event id, are kept (default '24h'). */
   events?: { retention?: Duration }
+  /**
+   * The local lane (default: DH_LOCAL_LANE, else on): work this process starts, fetches and wakes for
+   * itself past BullMQ's public path (docs/harness.md). `false`: Queue.add and plain Worker fetches only.
+   * On, bullmq must be the version the lane was verified with, else UnverifiedBullmqError.
+   */
+  localLane?: boolean
 }
 
 export type { CloseOptions, CloseResult, WorkersHandle }
@@ -139,6 +146,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const logger = (options.logger ?? createLogger()).child({}, { serializers: { err: serializeError } })
   const shards = options.shards ?? defaultShards()
   assertShards(shards)
+  const lane = createLocalLane(localLaneEnabled(options.localLane))
   // lazy: nothing connects (or logs) until first use, so ready() can report an unreachable Redis in one line;
   // commands wait across a Redis restart or failover instead of failing (workers reconnect, no job lost)
   const target = resolveRedis(options.redis)
@@ -148,16 +156,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   // docs/decisions/log-connection.md). runScript sends plain EVALSHA/EVAL, so turning it on again cannot break a pipeline
   const logRedis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true }, { lazyConnect: true })
   const where = target.where
-  let lastError = 0
-  const onError = (err: Error) => {
-    // one line per 10 s, not a stack per retry
-    if (Date.now() - lastError > 10_000) {
-      if (isAuthFailure(err))
-        logger.warn({ err: err.message, redis: where }, 'Redis authentication failed; retrying (check the user and password in REDIS_URL)')
-      else logger.warn({ err: err.message, redis: where }, 'Redis connection error; retrying')
-    }
-    lastError = Date.now()
-  }
+  const onError = connectionErrorLogger(logger, where)
   redis.on('error', onError)
   logRedis.on('error', onError)
   const channels = Array.from({ length: shards }, (_, shard) => indexKeys(prefix, shard, shards).events)
@@ -179,8 +178,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   }
   const logOptions = {
     shards,
-    landed: (key: string, record: string) => notifier.deliver(key, record), // a caller here hears it from the reply
-    awaitedOnlyHere: (key: string) => notifier.awaitedOnlyHere(key), // and no other process waits: no PUBLISH
+    ...lane.landingOptions(notifier), // on: a caller here hears its landing from the reply (src/lane/)
     ...(options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }),
     ...(options.waitReplicas
       ? { waitReplicas: { replicas: options.waitReplicas.replicas ?? 1, timeoutMs: options.waitReplicas.timeoutMs ?? 200 } }
@@ -194,6 +192,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       log: logFor(sessionId),
       queues: queuesOf(harness),
       notifier,
+      lane,
       open: openSession,
       deployment: () => (marks === undefined ? checkShards() : undefined),
       callMarks,
@@ -260,6 +259,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
           retain,
           running,
           scheduleWorker: schedules.worker,
+          lane,
         },
         workerOptions,
       )

@@ -5,6 +5,7 @@ import { ConfigError } from '../errors/index.js'
 import type { Harness } from '../core/index.js'
 import { openMember, OpenWork, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues } from '../queue/index.js'
+import type { LocalLane } from '../lane/index.js'
 import type { Notifier } from './notifier.js'
 import { startEventTimerLoop } from './eventTimerLoop.js'
 import { startSweepTimer } from './sweepTimer.js'
@@ -43,6 +44,8 @@ export interface HostWorkersContext {
   running: WorkersHandle[]
   /** The schedules' tick worker (run by the workers that serve shard 0, where the schedules' queue is). */
   scheduleWorker(): Worker
+  /** The host's local lane (HostOptions.localLane). */
+  lane: LocalLane
 }
 
 /** Why a settle message's turn ended: its settled record's error message, else its outcome (never throws). */
@@ -96,6 +99,7 @@ export function startHostWorkers(
         aborts,
         logger,
         callMarks: host.callMarks,
+        lane: host.lane,
         ...(host.keepJobs ? { keepJobs: host.keepJobs } : {}),
       }),
     ),

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
 import { InvalidEventPayloadError, InvalidIdError } from '../errors/index.js'
 import type { Logger } from '../logger.js'
-import { isSafeId, type EventWaiter, type EventWaits, type RedisClient, type SessionLog } from '../log/index.js'
+import { assertEventAddressPart, isSafeId, type EventWaiter, type EventWaits, type RedisClient, type SessionLog } from '../log/index.js'
 import { wakeCallByName, wakeEventWait, type HarnessQueues } from '../queue/index.js'
 import { DEFAULT_MAX_VALUE_BYTES, encodeChecked, toJsonCopy } from '../tool/index.js'
 
@@ -16,6 +16,11 @@ export interface SendEventOptions {
   payload?: unknown
   /** De-duplicates: a second send with the same id (per event and key, within the retention) does nothing. */
   id?: string
+  /**
+   * Sends it to one session: only that session's waits with `scope: 'session'` take it (kept for the
+   * first of them when none waits yet). Without it, the event is for the waits without a scope.
+   */
+  sessionId?: string
 }
 
 /** What `host.sendEvent` did: woke the calls (and cancelOn turns) waiting on the event, kept it for a later wait, or nothing (a seen id). */
@@ -31,7 +36,8 @@ export interface SendEventResult {
 export interface HostEvents {
   /**
    * Sends a machine event from any process: wakes every call waiting on (event, key) in
-   * `step.waitForEvent` (and cancels the turns a harness's `cancelOn` names); with none waiting it is
+   * `step.waitForEvent` (and cancels the turns a harness's `cancelOn` names), or with `sessionId` the
+   * session-scoped waits of that one session; with none waiting it is
    * kept for `events.retention` for the first wait that asks (R20); a payload a waiting call's
    * schema refuses throws InvalidEventPayloadError and wakes nothing; a seen `id` does nothing.
    */
@@ -53,11 +59,6 @@ export interface SendEventDeps {
 /** Rounds of "a new waiter came in while we checked its schema": each is one script; more than a few means a storm of new waits. */
 const MAX_CHECK_ROUNDS = 10
 
-function assertText(what: string, value: unknown): asserts value is string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 1_000)
-    throw new TypeError(`host.sendEvent needs an ${what}: a non-empty string of at most 1000 characters.`)
-}
-
 /**
  * Delivers one event: the payload is checked against the JSON Schema of every call waiting on
  * (event, key) first (a refusal throws InvalidEventPayloadError: nothing stored, nothing woken), then
@@ -66,15 +67,16 @@ function assertText(what: string, value: unknown): asserts value is string {
  * same id (its duplicate names the calls that have not taken it yet) or by the call's own timeout.
  */
 export async function sendEvent(deps: SendEventDeps, options: SendEventOptions): Promise<SendEventResult> {
-  const { event, key, id } = options
-  assertText('event', event)
-  assertText('key', key)
+  const { event, key, id, sessionId } = options
+  assertEventAddressPart('host.sendEvent', 'event name', event)
+  assertEventAddressPart('host.sendEvent', 'key', key)
   if (id !== undefined && (typeof id !== 'string' || !isSafeId(id))) throw new InvalidIdError('event id', id)
+  if (sessionId !== undefined && (typeof sessionId !== 'string' || !isSafeId(sessionId))) throw new InvalidIdError('session id', sessionId)
   const what = `Payload of event "${event}"`
   const copy = toJsonCopy(options.payload ?? null, what)
   // a JSON copy always encodes (null for an undefined payload)
   const payload = encodeChecked(copy, what, DEFAULT_MAX_VALUE_BYTES) ?? 'null'
-  const address = { event, key }
+  const address = { event, key, ...(sessionId === undefined ? {} : { sessionId }) }
   const uid = randomBytes(12).toString('base64url')
   const checked: string[] = []
   for (let round = 0; round < MAX_CHECK_ROUNDS; round++) {

@@ -34,8 +34,8 @@ import { rerunTurn, type RerunOptions } from './rerun.js'
 import { answerQuestion } from './answer.js'
 import { checkPrincipal } from './tags.js'
 import { usageOf, type SessionUsage } from './usage.js'
-import { enqueueNewCall } from './newCall.js'
 import { WaitCancel, type Notifier } from './notifier.js'
+import type { LocalLane } from '../lane/index.js'
 
 /** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
 export interface Settled {
@@ -64,6 +64,8 @@ export interface SessionDeps {
   log: SessionLog
   queues: HarnessQueues
   notifier: Notifier
+  /** How a new runTool call's request and job are sent: the local lane, or BullMQ's public path (src/lane/). */
+  lane: LocalLane
   /** Another session of the host (an agent tool call's child, whose turn an abort ends too). */
   open(harness: Harness, sessionId: string): Session
   /**
@@ -230,10 +232,10 @@ export class Session {
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
     // the request (listing the session for retention) is logged before the job exists: a job begins
-    // only as its logged call (newCall.ts). A caller's retry adds it again: a no-op, or a lost job's repair
+    // only as its logged call (src/lane/localLane.ts). A caller's retry adds it again: a no-op, or a lost job's repair
     const job = { toolCallId, name: call.name, input }
     const enqueue = fresh
-      ? enqueueNewCall(queues, harness, log, job, this.deps.callMarks?.())
+      ? this.deps.lane.enqueueNewCall(queues, harness, log, job, this.deps.callMarks?.())
       : enqueueCall(queues, harness, this.sessionId, job)
     await enqueue.catch((error) => {
       cancel.cancel()

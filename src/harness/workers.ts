@@ -1,21 +1,14 @@
 import { Worker, type ConnectionOptions } from 'bullmq'
-import { Cluster, Redis } from 'ioredis'
+import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { isAuthFailure } from '../credentials.js'
-import { AttemptLocks, EagerStartWorker, LockWatchingWorker, processToolJob, type CallAborts } from '../call/index.js'
+import { AttemptLocks, LockWatchingWorker, processToolJob, type CallAborts } from '../call/index.js'
 import type { Harness } from '../core/index.js'
 import { parseToolJobId, type CallMarks, type SessionLog } from '../log/index.js'
-import {
-  bullPrefix,
-  finishedJobs,
-  toolQueueName,
-  turnQueueName,
-  type HarnessQueues,
-  type ToolJobData,
-  type TurnJobData,
-} from '../queue/index.js'
+import { bullPrefix, finishedJobs, toolQueueName, turnQueueName, type HarnessQueues, type TurnJobData } from '../queue/index.js'
 import { callAttemptSpan, observeTurn, turnSpan } from '../telemetry/index.js'
 import { FetchLanes } from './fetchLanes.js'
+import type { LocalLane } from '../lane/index.js'
 import { processTurnJob } from '../turn/index.js'
 
 export interface WorkerSetOptions {
@@ -37,6 +30,8 @@ export interface WorkerSetOptions {
   callMarks?(): CallMarks | undefined
   /** How long finished jobs are kept (retention; default DEFAULT_FINISHED_JOBS). */
   keepJobs?: { completedMs: number; failedMs: number }
+  /** The host's local lane: the tool workers it makes, and whose new calls they take. */
+  lane: LocalLane
 }
 
 /**
@@ -64,57 +59,44 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   // BullMQ sends a job's completion on the connection it was given (a Redis instance it shares): our
   // landing goes there right before it, one round trip for both (not on a Cluster: a redirect could reorder them)
   const completesOn = connection instanceof Redis && !connection.isCluster ? connection : undefined
-  // a lane drops the queue's stale marker there (eagerStart.ts); keys of one queue share a slot on a Cluster
-  const client = connection instanceof Redis || connection instanceof Cluster ? connection : undefined
   // each attempt knows until when its job lock is surely held: a zombie runs no side effect (attemptLock.ts)
   const locks = new AttemptLocks(harness.durability.lockMs)
   // the tool queue's slots are split over lanes, each a BullMQ worker with its own fetch loop (laneSizes);
   // the lanes past the first fetch only while the queue is busy (fetchLanes.ts)
   const lanes = new FetchLanes()
-  const tools: EagerStartWorker<ToolJobData>[] = laneSizes(concurrency).map(
-    (slots, lane) =>
-      new EagerStartWorker<ToolJobData>(
-        toolQueueName(harness.name),
-        (job, token) =>
-          lanes.run(() =>
-            // the span names the session and call of the job's id, which its data cannot change
-            callAttemptSpan(
-              () => ({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }),
-              () =>
-                locks.holding(job, token, (lock) =>
-                  processToolJob(job, token, {
-                    harness,
-                    logFor,
-                    queuesOf,
-                    aborts,
-                    logger,
-                    marks: options.callMarks?.(),
-                    // the lanes exist by the time a job runs
-                    startedHere: tools[lane]?.wasStartedHere(job),
-                    lock,
-                    completesOn,
-                  }),
-                ),
-            ),
+  const { lane: local } = options
+  const tools = laneSizes(concurrency).map((slots) =>
+    local.toolWorker(
+      toolQueueName(harness.name),
+      (job, token) =>
+        lanes.run(() =>
+          // the span names the session and call of the job's id, which its data cannot change
+          callAttemptSpan(
+            () => ({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }),
+            () =>
+              locks.holding(job, token, (lock) =>
+                processToolJob(job, token, {
+                  harness,
+                  logFor,
+                  queuesOf,
+                  aborts,
+                  logger,
+                  marks: options.callMarks?.(),
+                  startedHere: local.startedHere(job),
+                  lock,
+                  completesOn,
+                }),
+              ),
           ),
-        { ...common, concurrency: slots },
-        locks,
-        client,
-      ),
+        ),
+      { ...common, concurrency: slots },
+      locks,
+    ),
   )
   lanes.serve(tools.slice(1))
-  // a runTool call of this process is fetched by the first lane right behind its add, when the two share
-  // a connection (in order) and the lane waits for jobs (eagerStart.ts fetchNow)
-  const first = tools[0]
-  const unlisten = first && completesOn && completesOn === queues.connection ? queues.fetchHere(shard, () => first.fetchNow()) : undefined
-  // and a new runTool call of this process starts in its request's write on a lane with a slot free (eagerStart.ts reserveStart)
-  const unstart = queues.startHere(shard, (job) => startOnLane(tools, job))
-  for (const lane of tools)
-    lane.once('closing', () => {
-      lanes.stop()
-      unlisten?.()
-      unstart()
-    })
+  // a runTool call of this process starts on, or is fetched by, these lanes (src/lane/)
+  local.serve(queues, shard, tools, completesOn)
+  for (const lane of tools) lane.once('closing', () => lanes.stop())
   // a turn attempt makes a model call only while it holds its job lock (a paused worker's does not)
   const turnLocks = new AttemptLocks(harness.durability.lockMs, 'turn')
   const turns = new LockWatchingWorker<TurnJobData>(
@@ -148,15 +130,6 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
     })
   }
   return [...tools, turns]
-}
-
-/** A slot for `job` on the first lane that has one free now (the first lane fetches always; the spares while busy). */
-function startOnLane(lanes: readonly EagerStartWorker<ToolJobData>[], job: Parameters<EagerStartWorker<ToolJobData>['reserveStart']>[0]) {
-  for (const lane of lanes) {
-    const start = lane.reserveStart(job)
-    if (start) return start
-  }
-  return undefined
 }
 
 /**

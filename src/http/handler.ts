@@ -42,9 +42,10 @@ export interface HarnessHandlerOptions<P extends Principal = Principal> {
   canAccess?: CanAccess<P>
   /**
    * May this principal send this machine event (`POST control { op: 'event' }`)? An event wakes the
-   * calls of every thread waiting on it, so without this option every event is refused with 403.
+   * calls of every thread waiting on it (with `sessionId`: the scoped waits of that thread), so
+   * without this option every event is refused with 403.
    */
-  canSendEvent?: (principal: P, event: { event: string; key: string }) => boolean | Promise<boolean>
+  canSendEvent?: (principal: P, event: { event: string; key: string; sessionId?: string }) => boolean | Promise<boolean>
   /** A comment line on every open SSE stream this often, so proxies keep it open (default 15 000 ms). */
   heartbeatMs?: number
 }
@@ -137,7 +138,8 @@ function routeContext<P extends Principal>(
       return session
     },
     async sendEvent(event) {
-      if (!options.canSendEvent || !(await options.canSendEvent(principal, { event: event.event, key: event.key })))
+      const about = { event: event.event, key: event.key, ...(event.sessionId === undefined ? {} : { sessionId: event.sessionId }) }
+      if (!options.canSendEvent || !(await options.canSendEvent(principal, about)))
         throw new HttpError(
           403,
           `No permission to send event ${JSON.stringify(event.event)}` +

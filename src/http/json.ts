@@ -2,6 +2,7 @@
 // the reason), and the JSON responses, refusals included.
 import { z } from 'zod'
 import { DurableHarnessError, type DurableHarnessErrorCode } from '../errors/index.js'
+import { MAX_EVENT_ADDRESS_LENGTH } from '../log/eventAddress.js'
 import { isSafeId } from '../log/keys.js'
 
 /** A refusal with its HTTP status; the handler turns it into a JSON `{ error, code? }` response. */
@@ -31,6 +32,7 @@ const STATUS_BY_CODE: Partial<Record<DurableHarnessErrorCode, number>> = {
   secret_in_value: 400,
   invalid_answer: 400,
   invalid_event_payload: 400,
+  invalid_event_address: 400,
   input_conflict: 409,
   question_answered: 409,
   question_expired: 409,
@@ -38,6 +40,8 @@ const STATUS_BY_CODE: Partial<Record<DurableHarnessErrorCode, number>> = {
   question_closed: 409,
   question_unknown: 404,
   unknown_input: 404,
+  // rerun's `again` names no call of the turn, or one that landed its result
+  rerun_call: 409,
   // the harness's secrets resolver failed: the input could not be checked for secrets; try again later
   secrets_unavailable: 503,
 }
@@ -69,6 +73,13 @@ export const runInputSchema = z.object({
     .optional(),
 })
 
+/** An event name or key: each message says the limit (the host checks the rest: InvalidEventAddressError). */
+const addressPart = (name: string) =>
+  z
+    .string({ error: (issue) => (issue.input === undefined ? `${name} is required` : `${name} must be a string`) })
+    .min(1, `${name} must not be empty`)
+    .max(MAX_EVENT_ADDRESS_LENGTH, `${name} is too long: at most 1,000 characters`)
+
 export const controlSchema = z.discriminatedUnion(
   'op',
   [
@@ -84,12 +95,20 @@ export const controlSchema = z.discriminatedUnion(
     z.object({ op: z.literal('resume'), threadId: id('threadId'), inputId: id('inputId') }),
     z.object({
       op: z.literal('event'),
-      event: z.string({ error: 'event is required' }).min(1).max(1000),
-      key: z.string({ error: 'key is required' }).min(1).max(1000),
+      event: addressPart('event'),
+      key: addressPart('key'),
       payload: z.unknown().optional(),
       id: id('id').optional(),
+      sessionId: id('sessionId').optional(),
     }),
-    z.object({ op: z.literal('rerun'), threadId: id('threadId'), inputId: id('inputId'), rerunId: id('rerunId').optional() }),
+    z.object({
+      op: z.literal('rerun'),
+      threadId: id('threadId'),
+      inputId: id('inputId'),
+      rerunId: id('rerunId').optional(),
+      // tool call ids to run again although the rerun keeps them (session.rerun's `again`)
+      again: z.array(id('again')).max(100).optional(),
+    }),
   ],
   { error: "op must be 'prompt', 'answer', 'abort', 'resume', 'rerun' or 'event'" },
 )

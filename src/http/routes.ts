@@ -141,17 +141,23 @@ async function getRun(ctx: RouteContext): Promise<Response> {
 /**
  * `{ op: 'prompt', threadId, text, inputId? }`, `{ op: 'answer', threadId, questionId, value }` or
  * `{ op: 'abort', threadId, inputId, reason? }` or `{ op: 'resume', threadId, inputId }` → a receipt. Only a prompt may start a thread.
- * `{ op: 'event', event, key, payload?, id? }` (a webhook's machine event, no thread) → host.sendEvent's result, if `canSendEvent` admits it.
+ * `{ op: 'event', event, key, payload?, id?, sessionId? }` (a webhook's machine event; `sessionId`: for that thread's scoped waits) → host.sendEvent's result, if `canSendEvent` admits it.
  * `{ op: 'abort', threadId, inputId, reason? }`, `{ op: 'resume', threadId, inputId }` or `{ op: 'rerun', threadId, inputId,
- * rerunId? }` (a failed or aborted turn runs again) → a receipt; prompts, answers, aborts and reruns
+ * rerunId?, again? }` (a failed or aborted turn runs again) → a receipt; prompts, answers, aborts and reruns
  * record who sent them (`principalId` of authorize's principal). Only a prompt may start a thread.
  */
 async function postControl(ctx: RouteContext): Promise<Response> {
   const command = parse(controlSchema, await readJson(ctx.request))
   if (command.op === 'event') {
-    const { event, key, payload, id } = command
-    const sent = await ctx.sendEvent({ event, key, payload, ...(id === undefined ? {} : { id }) })
-    return json({ op: 'event', event, key, ...sent })
+    const { event, key, payload, id, sessionId } = command
+    const sent = await ctx.sendEvent({
+      event,
+      key,
+      payload,
+      ...(id === undefined ? {} : { id }),
+      ...(sessionId === undefined ? {} : { sessionId }),
+    })
+    return json({ op: 'event', event, key, ...(sessionId === undefined ? {} : { sessionId }), ...sent })
   }
   const session = await ctx.open(command.threadId, { existing: command.op !== 'prompt' })
   const receipt = { op: command.op, threadId: command.threadId }
@@ -177,7 +183,8 @@ async function postControl(ctx: RouteContext): Promise<Response> {
       return json({ ...receipt, status: resumed ? 'resumed' : 'not_paused', inputId: command.inputId })
     }
     case 'rerun': {
-      const rerun = await session.rerun(command.inputId, { ...(command.rerunId ? { rerunId: command.rerunId } : {}), ...ctx.by })
+      const { rerunId, again } = command
+      const rerun = await session.rerun(command.inputId, { ...(rerunId ? { rerunId } : {}), ...(again ? { again } : {}), ...ctx.by })
       return json({ ...receipt, status: rerun ? 'rerun' : 'not_rerunnable', inputId: command.inputId })
     }
   }

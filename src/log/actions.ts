@@ -12,14 +12,20 @@ export class SessionActions {
 
   /**
    * Opens a failed or aborted turn again (rerunTurn.lua), once per rerunId: the candidate calls that
-   * landed an error are reset to run again, the others keep their results (R19). `first`: the input
-   * now first in the session's line (whose turn the caller enqueues).
+   * landed an error are reset to run again, the others keep their results (R19), and so does a
+   * `never` call whose tool may have done its work, unless named in `again` (candidates too). `first`:
+   * the input now first in the session's line (whose turn the caller enqueues). 'landed' / 'pending':
+   * a call named in `again` landed a result / has none yet, and nothing was written.
    */
   async rerun(
     inputId: string,
     harness: string,
-    options: { rerunId: string; principal?: string; calls: readonly string[] },
-  ): Promise<{ status: 'rerun'; first: string } | { status: 'exists' | 'unknown' | 'open' | 'completed' }> {
+    options: { rerunId: string; principal?: string; calls: readonly string[]; again?: readonly string[] },
+  ): Promise<
+    | { status: 'rerun'; first: string }
+    | { status: 'exists' | 'unknown' | 'open' | 'completed' }
+    | { status: 'landed' | 'pending'; toolCallId: string }
+  > {
     const reply = await this.stream.script(scripts.rerunTurn, {
       keys: {
         ...this.stream.scriptKeys,
@@ -33,10 +39,13 @@ export class SessionActions {
         now: Date.now(),
         openMember: openMember(this.stream.sessionId, inputId),
         principal: options.principal ?? '',
+        again: JSON.stringify(options.again ?? []),
         toolCallIds: options.calls,
       },
     })
-    return reply[0] === 'rerun' ? { status: 'rerun', first: reply[2] } : { status: reply[0] }
+    if (reply[0] === 'rerun') return { status: 'rerun', first: reply[2] }
+    if (reply[0] === 'landed' || reply[0] === 'pending') return { status: reply[0], toolCallId: reply[1] }
+    return { status: reply[0] }
   }
 
   /** Records the first answer (the caller validated it). */

@@ -6,7 +6,7 @@ import type { Question } from './inputs.js'
 import { encodeRecord, type LogStream } from './stream.js'
 import type { ScriptKeys } from './sessionLayout.js'
 import { decodeValue, encodeValue, type StepLookup, type StoredValue } from './stepValues.js'
-import { scripts, type ScriptInput } from './commands/index.js'
+import { scripts, type ScriptInput, type ToolEnd } from './commands/index.js'
 import { requestArgs } from './callStart.js'
 import {
   beginResultOf,
@@ -18,6 +18,8 @@ import {
   type RequestBegin,
   type StepRetryState,
 } from './callState.js'
+
+type SuspendedKind = RecordOf<'harness.tool.suspended'>['kind']
 
 /**
  * The call ledger of one session, a part of SessionLog (sessionLog.ts) over the session's stream: the
@@ -196,25 +198,26 @@ export class CallLedger {
   /**
    * Marks the attempt parked (sleep/ask/event): its next begin is a planned resume, not a cut.
    * `withoutJob`: its job ends now, so its wake-up time goes to the shard's event timers (eventTimers.ts).
+   * `inTool`: the tool itself parks (it began: R19 keeps a cancelled `never` call), not its limit or approval.
    */
-  async parkCall(fence: Fence, kind: RecordOf<'harness.tool.suspended'>['kind'], until: number, withoutJob = false): Promise<void> {
+  async parkCall(fence: Fence, kind: SuspendedKind, until: number, withoutJob = false, inTool = true): Promise<void> {
     const record = encodeRecord({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
     const { toolCallId, epoch } = fence
     const timerMember = withoutJob ? openMember(this.stream.sessionId, toolCallId) : ''
-    const args = { toolCallId, epoch, record, timerMember, until }
+    const args = { toolCallId, epoch, record, timerMember, until, inTool: inTool ? ('1' as const) : ('' as const) }
     const reply = await this.stream.script(scripts.parkCall, { keys: this.stream.scriptKeys, args }, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
-  /** Lands the kept result with the staged records, atomically and fenced. */
-  async landResult(fence: Fence, name: string, outcome: { result?: unknown; error?: ToolErrorPayload }): Promise<string> {
+  /** Lands the kept result with the staged records, atomically and fenced; `toolEnd`: what a rerun does with it (R19). */
+  async landResult(fence: Fence, name: string, outcome: { result?: unknown; error?: ToolErrorPayload }, toolEnd: ToolEnd = '') {
     const { toolCallId } = fence
     const record = encodeRecord(
       outcome.error
         ? { type: 'harness.tool.result', toolCallId, name, error: outcome.error }
         : { type: 'harness.tool.result', toolCallId, name, result: outcome.result },
     )
-    const args = this.landArgs(fence, record)
+    const args = this.landArgs(fence, record, toolEnd)
     // its only waiter is here and hears it from the reply (`landed`): no PUBLISH for the other processes to read
     const { landed, awaitedOnlyHere } = this.stream
     if (landed && awaitedOnlyHere?.(args.messageKey)) args.publish = ''
@@ -245,8 +248,11 @@ export class CallLedger {
     return status
   }
 
-  /** The landing of a call's result (includes/land.lua): what it writes under which epoch, and whom it wakes. */
-  private landArgs(fence: Fence, record: string): ScriptInput<typeof scripts.landResult>['args'] {
+  /**
+   * The landing of a call's result (includes/land.lua): what it writes under which epoch, whom it
+   * wakes, and how its tool ended (landResult's; cancelCall's script reads no such argument).
+   */
+  private landArgs(fence: Fence, record: string, toolEnd: ToolEnd = ''): ScriptInput<typeof scripts.landResult>['args'] {
     const { toolCallId, epoch } = fence
     return {
       toolCallId,
@@ -256,6 +262,7 @@ export class CallLedger {
       publish: this.stream.publish,
       channel: this.stream.index.events,
       messageKey: messageKey('call', this.stream.sessionId, toolCallId),
+      toolEnd,
     }
   }
 

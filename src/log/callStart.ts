@@ -7,10 +7,10 @@ import { encodeRecord, type LogStream } from './stream.js'
 /**
  * A runTool call's job, started in its request's write (startCall.lua) under the slot a local fetch
  * lane holds for it: the tool queue's keys, the job as BullMQ stores it, the lane's lock token. The
- * lane makes it (src/call/eagerStart.ts); the log speaks Redis only, so these are names and strings.
+ * local lane makes it (src/lane/bullmqInternals.ts); the log speaks Redis only, so these are names and strings.
  */
 export interface JobStart {
-  keys: { job: string; active: string; wait: string; prioritized: string; marker: string; meta: string }
+  keys: { job: string; active: string; wait: string; prioritized: string; marker: string; meta: string; events: string; id: string }
   args: { jobId: string; data: string; opts: string; token: string; lockMs: number; worker: string; wake: '1' | '' }
 }
 

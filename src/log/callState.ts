@@ -62,6 +62,8 @@ interface StoredCallState {
   r: CallState['replay']
   i?: string
   q?: 1
+  /** A `replay: 'never'` call whose tool began (a park in it), or, landed, ended without anyone knowing whether it finished (ToolEnd). */
+  t?: 1
   /** Older states only: the tool's name, the harness and the harness version the call began under (docs/deploys.md). */
   n?: string
   h?: string

@@ -2,17 +2,14 @@ import { createHash } from 'node:crypto'
 import { StorageError } from '../errors/index.js'
 import type { RedisClient } from './client.js'
 import { runScript, scripts } from './commands/index.js'
+import { eventAddressId, type EventAddress } from './eventAddress.js'
+
+export type { EventAddress } from './eventAddress.js'
 
 /** How long an event no call waits for yet is kept, and how long a seen event id is remembered (24 h). */
 export const DEFAULT_EVENT_RETENTION_MS = 24 * 3_600_000
 /** How long past its timeout a wait's entries are kept (its call wakes at the timeout and removes them; this is for one that never does). */
 const WAITER_GRACE_MS = 24 * 3_600_000
-
-/** What a machine event is addressed to: its name and its correlation key (an order id, a PR number). */
-export interface EventAddress {
-  event: string
-  key: string
-}
 
 /** A call or a cancelOn turn waiting on an (event, key), as the sender sees it. */
 export interface EventWaiter {
@@ -95,10 +92,14 @@ export class EventWaits {
     return `${this.prefix}:ev-schemas`
   }
 
-  /** The hash of one (event, key). */
-  keyOf({ event, key }: EventAddress): string {
-    const hash = createHash('sha256').update(`${event}\0${key}`).digest('hex').slice(0, 20)
-    return `${this.prefix}:{ev-${hash}}`
+  /** The hash of one (event, key) (of one session, for a scoped wait): its id is one-to-one (eventAddress.ts). */
+  keyOf(address: EventAddress): string {
+    return this.keyOfId(eventAddressId(address))
+  }
+
+  /** The hash of an address by its id (a wait's stored `ev`: the address it registered under). */
+  keyOfId(id: string): string {
+    return `${this.prefix}:{ev-${id}}`
   }
 
   /** A call's wait asks once: its delivered event, its timeout, a kept event its schema accepts, or it waits. */
@@ -159,10 +160,26 @@ export class EventWaits {
     return (await guarded('delivered', sessionId, () => this.redis.hexists(this.keyOf(address), `d\0${member}`))) === 1
   }
 
-  /** The wait is over (its payload is stored as the call's step): its entries go. */
-  async done(address: EventAddress, member: string): Promise<void> {
+  /** The wait is over (its payload is stored as the call's step): its entries go. An address id names a wait's old address. */
+  async done(address: EventAddress | string, member: string): Promise<void> {
     const sessionId = parseWaiter(member, '').sessionId
-    await guarded('eventWaitDone', sessionId, () => this.redis.hdel(this.keyOf(address), `w\0${member}`, `d\0${member}`))
+    const key = typeof address === 'string' ? this.keyOfId(address) : this.keyOf(address)
+    await guarded('eventWaitDone', sessionId, () => this.redis.hdel(key, `w\0${member}`, `d\0${member}`))
+  }
+
+  /**
+   * A wait the call's code no longer registers leaves its old address (by id): the payload delivered
+   * there, for the call's new wait to take (then `done` on the old address), else its entry goes.
+   */
+  async leave(addressId: string, member: string): Promise<{ status: 'event'; payload: unknown } | { status: 'left' }> {
+    const sessionId = parseWaiter(member, '').sessionId
+    const reply = await guarded('leaveEventWait', sessionId, () =>
+      runScript(this.redis, scripts.leaveEventWait, {
+        keys: { eventHash: this.keyOfId(addressId) },
+        args: { member, now: Date.now(), graceMs: WAITER_GRACE_MS },
+      }),
+    )
+    return reply[0] === 'event' ? { status: 'event', payload: JSON.parse(reply[2]) } : { status: 'left' }
   }
 
   /**

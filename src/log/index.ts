@@ -1,6 +1,7 @@
 export { SessionLog } from './sessionLog.js'
 export type { StepRetryState } from './callState.js'
 export type { BeginResult, Fence } from './callState.js'
+export type { ToolEnd } from './commands/index.js'
 export type { JobStart, StartReply } from './callStart.js'
 export { callFingerprint } from './callIds.js'
 export type { Question, ModelToolCall } from './inputs.js'
@@ -25,13 +26,15 @@ export {
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { claimShardCount } from './deployment.js'
 export { CallMarks, claimCallMarks, MARK_TRUST_MS } from './callMarks.js'
-export { afterSendTo, duplicateClient, isCluster, sendCorked, type RedisClient } from './client.js'
+export { duplicateClient, isCluster, type RedisClient } from './client.js'
 export { compareIds, waitForEntries } from './sharedReader.js'
 export { stepRecordJson } from './stepRecord.js'
 export { openMember, messageKey, parseMessage, turnJobId, toolJobId, sessionOfJobId, parseToolJobId, type Message } from './formats.js'
 export { OpenWork, type OpenItem } from './openWork.js'
 export { ScheduleTicks, type TickCounts } from './scheduleTicks.js'
 export { EventWaits, callWaitMember, DEFAULT_EVENT_RETENTION_MS, type EventAddress, type EventWaiter, type Delivery } from './eventWaits.js'
+export { assertEventAddressPart, eventAddressId, MAX_EVENT_ADDRESS_LENGTH } from './eventAddress.js'
+export { openWaitsOf, waitAddressId, waitStepValueOf, WAIT_STEP_PREFIX, type OpenWait, type WaitStepValue } from './openWaits.js'
 export {
   harnessRecordSchemas,
   parseRecord,

@@ -1,51 +1,16 @@
 import { RESERVED_PREFIX, type ToolErrorPayload } from '../core/index.js'
 import { z } from 'zod'
+import { isJsonData } from './jsonData.js'
 
 /**
  * The record types of the session log. Every record is validated by these schemas on write and on
  * read; types flow from here to the rest of the library.
  */
-/**
- * JSON data: what JSON.parse can return (strings, finite numbers, booleans, null, arrays without
- * holes, plain objects; no undefined, no cycles). The check of z.json(), as one walk: z.json()'s
- * recursive union took about 2 ms for a 100 KB step value, twice the rest of that step's write.
- */
-export function isJsonData(value: unknown): boolean {
-  const path = new Set<object>()
-  const visit = (v: unknown): boolean => {
-    switch (typeof v) {
-      case 'string':
-      case 'boolean':
-        return true
-      case 'number':
-        return Number.isFinite(v)
-      case 'object': {
-        if (v === null) return true
-        if (path.has(v)) return false
-        path.add(v)
-        try {
-          if (Array.isArray(v)) {
-            for (let i = 0; i < v.length; i++) if (!(i in v) || !visit(v[i])) return false
-            return true
-          }
-          const proto: unknown = Object.getPrototypeOf(v)
-          if (proto !== Object.prototype && proto !== null) return false
-          for (const key of Object.keys(v)) if (!visit((v as Record<string, unknown>)[key])) return false
-          return true
-        } finally {
-          path.delete(v)
-        }
-      }
-      default:
-        return false
-    }
-  }
-  return visit(value)
-}
-
 // Checked as JSON at run time (on write and read); typed `unknown` so values flow in without casts:
 // they are JSON copies by the time they reach a record (tool/json.ts), and readers treat them as data.
 const json = z.custom<unknown>(isJsonData, { message: 'not JSON data' })
+/** A machine event's wait scoped to its session (docs/machine-events.md); absent: unscoped. */
+const scope = z.literal('session').optional()
 
 // the shape core/ declares for every layer; the schema is checked against it
 const toolError: z.ZodType<ToolErrorPayload> = z.object({ message: z.string(), code: z.string().optional() })
@@ -128,14 +93,15 @@ export const harnessRecordSchemas = {
   }),
   /** `principal`: who answered (or approved), when the caller named one. */
   'harness.tool.answer': z.object({ toolCallId: z.string(), questionId: z.string(), value: json, principal: z.string().optional() }),
-  /** step.waitForEvent began to wait (once: a run again keeps the timeout). */
-  'harness.tool.wait': z.object({ toolCallId: z.string(), name: z.string(), event: z.string(), key: z.string(), until: z.number() }),
+  /** step.waitForEvent began to wait (once: a run again keeps the timeout); `scope` 'session': only its session's events wake it. */
+  'harness.tool.wait': z.object({ toolCallId: z.string(), name: z.string(), event: z.string(), key: z.string(), until: z.number(), scope }),
   /** The event a step.waitForEvent took: its payload as the step's value. */
   'harness.tool.event': z.object({
     toolCallId: z.string(),
     name: z.string(),
     event: z.string(),
     key: z.string(),
+    scope,
     payload: json.optional(),
   }),
   'harness.tool.suspended': z.object({
@@ -169,6 +135,8 @@ export const harnessRecordSchemas = {
     rerunId: z.string(),
     at: z.number(),
     calls: z.array(z.string()).optional(),
+    /** Calls the operator named to run again although the rerun would keep them (`rerun({ again })`). */
+    again: z.array(z.string()).optional(),
     principal: z.string().optional(),
   }),
   /** A failed model call the turn's `onModelError` policy retries: the try count and the next time, durable across crashes. */

@@ -2,7 +2,7 @@ import { StorageError } from '../errors/index.js'
 import type { SessionLog } from './sessionLog.js'
 import { decodeValue } from './stepValues.js'
 import type { CallState } from './callState.js'
-import { stepField } from './keys.js'
+import { retryField, stepField } from './keys.js'
 
 /** A call of a session as storage holds it: its state (none when it is logged and not begun yet) and its stored steps. */
 export interface StoredCall {
@@ -10,6 +10,8 @@ export interface StoredCall {
   state: CallState | null
   /** Step name → stored value (a sleep's `{ wakeAt }`, an ask's question id), in no particular order. */
   steps: Map<string, unknown>
+  /** Step name → its failed tries (R16) and whether they ended: a step without a value whose tries go on waits on its backoff. */
+  retries: Map<string, { tries: number; ended: boolean }>
 }
 
 const SEP = '\0'
@@ -20,6 +22,13 @@ async function read<T>(log: SessionLog, operation: string, run: () => Promise<T>
   } catch (error) {
     throw new StorageError(operation, log.sessionId, error)
   }
+}
+
+/** A step's stored retry state (callState.ts StepRetryState), as a deploy check reads it. */
+function retryOf(json: string): { tries: number; ended: boolean } {
+  const state: unknown = JSON.parse(json)
+  if (typeof state !== 'object' || state === null) return { tries: 0, ended: true }
+  return { tries: 'a' in state && typeof state.a === 'number' ? state.a : 0, ended: 'x' in state && state.x !== undefined }
 }
 
 /**
@@ -42,10 +51,14 @@ export async function storedOpenCalls(log: SessionLog): Promise<StoredCall[]> {
     const state = calls[toolCallId] === undefined ? null : await log.getCall(toolCallId)
     if (state?.status === 'done') continue
     const prefix = stepField(toolCallId, '')
+    const retryPrefix = retryField(toolCallId, '')
     const stored = new Map<string, unknown>()
-    for (const [field, value] of Object.entries(steps))
+    const retries = new Map<string, { tries: number; ended: boolean }>()
+    for (const [field, value] of Object.entries(steps)) {
       if (field.startsWith(prefix)) stored.set(field.slice(prefix.length), decodeValue(value))
-    open.push({ toolCallId, state, steps: stored })
+      else if (field.startsWith(retryPrefix)) retries.set(field.slice(retryPrefix.length), retryOf(value))
+    }
+    open.push({ toolCallId, state, steps: stored, retries })
   }
   return open
 }

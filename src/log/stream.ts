@@ -61,7 +61,7 @@ export interface SessionLogOptions {
    * Redis answered the landing: a waiter in the same process wakes without the message's trip through
    * the subscriber (harness/notifier.ts `deliver`). The PUBLISH still goes out for every other process,
    * except to none when `awaitedOnlyHere` says the only waiter is one this wakes (a runTool call under
-   * an id this process made): then landResult sends no PUBLISH for the shard's subscribers to read.
+   * an id this process made): then landResult sends no PUBLISH. Set by the local lane (LocalLane.landingOptions).
    */
   landed?: (messageKey: string, record: string) => void
   awaitedOnlyHere?: (messageKey: string) => boolean

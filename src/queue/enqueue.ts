@@ -1,7 +1,7 @@
 import { Job, type JobsOptions, type Queue } from 'bullmq'
 import type { Harness } from '../core/index.js'
 import { traceField } from '../telemetry/tracing.js'
-import { afterSendTo, isCluster, sendCorked, toolJobId, turnJobId, type RedisClient } from '../log/index.js'
+import { toolJobId, turnJobId } from '../log/index.js'
 import type { ToolJobData } from '../core/index.js'
 import type { HarnessQueues } from './queues.js'
 
@@ -100,36 +100,6 @@ export function enqueueCalls(queues: HarnessQueues, harness: Harness, sessionId:
 export function enqueueCall(queues: HarnessQueues, harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob = {}) {
   const job = toolJob(sessionId, call, owner)
   return queues.of(sessionId).tools.add(job.name, job.data, job.opts)
-}
-
-/**
- * Enqueues a call right behind the command `first` sends on the queue's own connection: Redis runs
- * the two in the order sent, so what `first` writes exists before the job does, in one round trip
- * instead of two (issue 24). On a Cluster (a redirect could reorder the two) `first` is awaited before
- * the add. Resolves with `first`'s reply once both are done.
- */
-export async function enqueueCallBehind<T>(
-  queues: HarnessQueues,
-  harness: Harness,
-  sessionId: string,
-  call: CallToEnqueue,
-  first: (client: RedisClient) => Promise<T>,
-): Promise<T> {
-  const client = queues.connection
-  if (isCluster(client)) {
-    const reply = await first(client)
-    await enqueueCall(queues, harness, sessionId, call)
-    return reply
-  }
-  // on the wire now: the add below is sent after it, on the same connection (and in the same socket
-  // write), and a local lane's fetch behind the add (BullMQ sends the add a microtask later)
-  const fetchNow = queues.fetcherOf(sessionId)
-  const [reply] = await sendCorked(client, () => {
-    // a process without a lane of that shard (a caller only) watches nothing
-    if (fetchNow) afterSendTo(client, queues.of(sessionId).tools.keys.wait, fetchNow)
-    return Promise.all([first(client), enqueueCall(queues, harness, sessionId, call)])
-  })
-  return reply
 }
 
 /**

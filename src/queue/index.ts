@@ -6,7 +6,6 @@ export {
   finishedJobs,
   enqueueTurn,
   enqueueCall,
-  enqueueCallBehind,
   enqueueCalls,
   wakeCall,
   wakeTurn,
@@ -14,8 +13,9 @@ export {
   inspectTurnJob,
   inspectCallJob,
   toolJob,
+  type CallToEnqueue,
 } from './enqueue.js'
-export { createQueues, HarnessQueues, type LaneStart } from './queues.js'
+export { createQueues, HarnessQueues } from './queues.js'
 export { wakeCallByName } from './wake.js'
 export { enqueueParkedCall, wakeEventWait, type ToolQueueOf } from './parked.js'
 export { clearFinishedTurn } from './finished.js'

@@ -195,7 +195,13 @@ async function runToEnd(
         await wake(log, outcome.park, options)
         continue
       }
-      await attempt.landResult(fence, tool.name, await keptResult(harness, call, outcome, secrets, 0))
+      // as a tool job lands it: a cut call's tool may have done its work (a rerun keeps a `never` one, R19)
+      await attempt.landResult(
+        fence,
+        tool.name,
+        await keptResult(harness, call, outcome, secrets, 0),
+        begin.kind === 'cut' ? 'unknown' : '',
+      )
     } catch (error) {
       if (!(error instanceof InjectedCrash)) throw error
     }

@@ -97,7 +97,7 @@ function recordLine(r: HarnessRecord): Line | null {
       return {
         kind: 'sleep',
         toolCallId: r.toolCallId,
-        text: `${r.toolCallId} waits (${r.name}) for event ${r.event} key ${r.key} until ${new Date(r.until).toISOString()}`,
+        text: `${r.toolCallId} waits (${r.name}) for event ${r.event} key ${r.key}${r.scope ? ' of this session' : ''} until ${new Date(r.until).toISOString()}`,
       }
     case 'harness.tool.event':
       return {
@@ -135,7 +135,9 @@ function recordLine(r: HarnessRecord): Line | null {
       return { kind: 'record', inputId: r.inputId, text: `turn ${r.inputId} resumed` }
     case 'harness.turn.rerun': {
       const calls = r.calls && r.calls.length > 0 ? `; runs again: ${short(r.calls.join(', '))}` : ''
-      return { kind: 'record', inputId: r.inputId, text: `turn ${r.inputId} rerun (${short(r.rerunId, 60)})${by(r)}${calls}` }
+      // calls the operator named although the rerun would have kept them (a `never` call that may have done its work)
+      const again = r.again && r.again.length > 0 ? ` (named: ${short(r.again.join(', '))})` : ''
+      return { kind: 'record', inputId: r.inputId, text: `turn ${r.inputId} rerun (${short(r.rerunId, 60)})${by(r)}${calls}${again}` }
     }
     case 'harness.turn.finish':
       return { kind: 'model', inputId: r.inputId, text: `beforeFinish cycle ${r.cycle}: ${short(r.messages)}` }

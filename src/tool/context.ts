@@ -53,6 +53,12 @@ export interface WaitForEventOptions<S extends StandardSchemaV1 | undefined = un
   schema?: S
   /** How long to wait (ms or '90s' | '15m' | '3d'; at most 365 days); then the wait throws EventTimeoutError. */
   timeout: Duration
+  /**
+   * `'session'`: only an event sent to this call's session (`host.sendEvent({ ..., sessionId })`) wakes
+   * it, so a key a model chose cannot take or see another session's event. Default `'global'`: any
+   * event on (event, key), whatever session sends or waits (docs/machine-events.md).
+   */
+  scope?: 'session' | 'global'
 }
 
 /** `ctx.step` of a durable tool: each side effect as a named step that runs once per tool call (`do`), and waits that hold no worker slot (`sleep`, `sleepUntil`, `ask`). */

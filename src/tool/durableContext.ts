@@ -80,8 +80,8 @@ class LedgerSteps implements RecordedSteps, EventWaitsOf {
     return this.log.stageRecords(this.fence, records, first)
   }
 
-  waitsFor({ recordWait, saveValue, park, ours }: WaitRecording) {
-    return createWaitForEvent({ log: this.log, fence: this.fence, harness: this.harness, recordWait, saveValue, park, ours })
+  waitsFor(recording: WaitRecording) {
+    return createWaitForEvent({ ...recording, log: this.log, fence: this.fence, harness: this.harness, fresh: this.fresh })
   }
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
-import { RESERVED_PREFIX } from '../core/index.js'
+import { RESERVED_PREFIX, WAIT_STEP_PREFIX, waitStepValueOf, type WaitStepValue } from '../core/index.js'
 import { DuplicateStepError, ReservedRecordTypeError, StorageError } from '../errors/index.js'
 import type { LogRecord, StepLookup, StepRetryState } from '../log/index.js'
 import { stepSpan } from '../telemetry/index.js'
@@ -35,15 +35,36 @@ export interface EventWaitsOf {
   waitsFor(recording: WaitRecording): WaitForEvent
 }
 
+/** A wait for an event as the core records it; its address is checked and its id made by the event waits (waitForEvent.ts). */
+interface WaitToRecord {
+  name: string
+  event: string
+  key: string
+  /** Set on a session-scoped wait: its record says so. */
+  scope?: 'session' | undefined
+  /** The id of the wait's address (log/eventAddress.ts), stored with its timeout: a woken call whose code waits elsewhere finds it. */
+  addressId: string
+  timeoutMs: number
+}
+
+type Recorded = { found: true; value: unknown } | { found: false }
+
+/**
+ * Takes the payload of a wait the new one stands in for (tool/movedWait.ts), given the new wait's
+ * stored step (undefined while it has none): called before a new wait step is stored.
+ */
+export type TakeOver = (registered: WaitStepValue | undefined) => Promise<Recorded>
+
 /** What a wait for an event records through the core (its rules: `recordWait`; a payload: `saveValue`). */
 export interface WaitRecording {
-  /** The wait's recorded payload, else its timeout: recorded once, so a run again keeps it. */
-  recordWait(
-    name: string,
-    event: string,
-    key: string,
-    timeoutMs: number,
-  ): Promise<{ found: true; value: unknown } | { found: false; until: number }>
+  /**
+   * The wait's recorded payload, else a payload `takeOver` took, else its timeout: its wait step
+   * `harness.wait:<name>` → `{ until, ev }` with its `harness.tool.wait` record, stored once (a run
+   * again keeps the timeout and the address it registered under).
+   */
+  recordWait(wait: WaitToRecord, takeOver?: TakeOver): Promise<{ found: true; value: unknown } | { found: false; until: number }>
+  /** Whether this attempt already reached the step `name`: a wait it met this attempt has not moved. */
+  met(name: string): boolean
   /** Records a value checked as a step value (R3, R4, R6) with its own record; resolves with the recorded one. */
   saveValue(name: string, value: unknown, what: string, record: (copy: unknown) => LogRecord): Promise<unknown>
   park(p: Park): never
@@ -74,8 +95,6 @@ const APPROVAL = z.object({ approved: z.boolean(), reason: z.string().max(2_000)
 type Approval = z.infer<typeof APPROVAL>
 /** The step of a `needsApproval` call's approval question. */
 export const APPROVAL_STEP = `${RESERVED_PREFIX}approval`
-/** The harness's own step of a wait, beside the payload's step `name`: when the wait times out. */
-const WAIT_STEP = `${RESERVED_PREFIX}wait:`
 
 /**
  * The rules of a durable tool's steps (R1–R9, R14, R16), over its call's recorded steps and nothing
@@ -210,15 +229,23 @@ export function createStepCore(steps: RecordedSteps, options: StepCoreOptions, e
   const ask = createAsk({ steps, lookup, park, checkValue, ours, ...(options.version ? { version: options.version } : {}) })
   let waitForEvent: WaitForEvent | undefined
   const waitRecording = (): WaitRecording => ({
-    async recordWait(name, event, key, timeoutMs) {
+    async recordWait({ name, event, key, scope, addressId, timeoutMs }, takeOver) {
       const stored = await lookup(name)
       if (stored.found) return stored
-      const { until } = (await storeOnce(`${WAIT_STEP}${name}`, () => {
-        const at = Date.now() + timeoutMs
-        return { value: { until: at }, record: { type: 'harness.tool.wait', toolCallId, name, event, key, until: at } }
-      })) as { until: number }
-      return { found: false, until }
+      const waitStep = `${WAIT_STEP_PREFIX}${name}`
+      const found = await lookup(waitStep)
+      const registered = found.found ? waitStepValueOf(found.value) : undefined
+      // before a new wait step is stored: a crash while a payload moves finds the old wait again
+      const moved = takeOver ? await takeOver(registered) : undefined
+      if (moved?.found) return moved
+      if (registered) return { found: false, until: registered.until }
+      const at = Date.now() + timeoutMs
+      const record: LogRecord = { type: 'harness.tool.wait', toolCallId, name, event, key, until: at, ...(scope ? { scope } : {}) }
+      const value: WaitStepValue = { until: at, ev: addressId }
+      // a lost race keeps the wait step stored first
+      return { found: false, until: waitStepValueOf((await ours(steps.record(waitStep, value, record))).value).until }
     },
+    met: (name) => used.has(name),
     async saveValue(name, value, what, record) {
       const { copy, encoded } = encodeValue(value, what)
       await staging

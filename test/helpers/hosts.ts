@@ -75,7 +75,7 @@ export function useInProcessHosts(): {
   start(
     harness: Harness,
     label: string,
-    options?: { redis?: string; writeRetryMs?: number; concurrency?: number; retention?: RetentionOptions },
+    options?: { redis?: string; writeRetryMs?: number; concurrency?: number; retention?: RetentionOptions; localLane?: boolean },
   ): { host: HarnessHost; prefix: string; url: string }
   /** Closed after the test too (a client, a second host). */
   defer(close: () => Promise<unknown> | unknown): void
@@ -101,6 +101,7 @@ export function useInProcessHosts(): {
         logger: quiet,
         ...(options.writeRetryMs ? { writeRetryMs: options.writeRetryMs } : {}),
         ...(options.retention ? { retention: options.retention } : {}),
+        ...(options.localLane === undefined ? {} : { localLane: options.localLane }),
       })
       const workers = host.startWorkers({ concurrency: options.concurrency ?? 4, sweepEveryMs: 0 })
       closers.push(

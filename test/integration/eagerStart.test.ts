@@ -1,7 +1,9 @@
 import { Queue, type Job } from 'bullmq'
 import { afterEach, describe, expect, it } from 'vitest'
-import { AttemptLocks, EagerStartWorker, LockWatchingWorker } from '../../src/call/index.js'
-import { afterSendTo, type RedisClient } from '../../src/log/index.js'
+import { AttemptLocks, LockWatchingWorker } from '../../src/call/index.js'
+import type { RedisClient } from '../../src/log/index.js'
+import { EagerStartWorker } from '../../src/lane/bullmqInternals.js'
+import { afterSendTo } from '../../src/lane/sendHooks.js'
 import { cleanupPrefix, getRedisUrl, rigClient, uniquePrefix } from '../rig.js'
 import { until } from '../helpers/log.js'
 
@@ -24,7 +26,7 @@ class RecordingPlain extends LockWatchingWorker<unknown> {
   }
 }
 
-describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
+describe('a tool job starts when its fetch returns it (lane/bullmqInternals.ts EagerStartWorker)', () => {
   const closers: Array<() => Promise<unknown>> = []
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close()
@@ -43,7 +45,7 @@ describe('a tool job starts when its fetch returns it (eagerStart.ts)', () => {
     const options = { connection, prefix, concurrency, autorun: false }
     const worker =
       Worker === RecordingEager
-        ? new RecordingEager('tools.eager', run, options, new AttemptLocks(30_000), connection)
+        ? new RecordingEager('tools.eager', run, options, new AttemptLocks(30_000), connection, new WeakSet())
         : new RecordingPlain('tools.eager', run, options, new AttemptLocks(30_000))
     events.set(worker, seen)
     void worker.run()

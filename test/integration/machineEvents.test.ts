@@ -226,4 +226,35 @@ describe('machine events over a worker process and a webhook server process', ()
     // the first delivery's payload, not the resend's
     expect((await session.settled(inputId, { timeoutMs: 30_000 })).text).toBe('done: {"orderId":"o-8","paid":"8 EUR"}')
   })
+
+  it("R20 scoped: a webhook POST with sessionId wakes only its session's scoped wait, once; a worker SIGKILLed after the payload was stored loses nothing", async () => {
+    ctx.workers.push(await ctx.spawn())
+    const session = ctx.host.open(orders, { sessionId: 'order-9' })
+    const other = ctx.host.open(orders, { sessionId: 'order-9b' })
+    const { inputId } = await session.prompt('checkout:o-9:3d:crash:scoped')
+    const waiting = await other.prompt('checkout:o-9:3d:scoped')
+    await Promise.all([parkedJob('order-9'), parkedJob('order-9b')])
+    const [wait] = records(await session.log.read(), 'harness.tool.wait')
+    expect(wait).toMatchObject({ key: 'o-9', scope: 'session' })
+    const send = () =>
+      post({
+        op: 'event',
+        event: 'payment.settled',
+        key: 'o-9',
+        sessionId: 'order-9',
+        payload: { amount: 9, currency: 'EUR' },
+        id: 'evt-9',
+      })
+    expect(await (await send()).json()).toMatchObject({ op: 'event', sessionId: 'order-9', status: 'delivered', calls: 1 })
+    expect((await session.settled(inputId, { timeoutMs: 60_000 })).text).toBe('done: {"orderId":"o-9","paid":"9 EUR"}')
+    expect(await ctx.redis.get(`${ctx.prefix}:crashed:o-9`)).toBe('1')
+    expect(records(await session.log.read(), 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh', 'rerun'])
+    expect(await (await send()).json()).toMatchObject({ status: 'duplicate', calls: 0 })
+    // the other session's scoped wait on the same order was not woken; an unscoped send does not reach it either
+    expect((await parkedJob('order-9b')).state).toBe('delayed')
+    expect(await (await settledEvent('o-9', { amount: 1, currency: 'EUR' })).json()).toMatchObject({ status: 'stored', calls: 0 })
+    expect((await parkedJob('order-9b')).state).toBe('delayed')
+    await ctx.other.sendEvent({ event: 'payment.settled', key: 'o-9', sessionId: 'order-9b', payload: { amount: 2, currency: 'EUR' } })
+    expect((await other.settled(waiting.inputId, { timeoutMs: 30_000 })).text).toBe('done: {"orderId":"o-9","paid":"2 EUR"}')
+  })
 })

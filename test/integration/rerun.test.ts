@@ -129,6 +129,10 @@ describe('session.rerun', () => {
     state.providerDown = false
     expect((await control({ op: 'rerun', threadId: 'h-1', inputId: prompted.inputId }, 'wrong')).status).toBe(401)
     expect((await control({ op: 'rerun', threadId: 'secret-1', inputId: prompted.inputId })).status).toBe(403)
+    // `again` naming no call of the turn: refused, nothing rerun
+    const refused = await control({ op: 'rerun', threadId: 'h-1', inputId: prompted.inputId, again: ['no-such-call'] })
+    expect(refused.status).toBe(409)
+    expect(await refused.json()).toMatchObject({ code: 'rerun_call' })
     const receipt = await control({ op: 'rerun', threadId: 'h-1', inputId: prompted.inputId, rerunId: 'http-1' })
     expect(await receipt.json()).toEqual({ op: 'rerun', threadId: 'h-1', status: 'rerun', inputId: prompted.inputId })
     expect(await session.settled(prompted.inputId)).toMatchObject({ outcome: 'completed' })

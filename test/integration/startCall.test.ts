@@ -13,6 +13,8 @@ import { records, until } from '../helpers/log.js'
 import { queuePrefix, rigClient } from '../rig.js'
 
 const onCluster = Boolean(process.env.REDIS_CLUSTER_NODES)
+// the local lane off (DH_LOCAL_LANE=off, the lane-off run of this suite): what is the lane's own is skipped
+const laneOff = process.env.DH_LOCAL_LANE === 'off'
 
 /** A tool that holds its call until `release` (one gate a call id), counting its runs. */
 function gatedTool() {
@@ -55,7 +57,7 @@ describe('a runTool call started in its request write', () => {
     expect(runs).toEqual(['warm', 'held'])
   })
 
-  it.skipIf(onCluster)(
+  it.skipIf(onCluster || laneOff)(
     "a slot whose job's attempt ended counts as free: a caller that calls again as soon as its call landed starts on it",
     async () => {
       const locks: string[] = []
@@ -106,7 +108,7 @@ describe('a runTool call started in its request write', () => {
 describe("a landing's PUBLISH goes out only when another process may wait for it", () => {
   const hosts = useInProcessHosts()
 
-  it.skipIf(onCluster)(
+  it.skipIf(onCluster || laneOff)(
     'no PUBLISH for a call under an id its caller made here, where it runs; one for a call another process awaits, and for a caller-given id',
     async () => {
       const { tool, release } = gatedTool()
@@ -137,7 +139,7 @@ describe("a landing's PUBLISH goes out only when another process may wait for it
   )
 })
 
-describe('a process that started a call in its request write dies', () => {
+describe.skipIf(laneOff)('a process that started a call in its request write dies', () => {
   const ctx = useWorkerProcesses({ label: 'start-killed', workers: 1 })
 
   it('R10: another worker runs the call again once its lock expires; each step ran once', async () => {

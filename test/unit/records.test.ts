@@ -11,7 +11,7 @@ import {
   type LogRecord,
   type RecordOf,
 } from '../../src/log/index.js'
-import { isJsonData } from '../../src/log/records.js'
+import { isJsonData } from '../../src/log/jsonData.js'
 
 /** One valid record of every harness type. */
 const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } = {

@@ -320,19 +320,64 @@ describe('step.waitForEvent (its recording)', () => {
     return recording!
   }
 
-  it('the timeout is recorded once under the harness step of the wait; a run again keeps it', async () => {
+  const paid = { name: 'paid', event: 'payment.settled', key: 'order-1', addressId: 'addr-1', timeoutMs: 60_000 }
+
+  it('the timeout and the address id are recorded once as the wait step { until, ev }; a run again keeps them', async () => {
     vi.useFakeTimers({ toFake: ['Date'], now: 2_000_000 })
     const steps = new MapSteps()
-    expect(await recordingOf(steps).recordWait('paid', 'payment.settled', 'order-1', 60_000)).toEqual({ found: false, until: 2_060_000 })
+    expect(await recordingOf(steps).recordWait(paid)).toEqual({ found: false, until: 2_060_000 })
     vi.setSystemTime(2_030_000)
-    expect(await recordingOf(steps.again()).recordWait('paid', 'payment.settled', 'order-1', 60_000)).toEqual({
+    // a run again (a later code) waiting elsewhere keeps the wait step as it was stored
+    expect(await recordingOf(steps.again()).recordWait({ ...paid, addressId: 'addr-2', timeoutMs: 1_000 })).toEqual({
       found: false,
       until: 2_060_000,
     })
     expect(steps.records).toEqual([
       { type: 'harness.tool.wait', toolCallId: 'call-1', name: 'paid', event: 'payment.settled', key: 'order-1', until: 2_060_000 },
     ])
-    expect([...steps.values.keys()]).toEqual(['harness.wait:paid'])
+    expect([...steps.values]).toEqual([['harness.wait:paid', { until: 2_060_000, ev: 'addr-1' }]])
+  })
+
+  it('a session-scoped wait says so in its record', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: 2_000_000 })
+    const steps = new MapSteps()
+    await recordingOf(steps).recordWait({ ...paid, scope: 'session' })
+    expect(steps.records).toEqual([
+      {
+        type: 'harness.tool.wait',
+        toolCallId: 'call-1',
+        name: 'paid',
+        event: 'payment.settled',
+        key: 'order-1',
+        until: 2_060_000,
+        scope: 'session',
+      },
+    ])
+  })
+
+  it("the take-over sees the stored wait step and runs before a new one is stored; a payload it took is the wait's", async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: 2_000_000 })
+    const steps = new MapSteps()
+    const seen: unknown[] = []
+    const none = async (registered: unknown) => (seen.push([registered, [...steps.values.keys()]]), { found: false as const })
+    await recordingOf(steps).recordWait(paid, none)
+    await recordingOf(steps.again()).recordWait(paid, none)
+    expect(seen).toEqual([
+      [undefined, []],
+      [{ until: 2_060_000, ev: 'addr-1' }, ['harness.wait:paid']],
+    ])
+    const other = new MapSteps().again()
+    expect(await recordingOf(other).recordWait(paid, async () => ({ found: true, value: { amount: 5 } }))).toEqual({
+      found: true,
+      value: { amount: 5 },
+    })
+    expect(other.values.size).toBe(0)
+  })
+
+  it('met: the steps this attempt reached', () => {
+    const recording = recordingOf(new MapSteps())
+    expect(recording.met(`w${seq - 1}`)).toBe(true)
+    expect(recording.met('other')).toBe(false)
   })
 
   it('a payload is recorded as the step, checked as a step value; a recorded payload comes back', async () => {
@@ -345,7 +390,7 @@ describe('step.waitForEvent (its recording)', () => {
     )
     await expect(recording.saveValue('paid', { at: new Date() }, 'payload', record)).rejects.toBeInstanceOf(NotJsonError)
     expect(await recording.saveValue('paid', { amount: 5, gone: undefined }, 'payload', record)).toEqual({ amount: 5 })
-    expect(await recordingOf(steps.again()).recordWait('paid', 'payment.settled', 'order-1', 60_000)).toEqual({
+    expect(await recordingOf(steps.again()).recordWait(paid)).toEqual({
       found: true,
       value: { amount: 5 },
     })

@@ -16,11 +16,14 @@ describe('Timeline', () => {
       { type: 'harness.tool.sleep', toolCallId: 'c1', name: 'wait', wakeAt: at },
       { type: 'harness.turn.paused', inputId: 'in-1', error: { message: 'rate limited' }, at },
       { type: 'harness.tool.result', toolCallId: 'c1', name: 'charge', result: 1 },
+      { type: 'harness.turn.rerun', inputId: 'in-1', rerunId: 'r-1', at, calls: ['c1', 'c2'], again: ['c2'], principal: 'ops' },
     ]
     expect(lines(records.map((r) => custom(r.type, r))).map(({ kind, text }) => ({ kind, text }))).toEqual([
       { kind: 'attempt', text: 'charge c1 attempt 2 (rerun, replay safe)' },
       { kind: 'sleep', text: `c1 sleeps (wait) until ${new Date(at).toISOString()}` },
       { kind: 'park', text: 'turn in-1 paused: rate limited' },
+      // R19: the calls the operator named to run again although kept
+      { kind: 'record', text: 'turn in-1 rerun (r-1) by ops; runs again: c1, c2 (named: c2)' },
     ])
   })
 

@@ -99,9 +99,14 @@ export const rerun: Command = {
   name: 'rerun',
   args: '<sessionId> <inputId>',
   summary: 'Runs a failed or aborted turn again: kept call results stay kept, failed calls and the model go on.',
+  details: [
+    "A replay 'never' call that was interrupted, aborted, timed out or cancelled after its tool began keeps its error (its",
+    'side effect may have happened). --again runs such calls again: name them only when you know their side effect did not happen.',
+  ],
   options: {
     id: { type: 'string', help: 'a rerun id: the same id again does nothing' },
     by: { type: 'string', help: 'who reruns (recorded)' },
+    again: { type: 'string', help: 'tool call ids (comma-separated) of the turn to run again although kept (recorded)' },
   },
   required: 2,
   async run({ args, values }) {
@@ -111,6 +116,7 @@ export const rerun: Command = {
       return session.rerun(args[1]!, {
         ...(typeof values.id === 'string' ? { rerunId: values.id } : {}),
         ...(typeof values.by === 'string' ? { principal: values.by } : {}),
+        ...(typeof values.again === 'string' ? { again: values.again.split(',').filter((id) => id !== '') } : {}),
       })
     })
     const inputId = terminalSafe(args[1]!)

@@ -17,14 +17,24 @@ export const event: Command = {
   name: 'event',
   args: '<event> <key> [json payload]',
   summary: 'Sends a machine event: wakes every call waiting on (event, key) in step.waitForEvent, or keeps it for the first wait.',
-  options: { id: { type: 'string', help: 'event id: a second send with the same id does nothing' } },
+  options: {
+    id: { type: 'string', help: 'event id: a second send with the same id does nothing' },
+    session: { type: 'string', help: "for this session's waits with scope: 'session' only" },
+  },
   required: 2,
   optional: 1,
   async run({ args, values }) {
     const payload = parsePayload(args[2])
     const id = typeof values.id === 'string' ? values.id : undefined
+    const sessionId = typeof values.session === 'string' ? values.session : undefined
     const sent = await withHost(values, false, (host) =>
-      host.sendEvent({ event: args[0]!, key: args[1]!, payload, ...(id === undefined ? {} : { id }) }),
+      host.sendEvent({
+        event: args[0]!,
+        key: args[1]!,
+        payload,
+        ...(id === undefined ? {} : { id }),
+        ...(sessionId === undefined ? {} : { sessionId }),
+      }),
     )
     const what = `${terminalSafe(args[0]!)} ${terminalSafe(JSON.stringify(args[1]!))}`
     if (sent.status === 'stored') print(`Kept ${what}: no call waits for it yet; the first wait takes it.`)

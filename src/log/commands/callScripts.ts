@@ -7,6 +7,14 @@ import { arg, defineScript, num, reply, text } from './script.js'
  */
 type Fenced = ['fenced', number]
 
+/**
+ * How a landing leaves a `replay: 'never'` call's tool (landResult.lua), which decides what a rerun
+ * does with its error (R19): 'unknown' its tool began and nobody knows whether it finished (cut,
+ * aborted, timed out: the rerun keeps it); 'asBefore' as its state says (a park inside the tool set
+ * it: a cancel at the begin); '' the tool ended on its own, or never ran (the rerun runs it again).
+ */
+export type ToolEnd = 'unknown' | 'asBefore' | ''
+
 /** What landing a call's result takes (includes/land.lua), the same for landResult and cancelCall. */
 const landArgs = {
   toolCallId: text,
@@ -18,6 +26,9 @@ const landArgs = {
   channel: text,
   messageKey: text,
 }
+
+/** landResult's: the landing, then how the call's tool ended (ToolEnd: what a rerun does with a `never` call's error). */
+const landResultArgs = { ...landArgs, toolEnd: arg<ToolEnd>() }
 
 /** What a runTool request logs (includes/request.lua), the same for requestCall and startCall. */
 const requestArgs = {
@@ -42,7 +53,7 @@ export const requestCall = defineScript({
 /** requestCall, and its job started in the same write under a local lane's slot (startCall.lua). */
 export const startCall = defineScript({
   name: 'startCall',
-  keys: ['calls', 'log', 'sessions', 'openCalls', 'job', 'active', 'wait', 'prioritized', 'marker', 'meta'],
+  keys: ['calls', 'log', 'sessions', 'openCalls', 'job', 'active', 'wait', 'prioritized', 'marker', 'meta', 'events', 'id'],
   args: { ...requestArgs, jobId: text, data: text, opts: text, token: text, lockMs: num, worker: text, wake: arg<'1' | ''>() },
   reply: reply<['started', string, 0 | 1] | ['queued', string] | ['exists'] | ['conflict']>(),
 })
@@ -115,7 +126,7 @@ export const stageRecords = defineScript({
 export const parkCall = defineScript({
   name: 'parkCall',
   keys: ['calls', 'log', 'eventTimers'],
-  args: { toolCallId: text, epoch: num, record: text, timerMember: text, until: num },
+  args: { toolCallId: text, epoch: num, record: text, timerMember: text, until: num, inTool: arg<'1' | ''>() },
   reply: reply<['ok'] | Fenced>(),
 })
 
@@ -129,7 +140,7 @@ export const clearEventTimer = defineScript({
 export const landResult = defineScript({
   name: 'landResult',
   keys: ['calls', 'log', 'staged', 'openCalls', 'conversation'],
-  args: landArgs,
+  args: landResultArgs,
   reply: reply<['ok', string] | Fenced>(),
 })
 

@@ -3,6 +3,8 @@
   `append` records, then harness.tool.result with the cancelled tool error, then the call state
   'done', and the call's open questions closed, all in one atomic write. A call that woke meanwhile
   (running) or landed (done) is left alone: it ends on its own, so a call never gets two results.
+  The state's `t` stays: a `replay: 'never'` call that parked from inside its tool keeps its
+  cancelled result on a rerun (R19); one that parked before its tool ran (limit, approval) runs again.
 
   Input:
     KEYS[1] calls: calls hash

@@ -1,7 +1,7 @@
 --[[
   Drops a BullMQ queue's base marker (member '0') while no job waits in it. BullMQ's fetch of a job
   sets the marker again for the next fetch; after a fetch that found the queue empty, a marker still
-  set is stale, and the next blocking wait would return at once to fetch nothing (src/call/eagerStart.ts).
+  set is stale, and the next blocking wait would return at once to fetch nothing (src/lane/bullmqInternals.ts).
   Atomic: a job added before this keeps its marker, one added after sets it again. A delayed job's
   marker (member '1') is left alone.
 

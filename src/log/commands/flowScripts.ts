@@ -5,7 +5,7 @@ import { arg, defineScript, num, reply, text } from './script.js'
  * (R17) and an (event, key)'s waits (R20); and the one on a tool queue's own BullMQ keys.
  */
 
-/** A tool queue's stale base marker, dropped while no job waits (src/call/eagerStart.ts). */
+/** A tool queue's stale base marker, dropped while no job waits (src/lane/bullmqInternals.ts). */
 export const dropStaleMarker = defineScript({
   name: 'dropStaleMarker',
   keys: ['marker', 'wait', 'prioritized'],
@@ -48,6 +48,13 @@ export const awaitEvent = defineScript({
   /** pairs of kept event uid and verdict */
   trailingArgs: 'verdicts',
   reply: reply<['event', string, string] | ['timeout'] | ['waiting'] | ['check', ...uidsAndPayloads: string[]]>(),
+})
+
+export const leaveEventWait = defineScript({
+  name: 'leaveEventWait',
+  keys: ['eventHash'],
+  args: { member: text, now: num, graceMs: num },
+  reply: reply<['event', string, string] | ['left']>(),
 })
 
 export const deliverEvent = defineScript({

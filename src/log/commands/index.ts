@@ -2,6 +2,7 @@ import * as callScripts from './callScripts.js'
 import * as flowScripts from './flowScripts.js'
 import * as turnScripts from './turnScripts.js'
 
+export type { ToolEnd } from './callScripts.js'
 export { runScript, type AnyScript, type ReplicaWait, type ScriptInput, type ScriptReply } from './script.js'
 
 /** Every Lua script of this folder, by name: its declaration (script.ts defineScript) and source. */

@@ -5,8 +5,11 @@
   each that landed an error is reset to state 'again': its next begin runs it from the top (its kept
   steps stay kept, R5), and the rerun record names it so the fold drops its failed result. Its steps'
   retry states are cleared: a step whose tries were exhausted (or stopped) is tried afresh (R16), as
-  an operator who reruns after fixing what failed expects. A call
-  that landed a result stays done: its job begins as 'done' and never runs again (R19).
+  an operator who reruns after fixing what failed expects. A call that landed a result stays done:
+  its job begins as 'done' and never runs again (R19). So does a `replay: 'never'` call whose state
+  has `t` (its tool began and nobody knows whether it finished: interrupted, aborted, timed out, or
+  cancelled after its tool began; landResult.lua, parkCall.lua), unless the operator names it in
+  `again`: the record lists those too.
 
   Input:
     KEYS[1] log: session log stream
@@ -24,11 +27,14 @@
     ARGV[3] now: now ms
     ARGV[4] openMember: open turns member (formats.ts)
     ARGV[5] principal: who reran ('' for nobody named)
-    ARGV[6..] toolCallIds: the candidate tool call ids
+    ARGV[6] again: JSON array of candidate call ids to run again even if kept by `t` (the caller checked they are candidates)
+    ARGV[7..] toolCallIds: the candidate tool call ids
 
   Output:
     {'rerun', entryId, firstInLineInputId} | {'exists'} (this rerunId ran already) | {'unknown'}
     | {'open'} (the turn has not settled) | {'completed'} (it completed: nothing to run again)
+    | {'landed', toolCallId} / {'pending', toolCallId}: a call named in `again` landed a result (R19: it
+      never runs again) / has no result yet (it runs or lands on its own); nothing written
 ]]
 local logKey, inputsKey, callsKey, openTurnsKey, lineKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local openIndexKey, failedIndexKey, abortedIndexKey, stepsKey = KEYS[7], KEYS[8], KEYS[9], KEYS[10]
@@ -43,6 +49,7 @@ local function clearRetries(toolCallId)
   until cursor == '0'
 end
 local inputId, rerunId, now, openMember, principal = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local againIds = cjson.decode(ARGV[6])
 
 --@include conversation
 local raw = redis.call('HGET', inputsKey, inputId)
@@ -60,15 +67,27 @@ if not outcome then
 end
 if outcome == 'completed' then return {'completed'} end
 
+-- the calls named in `again`, checked before anything is written
+local again = {}
+for _, toolCallId in ipairs(againIds) do
+  local stored = redis.call('HGET', callsKey, toolCallId .. '\0result')
+  if not stored then return {'pending', toolCallId} end
+  if not cjson.decode(stored).error then return {'landed', toolCallId} end
+  again[toolCallId] = true
+end
+
 local reset = {}
-for i = 6, #ARGV do
+for i = 7, #ARGV do
   local toolCallId = ARGV[i]
   local stored = redis.call('HMGET', callsKey, toolCallId, toolCallId .. '\0result')
   if stored[1] and stored[2] then
     local state = cjson.decode(stored[1])
-    if state.s == 'done' and cjson.decode(stored[2]).error then
+    -- a 'never' call whose tool may have done its work keeps what it landed, unless named in again
+    local kept = state.r == 'never' and state.t and not again[toolCallId]
+    if state.s == 'done' and not kept and cjson.decode(stored[2]).error then
       state.s = 'again'
       state.id = nil
+      state.t = nil
       redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
       redis.call('HDEL', callsKey, toolCallId .. '\0result')
       clearRetries(toolCallId)
@@ -79,6 +98,7 @@ end
 
 local record = {type = 'harness.turn.rerun', inputId = inputId, rerunId = rerunId, at = tonumber(now)}
 if #reset > 0 then record.calls = reset end
+if #againIds > 0 then record.again = againIds end
 if principal ~= '' then record.principal = principal end
 local id = redis.call('XADD', logKey, '*', 'r', cjson.encode(record))
 indexConversation(convKey, logKey, id)

@@ -75,9 +75,12 @@ export const settleInput = defineScript({
 export const rerunTurn = defineScript({
   name: 'rerunTurn',
   keys: ['log', 'inputs', 'calls', 'openTurns', 'line', 'conversation', 'openIndex', 'failedIndex', 'abortedIndex', 'steps'],
-  args: { inputId: text, rerunId: text, now: num, openMember: text, principal: text },
+  /** again: JSON array of the candidate call ids the operator runs again on purpose */
+  args: { inputId: text, rerunId: text, now: num, openMember: text, principal: text, again: text },
   trailingArgs: 'toolCallIds',
-  reply: reply<['rerun', string, string] | ['exists'] | ['unknown'] | ['open'] | ['completed']>(),
+  reply: reply<
+    ['rerun', string, string] | ['exists'] | ['unknown'] | ['open'] | ['completed'] | ['landed', string] | ['pending', string]
+  >(),
 })
 
 export const readConversation = defineScript({

@@ -1,0 +1,1 @@
+export { createLocalLane, localLaneEnabled, type LocalLane } from './localLane.js'
