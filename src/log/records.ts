@@ -1,4 +1,4 @@
-import type { ToolErrorPayload } from '../core/index.js'
+import { RESERVED_PREFIX, type ToolErrorPayload } from '../core/index.js'
 import { z } from 'zod'
 import { isJsonData } from './jsonData.js'
 
@@ -185,7 +185,7 @@ export type AppRecord = { type: string; [key: string]: unknown }
 /** A record of the session log: one of the harness's own (`harness.*`) or an app record a tool appended. */
 export type LogRecord = HarnessRecord | AppRecord
 
-export const RESERVED_PREFIX = 'harness.'
+export { RESERVED_PREFIX }
 
 /**
  * The record types of a session's conversation: what its projection indexes (commands/includes/conversation.lua);

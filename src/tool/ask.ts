@@ -2,9 +2,10 @@ import { createHash } from 'node:crypto'
 import { convertSchemaToJsonSchema } from '@tanstack/ai'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
 import { InvalidAnswerError, QuestionExpiredError } from '../errors/index.js'
-import type { Fence, SessionLog, StepLookup } from '../log/index.js'
+import type { StepLookup } from '../log/index.js'
 import type { AskOptions } from './context.js'
 import { Park } from './park.js'
+import type { RecordedSteps } from './recordedSteps.js'
 
 /** How long an ask without expiresAt parks before the job re-checks (answers promote it at once). */
 const ASK_HORIZON_MS = 24 * 3_600_000
@@ -49,12 +50,11 @@ function toEpochMs(at: Date | number | string): number {
 }
 
 interface AskDeps {
-  log: SessionLog
-  fence: Fence
+  steps: RecordedSteps
   lookup(name: string): Promise<StepLookup>
   park(p: Park): never
   checkValue(value: unknown, what: string): unknown
-  /** Marks a failed write of ours (see durableContext). */
+  /** Marks a failed write of ours (see stepCore.ts). */
   ours<T>(write: Promise<T>): Promise<T>
   /** The harness version the call began under, kept with the question. */
   version?: string
@@ -64,13 +64,13 @@ interface AskDeps {
  * step.ask (R8): logs the question once, then returns the logged answer, throws QuestionExpiredError
  * after expiresAt, or parks the call until an answer promotes it (or the expiry wakes it).
  */
-export function createAsk({ log, fence, lookup, park, checkValue, ours, version }: AskDeps) {
+export function createAsk({ steps, lookup, park, checkValue, ours, version }: AskDeps) {
   return async function ask<S extends StandardSchemaV1>(
     options: AskOptions<S>,
     kind: 'ask' | 'approval' = 'ask',
   ): Promise<StandardSchemaV1.InferOutput<S>> {
     const { name, message, schema } = options
-    const questionId = questionIdOf(fence.toolCallId, name)
+    const questionId = questionIdOf(steps.toolCallId, name)
     const expiresAt = options.expiresAt === undefined ? undefined : toEpochMs(options.expiresAt)
     // R6 before any read or write, and on a run again too (the name was checked when it was claimed)
     checkValue(message, `Question "${name}" message`)
@@ -78,8 +78,8 @@ export function createAsk({ log, fence, lookup, park, checkValue, ours, version 
     if (!stored.found) {
       const jsonSchema = checkValue(convertSchemaToJsonSchema(schema) ?? {}, `Question "${name}" schema`)
       await ours(
-        log.askQuestion(fence, name, {
-          toolCallId: fence.toolCallId,
+        steps.recordQuestion(name, {
+          toolCallId: steps.toolCallId,
           questionId,
           name,
           message,
@@ -90,7 +90,7 @@ export function createAsk({ log, fence, lookup, park, checkValue, ours, version 
         }),
       )
     }
-    const q = await ours(log.getQuestion(questionId))
+    const q = await ours(steps.question(questionId))
     if (q?.answer.found) {
       const checked = await validateNow(schema, q.answer.value)
       if (!checked.ok) throw new InvalidAnswerError(questionId, checked.message)

@@ -1,42 +1,10 @@
-import { z } from 'zod'
-import { DuplicateStepError, ReservedRecordTypeError, StorageError, type LockLostError } from '../errors/index.js'
-import type { SessionLog, Fence, StepLookup, StepRetryState } from '../log/index.js'
-import { RESERVED_PREFIX, stepRecordJson, type LogRecord } from '../log/index.js'
-import type { StandardSchemaV1 } from '@standard-schema/spec'
-import type { AppendRecord, DurableContextFields, Step, StepFnOptions, StepOptions, WaitForEventOptions } from './context.js'
-import { parseDuration, parseWakeTime } from './duration.js'
-import { encodeChecked, toJsonCopy } from './json.js'
-import { Park } from './park.js'
-import type { SecretStore } from './secrets.js'
-import { stepSpan } from '../telemetry/index.js'
-import { createAsk } from './ask.js'
+import type { SessionLog, Fence, LogRecord, Question, RecordOf, StepRetryState } from '../log/index.js'
+import { stepRecordJson } from '../log/index.js'
+import type { AttemptHold, AttemptSignal, RecordedSteps } from './recordedSteps.js'
 import type { RetryPolicy } from './retry.js'
-import { policyOf, tryDurably } from './stepRetry.js'
+import type { SecretStore } from './secrets.js'
+import { createStepCore, type DurableContextHandle, type EventWaitsOf, type WaitRecording } from './stepCore.js'
 import { createWaitForEvent } from './waitForEvent.js'
-
-/**
- * What an attempt knows of its hold on its call (its job's lock): user code with side effects starts
- * only after `confirm`, so an attempt whose lock was taken over runs none (docs/decisions/zombie-attempt-lock.md).
- */
-export interface AttemptHold {
-  /**
-   * Returns (undefined, at once) while the attempt surely holds its call, else a promise that resolves
-   * once it confirmed it; throws (or rejects with) LockLostError when it lost it (or StorageError).
-   */
-  confirm(): Promise<void> | undefined
-  /** Set once the attempt is known to have lost its call: from then on it runs and writes nothing. */
-  readonly lost: LockLostError | null
-}
-
-/**
- * An attempt's abort as its steps read it: `aborted` and `reason` without the signal, which is made
- * only when something waits on it (a retry's back-off; call/callAborts.ts).
- */
-export interface AttemptSignal {
-  readonly aborted: boolean
-  readonly reason: unknown
-  readonly signal: AbortSignal
-}
 
 export interface DurableContextOptions {
   log: SessionLog
@@ -46,223 +14,83 @@ export interface DurableContextOptions {
   /** True on a fresh first attempt: no step can be stored yet, so lookups are skipped (one round trip less a step). */
   fresh: boolean
   /** The attempt's abort: once it fired (timeout, turn ended) no step starts. */
-  abort?: AttemptSignal
+  abort?: AttemptSignal | undefined
   /** The tool's default retry policy of every step.do (durableTool's `retry`). */
-  retry?: RetryPolicy
+  retry?: RetryPolicy | undefined
   /** The attempt's hold on its call: confirmed before each try of a step's fn. */
-  hold?: AttemptHold
+  hold?: AttemptHold | undefined
   /** The harness version the call began under: its questions record it. */
-  version?: string
+  version?: string | undefined
   /** The harness's name: a sender of an event this call waits for finds its queue by it (runCall passes it). */
-  harness?: string
+  harness?: string | undefined
 }
 
-export interface DurableContextHandle {
-  fields: DurableContextFields
-  /** Waits for staged `append` writes; rethrows their failure (e.g. FencedError). Undefined when nothing was appended. */
-  flush(): Promise<void> | undefined
-  /** The park this attempt hit, if any, even if the tool caught it. */
-  readonly parked: Park | null
-  /**
-   * The approval of a `needsApproval` call, asked once as a question of kind 'approval' (a step the
-   * harness owns): resolves with the person's decision, parks until there is one, throws
-   * QuestionExpiredError at `expiresAt`.
-   */
-  approval(message: string, expiresAt?: number): Promise<Approval>
-  /** A write of ours that failed (after its retries), even if the tool caught it: the attempt must not land. */
-  readonly failure: StorageError | null
+/**
+ * A call's recorded steps in its session log, for one attempt: each write goes to the call ledger
+ * fenced on the attempt's epoch (a superseded attempt's write is refused: FencedError). Its event
+ * waits are the log's too (waitForEvent.ts).
+ */
+class LedgerSteps implements RecordedSteps, EventWaitsOf {
+  readonly logId: string
+  readonly toolCallId: string
+  readonly fresh: boolean
+  private readonly log: SessionLog
+  private readonly fence: Fence
+  private readonly harness: string
+
+  constructor(options: DurableContextOptions) {
+    this.log = options.log
+    this.fence = options.fence
+    this.fresh = options.fresh
+    this.harness = options.harness ?? ''
+    this.logId = options.log.logId
+    this.toolCallId = options.fence.toolCallId
+  }
+
+  recorded(name: string) {
+    return this.log.getStep(this.toolCallId, name)
+  }
+
+  recordedWithRetry(name: string) {
+    return this.log.getStepAndRetry(this.toolCallId, name)
+  }
+
+  recordStep(name: string, copy: unknown, encoded: string | undefined) {
+    // the record from its checked parts: the value is not walked nor encoded again (hot-path-allocation.md)
+    return this.log.saveStep(this.fence, name, copy, stepRecordJson(this.toolCallId, name, encoded), encoded)
+  }
+
+  record(name: string, value: unknown, record: LogRecord, encoded?: string) {
+    return this.log.saveStep(this.fence, name, value, record, encoded)
+  }
+
+  recordRetry(name: string, state: StepRetryState, record: RecordOf<'harness.tool.step.retry'>) {
+    return this.log.saveStepRetry(this.fence, name, state, record)
+  }
+
+  recordQuestion(name: string, question: Question) {
+    return this.log.askQuestion(this.fence, name, question)
+  }
+
+  question(questionId: string) {
+    return this.log.getQuestion(questionId)
+  }
+
+  stage(records: LogRecord[], first: number) {
+    return this.log.stageRecords(this.fence, records, first)
+  }
+
+  waitsFor(recording: WaitRecording) {
+    return createWaitForEvent({ ...recording, log: this.log, fence: this.fence, harness: this.harness, fresh: this.fresh })
+  }
 }
-
-const NOT_STORED: StepLookup = { found: false }
-
-/** A person's decision on a `needsApproval` call: the answer `session.answer(id, value)` takes. */
-const APPROVAL = z.object({ approved: z.boolean(), reason: z.string().max(2_000).optional() })
-type Approval = z.infer<typeof APPROVAL>
-/** The step of a `needsApproval` call's approval question. */
-export const APPROVAL_STEP = `${RESERVED_PREFIX}approval`
 
 /**
  * The step context of a tool call attempt in a durable session, bound to (session log, toolCallId,
- * fencing epoch). Every write is fenced; a step's value is stored before step.do resolves (R1).
+ * fencing epoch): the step core (stepCore.ts) over the call's steps in the log, and the event waits
+ * of its `waitForEvent`. Every write is fenced; a step's value is stored before step.do resolves (R1).
  */
 export function createDurableContext(options: DurableContextOptions): DurableContextHandle {
-  const { log, fence, secrets, maxValueBytes } = options
-  const used = new Set<string>()
-  let parked: Park | null = null
-  let staging: Promise<void> = Promise.resolve()
-  let appended = 0
-  let stagingError: unknown = null
-  let failure: StorageError | null = null
-  /** Remembers a failed write of ours, so a tool that catches it cannot turn it into its own result or error. */
-  const oursFailed = (error: unknown) => {
-    if (error instanceof StorageError) failure ??= error
-    return error
-  }
-  const ours = <T>(write: Promise<T>): Promise<T> =>
-    write.catch((error: unknown) => {
-      throw oursFailed(error)
-    })
-
-  const hold = options.hold
-  const claim = (name: string) => {
-    if (failure) throw failure
-    if (hold?.lost) throw hold.lost
-    if (parked) throw parked
-    if (options.abort?.aborted) throw options.abort.reason
-    if (typeof name !== 'string' || name.length === 0) throw new TypeError('A step needs a non-empty string name.')
-    if (name.startsWith(RESERVED_PREFIX))
-      throw new TypeError(`Step name "${name}" is reserved: names starting with "${RESERVED_PREFIX}" are the harness's own.`)
-    // R6: names are stored as is (hash fields, log records); checked before anything quotes the name
-    if (!secrets.empty)
-      secrets.assertAbsent(JSON.stringify(name), 'A step name (step.do, sleep or ask)', 'Name steps by an id, never by a token.')
-    if (used.has(name)) throw new DuplicateStepError(fence.toolCallId, name)
-    used.add(name)
-  }
-  const lookup = (name: string) => (options.fresh ? Promise.resolve(NOT_STORED) : ours(log.getStep(fence.toolCallId, name)))
-  /** The value's JSON copy and its JSON text (encoded once: the size check, R6's scan and the store share it). */
-  const encodeValue = (value: unknown, what: string) => {
-    const copy = toJsonCopy(value, what)
-    const encoded = encodeChecked(copy, what, maxValueBytes)
-    secrets.assertAbsent(encoded, what)
-    return { copy, encoded }
-  }
-  const checkValue = (value: unknown, what: string) => encodeValue(value, what).copy
-  const park = (p: Park): never => {
-    parked = p
-    throw p
-  }
-
-  /** Stores the value of a wait (sleep/ask) as a step, with its own log record, once. */
-  const storeOnce = async (name: string, make: () => { value: unknown; record: LogRecord }) => {
-    const stored = await lookup(name)
-    if (stored.found) return stored.value
-    const { value, record } = make()
-    return (await ours(log.saveStep(fence, name, value, record))).value
-  }
-
-  const step: Step = {
-    do: (async (name: string, fn: (options: StepFnOptions) => unknown, stepOptions?: StepOptions) => {
-      claim(name)
-      const policy = policyOf(stepOptions?.retry, options.retry, name)
-      const what = `Step "${name}" value`
-      // with a policy, the lookup reads the step's retry state in the same round trip (R16)
-      // a fresh attempt's lookup finds nothing: not awaited at all (a step's every await is a turn of the loop)
-      const stored: StepLookup & { retry?: StepRetryState } = options.fresh
-        ? NOT_STORED
-        : policy
-          ? await ours(log.getStepAndRetry(fence.toolCallId, name))
-          : await lookup(name)
-      if (stored.found) {
-        // R6 on replay too: a secret rotated into a stored value must not reach the tool unnoticed
-        secrets.assertAbsent(stored.value === undefined ? undefined : JSON.stringify(stored.value), what)
-        return stored.value
-      }
-      // R5: one key for every try and every run of the step
-      const idempotencyKey = `${log.logId}:${fence.toolCallId}:${name}`
-      // the fn's side effect starts only while this attempt holds its call (a lost one throws LockLostError)
-      const run = () => {
-        const traced = () => stepSpan(fence.toolCallId, name, async () => fn({ idempotencyKey }))
-        const held = hold?.confirm()
-        return held ? ours(held).then(traced) : traced()
-      }
-      const state = stored.retry
-      const value = policy
-        ? await tryDurably({ log, fence, name, policy, secrets, signal: options.abort?.signal, state, park, ours }, run)
-        : await run()
-      const { copy, encoded } = encodeValue(value, what)
-      if (appended > 0) await staging
-      try {
-        return (await log.saveStep(fence, name, copy, stepRecordJson(fence.toolCallId, name, encoded), encoded)).value
-      } catch (error) {
-        throw oursFailed(error)
-      }
-    }) as Step['do'],
-    async sleep(name, duration) {
-      claim(name)
-      const ms = parseDuration(duration)
-      await sleepUntilStored(name, () => Date.now() + ms)
-    },
-    async sleepUntil(name, at) {
-      claim(name)
-      const wakeAt = parseWakeTime(at)
-      await sleepUntilStored(name, () => wakeAt)
-    },
-    ask: (askOptions) => {
-      claim(askOptions.name)
-      return ask(askOptions)
-    },
-    // the payload comes back as the schema's output, checked by it (or unknown, with none)
-    waitForEvent: ((waitOptions: WaitForEventOptions<StandardSchemaV1 | undefined>) => {
-      claim(waitOptions.name)
-      return waitForEvent(waitOptions)
-    }) as Step['waitForEvent'],
-  }
-
-  // R7: the wake time is logged once; a run again reads it back and never restarts the timer
-  async function sleepUntilStored(name: string, wakeAt: () => number) {
-    const stored = (await storeOnce(name, () => {
-      const at = wakeAt()
-      return { value: { wakeAt: at }, record: { type: 'harness.tool.sleep', toolCallId: fence.toolCallId, name, wakeAt: at } }
-    })) as { wakeAt: number }
-    if (Date.now() < stored.wakeAt) park(new Park('sleep', stored.wakeAt, name))
-  }
-
-  const ask = createAsk({ log, fence, lookup, park, checkValue, ours, ...(options.version ? { version: options.version } : {}) })
-  const saveValue = async (name: string, value: unknown, what: string, record: (copy: unknown) => LogRecord) => {
-    const { copy, encoded } = encodeValue(value, what)
-    await staging
-    return (await ours(log.saveStep(fence, name, copy, record(copy), encoded))).value
-  }
-  const waitForEvent = createWaitForEvent({
-    log,
-    fence,
-    harness: options.harness ?? '',
-    fresh: options.fresh,
-    met: (name) => used.has(name),
-    lookup,
-    storeStep: async (name, value, record) => (await ours(log.saveStep(fence, name, value, record))).value,
-    saveValue,
-    park,
-    ours,
-  })
-
-  const append = (records: AppendRecord[]) => {
-    if (hold?.lost) throw hold.lost
-    if (parked) throw parked
-    if (!Array.isArray(records)) throw new TypeError('append takes an array of records: append([{ type: "app.x", ... }]).')
-    const checked = records.map((record, i) => {
-      const type: unknown = record?.type
-      if (typeof type !== 'string' || type.length === 0 || type.startsWith(RESERVED_PREFIX)) throw new ReservedRecordTypeError(type)
-      return checkValue(record, `append record [${i}] (${type})`) as LogRecord
-    })
-    if (checked.length === 0) return
-    const first = appended
-    appended += checked.length
-    // Durable at once (fenced), so a cut 'never' call still lands them with its error (R9, R10).
-    staging = staging
-      .then(() => ours(log.stageRecords(fence, checked, first)))
-      .catch((error) => {
-        stagingError ??= error
-      })
-  }
-
-  return {
-    fields: { step, append, secrets },
-    approval(message, expiresAt) {
-      if (parked) throw parked
-      return ask({ name: APPROVAL_STEP, message, schema: APPROVAL, ...(expiresAt === undefined ? {} : { expiresAt }) }, 'approval')
-    },
-    flush() {
-      if (appended === 0) return undefined
-      return staging.then(() => {
-        if (stagingError) throw stagingError
-      })
-    },
-    get parked() {
-      return parked
-    },
-    get failure() {
-      return failure
-    },
-  }
+  const steps = new LedgerSteps(options)
+  return createStepCore(steps, options, steps)
 }

@@ -1,6 +1,7 @@
 import { NonRetryableError, StepRetriesExhaustedError } from '../errors/index.js'
-import type { Fence, SessionLog, StepRetryState } from '../log/index.js'
+import type { StepRetryState } from '../log/index.js'
 import { Park } from './park.js'
+import type { RecordedSteps } from './recordedSteps.js'
 import {
   afterFailedTry,
   checkRetryPolicy,
@@ -29,8 +30,8 @@ export function policyOf(own: RetryPolicy | undefined, toolDefault: RetryPolicy 
 }
 
 export interface DurableTries {
-  log: SessionLog
-  fence: Fence
+  /** Where the tries are recorded (the session log's call ledger). */
+  steps: RecordedSteps
   name: string
   policy: CheckedPolicy
   secrets: SecretStore
@@ -50,7 +51,7 @@ export interface DurableTries {
  * shorter one waits in process. The idempotency key is the caller's: the same on every try (R5).
  */
 export async function tryDurably(t: DurableTries, run: () => Promise<unknown>): Promise<unknown> {
-  const { fence, name } = t
+  const { steps, name } = t
   let tries = t.state?.a ?? 0
   // the stored end of the tries (exhausted, not retryable): thrown again, fn is not called again
   if (t.state?.x) throw storedEnd(name, t.state)
@@ -66,9 +67,9 @@ export async function tryDurably(t: DurableTries, run: () => Promise<unknown>): 
       const end = verdict.retry ? undefined : verdict.exhausted ? 'exhausted' : 'stopped'
       const state: StepRetryState = { a: tries, m: failure.message, ...(failure.name ? { c: failure.name } : {}) }
       await t.ours(
-        t.log.saveStepRetry(fence, name, verdict.retry ? { ...state, n: verdict.nextAt } : { ...state, x: end! }, {
+        steps.recordRetry(name, verdict.retry ? { ...state, n: verdict.nextAt } : { ...state, x: end! }, {
           type: 'harness.tool.step.retry',
-          toolCallId: fence.toolCallId,
+          toolCallId: steps.toolCallId,
           name,
           attempt: tries,
           error: failure,

@@ -6,28 +6,26 @@ import {
   callWaitMember,
   eventAddressId,
   EventWaits,
-  WAIT_STEP_PREFIX,
   type EventAddress,
+  type Fence,
   type LogRecord,
-  type StepLookup,
-  type WaitStepValue,
-  waitStepValueOf,
+  type SessionLog,
 } from '../log/index.js'
 import { validateNow } from './ask.js'
 import type { WaitForEventOptions } from './context.js'
 import { parseDuration } from './duration.js'
-import { takeMovedPayload, type MovedWaitDeps } from './movedWait.js'
+import { takeMovedPayload } from './movedWait.js'
 import { Park } from './park.js'
+import type { TakeOver, WaitRecording } from './stepCore.js'
 
-interface WaitDeps extends Omit<MovedWaitDeps, 'waits'> {
+/** The event waits of one attempt (Redis), over the step core's recording of the wait (stepCore.ts). */
+interface WaitDeps extends WaitRecording {
+  log: SessionLog
+  fence: Fence
   /** The harness whose tool waits: the sender finds the call's queue by it. */
   harness: string
   /** True on a fresh first attempt: no wait of the call can be stored yet, none can have moved. */
   fresh: boolean
-  lookup(name: string): Promise<StepLookup>
-  /** Stores a step of the harness's own with its record; resolves with the value stored first (a lost race keeps the other). */
-  storeStep(name: string, value: unknown, record: LogRecord): Promise<unknown>
-  park(p: Park): never
 }
 
 const WHERE = 'step.waitForEvent'
@@ -45,7 +43,7 @@ function scopeOf(scope: unknown): 'session' | undefined {
  * R20), else EventTimeoutError past the timeout, else the call parks until the timeout or a wake-up.
  */
 export function createWaitForEvent(deps: WaitDeps) {
-  const { log, fence, harness, lookup, storeStep, saveValue, park, ours } = deps
+  const { log, fence, harness, recordWait, saveValue, park, ours } = deps
   // once this attempt met the wait its call was parked on (or scanned for the ones its code no longer has), none can have moved
   let settledMoves = deps.fresh
   return async function waitForEvent(options: WaitForEventOptions<StandardSchemaV1 | undefined>): Promise<unknown> {
@@ -54,8 +52,6 @@ export function createWaitForEvent(deps: WaitDeps) {
     assertEventAddressPart(WHERE, 'key', key)
     const scope = scopeOf(options.scope)
     const ms = parseDuration(options.timeout)
-    const stored = await lookup(name)
-    if (stored.found) return stored.value
     const address: EventAddress = { event, key, ...(scope ? { sessionId: log.sessionId } : {}) }
     const addressId = eventAddressId(address)
     const waits = new EventWaits(log.redis, log.prefix)
@@ -69,31 +65,18 @@ export function createWaitForEvent(deps: WaitDeps) {
       ...(scope ? { scope } : {}),
       ...(copy === undefined ? {} : { payload: copy }),
     })
-    const waitStep = `${WAIT_STEP_PREFIX}${name}`
-    const found = await lookup(waitStep)
-    const registered = found.found ? waitStepValueOf(found.value) : undefined
-    /** Stores the new wait's timeout and address id, once (a run again keeps them), with its harness.tool.wait record. */
-    const register = async () => {
-      const at = Date.now() + ms
-      const record: LogRecord = {
-        type: 'harness.tool.wait',
-        toolCallId: fence.toolCallId,
-        name,
-        event,
-        key,
-        until: at,
-        ...(scope ? { scope } : {}),
-      }
-      return waitStepValueOf(await storeStep(waitStep, { until: at, ev: addressId } satisfies WaitStepValue, record))
-    }
-    if (!settledMoves) {
-      // a wait not past its timeout is the one the call parked on (a call has one); a new one scans for the waits its code dropped
-      settledMoves = !registered || Date.now() < registered.until
-      // before a new wait is stored: a crash while its payload moves finds the old wait again
-      const moved = await takeMovedPayload({ ...deps, waits }, { name, addressId, registered, schema, record: eventRecord })
-      if (moved.found) return moved.value
-    }
-    const { until } = registered ?? (await register())
+    const takeOver: TakeOver | undefined = settledMoves
+      ? undefined
+      : async (registered) => {
+          if (settledMoves) return { found: false }
+          // a wait not past its timeout is the one the call parked on (a call has one); a new one scans for the waits its code dropped
+          settledMoves = !registered || Date.now() < registered.until
+          return takeMovedPayload({ ...deps, waits }, { name, addressId, registered, schema, record: eventRecord })
+        }
+    // the payload once it is recorded, else one delivered to the wait this one stands in for, else the timeout, recorded once
+    const recorded = await recordWait({ name, event, key, scope, addressId, timeoutMs: ms }, takeOver)
+    if (recorded.found) return recorded.value
+    const { until } = recorded
     // the sender checks a payload against this before it wakes the call (it has no Standard Schema)
     const jsonSchema = schema ? convertSchemaToJsonSchema(schema) : undefined
     const verdicts = new Map<string, boolean>()

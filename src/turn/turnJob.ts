@@ -17,6 +17,7 @@ import { LimitKeyError, LockLostError, MiddlewareToolError } from '../errors/ind
 import { MiddlewareAbort, modelCallHooks } from './middleware.js'
 import { settleTurn } from './settle.js'
 import { turnView } from './view.js'
+import { nextTurnMove } from './nextMove.js'
 import { takeTurnSlot } from './limitedTurn.js'
 import { holdingSlot, type HeldSlot } from '../limits/slot.js'
 
@@ -114,53 +115,36 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         )
       }
       if (idlePasses > 0) await new Promise((resolve) => setTimeout(resolve, 50 * idlePasses))
-      const { timeoutMs } = harness.durability
-      const remaining = timeoutMs === undefined ? Infinity : fold.input.record.at + timeoutMs - Date.now()
-      if (remaining <= 0)
-        return await settle({ outcome: 'failed', error: { code: 'timeout', message: `Turn exceeded timeoutMs (${timeoutMs} ms).` } })
-      // the last response was the answer: settle, unless an input joined that no model call saw (busy
-      // 'steer') or beforeFinish sends the model back to work (a cycle logged after it: it goes on)
-      const last = fold.responses.at(-1)
-      if (last && last.toolCalls.length === 0 && view.unseenJoined.length === 0 && !fold.continued) {
+      const { durability } = harness
+      const move = nextTurnMove(fold, view, {
+        timeoutMs: durability.timeoutMs,
+        maxAttempts: durability.maxAttempts,
+        maxModelCalls: durability.maxModelCalls,
+        crashes: job.stalledCounter ?? 0,
+        attemptsMade: job.attemptsMade,
+        now: Date.now(),
+      })
+      if (move.move === 'fail') return await settle(move.failure)
+      if (move.move === 'finish') {
+        const { last } = move
         const step = await beforeFinish(harness, log, fold, inputId, buildMessages(view.entries))
         if (step.action === 'fail') return await settle(step.failure)
         if (step.action === 'finish') return await settle({ outcome: 'completed', ...(last.text ? { text: last.text } : {}) }, last)
         ephemeral = step.ephemeral
         continue
       }
-      // R15: a run that stopped its worker (a crash, a lost lock) is an attempt too; BullMQ counts it
-      // on the job (its stalled counter), not in attemptsMade. A poison input ends here, not in a loop
-      // (an answer already logged settles it completed, above)
-      const crashes = job.stalledCounter ?? 0
-      if (crashes > 0 && crashes + job.attemptsMade >= harness.durability.maxAttempts) {
-        return await settle({
-          outcome: 'failed',
-          error: {
-            code: 'attempts_exhausted',
-            message: `Turn ${inputId} stopped its worker ${crashes} times (a crash or a lost lock during the turn); maxAttempts is ${harness.durability.maxAttempts}.`,
-          },
-        })
-      }
-      if (fold.pending.length > 0) {
-        await enqueueCalls(deps.queues, harness, sessionId, fold.pending, {
+      if (move.move === 'enqueue') {
+        await enqueueCalls(deps.queues, harness, sessionId, move.calls, {
           inputId,
           parent: { id: job.id!, queue: job.queueQualifiedName },
           // the turn's priority (its prompt's or the harness's): its calls inherit it
           ...(job.opts.priority ? { priority: job.opts.priority } : {}),
         })
-        logger.debug({ calls: fold.pending.length }, 'batch enqueued; waiting for its results')
+        logger.debug({ calls: move.calls.length }, 'batch enqueued; waiting for its results')
         if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError()
         continue
       }
-      if (fold.responses.length >= harness.durability.maxModelCalls) {
-        return await settle({
-          outcome: 'failed',
-          error: {
-            code: 'max_model_calls',
-            message: `Turn made ${fold.responses.length} model calls, the limit (durability.maxModelCalls).`,
-          },
-        })
-      }
+      const { remaining } = move
       // a retry of the model call waits for its logged time; a paused turn for session.resume
       await waitForModelCall(job, token, log, fold, stop.signal)
       const signal = Number.isFinite(remaining) ? AbortSignal.any([stop.signal, AbortSignal.timeout(remaining)]) : stop.signal
