@@ -48,7 +48,9 @@ export type { SessionUsage } from './usage.js'
 
 /** A read-only view of a session's log: what callers may do with it (writes go through the session). */
 export interface LogReader {
+  /** The log's entries (`{ id, record }`) in order, between stream ids, of some record types, at most `limit`. */
   read(options?: ReadOptions): Promise<LogEntry[]>
+  /** The log's entries from `after` on, waiting for new ones (on the process's shared reader) until `signal` aborts. */
   follow(options?: FollowOptions): AsyncGenerator<LogEntry>
   /** Where an input stands: its record's entry id, whether it settled, when it came; null for none. */
   input(inputId: string): Promise<{ entryId: string; status: 'open' | 'settled'; at: number } | null>
@@ -80,6 +82,7 @@ export interface SessionDeps {
 /** A cheap handle on one session: any process, any machine. */
 export class Session {
   readonly sessionId: string
+  /** The session's log, read-only. */
   readonly log: LogReader
 
   constructor(private readonly deps: SessionDeps) {
