@@ -18,8 +18,8 @@ export interface StepsResult {
   stepsPerCall: number
   /**
    * Where a step's time goes, each timed in the same rounds: a raw HGET of a stored step and
-   * SessionLog.getStep (a replay's read), the raw saveStep script call with pre-encoded arguments and
-   * SessionLog.saveStep (encodes and validates the record) — a first run's write.
+   * CallLedger.getStep (a replay's read), the raw saveStep script call with pre-encoded arguments and
+   * CallLedger.saveStep (encodes and validates the record) — a first run's write.
    */
   parts: { hget: Summary; getStep: Summary; saveStepScript: Summary; saveStep: Summary }
   /** Redis-side µs per call (INFO commandstats over the measured rounds; private Redis only). */
