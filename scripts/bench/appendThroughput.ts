@@ -66,7 +66,7 @@ export async function measureAppendThroughput(redisUrl: string, options: AppendT
   /** A call begun on fresh keys: the fence that the fenced scripts check. */
   const begun = async (tag: string) => {
     const log = new SessionLog(redis, prefix, tag)
-    const { epoch } = await log.beginCall('c1', 'bench', 'safe')
+    const { epoch } = await log.calls.beginCall('c1', 'bench', 'safe')
     return { log, fence: { toolCallId: 'c1', epoch } }
   }
   const cases: Case[] = [
@@ -95,7 +95,7 @@ export async function measureAppendThroughput(redisUrl: string, options: AppendT
       recordsPerCall: 1,
       async make(tag) {
         const log = new SessionLog(redis, prefix, tag)
-        return () => log.append([RECORD])
+        return () => log.stream.append([RECORD])
       },
     },
     {
@@ -103,7 +103,7 @@ export async function measureAppendThroughput(redisUrl: string, options: AppendT
       recordsPerCall: 1,
       async make(tag) {
         const { log, fence } = await begun(tag)
-        return (i) => log.saveStep(fence, `s${i}`, i, { type: 'harness.tool.step', toolCallId: 'c1', name: `s${i}`, value: i })
+        return (i) => log.calls.saveStep(fence, `s${i}`, i, { type: 'harness.tool.step', toolCallId: 'c1', name: `s${i}`, value: i })
       },
     },
     {
@@ -112,7 +112,7 @@ export async function measureAppendThroughput(redisUrl: string, options: AppendT
       async make(tag) {
         const { log, fence } = await begun(tag)
         // call i stages position i: records are staged by position, so a repeated position would be skipped
-        return (i) => log.stageRecords(fence, [RECORD], i)
+        return (i) => log.calls.stageRecords(fence, [RECORD], i)
       },
     },
     {
@@ -121,7 +121,7 @@ export async function measureAppendThroughput(redisUrl: string, options: AppendT
       async make(tag) {
         const { log, fence } = await begun(tag)
         const ten: LogRecord[] = Array.from({ length: 10 }, () => RECORD)
-        return (i) => log.stageRecords(fence, ten, i * 10)
+        return (i) => log.calls.stageRecords(fence, ten, i * 10)
       },
     },
   ]

@@ -51,7 +51,7 @@ async function followers(redisUrl: string, entries: number): Promise<{ ours: num
       for (let i = 0; i < entries; i += 100) {
         await Promise.all(
           Array.from({ length: Math.min(100, entries - i) }, (_, j) =>
-            log.appendLive({ k: 'custom', toolCallId: 'c', name: 'tick', value: { i: i + j } }),
+            log.stream.appendLive({ k: 'custom', toolCallId: 'c', name: 'tick', value: { i: i + j } }),
           ),
         )
       }
@@ -160,7 +160,7 @@ async function joins(redisUrl: string, entries: number, count: number, fromStart
   try {
     const log = new SessionLog(writer, prefix, 'long')
     for (let i = 0; i < entries; i += 500)
-      await log.append(Array.from({ length: Math.min(500, entries - i) }, (_, j) => ({ type: 'app.filler', i: i + j })))
+      await log.stream.append(Array.from({ length: Math.min(500, entries - i) }, (_, j) => ({ type: 'app.filler', i: i + j })))
     const session = host.open(harness, { sessionId: 'long' })
     const { inputId } = await session.prompt('last') // no workers: the run is its input
     const times: number[] = []

@@ -44,10 +44,11 @@ export function startFloorWorker(lib: FloorLib, o: FloorOptions): { workers: Wor
       const { sessionId, toolCallId, mark } = job.data
       const log = new lib.SessionLog(logRedis, o.prefix, sessionId)
       // begun with its request: its first delivery runs at epoch 1 (the floor trusts the mark unchecked)
-      const epoch = mark !== undefined ? 1 : (await log.beginCall(toolCallId, job.name, 'safe', { harness: o.harness })).epoch
+      const epoch = mark !== undefined ? 1 : (await log.calls.beginCall(toolCallId, job.name, 'safe', { harness: o.harness })).epoch
       const fence = { toolCallId, epoch }
-      for (const { name, value } of steps) await log.saveStep(fence, name, value, { type: 'harness.tool.step', toolCallId, name, value })
-      await log.landResult(fence, job.name, { result: { ok: true } })
+      for (const { name, value } of steps)
+        await log.calls.saveStep(fence, name, value, { type: 'harness.tool.step', toolCallId, name, value })
+      await log.calls.landResult(fence, job.name, { result: { ok: true } })
     },
     // an older library's bullPrefix takes the prefix only and ignores the shard arguments
     { connection: o.connection, prefix: lib.bullPrefix(o.prefix, 0, 1), concurrency: o.concurrency, ...finishedJobs() },

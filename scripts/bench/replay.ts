@@ -69,15 +69,15 @@ export async function measureReplay(
     for (const entries of sizes) {
       progress(`[replay] filling a session log with ${entries} entries`)
       const log = new SessionLog(redis, prefix, `r${entries}`)
-      await fill(redis, log.keys.log, entries)
-      const begin = await log.beginCall('c', 'bench', 'safe')
+      await fill(redis, log.stream.keys.log, entries)
+      const begin = await log.calls.beginCall('c', 'bench', 'safe')
       const ctx = context(log, begin.epoch, true)
       for (let s = 0; s < STEPS; s++) await ctx.fields.step.do(`s${s}`, async () => ({ s }))
       logs.set(entries, log)
     }
     const replayOnce = async (log: SessionLog) => {
       const t0 = performance.now()
-      const begin = await log.beginCall('c', 'bench', 'safe')
+      const begin = await log.calls.beginCall('c', 'bench', 'safe')
       if (begin.kind !== 'rerun') throw new Error(`replay bench: expected a rerun, got ${begin.kind}`)
       const ctx = context(log, begin.epoch, false)
       for (let s = 0; s < STEPS; s++) {
@@ -106,7 +106,7 @@ export async function measureReplay(
       for (const entries of turnSizes) {
         progress(`[replay] ${turns} turns (1 call each) on a session of ${entries} entries`)
         const session = host.open(replayHarness, { sessionId: `t${entries}` })
-        await fill(redis, new SessionLog(redis, prefix, `t${entries}`).keys.log, entries)
+        await fill(redis, new SessionLog(redis, prefix, `t${entries}`).stream.keys.log, entries)
         const times: number[] = []
         for (let i = 0; i < turns + 1; i++) {
           const t0 = performance.now()

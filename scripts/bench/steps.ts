@@ -18,8 +18,8 @@ export interface StepsResult {
   stepsPerCall: number
   /**
    * Where a step's time goes, each timed in the same rounds: a raw HGET of a stored step and
-   * SessionLog.getStep (a replay's read), the raw saveStep script call with pre-encoded arguments and
-   * SessionLog.saveStep (encodes and validates the record) — a first run's write.
+   * CallLedger.getStep (a replay's read), the raw saveStep script call with pre-encoded arguments and
+   * CallLedger.saveStep (encodes and validates the record) — a first run's write.
    */
   parts: { hget: Summary; getStep: Summary; saveStepScript: Summary; saveStep: Summary }
   /** Redis-side µs per call (INFO commandstats over the measured rounds; private Redis only). */
@@ -63,7 +63,7 @@ export async function measureSteps(redisUrl: string, options: StepsOptions = {})
   /** A fresh call whose steps have a retry policy; each first try succeeds. */
   const retryCall = async (record: boolean) => {
     const toolCallId = `r${n++}`
-    const begin = await log.beginCall(toolCallId, 'bench', 'safe')
+    const begin = await log.calls.beginCall(toolCallId, 'bench', 'safe')
     const ctx = context(toolCallId, begin.epoch, true)
     for (let s = 0; s < STEPS; s++) {
       const t0 = performance.now()
@@ -76,7 +76,7 @@ export async function measureSteps(redisUrl: string, options: StepsOptions = {})
     // alternate which goes first, so neither always runs on a warmer connection
     if (n % 2 === 0) await retryCall(record)
     const toolCallId = `c${n++}`
-    const begin = await log.beginCall(toolCallId, 'bench', 'safe')
+    const begin = await log.calls.beginCall(toolCallId, 'bench', 'safe')
     const ctx = context(toolCallId, begin.epoch, true)
     for (let s = 0; s < STEPS; s++) {
       const t0 = performance.now()
@@ -84,7 +84,7 @@ export async function measureSteps(redisUrl: string, options: StepsOptions = {})
       if (record) first.push(performance.now() - t0)
     }
     if (n % 2 === 0) await retryCall(record)
-    const again = await log.beginCall(toolCallId, 'bench', 'safe')
+    const again = await log.calls.beginCall(toolCallId, 'bench', 'safe')
     if (again.kind !== 'rerun') throw new Error(`steps bench: expected a rerun, got ${again.kind}`)
     const rerun = context(toolCallId, again.epoch, false)
     for (let s = 0; s < STEPS; s++) {
@@ -98,13 +98,13 @@ export async function measureSteps(redisUrl: string, options: StepsOptions = {})
     // the parts, on the same call (its current epoch)
     const fence = { toolCallId, epoch: again.epoch }
     for (let s = 0; s < STEPS; s++) {
-      await timed(record ? parts.hget : null, () => redis.hget(log.keys.steps, stepField(toolCallId, `s${s}`)))
-      await timed(record ? parts.getStep : null, () => log.getStep(toolCallId, `s${s}`))
+      await timed(record ? parts.hget : null, () => redis.hget(log.stream.keys.steps, stepField(toolCallId, `s${s}`)))
+      await timed(record ? parts.getStep : null, () => log.calls.getStep(toolCallId, `s${s}`))
       const name = `p${s}`
       const encoded = encodeRecord({ type: 'harness.tool.step', toolCallId, name, value: { ok: true, s } })
       await timed(record ? parts.saveStepScript : null, () =>
-        runScript(log.redis, scripts.saveStep, {
-          keys: { calls: log.keys.calls, steps: log.keys.steps, log: log.keys.log },
+        runScript(log.stream.redis, scripts.saveStep, {
+          keys: { calls: log.stream.keys.calls, steps: log.stream.keys.steps, log: log.stream.keys.log },
           args: {
             toolCallId,
             epoch: fence.epoch,
@@ -115,7 +115,12 @@ export async function measureSteps(redisUrl: string, options: StepsOptions = {})
         }),
       )
       await timed(record ? parts.saveStep : null, () =>
-        log.saveStep(fence, `q${s}`, { ok: true, s }, { type: 'harness.tool.step', toolCallId, name: `q${s}`, value: { ok: true, s } }),
+        log.calls.saveStep(
+          fence,
+          `q${s}`,
+          { ok: true, s },
+          { type: 'harness.tool.step', toolCallId, name: `q${s}`, value: { ok: true, s } },
+        ),
       )
     }
   }

@@ -32,12 +32,12 @@ async function populate(redisUrl: string, prefix: string, sessions: number, prog
     await host.ready()
     await pool(sessions, 64, async (i) => {
       const log = new SessionLog(client, prefix, `s${i}`)
-      await log.addInput('in-1', `order ${i}`, harness.name, { metadata: { order: String(i) } })
+      await log.inputs.addInput('in-1', `order ${i}`, harness.name, { metadata: { order: String(i) } })
       const tool = i % 10 === 5 ? 'refund' : 'lookup'
-      await log.logModelResponse('in-1', { toolCalls: [{ toolCallId: 'c1', name: tool, input: {} }] }, 0, harness.name)
+      await log.inputs.logModelResponse('in-1', { toolCalls: [{ toolCallId: 'c1', name: tool, input: {} }] }, 0, harness.name)
       const outcome = i % 10 === 0 ? 'failed' : 'completed'
       if (outcome === 'failed') failed++
-      await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome }, harness.name)
+      await log.inputs.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome }, harness.name)
       if (i > 0 && i % 20_000 === 0) progress(`[turns-index] ${prefix}: ${i.toLocaleString('en-US')} sessions`)
     })
   } finally {

@@ -488,8 +488,10 @@ const selfCallsOpen = async () => {
   let open = 0
   for (const sessionId of await selfSessionIds()) {
     const log = new SessionLog(control, prefix, sessionId)
-    const requested = (await log.read({ types: ['harness.tool.requested'] })).map((e) => (e.record as { toolCallId: string }).toolCallId)
-    for (const id of requested) if ((await log.getCall(id))?.status !== 'done') open++
+    const requested = (await log.stream.read({ types: ['harness.tool.requested'] })).map(
+      (e) => (e.record as { toolCallId: string }).toolCallId,
+    )
+    for (const id of requested) if ((await log.calls.getCall(id))?.status !== 'done') open++
   }
   return open
 }
@@ -620,7 +622,8 @@ const cutNever = calls.filter((c) => isNever(c) && c.results.some((r) => r.error
 const direct = createRedisClient(redisUrl, { maxRetriesPerRequest: null })
 const mailStored = new Set<CallFacts>()
 for (const c of cutNever) {
-  if (c.name === 'notify' && (await new SessionLog(direct, prefix, c.sessionId).getStep(c.toolCallId, 'mail')).found) mailStored.add(c)
+  if (c.name === 'notify' && (await new SessionLog(direct, prefix, c.sessionId).calls.getStep(c.toolCallId, 'mail')).found)
+    mailStored.add(c)
 }
 direct.disconnect()
 const cutNeverBad = cutNever.filter((c) => c.results.length !== 1 || (c.name === 'notify' && mailStored.has(c) !== c.steps.has('mail')))

@@ -37,18 +37,18 @@ export async function runAgentCall(
 ): Promise<CallOutcome> {
   const child = tool[AGENT].harness
   const childLog = deps.logFor(childSessionId(data.sessionId, data.toolCallId))
-  if (begin.kind === 'cut' && (await childLog.openQuestions()).length === 0) return interrupted
-  const settled = await childLog.getSettled(CHILD_INPUT_ID)
+  if (begin.kind === 'cut' && (await childLog.inputs.openQuestions()).length === 0) return interrupted
+  const settled = await childLog.inputs.getSettled(CHILD_INPUT_ID)
   if (settled) {
     return settled.outcome === 'completed'
       ? { result: settled.text ?? '' }
       : { error: settled.error ?? { message: `Agent ${child.name} ${settled.outcome}.` } }
   }
-  const input = await childLog.getInput(CHILD_INPUT_ID)
+  const input = await childLog.inputs.getInput(CHILD_INPUT_ID)
   if (!input) {
     const prompt = typeof data.input === 'object' && data.input !== null && 'prompt' in data.input ? data.input.prompt : undefined
     const parent: ParentCall = { harness: deps.harness.name, sessionId: data.sessionId, toolCallId: data.toolCallId }
-    await childLog.addInput(CHILD_INPUT_ID, typeof prompt === 'string' ? prompt : JSON.stringify(data.input), child.name, { parent })
+    await childLog.inputs.addInput(CHILD_INPUT_ID, typeof prompt === 'string' ? prompt : JSON.stringify(data.input), child.name, { parent })
   }
   // enqueued again on every wake-up too: a no-op while the turn job exists, a repair if it was lost
   await enqueueTurn(deps.queuesOf(child), child, childLog.sessionId, CHILD_INPUT_ID)
@@ -57,6 +57,6 @@ export async function runAgentCall(
 
 /** True when the child session of a parked agent call has settled (checked again after parking). */
 export async function childSettled(logFor: (sid: string) => SessionLog, data: ToolJobData): Promise<boolean> {
-  const input = await logFor(childSessionId(data.sessionId, data.toolCallId)).getInput(CHILD_INPUT_ID)
+  const input = await logFor(childSessionId(data.sessionId, data.toolCallId)).inputs.getInput(CHILD_INPUT_ID)
   return input?.status === 'settled'
 }

@@ -14,7 +14,7 @@ export function needsApproval(tool: unknown): boolean {
  * cut before the decision (a crash between asking and parking) is no cut of the tool: it waits on.
  */
 export async function approvalDecided(log: SessionLog, toolCallId: string): Promise<boolean> {
-  return !!(await log.getQuestion(questionIdOf(toolCallId, APPROVAL_STEP)))?.answer.found
+  return !!(await log.inputs.getQuestion(questionIdOf(toolCallId, APPROVAL_STEP)))?.answer.found
 }
 
 /**

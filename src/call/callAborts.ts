@@ -13,13 +13,13 @@ export function cancelledError(reason: string): ToolErrorPayload {
  * (harness/cancel.ts) and a worker whose call parked after the abort (toolJob.ts) both end a call so.
  */
 export async function cancelParkedCall(log: SessionLog, fence: Fence, name: string, reason: string) {
-  const questions = (await log.openQuestions()).filter((q) => q.toolCallId === fence.toolCallId).map((q) => q.questionId)
-  return log.cancelCall(fence, name, questions, cancelledError(reason))
+  const questions = (await log.inputs.openQuestions()).filter((q) => q.toolCallId === fence.toolCallId).map((q) => q.questionId)
+  return log.calls.cancelCall(fence, name, questions, cancelledError(reason))
 }
 
 /** The abort reason of a settled turn, if it settled as aborted. */
 export async function abortedTurn(log: SessionLog, inputId: string): Promise<string | undefined> {
-  const settled = await log.getSettled(inputId)
+  const settled = await log.inputs.getSettled(inputId)
   return settled?.outcome === 'aborted' ? (settled.error?.message ?? 'Aborted.') : undefined
 }
 

@@ -122,7 +122,7 @@ async function begin(log: SessionLog, call: ToolCall, fingerprint: string, deps:
   // signal, one before it is seen there
   const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
   try {
-    const begun = await log.beginLoggedCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner, fingerprint)
+    const begun = await log.calls.beginLoggedCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner, fingerprint)
     if (begun !== 'unverified') return { call, begin: begun, attempt, log }
   } catch (error) {
     attempt.done()

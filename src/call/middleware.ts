@@ -112,7 +112,8 @@ async function withMiddleware(
   const hooked = hookRecords(secrets, harness.durability.maxValueBytes)
   provideLogRecords(ctx, hooked.writer)
   const land = async (landing: MiddlewareAttempt): Promise<MiddlewareAttempt> => {
-    if (hooked.records.length > 0) await log.stageRecords(attempt.fence, hooked.records, await log.stagedCount(attempt.fence.toolCallId))
+    if (hooked.records.length > 0)
+      await log.calls.stageRecords(attempt.fence, hooked.records, await log.calls.stagedCount(attempt.fence.toolCallId))
     return landing
   }
   const toolCall = toolCallOf(call)

@@ -69,13 +69,13 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     if (aborted !== undefined) {
       // woken (or picked up again) after its turn was aborted: it ends as cancelled, the tool does not
       // run; a cut attempt before may have run it, a resumed call's park says whether it began (R19)
-      await log.landResult(fence, call.name, { error: cancelledError(aborted) }, begin.kind === 'cut' ? 'unknown' : 'asBefore')
+      await log.calls.landResult(fence, call.name, { error: cancelledError(aborted) }, begin.kind === 'cut' ? 'unknown' : 'asBefore')
       return logger.info('turn was aborted before this attempt: landed the cancelled tool error')
     }
     // the tool's limit (R17): a call that must wait parks without a worker slot until a slot is handed to it
     const taking = takeCallSlot(deps.harness, deps.queuesOf(deps.harness), call, contextOf(input), logger)
     const slot = taking && (await taking)
-    if (slot && 'error' in slot) return void (await log.landResult(fence, call.name, { error: slot.error }))
+    if (slot && 'error' in slot) return void (await log.calls.landResult(fence, call.name, { error: slot.error }))
     if (slot && 'park' in slot) return await park(job, token, log, fence, slot.park, logger, slot.handed)
     held = slot?.held
     // user code starts only while the attempt holds its job lock and its limit slot's lease
@@ -101,8 +101,8 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     const on = deps.completesOn
     // written at once, the completion right behind it on the same connection: one round trip, in
     // order (not corked into one socket write: that waited for the tick's end, -22% calls/s draining)
-    if (on) return landBehindCompletion(log.via(on).landResult(fence, call.name, kept, toolEnd), landed, logger)
-    await log.landResult(fence, call.name, kept, toolEnd)
+    if (on) return landBehindCompletion(log.via(on).calls.landResult(fence, call.name, kept, toolEnd), landed, logger)
+    await log.calls.landResult(fence, call.name, kept, toolEnd)
     landed()
   } catch (error) {
     if (error instanceof FencedError) countFenced()
@@ -224,11 +224,11 @@ function callWithInput(call: ToolCall & { context: unknown }, input: unknown): C
 
 /** True when a parked call's wake-up already happened (its answer, its event, its child agent's settle, or a cancel). */
 async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {
-  if ((await deps.logFor(call.sessionId).getCall(fence.toolCallId))?.status === 'done') return true
+  if ((await deps.logFor(call.sessionId).calls.getCall(fence.toolCallId))?.status === 'done') return true
   if (p.woken) return p.woken()
   if (p.kind === 'agent') return childSettled(deps.logFor, call)
   if (p.kind !== 'ask') return false
-  return !!(await deps.logFor(call.sessionId).getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found
+  return !!(await deps.logFor(call.sessionId).inputs.getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found
 }
 
 /** A park of the tool itself (its tool began), not of its limit or its approval before it ran. */
@@ -251,7 +251,7 @@ async function park(
   logger: LineLogger,
   isWoken: () => Promise<boolean>,
 ): Promise<never> {
-  await log.parkCall(fence, p.kind, p.until, false, parkedInTool(p))
+  await log.calls.parkCall(fence, p.kind, p.until, false, parkedInTool(p))
   await job.moveToDelayed(p.until, token)
   logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
   if (await isWoken()) await job.promote().catch(() => {})
@@ -284,7 +284,7 @@ async function parkWithoutJob(
   isWoken: () => Promise<boolean>,
   deps: ToolJobDeps,
 ): Promise<never> {
-  await log.parkCall(fence, p.kind, p.until, true, parkedInTool(p))
+  await log.calls.parkCall(fence, p.kind, p.until, true, parkedInTool(p))
   job.opts.removeOnComplete = true
   await job.moveToCompleted(null, token ?? '', false)
   logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked without its job')

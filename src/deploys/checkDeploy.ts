@@ -37,7 +37,7 @@ export async function checkSession(
   const problems: DeployProblem[] = []
   // a queued or running turn: the new module must have its harness to run it at all
   for (const inputId of openInputs) {
-    const input = await log.getInput(inputId)
+    const input = await log.inputs.getInput(inputId)
     if (input && input.status === 'open' && !harnesses.some((h) => h.name === input.harness))
       problems.push({
         code: 'unknown_harness',
@@ -50,7 +50,7 @@ export async function checkSession(
     const logged = await log.findLoggedCall(stored.toolCallId, stored.state?.owner?.inputId)
     if (!logged) continue
     const inputId = stored.state?.owner?.inputId ?? logged.inputId
-    const input = inputId ? await log.getInput(inputId) : null
+    const input = inputId ? await log.inputs.getInput(inputId) : null
     if (input?.status === 'settled') continue // an aborted turn's call: it lands cancelled, whatever the code
     const owner = stored.state?.owner?.harness ?? input?.harness
     const harness = harnessOf(harnesses, owner, logged.name)

@@ -81,7 +81,7 @@ export async function dryReplay(
     ask: async (options) => {
       if (!enter(options.name)) return stop(options.name, 'new step')
       const questionId = questionIdOf(call.toolCallId, options.name)
-      const found = await log.getQuestion(questionId)
+      const found = await log.inputs.getQuestion(questionId)
       if (found?.answer.found) {
         const checked = await validateNow(options.schema, found.answer.value)
         if (checked.ok) return storedAs(checked.value)

@@ -31,7 +31,7 @@ const sameWait = (a: ReplayedWait, b: ReplayedWait) => a.event === b.event && a.
 /** The addresses the call's open waits registered, from their `harness.tool.wait` records (the last of each name). */
 async function loggedWaits(log: SessionLog, toolCallId: string): Promise<Map<string, ReplayedWait>> {
   const found = new Map<string, ReplayedWait>()
-  for (const { record } of await log.read({ types: ['harness.tool.wait'] }))
+  for (const { record } of await log.stream.read({ types: ['harness.tool.wait'] }))
     if (hasType(record, 'harness.tool.wait') && record.toolCallId === toolCallId)
       found.set(record.name, { event: record.event, key: record.key, ...(record.scope ? { scope: record.scope } : {}) })
   return found

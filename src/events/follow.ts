@@ -53,20 +53,20 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
     try {
       if (wait)
         await waitForEntries(
-          log.redis,
+          log.stream.redis,
           [
-            [log.keys.log, at.log],
-            [log.keys.live, at.live],
+            [log.stream.keys.log, at.log],
+            [log.stream.keys.live, at.live],
           ],
           { timeoutMs: options.blockMs ?? 5_000, signal },
         )
       if (signal?.aborted) return
-      reply = await log.redis.xread('COUNT', PAGE, 'STREAMS', log.keys.log, log.keys.live, at.log, at.live)
+      reply = await log.stream.redis.xread('COUNT', PAGE, 'STREAMS', log.stream.keys.log, log.stream.keys.live, at.log, at.live)
     } catch (error) {
       if (signal?.aborted) return
       throw new StorageError('events', log.sessionId, error)
     }
-    const entries = mergeByID(reply, log.keys.log, PAGE)
+    const entries = mergeByID(reply, log.stream.keys.log, PAGE)
     if (entries.length === 0 && !follow) return
     wait = follow && !(reply ?? []).some(([, page]) => page.length >= PAGE)
     for (const { stream, id, fields } of entries) {
@@ -85,13 +85,13 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
 }
 
 async function inputStart(log: SessionLog, inputId: string): Promise<Cursor> {
-  const input = await log.getInput(inputId)
+  const input = await log.inputs.getInput(inputId)
   if (!input) throw new UnknownInputError(inputId)
   return cursorBefore(input.entryId)
 }
 
 function logEvents(log: SessionLog, mapper: EventMapper, id: string, fields: string[]): StreamChunk[] {
-  const record = log.parseEntry([id, fields])
+  const record = log.stream.parseEntry([id, fields])
   return record ? mapper.fromLog(record.record, id) : []
 }
 

@@ -23,7 +23,7 @@ export interface AnswerDeps {
 export async function answerQuestion(deps: AnswerDeps, questionId: string, value: unknown, options: { principal?: string }): Promise<void> {
   const { log, harness } = deps
   if (options.principal !== undefined) checkPrincipal(options.principal)
-  const found = await log.getQuestion(questionId)
+  const found = await log.inputs.getQuestion(questionId)
   if (!found) throw new QuestionClosedError(questionId, 'unknown')
   const { question } = found
   if (found.answer.found) throw new QuestionClosedError(questionId, 'answered')
@@ -34,7 +34,7 @@ export async function answerQuestion(deps: AnswerDeps, questionId: string, value
   const parsed = z.fromJSONSchema(question.schema as never).safeParse(copy)
   if (!parsed.success) throw new InvalidAnswerError(questionId, z.prettifyError(parsed.error).replace(/\n\s*/g, ' '))
   await deps.checkDeployment()
-  const answered = await log.answerQuestion(questionId, copy, question.toolCallId, options.principal)
+  const answered = await log.actions.answerQuestion(questionId, copy, question.toolCallId, options.principal)
   if (answered.status !== 'ok') throw new QuestionClosedError(questionId, answered.status)
   // not delayed yet (the tool is still parking): it re-checks the answer after its moveToDelayed
   await wakeCall(deps.queues, log.sessionId, question.toolCallId)

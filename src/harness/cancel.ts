@@ -27,7 +27,7 @@ export async function cancelParkedCalls(deps: CancelDeps, inputId: string, reaso
   const cancelled: string[] = []
   for (const toolCallId of await log.turnCallIds(inputId)) {
     for (let tries = 0; tries < MAX_TRIES; tries++) {
-      const call = await log.getCall(toolCallId)
+      const call = await log.calls.getCall(toolCallId)
       if (call?.status !== 'parked') break
       const tool = toolOf(deps.harness, call.name)
       if (isAgentTool(tool)) {

@@ -41,26 +41,26 @@ export async function rerunTurn(deps: RerunDeps, inputId: string, options: Rerun
   assertInputId(rerunId)
   if (options.principal !== undefined) checkPrincipal(options.principal)
   const { harness, log, queues } = deps
-  const conversation = await log.conversation()
+  const conversation = await log.inputs.conversation()
   const start = conversation.findIndex((e) => isRecord(e, 'harness.input') && e.record.inputId === inputId)
   const fold = foldTurn(start < 0 ? [] : conversation.slice(start), inputId)
   const calls = fold.responses.at(-1)?.toolCalls.map((c) => c.toolCallId) ?? []
   const again = againOf(options.again, calls, inputId)
-  if (again.length > 0 && !(await log.getInput(inputId))?.reruns?.includes(rerunId)) {
+  if (again.length > 0 && !(await log.inputs.getInput(inputId))?.reruns?.includes(rerunId)) {
     // checked again in the rerun's own write; here too, so a refused rerun touches no job either
     for (const id of again) {
-      const result = (await log.getCall(id))?.result
+      const result = (await log.calls.getCall(id))?.result
       if (!result?.error) throw new RerunCallError(id, result ? 'landed' : 'pending', inputId)
     }
   }
   // a finished job keeps its id taken: removed first, so the turn and its calls are added again
   await clearFinishedTurn(queues, log.sessionId, inputId, calls)
   const by = options.principal ? { principal: options.principal } : {}
-  const reply = await log.rerun(inputId, harness.name, { rerunId, calls, again, ...by })
+  const reply = await log.actions.rerun(inputId, harness.name, { rerunId, calls, again, ...by })
   if (reply.status === 'unknown') throw new UnknownInputError(inputId)
   if (reply.status === 'landed' || reply.status === 'pending') throw new RerunCallError(reply.toolCallId, reply.status, inputId)
   if (reply.status === 'rerun' && reply.first === inputId)
-    await enqueueTurn(queues, harness, log.sessionId, inputId, (await log.getInput(inputId))?.priority)
+    await enqueueTurn(queues, harness, log.sessionId, inputId, (await log.inputs.getInput(inputId))?.priority)
   return reply.status === 'rerun' || reply.status === 'exists'
 }
 

@@ -133,7 +133,7 @@ export function createSchedules(ctx: SchedulesContext) {
     const session = ctx.open(harness, sessionId)
     if (overlap === 'skip') {
       const { last } = await ticks.of(id)
-      if (last && last !== inputId && (await ctx.logFor(sessionId).getInput(last))?.status === 'open') {
+      if (last && last !== inputId && (await ctx.logFor(sessionId).inputs.getInput(last))?.status === 'open') {
         await ticks.skipped(id)
         log.info({ running: last }, 'schedule tick skipped: the last tick’s turn still runs')
         return 'skipped'

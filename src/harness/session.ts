@@ -88,11 +88,11 @@ export class Session {
   constructor(private readonly deps: SessionDeps) {
     this.sessionId = deps.log.sessionId
     this.log = {
-      read: (o) => deps.log.read(o),
-      follow: (o) => deps.log.follow(o),
-      conversation: () => deps.log.conversation(),
+      read: (o) => deps.log.stream.read(o),
+      follow: (o) => deps.log.stream.follow(o),
+      conversation: () => deps.log.inputs.conversation(),
       input: async (inputId) => {
-        const input = await deps.log.getInput(inputId)
+        const input = await deps.log.inputs.getInput(inputId)
         return input && { entryId: input.entryId, status: input.status, at: input.at }
       },
     }
@@ -117,7 +117,7 @@ export class Session {
     const { harness } = this.deps
     const { inputId, priority, context, tags } = await checkPrompt(harness, this.sessionId, text, options)
     await this.checkDeployment()
-    const added = await this.deps.log.addInput(inputId, text, harness.name, {
+    const added = await this.deps.log.inputs.addInput(inputId, text, harness.name, {
       busy: harness.busy,
       context,
       ...tags,
@@ -136,7 +136,7 @@ export class Session {
   /** Resolves when the turn of `inputId` settles (completed, failed or aborted); UnknownInputError at once for an input never given. */
   async settled(inputId: string, options: { timeoutMs?: number } = {}): Promise<Settled> {
     assertInputId(inputId)
-    if (!(await this.deps.log.getInput(inputId))) throw new UnknownInputError(inputId)
+    if (!(await this.deps.log.inputs.getInput(inputId))) throw new UnknownInputError(inputId)
     const toSettled = (r: RecordOf<'harness.input.settled'>): Settled => ({
       outcome: r.outcome,
       ...(r.text !== undefined ? { text: r.text } : {}),
@@ -145,7 +145,7 @@ export class Session {
     return this.deps.notifier.wait(
       messageKey('input', this.sessionId, inputId),
       async () => {
-        const settled = await this.deps.log.getSettled(inputId)
+        const settled = await this.deps.log.inputs.getSettled(inputId)
         return settled ? toSettled(settled) : undefined
       },
       `Turn ${inputId}`,
@@ -173,7 +173,7 @@ export class Session {
       ...(options.principal !== undefined ? { principal: options.principal } : {}),
     })
     if (status === 'unknown') throw new UnknownInputError(inputId)
-    const settled = status === 'settled' ? null : await log.getSettled(inputId)
+    const settled = status === 'settled' ? null : await log.inputs.getSettled(inputId)
     if (settled?.outcome === 'completed') return false
     // settled already as aborted or failed (a timeout): its parked calls end all the same
     const why = settled?.error?.message ?? reason
@@ -192,10 +192,10 @@ export class Session {
     assertInputId(inputId)
     const { log, harness, queues } = this.deps
     await this.checkDeployment()
-    const resumed = await log.logTurnRecord({ type: 'harness.turn.resumed', inputId, at: Date.now() })
+    const resumed = await log.inputs.logTurnRecord({ type: 'harness.turn.resumed', inputId, at: Date.now() })
     if (resumed.status === 'unknown') throw new UnknownInputError(inputId)
     if (resumed.status !== 'ok') return false
-    await wakeTurn(queues, harness, this.sessionId, inputId, (await log.getInput(inputId))?.priority)
+    await wakeTurn(queues, harness, this.sessionId, inputId, (await log.inputs.getInput(inputId))?.priority)
     return true
   }
 
@@ -229,7 +229,7 @@ export class Session {
     // a generated id is new: no call to look up, and no result to check for before the first message
     const fresh = call.toolCallId === undefined
     // the caller's own id: the same call again (a retry) waits for it; another call under it is refused
-    if (!fresh && (await log.requestCall(toolCallId, call.name, input)) === 'conflict') throw new ToolCallConflictError(toolCallId)
+    if (!fresh && (await log.calls.requestCall(toolCallId, call.name, input)) === 'conflict') throw new ToolCallConflictError(toolCallId)
     const subscribing = notifier.ready()
     if (subscribing) await subscribing
     let requested = !fresh
@@ -237,8 +237,8 @@ export class Session {
     const landed = notifier.wait(
       messageKey('call', this.sessionId, toolCallId),
       async () => {
-        const state = await log.getCall(toolCallId)
-        if (!state && requested && !(await log.callExists(toolCallId))) throw new UnknownToolCallError(toolCallId)
+        const state = await log.calls.getCall(toolCallId)
+        if (!state && requested && !(await log.calls.callExists(toolCallId))) throw new UnknownToolCallError(toolCallId)
         return state?.status === 'done' ? state.result : undefined
       },
       `Tool call ${toolCallId}`,
@@ -283,7 +283,7 @@ export class Session {
 
   /** Open step.ask questions of this session. */
   questions(): Promise<Question[]> {
-    return this.deps.log.openQuestions()
+    return this.deps.log.inputs.openQuestions()
   }
 
   /**

@@ -16,7 +16,7 @@ export async function usageOf(log: SessionLog): Promise<SessionUsage> {
   }
   const total = zero()
   const turns = new Map<string, ModelUsage>() // a Map, then fromEntries: an inputId may be "__proto__"
-  for (const entry of await log.read()) {
+  for (const entry of await log.stream.read()) {
     if (!isRecord(entry, 'harness.model.response')) continue
     const { inputId, usage } = entry.record
     if (!turns.has(inputId)) turns.set(inputId, zero())

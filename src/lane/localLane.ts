@@ -3,7 +3,7 @@ import { Cluster, Redis } from 'ioredis'
 import { LockWatchingWorker, skipsBegin, type AttemptLocks } from '../call/index.js'
 import { toolOf, type Harness, type ToolJobData } from '../core/index.js'
 import { ConfigError } from '../errors/index.js'
-import { callFingerprint, isCluster, shardOf, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
+import { callFingerprint, isCluster, shardOf, startCall, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
 import { enqueueCall, toolJob, type CallToEnqueue, type HarnessQueues } from '../queue/index.js'
 import { afterJobAdd, assertVerifiedBullmq, EagerStartWorker, type LaneJob, type LaneStart } from './bullmqInternals.js'
 import { sendCorked } from './sendHooks.js'
@@ -78,7 +78,7 @@ const publicPath: LocalLane = {
     const { toolCallId, name, input } = call
     const marked = markedCall(harness, log, call, marks)
     // the request is logged before the job exists: a job begins only as its logged call
-    const reply = await log.via(queues.connection).requestCall(toolCallId, name, input, marked?.begin)
+    const reply = await log.via(queues.connection).calls.requestCall(toolCallId, name, input, marked?.begin)
     await enqueueCall(queues, harness, log.sessionId, marked?.call ?? call)
     return reply
   },
@@ -143,14 +143,15 @@ class OnLane implements LocalLane {
   enqueueNewCall(queues: HarnessQueues, harness: Harness, log: SessionLog, call: NewCall, marks: CallMarks | undefined) {
     const { toolCallId, name, input } = call
     const marked = markedCall(harness, log, call, marks)
-    if (!marked) return this.requestThenAdd(queues, harness, log, call, (client) => log.via(client).requestCall(toolCallId, name, input))
+    if (!marked)
+      return this.requestThenAdd(queues, harness, log, call, (client) => log.via(client).calls.requestCall(toolCallId, name, input))
     const start = this.reserveStart(queues, log.sessionId, toolJob(log.sessionId, marked.call))
     if (!start)
       return this.requestThenAdd(queues, harness, log, marked.call, (client) =>
-        log.via(client).requestCall(toolCallId, name, input, marked.begin),
+        log.via(client).calls.requestCall(toolCallId, name, input, marked.begin),
       )
     // the lane's slot is held from here: the reply (or its failure) gives the job to it or gives it back
-    const reply = log.via(queues.connection).startCall(marked.call, marked.begin, start.job)
+    const reply = startCall(log.stream.via(queues.connection), marked.call, marked.begin, start.job)
     start.sent(reply)
     return reply
   }

@@ -31,7 +31,7 @@ async function read<T>(log: SessionLog, operation: string, run: () => Promise<T>
  */
 export async function waitAddressId(log: SessionLog, toolCallId: string, name: string, value: WaitStepValue): Promise<string | undefined> {
   if (typeof value.ev === 'string') return value.ev
-  const waits = await log.read({ types: ['harness.tool.wait'] })
+  const waits = await log.stream.read({ types: ['harness.tool.wait'] })
   for (const { record } of waits.reverse())
     if (hasType(record, 'harness.tool.wait') && record.toolCallId === toolCallId && record.name === name)
       return eventAddressId({ event: record.event, key: record.key, ...(record.scope ? { sessionId: log.sessionId } : {}) })
@@ -49,7 +49,7 @@ export async function openWaitsOf(log: SessionLog, toolCallId: string, skip: (na
   let cursor = '0'
   do {
     const [next, page] = await read(log, 'openWaits', () =>
-      log.redis.hscan(log.keys.steps, cursor, 'MATCH', `${prefix.replace(GLOB, '\\$&')}*`, 'COUNT', 500),
+      log.stream.redis.hscan(log.stream.keys.steps, cursor, 'MATCH', `${prefix.replace(GLOB, '\\$&')}*`, 'COUNT', 500),
     )
     cursor = next
     for (let i = 0; i + 1 < page.length; i += 2) {
@@ -59,7 +59,9 @@ export async function openWaitsOf(log: SessionLog, toolCallId: string, skip: (na
   } while (cursor !== '0')
   if (found.size === 0) return []
   const names = [...found.keys()]
-  const payloads = await read(log, 'openWaits', () => log.redis.hmget(log.keys.steps, ...names.map((n) => stepField(toolCallId, n))))
+  const payloads = await read(log, 'openWaits', () =>
+    log.stream.redis.hmget(log.stream.keys.steps, ...names.map((n) => stepField(toolCallId, n))),
+  )
   const open: OpenWait[] = []
   for (const [i, name] of names.entries()) {
     if (payloads[i] !== null) continue

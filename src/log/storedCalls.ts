@@ -38,7 +38,7 @@ function retryOf(json: string): { tries: number; ended: boolean } {
  */
 export async function storedOpenCalls(log: SessionLog): Promise<StoredCall[]> {
   const [calls, steps] = await read(log, 'storedOpenCalls', () =>
-    Promise.all([log.redis.hgetall(log.keys.calls), log.redis.hgetall(log.keys.steps)]),
+    Promise.all([log.stream.redis.hgetall(log.stream.keys.calls), log.stream.redis.hgetall(log.stream.keys.steps)]),
   )
   const ids = new Set<string>()
   for (const field of Object.keys(calls)) {
@@ -48,7 +48,7 @@ export async function storedOpenCalls(log: SessionLog): Promise<StoredCall[]> {
   }
   const open: StoredCall[] = []
   for (const toolCallId of ids) {
-    const state = calls[toolCallId] === undefined ? null : await log.getCall(toolCallId)
+    const state = calls[toolCallId] === undefined ? null : await log.calls.getCall(toolCallId)
     if (state?.status === 'done') continue
     const prefix = stepField(toolCallId, '')
     const retryPrefix = retryField(toolCallId, '')
@@ -65,5 +65,7 @@ export async function storedOpenCalls(log: SessionLog): Promise<StoredCall[]> {
 
 /** Moves a stored sleep's wake time to `at`: for crash exploration, which must not wait out a three-day sleep. */
 export async function moveWakeTime(log: SessionLog, toolCallId: string, name: string, at: number): Promise<void> {
-  await read(log, 'moveWakeTime', () => log.redis.hset(log.keys.steps, stepField(toolCallId, name), JSON.stringify({ wakeAt: at })))
+  await read(log, 'moveWakeTime', () =>
+    log.stream.redis.hset(log.stream.keys.steps, stepField(toolCallId, name), JSON.stringify({ wakeAt: at })),
+  )
 }

@@ -16,7 +16,7 @@ export async function openQuestions(
     if (items.length === 0) break
     const stale: OpenItem[] = []
     for (const item of items) {
-      const found = await logFor(item.sessionId).getQuestion(item.id)
+      const found = await logFor(item.sessionId).inputs.getQuestion(item.id)
       if (found && !found.answer.found && (found.question.expiresAt ?? Infinity) > Date.now()) {
         if (out.length < limit) out.push({ sessionId: item.sessionId, ...found.question })
       } else stale.push(item)

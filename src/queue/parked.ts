@@ -1,5 +1,5 @@
 import { Job, type Queue } from 'bullmq'
-import { toolJobId, type SessionLog } from '../log/index.js'
+import { clearEventTimer, eventTimerOf, toolJobId, type SessionLog } from '../log/index.js'
 import type { ToolJobData } from '../core/index.js'
 import { toolJob } from './enqueue.js'
 
@@ -14,9 +14,9 @@ export type ToolQueueOf = (harness: string) => Queue<ToolJobData> | undefined
  * `toolsOf` does not know is left as it is. True when a job was enqueued.
  */
 export async function enqueueParkedCall(log: SessionLog, toolCallId: string, toolsOf: ToolQueueOf): Promise<boolean> {
-  const call = await log.getCall(toolCallId)
+  const call = await log.calls.getCall(toolCallId)
   if (!call || call.status !== 'parked') {
-    await log.clearEventTimer(toolCallId, call?.epoch ?? -1)
+    await clearEventTimer(log.stream, toolCallId, call?.epoch ?? -1)
     return false
   }
   const tools = call.owner && toolsOf(call.owner.harness)
@@ -26,7 +26,7 @@ export async function enqueueParkedCall(log: SessionLog, toolCallId: string, too
   const tooLarge = logged?.inputTooLarge === undefined ? {} : { inputTooLarge: logged.inputTooLarge }
   const job = toolJob(log.sessionId, { toolCallId, name: call.name, input: logged?.input, ...tooLarge }, inputId ? { inputId } : {})
   await tools.add(job.name, job.data, job.opts)
-  await log.clearEventTimer(toolCallId, call.epoch)
+  await clearEventTimer(log.stream, toolCallId, call.epoch)
   return true
 }
 
@@ -38,5 +38,5 @@ export async function enqueueParkedCall(log: SessionLog, toolCallId: string, too
 export async function wakeEventWait(tools: Queue<ToolJobData>, log: SessionLog, toolCallId: string): Promise<void> {
   const job = await Job.fromId(tools, toolJobId(log.sessionId, toolCallId))
   if (job) return void (await job.promote().catch(() => {}))
-  if ((await log.eventTimer(toolCallId)) !== null) await enqueueParkedCall(log, toolCallId, () => tools)
+  if ((await eventTimerOf(log.stream, toolCallId)) !== null) await enqueueParkedCall(log, toolCallId, () => tools)
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { Harness } from '../core/index.js'
-import type { OpenItem, OpenWork, SessionLog } from '../log/index.js'
+import { eventTimerOf, type OpenItem, type OpenWork, type SessionLog } from '../log/index.js'
 import { enqueueCall, enqueueTurn, inspectCallJob, inspectTurnJob, type HarnessQueues } from '../queue/index.js'
 import { countRecovery } from '../telemetry/index.js'
 import { settleTurn } from '../turn/index.js'
@@ -68,7 +68,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
   for (const r of repairs) {
     await deps
       .logFor(r.sessionId)
-      .append([{ type: 'harness.recovery', reason: r.reason, ...(r.kind === 'turn' ? { inputId: r.id } : { toolCallId: r.id }) }])
+      .stream.append([{ type: 'harness.recovery', reason: r.reason, ...(r.kind === 'turn' ? { inputId: r.id } : { toolCallId: r.id }) }])
     await deps.openWork.countRecovery(r.sessionId, r.reason)
     countRecovery(r.reason)
     deps.logger.warn({ sessionId: r.sessionId, [r.kind === 'turn' ? 'inputId' : 'toolCallId']: r.id, reason: r.reason }, 'sweeper repaired')
@@ -79,7 +79,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
 async function repairTurn(deps: SweepDeps, item: OpenItem): Promise<Repair | null> {
   const { sessionId, id: inputId } = item
   const log = deps.logFor(sessionId)
-  const input = await log.getInput(inputId)
+  const input = await log.inputs.getInput(inputId)
   const harness = input && deps.harnesses.get(input.harness)
   if (!input || input.status === 'settled') {
     await deps.openWork.drop('openTurns', [item])
@@ -101,12 +101,12 @@ async function repairTurn(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
   }
   if (input.steerInto) {
     // it joined a running turn (busy 'steer'): it settles with that turn; a crash may have left it open
-    const joined = await log.getSettled(input.steerInto)
+    const joined = await log.inputs.getSettled(input.steerInto)
     if (!joined) return null
     await settleTurn(log, queues, harness, { ...joined, inputId })
     return repair('input that joined a settled turn: settled with it')
   }
-  const first = await log.firstInLine()
+  const first = await log.inputs.firstInLine()
   if (first !== undefined && first !== inputId) return null // waits in line: enqueued when the turn before it settles
   const job = await inspectTurnJob(queues, sessionId, inputId)
   if (job.state === 'failed') {
@@ -122,7 +122,7 @@ async function repairTurn(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
 async function repairCall(deps: SweepDeps, item: OpenItem): Promise<Repair | null> {
   const { sessionId, id: toolCallId } = item
   const log = deps.logFor(sessionId)
-  const call = await log.getCall(toolCallId)
+  const call = await log.calls.getCall(toolCallId)
   if (!call || call.status === 'done') {
     await deps.openWork.drop('openCalls', [item])
     return null
@@ -131,10 +131,10 @@ async function repairCall(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
   if (!harness) return null
   const repair = (reason: string): Repair => ({ kind: 'call', sessionId, id: toolCallId, reason })
   const turnId = call.owner?.inputId
-  const outcome = turnId && call.status === 'parked' ? (await log.getSettled(turnId))?.outcome : undefined
+  const outcome = turnId && call.status === 'parked' ? (await log.inputs.getSettled(turnId))?.outcome : undefined
   if (outcome === 'aborted' || outcome === 'failed') {
     await deps.endParkedCalls(harness, sessionId, turnId!)
-    return (await log.getCall(toolCallId))?.status === 'done' ? repair(`parked call of a turn that ${outcome}: cancelled`) : null
+    return (await log.calls.getCall(toolCallId))?.status === 'done' ? repair(`parked call of a turn that ${outcome}: cancelled`) : null
   }
   const queues = deps.queuesOf(harness)
   const job = await inspectCallJob(queues, sessionId, toolCallId)
@@ -144,7 +144,7 @@ async function repairCall(deps: SweepDeps, item: OpenItem): Promise<Repair | nul
   }
   if (job.state !== 'missing' && job.state !== 'completed') return null
   // parked without its job by design (a runTool call's event wait): its timer or its event enqueues it
-  if (call.status === 'parked' && job.state === 'missing' && (await log.eventTimer(toolCallId)) !== null) return null
+  if (call.status === 'parked' && job.state === 'missing' && (await eventTimerOf(log.stream, toolCallId)) !== null) return null
   const inputId = call.owner!.inputId
   const logged = await log.findLoggedCall(toolCallId, inputId)
   await job.remove()

@@ -41,7 +41,7 @@ async function retainShard(
   const later = (sessionId: string, at: number) => redis.zadd(index, 'XX', at, sessionId)
   for (const sessionId of due) {
     const log = deps.logFor(sessionId)
-    const check = await log.removeSession('check')
+    const check = await log.stream.removeSession('check')
     // open work: looked at again one retention period from now
     if (check[0] === 'open') {
       await later(sessionId, now)
@@ -52,7 +52,7 @@ async function retainShard(
       await later(sessionId, lastAt)
       continue
     }
-    const { jsonl, lastId } = await log.exportJsonl()
+    const { jsonl, lastId } = await log.stream.exportJsonl()
     try {
       await retention.export(sessionId, jsonl)
     } catch (err) {
@@ -62,7 +62,7 @@ async function retainShard(
     }
     // the session's turns leave the turns, tool and tag indexes the check named, in the same write
     const indexes = check[0] === 'idle' ? check.slice(2) : []
-    const reply = await log.removeSession('remove', lastId, indexes)
+    const reply = await log.stream.removeSession('remove', lastId, indexes)
     if (reply[0] === 'removed') {
       // its index entry went in the same write: a prompt that made the session again since is listed
       removed.push(sessionId)

@@ -165,22 +165,25 @@ async function runToEnd(
     const at = writes.push(labelOf(method, args)) - 1
     const here = crash?.index === at
     if (here && crash.when === 'before') throw ((crashed = true), new InjectedCrash(writes[at]!))
-    const reply: unknown = await Reflect.apply(log[method], log, args)
+    const reply: unknown = await Reflect.apply(log.calls[method], log.calls, args)
     if (here && crash.when === 'after') throw ((crashed = true), new InjectedCrash(writes[at]!))
     return reply
   }
-  const counting = new Proxy(log, {
+  const countingCalls = new Proxy(log.calls, {
     get(target, property, receiver) {
       const method = WRITES.find((w) => w === property)
       return method ? (...args: unknown[]) => countWrite(method, args) : Reflect.get(target, property, receiver)
     },
   })
+  const counting = new Proxy(log, {
+    get: (target, property, receiver) => (property === 'calls' ? countingCalls : Reflect.get(target, property, receiver)),
+  })
   const call = { sessionId: log.sessionId, toolCallId: CALL_ID, name: tool.name, input, context: options.context }
   for (let i = 0; i < MAX_ATTEMPTS; i++) {
-    const begin = await log.beginCall(CALL_ID, tool.name, replayOf(tool), { harness: harness.name, version: harness.version })
+    const begin = await log.calls.beginCall(CALL_ID, tool.name, replayOf(tool), { harness: harness.name, version: harness.version })
     if (begin.kind === 'done') {
-      const appended = (await log.read()).filter((e) => !e.record.type.startsWith(RESERVED_PREFIX))
-      return { writes, kept: (await log.getCall(CALL_ID))?.result, landed: appended.map((e) => JSON.stringify(e.record)) }
+      const appended = (await log.stream.read()).filter((e) => !e.record.type.startsWith(RESERVED_PREFIX))
+      return { writes, kept: (await log.calls.getCall(CALL_ID))?.result, landed: appended.map((e) => JSON.stringify(e.record)) }
     }
     const attempt = crashed ? log : counting
     const fence = { toolCallId: CALL_ID, epoch: begin.epoch }
@@ -191,12 +194,12 @@ async function runToEnd(
           ? { error: { message: harness.durability.interruptedToolResult, code: 'interrupted' } }
           : await runCall(harness, attempt, call, begin, secrets, new CallAborts().open(undefined))
       if ('park' in outcome) {
-        await attempt.parkCall(fence, outcome.park.kind, outcome.park.until)
+        await attempt.calls.parkCall(fence, outcome.park.kind, outcome.park.until)
         await wake(log, outcome.park, options)
         continue
       }
       // as a tool job lands it: a cut call's tool may have done its work (a rerun keeps a `never` one, R19)
-      await attempt.landResult(
+      await attempt.calls.landResult(
         fence,
         tool.name,
         await keptResult(harness, call, outcome, secrets, 0),
@@ -224,7 +227,7 @@ async function wake(log: SessionLog, park: Park, options: ExploreCrashesOptions)
     throw new TypeError(`exploreCrashes: a call that parks for ${park.kind} is not explored: it explores ${EXPLORED}.`)
   if (!options.answers || !(park.stepName in options.answers))
     throw new TypeError(`exploreCrashes: the tool asks "${park.stepName}"; give its answer in options.answers["${park.stepName}"].`)
-  await log.answerQuestion(questionIdOf(CALL_ID, park.stepName), options.answers[park.stepName], CALL_ID)
+  await log.actions.answerQuestion(questionIdOf(CALL_ID, park.stepName), options.answers[park.stepName], CALL_ID)
 }
 
 function compare(point: CrashPoint, clean: RunResult, crashed: RunResult): CrashFinding[] {

@@ -30,6 +30,6 @@ export function customEvents(
     const copy = toJsonCopy(value, what)
     encodeChecked(copy, what, maxValueBytes)
     const from = source.toolCallId !== undefined ? { toolCallId: source.toolCallId } : { inputId: source.inputId ?? '' }
-    void log.appendLive({ k: 'custom', ...from, name: String(name), value: secrets.redact(copy) }).catch(() => {})
+    void log.stream.appendLive({ k: 'custom', ...from, name: String(name), value: secrets.redact(copy) }).catch(() => {})
   }
 }

@@ -1,4 +1,4 @@
-import type { SessionLog, Fence, LogRecord, Question, RecordOf, StepRetryState } from '../log/index.js'
+import type { CallLedger, SessionLog, Fence, LogRecord, Question, RecordOf, StepRetryState } from '../log/index.js'
 import { stepRecordJson } from '../log/index.js'
 import type { AttemptHold, AttemptSignal, RecordedSteps } from './recordedSteps.js'
 import type { RetryPolicy } from './retry.js'
@@ -26,58 +26,60 @@ export interface DurableContextOptions {
 }
 
 /**
- * A call's recorded steps in its session log, for one attempt: each write goes to the call ledger
- * fenced on the attempt's epoch (a superseded attempt's write is refused: FencedError). Its event
- * waits are the log's too (waitForEvent.ts).
+ * A call's recorded steps in its session log, for one attempt: each read and write goes to the log's
+ * call ledger, the writes fenced on the attempt's epoch (a superseded attempt's write is refused:
+ * FencedError). Its questions and event waits are the log's too (waitForEvent.ts).
  */
 class LedgerSteps implements RecordedSteps, EventWaitsOf {
   readonly logId: string
   readonly toolCallId: string
   readonly fresh: boolean
   private readonly log: SessionLog
+  private readonly calls: CallLedger
   private readonly fence: Fence
   private readonly harness: string
 
   constructor(options: DurableContextOptions) {
     this.log = options.log
+    this.calls = options.log.calls
     this.fence = options.fence
     this.fresh = options.fresh
     this.harness = options.harness ?? ''
-    this.logId = options.log.logId
+    this.logId = options.log.stream.logId
     this.toolCallId = options.fence.toolCallId
   }
 
   recorded(name: string) {
-    return this.log.getStep(this.toolCallId, name)
+    return this.calls.getStep(this.toolCallId, name)
   }
 
   recordedWithRetry(name: string) {
-    return this.log.getStepAndRetry(this.toolCallId, name)
+    return this.calls.getStepAndRetry(this.toolCallId, name)
   }
 
   recordStep(name: string, copy: unknown, encoded: string | undefined) {
     // the record from its checked parts: the value is not walked nor encoded again (hot-path-allocation.md)
-    return this.log.saveStep(this.fence, name, copy, stepRecordJson(this.toolCallId, name, encoded), encoded)
+    return this.calls.saveStep(this.fence, name, copy, stepRecordJson(this.toolCallId, name, encoded), encoded)
   }
 
   record(name: string, value: unknown, record: LogRecord, encoded?: string) {
-    return this.log.saveStep(this.fence, name, value, record, encoded)
+    return this.calls.saveStep(this.fence, name, value, record, encoded)
   }
 
   recordRetry(name: string, state: StepRetryState, record: RecordOf<'harness.tool.step.retry'>) {
-    return this.log.saveStepRetry(this.fence, name, state, record)
+    return this.calls.saveStepRetry(this.fence, name, state, record)
   }
 
   recordQuestion(name: string, question: Question) {
-    return this.log.askQuestion(this.fence, name, question)
+    return this.calls.askQuestion(this.fence, name, question)
   }
 
   question(questionId: string) {
-    return this.log.getQuestion(questionId)
+    return this.log.inputs.getQuestion(questionId)
   }
 
   stage(records: LogRecord[], first: number) {
-    return this.log.stageRecords(this.fence, records, first)
+    return this.calls.stageRecords(this.fence, records, first)
   }
 
   waitsFor(recording: WaitRecording) {

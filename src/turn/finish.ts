@@ -47,6 +47,6 @@ export async function beforeFinish(
     responses: fold.responses.length,
     messages: kept.data,
   } as const
-  await log.logTurnRecord(record, fold.responses.length)
+  await log.inputs.logTurnRecord(record, fold.responses.length)
   return { action: 'continue', ephemeral: ephemeral.data }
 }

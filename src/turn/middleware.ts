@@ -195,7 +195,7 @@ export async function terminalHooks(
 
 /** The token usage of a turn's last model response, from the session's conversation. */
 async function lastUsage(log: SessionLog, inputId: string): Promise<ModelUsage | undefined> {
-  const responses = (await log.conversation()).filter((e) => isRecord(e, 'harness.model.response') && e.record.inputId === inputId)
+  const responses = (await log.inputs.conversation()).filter((e) => isRecord(e, 'harness.model.response') && e.record.inputId === inputId)
   const last = responses.at(-1)
   return last && isRecord(last, 'harness.model.response') ? last.record.usage : undefined
 }

@@ -28,7 +28,7 @@ export async function waitForModelCall(
   if (fold.paused) {
     await job.moveToDelayed(Date.now() + PAUSE_RECHECK_MS, token)
     // a resume that came before our moveToDelayed promoted nothing: look again
-    if (!(await log.getInput(job.data.inputId))?.paused) await job.promote().catch(() => {})
+    if (!(await log.inputs.getInput(job.data.inputId))?.paused) await job.promote().catch(() => {})
     throw new DelayedError()
   }
   const nextAt = fold.retry?.nextAt ?? 0
@@ -110,11 +110,11 @@ export async function decideModelError(
       error: logged,
       nextAt: Date.now() + decision.delayMs,
     } as const
-    await log.logTurnRecord(record, fold.responses.length)
+    await log.inputs.logTurnRecord(record, fold.responses.length)
     return { decision: 'retry' }
   }
   if (decision.action === 'pause') {
-    await log.logTurnRecord({ type: 'harness.turn.paused', inputId, error: logged, at: Date.now() }, fold.responses.length)
+    await log.inputs.logTurnRecord({ type: 'harness.turn.paused', inputId, error: logged, at: Date.now() }, fold.responses.length)
     return { decision: 'pause' }
   }
   const after = fold.retries > 0 ? ` (after ${fold.retries} ${fold.retries === 1 ? 'retry' : 'retries'})` : ''

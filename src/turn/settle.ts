@@ -18,11 +18,11 @@ export async function settleTurn(
   record: RecordOf<'harness.input.settled'>,
   last?: { usage?: ModelUsage },
 ): Promise<'settled' | 'already' | 'unknown'> {
-  const { status, next } = await log.settle(record, harness.name)
-  const input = status === 'settled' ? await log.getInput(record.inputId) : null
-  for (const inputId of input?.steered ?? []) await log.settle({ ...record, inputId }, harness.name)
+  const { status, next } = await log.inputs.settle(record, harness.name)
+  const input = status === 'settled' ? await log.inputs.getInput(record.inputId) : null
+  for (const inputId of input?.steered ?? []) await log.inputs.settle({ ...record, inputId }, harness.name)
   // at the priority its prompt gave (kept on the input), else the harness's
-  if (next) await enqueueTurn(queues, harness, log.sessionId, next, (await log.getInput(next))?.priority)
+  if (next) await enqueueTurn(queues, harness, log.sessionId, next, (await log.inputs.getInput(next))?.priority)
   if (input) await terminalHooks(harness, log, input, record, last)
   return status
 }

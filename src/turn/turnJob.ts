@@ -57,12 +57,12 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     if ((await settleTurn(log, deps.queues, harness, { type: 'harness.input.settled', inputId, ...record }, last)) !== 'settled') return // settled by abort or the sweeper
     logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled')
     // the turn of a child session answers an agent tool call: wake that call (it re-checks on its own too)
-    const parent = (input ?? (await log.getInput(inputId)))?.parent
+    const parent = (input ?? (await log.inputs.getInput(inputId)))?.parent
     const queues = parent && deps.queuesByName(parent.harness)
     if (parent && queues) await wakeCall(queues, parent.sessionId, parent.toolCallId)
   }
   try {
-    input = await log.getInput(inputId)
+    input = await log.inputs.getInput(inputId)
     if (!input) throw new Error(`Turn ${inputId}: its harness.input is not in the log of session ${sessionId}`)
     // one turn of a session at a time: a turn that is not first in line (a stray job: turns waiting in
     // line are enqueued when the one before settles) waits and checks again; a steered input's turn
@@ -77,9 +77,9 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         logger.warn({ err, event }, 'cancelOn key function threw; this turn is not cancelled by that event')
       }
       if (typeof turnKey === 'string' && turnKey !== '')
-        await new EventWaits(log.redis, log.prefix).watchTurn({ event, key: turnKey }, sessionId, inputId, harness.name)
+        await new EventWaits(log.stream.redis, log.stream.prefix).watchTurn({ event, key: turnKey }, sessionId, inputId, harness.name)
     }
-    const first = await log.firstInLine()
+    const first = await log.inputs.firstInLine()
     if (first !== undefined && first !== inputId) {
       logger.debug({ first }, 'another turn of the session runs first; waiting in line')
       await job.moveToDelayed(Date.now() + LINE_RECHECK_MS, token)
@@ -99,8 +99,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       // takes this turn's entries from its input on, the model calls the history before them too
       const { entryId } = input
       // inputs that joined the turn (busy 'steer') are part of its conversation
-      const joined = harness.busy === 'steer' ? ((await log.getInput(inputId))?.steered ?? []) : []
-      const conversation = await log.conversation()
+      const joined = harness.busy === 'steer' ? ((await log.inputs.getInput(inputId))?.steered ?? []) : []
+      const conversation = await log.inputs.conversation()
       const start = conversation.findIndex((e) => e.id === entryId)
       const fold = foldTurn(start < 0 ? [] : conversation.slice(start), inputId)
       const view = turnView(conversation, inputId, joined)
@@ -150,7 +150,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const signal = Number.isFinite(remaining) ? AbortSignal.any([stop.signal, AbortSignal.timeout(remaining)]) : stop.signal
       // the text streams to followers under a message id of this model call (a retry streams anew)
       const messageId = `${inputId}.${fold.responses.length}.${randomBytes(4).toString('hex')}`
-      const deltas = textDeltas((at, text) => log.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
+      const deltas = textDeltas((at, text) => log.stream.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
       const messages = [...buildMessages(view.entries), ...ephemeral]
       // middleware runs around each model call made (one made again after a crash runs it again)
       const hooks = await modelCallHooks(harness, log, {
@@ -174,7 +174,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         if (failure) return await settle(failure)
         continue
       }
-      const logged = await log.logModelResponse(
+      const logged = await log.inputs.logModelResponse(
         inputId,
         { ...response, ...(response.text ? { messageId } : {}), ...(harness.busy === 'steer' ? { joined: view.unseenJoined } : {}) },
         fold.responses.length,
@@ -196,7 +196,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       throw new DelayedError()
     }
     // the turn settled elsewhere (session.abort, a timeout by the sweeper) and its model call was stopped
-    if (stop.signal.aborted && (await log.getInput(inputId))?.status === 'settled') return
+    if (stop.signal.aborted && (await log.inputs.getInput(inputId))?.status === 'settled') return
     // a middleware offered the model a tool this harness cannot run: no attempt would do better
     if (error instanceof MiddlewareToolError || error instanceof LimitKeyError)
       return await settle({ outcome: 'failed', error: { code: error.code, message: error.message } })

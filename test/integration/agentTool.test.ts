@@ -32,17 +32,17 @@ describe('agentTool over worker processes', () => {
   it('R11: a cut agent tool call gets a tool error', async () => {
     const log = new SessionLog(ctx.redis, ctx.prefix, 'cut-agent')
     // a worker began the (logged) call and died before it parked
-    await log.requestCall('a1', 'helper', { prompt: 'book' })
-    await log.beginCall('a1', 'helper', 'never', { harness: 'boss' })
+    await log.calls.requestCall('a1', 'helper', { prompt: 'book' })
+    await log.calls.beginCall('a1', 'helper', 'never', { harness: 'boss' })
     await tools.add(
       'helper',
       { harness: 'boss', sessionId: 'cut-agent', toolCallId: 'a1', name: 'helper', input: { prompt: 'book' } },
       { jobId: toolJobId('cut-agent', 'a1') },
     )
-    await until(async () => (await log.getCall('a1'))?.status === 'done', 'the cut call to land')
-    expect((await log.getCall('a1'))!.result).toMatchObject({ error: { code: 'interrupted' } })
+    await until(async () => (await log.calls.getCall('a1'))?.status === 'done', 'the cut call to land')
+    expect((await log.calls.getCall('a1'))!.result).toMatchObject({ error: { code: 'interrupted' } })
     // no child was started for it
-    expect(await new SessionLog(ctx.redis, ctx.prefix, childSessionId('cut-agent', 'a1')).getInput('agent-call')).toBeNull()
+    expect(await new SessionLog(ctx.redis, ctx.prefix, childSessionId('cut-agent', 'a1')).inputs.getInput('agent-call')).toBeNull()
   })
 
   it('R11: a cut agent tool call whose child waits for a person keeps its place and goes on after the answer', async () => {
@@ -51,16 +51,17 @@ describe('agentTool over worker processes', () => {
     const child = ctx.host.open(helper, { sessionId: childSessionId('asking-agent', 'call-0-0') })
     await until(async () => (await child.questions()).length === 1, "the child's question")
     const log = new SessionLog(ctx.redis, ctx.prefix, 'asking-agent')
-    await until(async () => (await log.getCall('call-0-0'))?.status === 'parked', 'the agent call to park')
+    await until(async () => (await log.calls.getCall('call-0-0'))?.status === 'parked', 'the agent call to park')
     // a worker woke the parked call and died mid-attempt: the next attempt sees a cut
-    expect((await log.beginCall('call-0-0', 'helper', 'never')).kind).toBe('resume')
+    expect((await log.calls.beginCall('call-0-0', 'helper', 'never')).kind).toBe('resume')
     await (await Job.fromId(tools, toolJobId('asking-agent', 'call-0-0')))!.promote()
     await until(
-      async () => (await log.read({ types: ['harness.tool.started'] })).some((e) => (e.record as { reason?: string }).reason === 'cut'),
+      async () =>
+        (await log.stream.read({ types: ['harness.tool.started'] })).some((e) => (e.record as { reason?: string }).reason === 'cut'),
       'the cut attempt',
     )
-    await until(async () => (await log.getCall('call-0-0'))?.status === 'parked', 'the call to keep its place (parked again)')
-    expect((await log.getCall('call-0-0'))!.result).toBeUndefined()
+    await until(async () => (await log.calls.getCall('call-0-0'))?.status === 'parked', 'the call to keep its place (parked again)')
+    expect((await log.calls.getCall('call-0-0'))!.result).toBeUndefined()
     const [question] = await child.questions()
     await child.answer(question!.questionId, { ok: true })
     expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({
@@ -88,12 +89,12 @@ describe('abort of a turn whose agent call waits on its child', () => {
     const child = ctx.host.open(helper, { sessionId: childSessionId('abort-agent', 'call-0-0') })
     await until(async () => (await child.questions()).length === 1, "the child's question")
     const log = new SessionLog(ctx.redis, ctx.prefix, 'abort-agent')
-    await until(async () => (await log.getCall('call-0-0'))?.status === 'parked', 'the agent call to park')
+    await until(async () => (await log.calls.getCall('call-0-0'))?.status === 'parked', 'the agent call to park')
     const [question] = await child.questions()
     expect(await session.abort(inputId, 'user left')).toBe(true)
     expect(await session.settled(inputId)).toMatchObject({ outcome: 'aborted' })
     // the parent call: one cancelled result
-    const results = (await log.read({ types: ['harness.tool.result'] })).map((e) => e.record)
+    const results = (await log.stream.read({ types: ['harness.tool.result'] })).map((e) => e.record)
     expect(results).toEqual([expect.objectContaining({ toolCallId: 'call-0-0', error: expect.objectContaining({ code: 'cancelled' }) })])
     // the child: its turn aborted, its question closed and no longer answerable
     expect(await child.settled('agent-call')).toMatchObject({ outcome: 'aborted' })

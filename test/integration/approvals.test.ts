@@ -214,7 +214,9 @@ describe('an approval cut before it parked', () => {
     // finishes. Its job then runs again (here: promoted) and begins a cut attempt
     const redis = new Redis(url)
     hosts.defer(() => redis.disconnect())
-    expect((await new SessionLog(redis, prefix, 'cut').beginCall('p1', 'pay', 'never', { harness: harness.name })).kind).toBe('resume')
+    expect((await new SessionLog(redis, prefix, 'cut').calls.beginCall('p1', 'pay', 'never', { harness: harness.name })).kind).toBe(
+      'resume',
+    )
     const tools = new Queue(toolQueueName(harness.name), { connection: { url }, prefix: queuePrefix(prefix, 'cut') })
     hosts.defer(() => tools.close())
     await (await Job.fromId(tools, toolJobId('cut', 'p1')))!.promote()

@@ -59,24 +59,30 @@ describe('a runTool call begun with its request', () => {
     const redis = rigClient(hosts.url())
     hosts.defer(() => redis.disconnect())
     const log = new SessionLog(redis, uniquePrefix('marks-fence'), 's1')
-    expect(await log.requestCall('c1', 'safe', { n: 1 }, { harness: 'marks', fingerprint: callFingerprint('safe', { n: 1 }) })).toBe(
+    expect(await log.calls.requestCall('c1', 'safe', { n: 1 }, { harness: 'marks', fingerprint: callFingerprint('safe', { n: 1 }) })).toBe(
       'added',
     )
-    expect(await log.getCall('c1')).toMatchObject({ status: 'running', epoch: 1, attempt: 1, replay: 'safe', owner: { harness: 'marks' } })
+    expect(await log.calls.getCall('c1')).toMatchObject({
+      status: 'running',
+      epoch: 1,
+      attempt: 1,
+      replay: 'safe',
+      owner: { harness: 'marks' },
+    })
     const first = { toolCallId: 'c1', epoch: 1 }
-    await log.saveStep(first, 'a', 1, { type: 'harness.tool.step', toolCallId: 'c1', name: 'a', value: 1 })
+    await log.calls.saveStep(first, 'a', 1, { type: 'harness.tool.step', toolCallId: 'c1', name: 'a', value: 1 })
     // a re-delivery (the first one stalled) begins as any job does: the call counts as cut
-    const again = await log.beginCall('c1', 'safe', 'safe', { harness: 'marks' })
+    const again = await log.calls.beginCall('c1', 'safe', 'safe', { harness: 'marks' })
     expect(again).toEqual({ kind: 'rerun', epoch: 2, attempt: 2 })
-    await expect(log.saveStep(first, 'b', 2, { type: 'harness.tool.step', toolCallId: 'c1', name: 'b', value: 2 })).rejects.toBeInstanceOf(
-      FencedError,
-    )
-    await expect(log.landResult(first, 'safe', { result: { zombie: true } })).rejects.toBeInstanceOf(FencedError)
-    await log.landResult({ toolCallId: 'c1', epoch: 2 }, 'safe', { result: { n: 1 } })
-    const all = await log.read()
+    await expect(
+      log.calls.saveStep(first, 'b', 2, { type: 'harness.tool.step', toolCallId: 'c1', name: 'b', value: 2 }),
+    ).rejects.toBeInstanceOf(FencedError)
+    await expect(log.calls.landResult(first, 'safe', { result: { zombie: true } })).rejects.toBeInstanceOf(FencedError)
+    await log.calls.landResult({ toolCallId: 'c1', epoch: 2 }, 'safe', { result: { n: 1 } })
+    const all = await log.stream.read()
     expect(records(all, 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh', 'rerun'])
     expect(records(all, 'harness.tool.result').map((r) => r.result)).toEqual([{ n: 1 }])
-    expect((await log.getCall('c1'))?.result?.result).toEqual({ n: 1 })
+    expect((await log.calls.getCall('c1'))?.result?.result).toEqual({ n: 1 })
   })
 
   it('a marked job whose data was edited before its first delivery runs its logged input: the mark fails, it begins as logged', async () => {

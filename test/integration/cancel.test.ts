@@ -113,7 +113,7 @@ describe('abort ends the parked calls of its turn', () => {
     const { inputId, napId, approveId, questionId } = await parkBoth(s)
     // what abort writes first; the process dies before it cancels the parked calls
     const log = new SessionLog(ctx.redis, ctx.prefix, s.sessionId)
-    await log.settle({ type: 'harness.input.settled', inputId, outcome: 'aborted', error: { code: 'aborted', message: 'gone' } }, '')
+    await log.inputs.settle({ type: 'harness.input.settled', inputId, outcome: 'aborted', error: { code: 'aborted', message: 'gone' } }, '')
     expect(await resultsOf(s, napId)).toEqual([])
 
     const repairs = await ctx.host.sweep({ graceMs: 0 })

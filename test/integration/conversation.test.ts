@@ -11,10 +11,10 @@ describe('conversation projection', () => {
   const ctx = useWorkerProcesses({ label: 'conversation', workers: 2 })
 
   /** The ids of the log's conversation records, read from the log itself. */
-  const fromLog = async (log: SessionLog) => conversationOf(await log.read({ types: CONVERSATION_TYPES })).map((e) => e.id)
+  const fromLog = async (log: SessionLog) => conversationOf(await log.stream.read({ types: CONVERSATION_TYPES })).map((e) => e.id)
   /** The ids the projection holds, after its header. */
   const projected = async (log: SessionLog) => {
-    const ids = await ctx.redis.lrange(log.keys.conversation, 0, -1)
+    const ids = await ctx.redis.lrange(log.stream.keys.conversation, 0, -1)
     expect(ids[0]).toBe('^')
     return ids.slice(1)
   }
@@ -61,7 +61,7 @@ describe('conversation projection', () => {
       }
       await Promise.all(turns)
       // the kills cut the two checkout calls: each ran again (a notify call the killed worker also ran may be cut too)
-      const started = await new SessionLog(redis, ctx.prefix, 'conv-a').read({ types: ['harness.tool.started'] })
+      const started = await new SessionLog(redis, ctx.prefix, 'conv-a').stream.read({ types: ['harness.tool.started'] })
       const reruns = started.filter((e) => hasType(e.record, 'harness.tool.started') && e.record.reason === 'rerun')
       expect(reruns.filter((e) => hasType(e.record, 'harness.tool.started') && e.record.name === 'checkout').length).toBe(2)
       for (const sessionId of sessions) {
@@ -69,12 +69,12 @@ describe('conversation projection', () => {
         const logIds = await fromLog(log)
         expect(logIds.length).toBe(3 * 6) // per turn: input, 2 responses, 2 results, settle
         // the runTool call's result is in the log, not in the conversation (no model asked for it)
-        expect((await log.read({ types: ['harness.tool.result'] })).length).toBe(1 + 3 * 2)
+        expect((await log.stream.read({ types: ['harness.tool.result'] })).length).toBe(1 + 3 * 2)
         expect(await projected(log)).toEqual(logIds)
-        expect((await log.conversation()).map((e) => e.id)).toEqual(logIds)
+        expect((await log.inputs.conversation()).map((e) => e.id)).toEqual(logIds)
         // rebuilt from the log: the same
-        await redis.del(log.keys.conversation)
-        expect((await log.conversation()).map((e) => e.id)).toEqual(logIds)
+        await redis.del(log.stream.keys.conversation)
+        expect((await log.inputs.conversation()).map((e) => e.id)).toEqual(logIds)
         expect(await projected(log)).toEqual(logIds)
       }
     } finally {
@@ -87,16 +87,21 @@ describe('conversation projection', () => {
     try {
       const log = new SessionLog(redis, ctx.prefix, 'conv-older')
       // entries written before the projection existed (as a version without it wrote them)
-      await redis.xadd(log.keys.log, '*', 'r', JSON.stringify({ type: 'app.note', n: 1 }))
-      await redis.xadd(log.keys.log, '*', 'r', JSON.stringify({ type: 'harness.input', inputId: 'old', text: 'hi', at: 1 }))
-      await redis.xadd(log.keys.log, '*', 'r', JSON.stringify({ type: 'harness.input.settled', inputId: 'old', outcome: 'completed' }))
-      expect((await log.addInput('new', 'again')).status).toBe('added')
-      const head = await redis.lindex(log.keys.conversation, 0)
+      await redis.xadd(log.stream.keys.log, '*', 'r', JSON.stringify({ type: 'app.note', n: 1 }))
+      await redis.xadd(log.stream.keys.log, '*', 'r', JSON.stringify({ type: 'harness.input', inputId: 'old', text: 'hi', at: 1 }))
+      await redis.xadd(
+        log.stream.keys.log,
+        '*',
+        'r',
+        JSON.stringify({ type: 'harness.input.settled', inputId: 'old', outcome: 'completed' }),
+      )
+      expect((await log.inputs.addInput('new', 'again')).status).toBe('added')
+      const head = await redis.lindex(log.stream.keys.conversation, 0)
       expect(head).toMatch(/^\^\d+-\d+$/)
-      const conversation = await log.conversation()
+      const conversation = await log.inputs.conversation()
       expect(conversation.map((e) => e.record.type)).toEqual(['harness.input', 'harness.input.settled', 'harness.input'])
       expect(await projected(log)).toEqual(await fromLog(log))
-      expect(await log.conversation()).toEqual(conversation)
+      expect(await log.inputs.conversation()).toEqual(conversation)
     } finally {
       redis.disconnect()
     }

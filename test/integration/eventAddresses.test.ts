@@ -37,7 +37,7 @@ describe('event addresses', () => {
     const redis = new Redis(url)
     hosts.defer(() => redis.disconnect())
     const log = new SessionLog(redis, prefix, sessionId)
-    await until(async () => (await log.getCall(toolCallId))?.status === 'parked', `${sessionId} to park`)
+    await until(async () => (await log.calls.getCall(toolCallId))?.status === 'parked', `${sessionId} to park`)
   }
   const start = (label: string) => {
     const { host, prefix, url } = hosts.start(listener, label)
@@ -121,7 +121,7 @@ describe('event addresses', () => {
     expect(await host.sendEvent({ event: 'pr.merged', key: '42', payload: { sha: 'def' } })).toMatchObject({ status: 'stored' })
     const redis = new Redis(url)
     hosts.defer(() => redis.disconnect())
-    expect((await new SessionLog(redis, prefix, 'scope-y').getCall('c-scope-y'))?.status).toBe('parked')
+    expect((await new SessionLog(redis, prefix, 'scope-y').calls.getCall('c-scope-y'))?.status).toBe('parked')
     await expect(host.sendEvent({ event: 'pr.merged', key: '42', sessionId: 'bad id', payload: 1 })).rejects.toBeInstanceOf(InvalidIdError)
     expect(await host.sendEvent({ event: 'pr.merged', key: '42', sessionId: 'scope-y', payload: { sha: 'ghi' } })).toMatchObject({
       calls: 1,

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, ToolCallError } from '../../src/index.js'
-import { callWaitMember, EventWaits, SessionLog, toolJobId } from '../../src/log/index.js'
+import { callWaitMember, clearEventTimer, eventTimerOf, EventWaits, SessionLog, toolJobId } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { quiet, useInProcessHosts } from '../helpers/hosts.js'
@@ -40,8 +40,8 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
 
   async function parkedWithoutJob(url: string, prefix: string, sessionId: string, toolCallId: string) {
     const log = logOf(url, prefix, sessionId)
-    await until(async () => (await log.eventTimer(toolCallId)) !== null, 'the call to park with its event timer')
-    const queue = new Queue(toolQueueName(payments.name), { connection: log.redis, prefix: bullPrefix(prefix, log.shard, 1) })
+    await until(async () => (await eventTimerOf(log.stream, toolCallId)) !== null, 'the call to park with its event timer')
+    const queue = new Queue(toolQueueName(payments.name), { connection: log.stream.redis, prefix: bullPrefix(prefix, log.stream.shard, 1) })
     hosts.defer(() => queue.close())
     return { log, job: () => Job.fromId(queue, toolJobId(sessionId, toolCallId)) }
   }
@@ -55,15 +55,15 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
     )
     const { log, job } = await parkedWithoutJob(url, prefix, 'pay-1', 'c-1')
     expect(await job()).toBeUndefined()
-    expect((await log.getCall('c-1'))?.status).toBe('parked')
-    expect(await log.eventTimer('c-1')).toBeGreaterThan(Date.now() + 3_500_000)
+    expect((await log.calls.getCall('c-1'))?.status).toBe('parked')
+    expect(await eventTimerOf(log.stream, 'c-1')).toBeGreaterThan(Date.now() + 3_500_000)
     expect(await host.sweep({ graceMs: 0 })).toEqual([])
     expect(await host.sendEvent({ event: 'payment.settled', key: 'o-1', payload: { amount: 7 } })).toMatchObject({
       status: 'delivered',
       calls: 1,
     })
     expect(await result).toEqual({ amount: 7 })
-    expect(await log.eventTimer('c-1')).toBeNull()
+    expect(await eventTimerOf(log.stream, 'c-1')).toBeNull()
   })
 
   it('a sender that does not run the harness (a webhook server) enqueues the call by its harness name', async () => {
@@ -88,10 +88,10 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
         .open(payments, { sessionId: `race-${i}` })
         .runTool({ name: 'settle', input: { orderId: `r-${i}`, timeoutMs: 3_600_000 }, toolCallId: `r-${i}` }, { timeoutMs: 30_000 })
       // send as soon as the wait is registered: its job is still there for a few round trips (parkCall, then its completion)
-      const waits = new EventWaits(log.redis, prefix)
+      const waits = new EventWaits(log.stream.redis, prefix)
       const field = `w\0${callWaitMember(`race-${i}`, `r-${i}`, 'settled')}`
       const deadline = Date.now() + 20_000
-      while (!(await log.redis.hexists(waits.keyOf({ event: 'payment.settled', key: `r-${i}` }), field))) {
+      while (!(await log.stream.redis.hexists(waits.keyOf({ event: 'payment.settled', key: `r-${i}` }), field))) {
         if (Date.now() > deadline) throw new Error('timed out waiting for the wait to register')
       }
       // delivered to the registered wait, or kept before it registered (the wait takes it without parking)
@@ -112,7 +112,7 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
     await expect(result).rejects.toBeInstanceOf(ToolCallError)
     await expect(result).rejects.toMatchObject({ code: 'event_timeout' })
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_000)
-    expect(await logOf(url, prefix, 'pay-2').eventTimer('c-2')).toBeNull()
+    expect(await eventTimerOf(logOf(url, prefix, 'pay-2').stream, 'c-2')).toBeNull()
   })
 
   it('a call that lost its job and its timer (a crash between) is enqueued again by the sweeper, parks again, and wakes', async () => {
@@ -123,12 +123,15 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
       { timeoutMs: 30_000 },
     )
     const { log } = await parkedWithoutJob(url, prefix, 'pay-3', 'c-3')
-    const epoch = (await log.getCall('c-3'))!.epoch
+    const epoch = (await log.calls.getCall('c-3'))!.epoch
     // a timer a newer park wrote is kept: this one's park is of `epoch`, not of an older one
-    expect(await log.clearEventTimer('c-3', epoch - 1)).toBe(false)
-    expect(await log.clearEventTimer('c-3', epoch)).toBe(true)
+    expect(await clearEventTimer(log.stream, 'c-3', epoch - 1)).toBe(false)
+    expect(await clearEventTimer(log.stream, 'c-3', epoch)).toBe(true)
     expect((await host.sweep({ graceMs: 0 })).map((r) => r.reason)).toEqual(['call job vanished: enqueued again'])
-    await until(async () => (await log.getCall('c-3'))!.epoch > epoch && (await log.eventTimer('c-3')) !== null, 'the call to park again')
+    await until(
+      async () => (await log.calls.getCall('c-3'))!.epoch > epoch && (await eventTimerOf(log.stream, 'c-3')) !== null,
+      'the call to park again',
+    )
     await host.sendEvent({ event: 'payment.settled', key: 'o-3', payload: { amount: 3 } })
     expect(await result).toEqual({ amount: 3 })
   })

@@ -150,10 +150,10 @@ describe('session.events', () => {
     hosts.defer(() => redis.disconnect())
     const log = new SessionLog(redis, prefix, 'late')
     // no workers: the second input's turn does not run. A delta of the first turn right before and right after it
-    await log.appendLive({ k: 'delta', m: 'first.0.x', inputId: 'first', at: 0, text: 'old ' })
+    await log.stream.appendLive({ k: 'delta', m: 'first.0.x', inputId: 'first', at: 0, text: 'old ' })
     await host.open(idle, { sessionId: 'late' }).prompt('second', { inputId: 'second' })
-    await log.appendLive({ k: 'delta', m: 'first.0.x', inputId: 'first', at: 4, text: 'text' })
-    await log.appendLive({ k: 'delta', m: 'second.0.y', inputId: 'second', at: 0, text: 'new' })
+    await log.stream.appendLive({ k: 'delta', m: 'first.0.x', inputId: 'first', at: 4, text: 'text' })
+    await log.stream.appendLive({ k: 'delta', m: 'second.0.y', inputId: 'second', at: 0, text: 'new' })
     const events: StreamChunk[] = []
     for await (const e of host.open(idle, { sessionId: 'late' }).events({ fromInput: 'second', follow: false })) events.push(e.event)
     expect(events.map((e) => e.type)).toEqual(['RUN_STARTED', 'CUSTOM', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT'])
@@ -167,7 +167,7 @@ describe('session.events', () => {
     await session.settled(inputId, { timeoutMs: 20_000 })
     const redis = rigClient(url)
     hosts.defer(() => redis.disconnect())
-    await redis.del(new SessionLog(redis, host.prefix, 'expired').keys.live)
+    await redis.del(new SessionLog(redis, host.prefix, 'expired').stream.keys.live)
     const events: SessionEvent[] = []
     for await (const e of session.events({ follow: false })) events.push(e)
     expect(events.filter((e) => e.event.type === 'TEXT_MESSAGE_CONTENT')).toHaveLength(1)
@@ -181,9 +181,9 @@ describe('session.events', () => {
     // what a worker that died mid-stream leaves: deltas of a message whose response was never logged,
     // then the retried call's response under another message id (its deltas expired here)
     const log = new SessionLog(redis, host.prefix, 'retry')
-    await log.addInput('in-1', 'go', harness.name)
-    await log.appendLive({ k: 'delta', m: 'in-1.0.dead', inputId: 'in-1', at: 0, text: 'half a sent' })
-    await log.logModelResponse('in-1', { text: TEXT, messageId: 'in-1.0.live', toolCalls: [] }, 0)
+    await log.inputs.addInput('in-1', 'go', harness.name)
+    await log.stream.appendLive({ k: 'delta', m: 'in-1.0.dead', inputId: 'in-1', at: 0, text: 'half a sent' })
+    await log.inputs.logModelResponse('in-1', { text: TEXT, messageId: 'in-1.0.live', toolCalls: [] }, 0)
     const events: StreamChunk[] = []
     for await (const e of host.open(harness, { sessionId: 'retry' }).events({ follow: false })) events.push(e.event)
     const types = events.map((e) => (e.type === 'CUSTOM' ? `CUSTOM:${(e as { name: string }).name}` : e.type))

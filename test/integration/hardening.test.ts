@@ -145,7 +145,7 @@ describe('ids the model controls', () => {
     defer(async () => redis.disconnect())
     // a call state that says 'done' with no result in the log: its job completes at once without landing
     const log = new SessionLog(redis, prefix, 'stuck')
-    await redis.hset(log.keys.calls, 'c1', JSON.stringify({ s: 'done', e: 1, a: 1, r: 'safe', n: 'echo' }))
+    await redis.hset(log.stream.keys.calls, 'c1', JSON.stringify({ s: 'done', e: 1, a: 1, r: 'safe', n: 'echo' }))
     const session = host.open(harness, { sessionId: 'stuck' })
     const { inputId } = await session.prompt('go')
     const settled = await session.settled(inputId, { timeoutMs: 30_000 })
@@ -391,7 +391,7 @@ describe('silent acceptance', () => {
     const redis = new Redis(hosts.url())
     defer(async () => redis.disconnect())
     const log = new SessionLog(redis, prefix, 'p')
-    const replayed = await log.getStep('p1', 'v')
+    const replayed = await log.calls.getStep('p1', 'v')
     values.push(replayed.found ? replayed.value : undefined)
     for (const value of values) {
       expect(Object.keys(value as object)).toEqual(['__proto__', 'a'])

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { defineHarness, durableTool } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { SessionLog, toolJobId, type RedisClient } from '../../src/log/index.js'
+import { SessionLog, startCall, toolJobId, type RedisClient } from '../../src/log/index.js'
 import { toolJob, toolQueueName } from '../../src/queue/index.js'
 import { installedBullmq, laneJobStart, VERIFIED_BULLMQ } from '../../src/lane/bullmqInternals.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
@@ -106,7 +106,7 @@ describe.skipIf(onCluster)("a job the lane starts is the job BullMQ's add and fe
     const start = laneJobStart(lane.worker, job, 'token-lane', wake)
     if (!start) throw new Error('laneJobStart refused a plain job')
     const log = new SessionLog(lane.redis, lane.prefix, 's1')
-    const reply = await log.startCall(call, begin, start)
+    const reply = await startCall(log.stream, call, begin, start)
     return { side: lane, reply, snapshot: () => snapshot(lane.redis, lane, jobId) }
   }
 
@@ -137,7 +137,7 @@ describe.skipIf(onCluster)("a job the lane starts is the job BullMQ's add and fe
     const lane = await side('contract-limited')
     await lane.queue.setGlobalRateLimit(1, 60_000)
     const start = laneJobStart(lane.worker, job, 'token-lane', true)!
-    expect(await new SessionLog(lane.redis, lane.prefix, 's1').startCall(call, begin, start)).toMatchObject({ status: 'queued' })
+    expect(await startCall(new SessionLog(lane.redis, lane.prefix, 's1').stream, call, begin, start)).toMatchObject({ status: 'queued' })
     expect(await lane.queue.getJobState(jobId)).toBe('waiting')
     expect((await lane.worker.getNextJob('token-bull', { block: false }))?.id).toBe(jobId)
     expect(await lane.redis.get(`${lane.prefix}:${NAME}:limiter`)).toBe('1')

@@ -33,32 +33,32 @@ describe('a landing wakes a waiter of this process from its reply (SessionLogOpt
 
   it('a runTool-style waiter resolves with the landed record though no PUBLISH reaches it', async () => {
     const { notifier, log } = await rig()
-    const begin = await log.beginCall('c1', 'three', 'safe')
+    const begin = await log.calls.beginCall('c1', 'three', 'safe')
     const waiting = notifier.wait(messageKey('call', 's1', 'c1'), async () => undefined, 'Tool call c1', {
       fresh: true,
       timeoutMs: 5_000,
       fromPayload: (payload) => JSON.parse(payload) as unknown,
     })
-    await log.landResult({ toolCallId: 'c1', epoch: begin.epoch }, 'three', { result: { ok: 1 } })
+    await log.calls.landResult({ toolCallId: 'c1', epoch: begin.epoch }, 'three', { result: { ok: 1 } })
     // the check never finds it and the subscriber hears nothing: without the delivery this times out
     expect(await waiting).toMatchObject({ type: 'harness.tool.result', toolCallId: 'c1', name: 'three', result: { ok: 1 } })
   })
 
   it('a fenced landing delivers nothing; the landing under the newer epoch delivers its record once', async () => {
     const { log, heard } = await rig()
-    const first = await log.beginCall('c2', 'three', 'safe')
-    const second = await log.beginCall('c2', 'three', 'safe')
+    const first = await log.calls.beginCall('c2', 'three', 'safe')
+    const second = await log.calls.beginCall('c2', 'three', 'safe')
     expect(second.epoch).toBeGreaterThan(first.epoch)
-    await expect(log.landResult({ toolCallId: 'c2', epoch: first.epoch }, 'three', { result: 'zombie' })).rejects.toBeInstanceOf(
+    await expect(log.calls.landResult({ toolCallId: 'c2', epoch: first.epoch }, 'three', { result: 'zombie' })).rejects.toBeInstanceOf(
       FencedError,
     )
     expect(heard).toEqual([])
-    await log.landResult({ toolCallId: 'c2', epoch: second.epoch }, 'three', { result: 'kept' })
+    await log.calls.landResult({ toolCallId: 'c2', epoch: second.epoch }, 'three', { result: 'kept' })
     expect(heard).toHaveLength(1)
     expect(heard[0]![0]).toBe(messageKey('call', 's1', 'c2'))
     expect(JSON.parse(heard[0]![1])).toMatchObject({ toolCallId: 'c2', result: 'kept' })
     // the same record the PUBLISH carries, and the one the log kept
-    const state = await log.getCall('c2')
+    const state = await log.calls.getCall('c2')
     expect(state?.result).toMatchObject({ toolCallId: 'c2', result: 'kept' })
   })
 })

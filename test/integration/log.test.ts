@@ -2,7 +2,16 @@ import { Redis, type RedisOptions } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { pino } from 'pino'
 import { FencedError, InvalidIdError, InvalidRecordError, MalformedEntryError } from '../../src/errors/index.js'
-import { defaultShards, openMember, SessionLog, shardBase, type LogEntry, type LogRecord, type RedisClient } from '../../src/log/index.js'
+import {
+  defaultShards,
+  eventTimerOf,
+  openMember,
+  SessionLog,
+  shardBase,
+  type LogEntry,
+  type LogRecord,
+  type RedisClient,
+} from '../../src/log/index.js'
 import type { RedisServerHandle } from '../../src/testing/redisServer.js'
 import { createHarnessHost } from '../../src/index.js'
 import { shop } from '../fixtures/shop.js'
@@ -66,27 +75,27 @@ afterAll(async () => {
 describe('session log: fencing', () => {
   it('a write with a stale epoch is refused with FencedError and writes nothing (saveStep, stageRecords, landResult, parkCall)', async () => {
     const log = new SessionLog(redis, prefixFor('fence'), 's1')
-    expect(await log.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'fresh', epoch: 1, attempt: 1 })
-    expect(await log.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'rerun', epoch: 2, attempt: 2 })
+    expect(await log.calls.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'fresh', epoch: 1, attempt: 1 })
+    expect(await log.calls.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'rerun', epoch: 2, attempt: 2 })
     const current = { toolCallId: 'c1', epoch: 2 }
-    await log.saveStep(current, 'first', 1, stepRecord('c1', 'first', 1))
-    await log.stageRecords(current, [{ type: 'app.note', n: 1 }])
+    await log.calls.saveStep(current, 'first', 1, stepRecord('c1', 'first', 1))
+    await log.calls.stageRecords(current, [{ type: 'app.note', n: 1 }])
 
     const snapshot = async () => ({
-      xlen: await redis.xlen(log.keys.log),
-      steps: await redis.hlen(log.keys.steps),
-      staged: await redis.llen(log.stagedKey('c1')),
-      calls: await redis.hgetall(log.keys.calls),
+      xlen: await redis.xlen(log.stream.keys.log),
+      steps: await redis.hlen(log.stream.keys.steps),
+      staged: await redis.llen(log.calls.stagedKey('c1')),
+      calls: await redis.hgetall(log.stream.keys.calls),
     })
     const before = await snapshot()
     expect(before).toMatchObject({ steps: 1, staged: 1 })
 
     const stale = { toolCallId: 'c1', epoch: 1 }
     const attempts: Array<[string, () => Promise<unknown>]> = [
-      ['saveStep', () => log.saveStep(stale, 'second', 2, stepRecord('c1', 'second', 2))],
-      ['stageRecords', () => log.stageRecords(stale, [{ type: 'app.note', n: 2 }])],
-      ['landResult', () => log.landResult(stale, 'charge', { result: 'stale' })],
-      ['parkCall', () => log.parkCall(stale, 'sleep', Date.now() + 60_000)],
+      ['saveStep', () => log.calls.saveStep(stale, 'second', 2, stepRecord('c1', 'second', 2))],
+      ['stageRecords', () => log.calls.stageRecords(stale, [{ type: 'app.note', n: 2 }])],
+      ['landResult', () => log.calls.landResult(stale, 'charge', { result: 'stale' })],
+      ['parkCall', () => log.calls.parkCall(stale, 'sleep', Date.now() + 60_000)],
     ]
     for (const [what, attempt] of attempts) {
       const error = await attempt().then(
@@ -97,39 +106,39 @@ describe('session log: fencing', () => {
       expect(error).toMatchObject({ code: 'fenced', toolCallId: 'c1', epoch: 1, currentEpoch: 2 })
     }
     expect(await snapshot()).toEqual(before)
-    expect(await log.getStep('c1', 'second')).toEqual({ found: false })
-    expect(await log.getCall('c1')).toMatchObject({ status: 'running', epoch: 2 })
+    expect(await log.calls.getStep('c1', 'second')).toEqual({ found: false })
+    expect(await log.calls.getCall('c1')).toMatchObject({ status: 'running', epoch: 2 })
 
     // the current attempt still writes; after it lands, its own epoch is fenced too (the call is done)
-    await log.landResult(current, 'charge', { result: 'ok' })
-    await expect(log.saveStep(current, 'late', 3, stepRecord('c1', 'late', 3))).rejects.toBeInstanceOf(FencedError)
+    await log.calls.landResult(current, 'charge', { result: 'ok' })
+    await expect(log.calls.saveStep(current, 'late', 3, stepRecord('c1', 'late', 3))).rejects.toBeInstanceOf(FencedError)
   })
 
   it('a fenced write for a call that never began is refused (current epoch none)', async () => {
     const log = new SessionLog(redis, prefixFor('fence-none'), 's1')
-    const error = await log.stageRecords({ toolCallId: 'nobody', epoch: 1 }, [{ type: 'app.x' }]).catch((e: unknown) => e)
+    const error = await log.calls.stageRecords({ toolCallId: 'nobody', epoch: 1 }, [{ type: 'app.x' }]).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(FencedError)
     expect(error).toMatchObject({ currentEpoch: null })
-    expect(await redis.llen(log.stagedKey('nobody'))).toBe(0)
+    expect(await redis.llen(log.calls.stagedKey('nobody'))).toBe(0)
   })
 })
 
 describe('session log: call states (issue 29: the state and the names in two fields, each under 64 B)', () => {
   it('a call begun now keeps its names apart: every value of a small calls hash is under 64 B and the hash is a listpack', async () => {
     const log = new SessionLog(redis, prefixFor('state'), 'new-state')
-    expect(await log.beginCall('c1', 'charge', 'safe', { harness: 'shop', version: 'h-0123456789ab' })).toEqual({
+    expect(await log.calls.beginCall('c1', 'charge', 'safe', { harness: 'shop', version: 'h-0123456789ab' })).toEqual({
       kind: 'fresh',
       epoch: 1,
       attempt: 1,
       version: 'h-0123456789ab',
     })
-    const fields = await redis.hgetall(log.keys.calls)
+    const fields = await redis.hgetall(log.stream.keys.calls)
     expect(JSON.parse(fields['c1']!)).toEqual({ s: 'running', e: 1, a: 1, r: 'safe' })
     expect(JSON.parse(fields['c1\0names']!)).toEqual(['charge', 'shop', 'h-0123456789ab'])
-    await log.parkCall({ toolCallId: 'c1', epoch: 1 }, 'event', Date.now() + 60_000, true)
-    for (const value of Object.values(await redis.hgetall(log.keys.calls))) expect(Buffer.byteLength(value)).toBeLessThanOrEqual(64)
-    expect(await redis.object('ENCODING', log.keys.calls)).toBe('listpack')
-    expect(await log.getCall('c1')).toEqual({
+    await log.calls.parkCall({ toolCallId: 'c1', epoch: 1 }, 'event', Date.now() + 60_000, true)
+    for (const value of Object.values(await redis.hgetall(log.stream.keys.calls))) expect(Buffer.byteLength(value)).toBeLessThanOrEqual(64)
+    expect(await redis.object('ENCODING', log.stream.keys.calls)).toBe('listpack')
+    expect(await log.calls.getCall('c1')).toEqual({
       status: 'parked',
       epoch: 1,
       attempt: 1,
@@ -138,14 +147,14 @@ describe('session log: call states (issue 29: the state and the names in two fie
       version: 'h-0123456789ab',
       owner: { harness: 'shop' },
     })
-    expect(await log.eventTimer('c1')).toBeGreaterThan(Date.now())
+    expect(await eventTimerOf(log.stream, 'c1')).toBeGreaterThan(Date.now())
   })
 
   it('a call state written before (n, h and v in the state itself) is read, resumed and run again as it says', async () => {
     const log = new SessionLog(redis, prefixFor('state'), 'old-state')
     const old = { s: 'parked', e: 2, a: 1, r: 'safe', n: 'charge', h: 'shop', i: 'in-1', v: 'h-1' }
-    await redis.hset(log.keys.calls, 'c1', JSON.stringify(old))
-    expect(await log.getCall('c1')).toEqual({
+    await redis.hset(log.stream.keys.calls, 'c1', JSON.stringify(old))
+    expect(await log.calls.getCall('c1')).toEqual({
       status: 'parked',
       epoch: 2,
       attempt: 1,
@@ -154,57 +163,57 @@ describe('session log: call states (issue 29: the state and the names in two fie
       version: 'h-1',
       owner: { harness: 'shop', inputId: 'in-1' },
     })
-    expect(await log.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'resume', epoch: 3, attempt: 1, version: 'h-1' })
+    expect(await log.calls.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'resume', epoch: 3, attempt: 1, version: 'h-1' })
     // cut while running: the rerun's started record names the tool and the version of the old state
-    expect(await log.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'rerun', epoch: 4, attempt: 2, version: 'h-1' })
-    expect((await log.read({ types: ['harness.tool.started'] })).map((e) => e.record)).toEqual([
+    expect(await log.calls.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'rerun', epoch: 4, attempt: 2, version: 'h-1' })
+    expect((await log.stream.read({ types: ['harness.tool.started'] })).map((e) => e.record)).toEqual([
       { type: 'harness.tool.started', toolCallId: 'c1', name: 'charge', attempt: 2, replay: 'safe', reason: 'rerun', version: 'h-1' },
     ])
-    expect(await log.getCall('c1')).toMatchObject({ status: 'running', name: 'charge', owner: { harness: 'shop', inputId: 'in-1' } })
-    expect(await redis.hexists(log.keys.calls, 'c1\0names')).toBe(0)
+    expect(await log.calls.getCall('c1')).toMatchObject({ status: 'running', name: 'charge', owner: { harness: 'shop', inputId: 'in-1' } })
+    expect(await redis.hexists(log.stream.keys.calls, 'c1\0names')).toBe(0)
   })
 })
 
 describe('session log: runTool requests', () => {
   it('requestCall lists the session in the sessions index in its own write (no separate ZADD a runTool call), and not for a conflict', async () => {
     const log = new SessionLog(redis, prefixFor('request-index'), 's1')
-    expect(await log.requestCall('r1', 'charge', { amount: 1 })).toBe('added')
-    expect(await redis.zscore(log.index.sessions, 's1')).not.toBeNull()
+    expect(await log.calls.requestCall('r1', 'charge', { amount: 1 })).toBe('added')
+    expect(await redis.zscore(log.stream.index.sessions, 's1')).not.toBeNull()
     // a caller's retry repairs a removed index entry; a conflicting call under the id lists nothing
-    await redis.zrem(log.index.sessions, 's1')
-    expect(await log.requestCall('r1', 'charge', { amount: 1 })).toBe('exists')
-    expect(await redis.zscore(log.index.sessions, 's1')).not.toBeNull()
-    const other = new SessionLog(redis, log.prefix, 's2')
-    await redis.hset(other.keys.calls, 'r2\0req', 'another fingerprint')
-    expect(await other.requestCall('r2', 'charge', { amount: 1 })).toBe('conflict')
-    expect(await redis.zscore(other.index.sessions, 's2')).toBeNull()
+    await redis.zrem(log.stream.index.sessions, 's1')
+    expect(await log.calls.requestCall('r1', 'charge', { amount: 1 })).toBe('exists')
+    expect(await redis.zscore(log.stream.index.sessions, 's1')).not.toBeNull()
+    const other = new SessionLog(redis, log.stream.prefix, 's2')
+    await redis.hset(other.stream.keys.calls, 'r2\0req', 'another fingerprint')
+    expect(await other.calls.requestCall('r2', 'charge', { amount: 1 })).toBe('conflict')
+    expect(await redis.zscore(other.stream.index.sessions, 's2')).toBeNull()
   })
 })
 
 describe('session log: all-or-nothing writes', () => {
   it('R9: landResult lands the staged records and the result contiguously in one write, even with concurrent appends', async () => {
     const log = new SessionLog(redis, prefixFor('land'), 's1')
-    const writer = new SessionLog(other, log.prefix, 's1')
-    const begin = await log.beginCall('c1', 'charge', 'safe')
+    const writer = new SessionLog(other, log.stream.prefix, 's1')
+    const begin = await log.calls.beginCall('c1', 'charge', 'safe')
     const fence = { toolCallId: 'c1', epoch: begin.epoch }
-    await log.stageRecords(fence, [
+    await log.calls.stageRecords(fence, [
       { type: 'app.a', i: 1 },
       { type: 'app.a', i: 2 },
     ])
-    await log.stageRecords(fence, [{ type: 'app.a', i: 3 }], 2)
+    await log.calls.stageRecords(fence, [{ type: 'app.a', i: 3 }], 2)
 
     // other writers append on another connection all the while the result lands: nothing may come
     // between the call's records
     let landed = false
     const noise = Array.from({ length: 4 }, async (_, w) => {
-      for (let i = 0; !landed; i++) await writer.append([{ type: 'app.other', w, i }])
+      for (let i = 0; !landed; i++) await writer.stream.append([{ type: 'app.other', w, i }])
     })
-    while ((await redis.xlen(log.keys.log)) < 20) await new Promise((r) => setTimeout(r, 1))
-    const resultId = await log.landResult(fence, 'charge', { result: { charged: true } })
+    while ((await redis.xlen(log.stream.keys.log)) < 20) await new Promise((r) => setTimeout(r, 1))
+    const resultId = await log.calls.landResult(fence, 'charge', { result: { charged: true } })
     landed = true
     await Promise.all(noise)
 
-    const entries = await log.read()
+    const entries = await log.stream.read()
     const at = entries.findIndex((e) => e.record.type === 'app.a')
     const own = entries.slice(at, at + 4)
     expect(own.map((e) => e.record)).toEqual([
@@ -216,19 +225,19 @@ describe('session log: all-or-nothing writes', () => {
     expect(own[3]!.id).toBe(resultId)
     // the log held 20 entries (the started record and 19 or more of the noise) before the landing
     expect(at).toBeGreaterThanOrEqual(20)
-    expect(await redis.llen(log.stagedKey('c1'))).toBe(0)
-    expect(await log.getCall('c1')).toMatchObject({ status: 'done', result: { result: { charged: true } } })
-    expect(await redis.zscore(log.index.openCalls, openMember(log.sessionId, 'c1'))).toBeNull()
+    expect(await redis.llen(log.calls.stagedKey('c1'))).toBe(0)
+    expect(await log.calls.getCall('c1')).toMatchObject({ status: 'done', result: { result: { charged: true } } })
+    expect(await redis.zscore(log.stream.index.openCalls, openMember(log.sessionId, 'c1'))).toBeNull()
   })
 
   it('append of several records where one is invalid throws InvalidRecordError and writes none', async () => {
     const log = new SessionLog(redis, prefixFor('append'), 's1')
-    const ids = await log.append([
+    const ids = await log.stream.append([
       { type: 'app.one', n: 1 },
       { type: 'app.two', n: 2 },
     ])
     expect(ids).toHaveLength(2)
-    expect((await log.read()).map((e) => e.id)).toEqual(ids)
+    expect((await log.stream.read()).map((e) => e.id)).toEqual(ids)
 
     const bad: Array<[string, LogRecord]> = [
       ['harness.tool.result missing its fields', { type: 'harness.tool.result' } as never],
@@ -241,9 +250,9 @@ describe('session log: all-or-nothing writes', () => {
       ['record with no type', { n: 1 } as never],
     ]
     for (const [what, record] of bad) {
-      const error = await log.append([{ type: 'app.ok', n: 3 }, record, { type: 'app.ok', n: 4 }]).catch((e: unknown) => e)
+      const error = await log.stream.append([{ type: 'app.ok', n: 3 }, record, { type: 'app.ok', n: 4 }]).catch((e: unknown) => e)
       expect(error, what).toBeInstanceOf(InvalidRecordError)
-      expect(await redis.xlen(log.keys.log), what).toBe(2)
+      expect(await redis.xlen(log.stream.keys.log), what).toBe(2)
     }
   })
 })
@@ -259,33 +268,33 @@ describe('session log: read and follow', () => {
       { type: 'app.a', i: 4 },
       { type: 'app.b', i: 5 },
     ]
-    const ids = await log.append(records)
+    const ids = await log.stream.append(records)
     const idx = (entries: LogEntry[]) => entries.map((e) => num(e, 'i'))
 
-    expect(idx(await log.read())).toEqual([0, 1, 2, 3, 4, 5])
-    expect(idx(await log.read({ after: ids[1] }))).toEqual([2, 3, 4, 5])
-    expect(idx(await log.read({ after: ids[5] }))).toEqual([])
-    expect(idx(await log.read({ types: ['app.b'] }))).toEqual([1, 3, 5])
-    expect(idx(await log.read({ limit: 2 }))).toEqual([0, 1])
-    expect(idx(await log.read({ types: ['app.b'], limit: 2 }))).toEqual([1, 3])
-    expect(idx(await log.read({ after: ids[1], types: ['app.a'], limit: 1 }))).toEqual([2])
-    expect((await log.read({ after: ids[2], limit: 1 }))[0]!.id).toBe(ids[3])
-    expect(await log.readEntry(ids[4]!)).toEqual({ id: ids[4], record: records[4] })
-    expect(await log.readEntry('1-1')).toBeNull()
+    expect(idx(await log.stream.read())).toEqual([0, 1, 2, 3, 4, 5])
+    expect(idx(await log.stream.read({ after: ids[1] }))).toEqual([2, 3, 4, 5])
+    expect(idx(await log.stream.read({ after: ids[5] }))).toEqual([])
+    expect(idx(await log.stream.read({ types: ['app.b'] }))).toEqual([1, 3, 5])
+    expect(idx(await log.stream.read({ limit: 2 }))).toEqual([0, 1])
+    expect(idx(await log.stream.read({ types: ['app.b'], limit: 2 }))).toEqual([1, 3])
+    expect(idx(await log.stream.read({ after: ids[1], types: ['app.a'], limit: 1 }))).toEqual([2])
+    expect((await log.stream.read({ after: ids[2], limit: 1 }))[0]!.id).toBe(ids[3])
+    expect(await log.stream.readEntry(ids[4]!)).toEqual({ id: ids[4], record: records[4] })
+    expect(await log.stream.readEntry('1-1')).toBeNull()
   })
 
   it('read pages past 1000 entries and a limit counts only the entries it returns', async () => {
     const log = new SessionLog(redis, prefixFor('read-pages'), 's1')
     const batch = Array.from({ length: 1205 }, (_, i): LogRecord => ({ type: i % 2 ? 'app.odd' : 'app.even', i }))
-    await log.append(batch)
-    expect(await log.read()).toHaveLength(1205)
-    const odd = await log.read({ types: ['app.odd'] })
+    await log.stream.append(batch)
+    expect(await log.stream.read()).toHaveLength(1205)
+    const odd = await log.stream.read({ types: ['app.odd'] })
     expect(odd).toHaveLength(602)
     expect(num(odd.at(-1)!, 'i')).toBe(1203)
     // an unknown harness.* entry is skipped and does not use up the limit
-    await redis.xadd(log.keys.log, '*', 'r', JSON.stringify({ type: 'harness.future.x' }))
-    await log.append([{ type: 'app.last', i: 1205 }])
-    const tail = await log.read({ after: (await log.read({ limit: 1205 })).at(-1)!.id, limit: 1 })
+    await redis.xadd(log.stream.keys.log, '*', 'r', JSON.stringify({ type: 'harness.future.x' }))
+    await log.stream.append([{ type: 'app.last', i: 1205 }])
+    const tail = await log.stream.read({ after: (await log.stream.read({ limit: 1205 })).at(-1)!.id, limit: 1 })
     expect(tail.map((e) => e.record.type)).toEqual(['app.last'])
   })
 
@@ -294,7 +303,7 @@ describe('session log: read and follow', () => {
     const writer = new SessionLog(redis, prefix, 's1')
     const followerClient = client(url)
     const follower = new SessionLog(followerClient, prefix, 's1')
-    const [first] = await writer.append([
+    const [first] = await writer.stream.append([
       { type: 'app.n', n: 0 },
       { type: 'app.n', n: 1 },
     ])
@@ -304,16 +313,16 @@ describe('session log: read and follow', () => {
     const typed: LogEntry[] = []
     // a block longer than the test timeout: the abort must interrupt a pending XREAD BLOCK
     const following = (async () => {
-      for await (const entry of follower.follow({ after: first, signal: controller.signal, blockMs: 600_000 })) seen.push(entry)
+      for await (const entry of follower.stream.follow({ after: first, signal: controller.signal, blockMs: 600_000 })) seen.push(entry)
       return 'ended'
     })()
     const typedFollow = (async () => {
-      for await (const entry of follower.follow({ types: ['app.m'], signal: controller.signal, blockMs: 600_000 })) typed.push(entry)
+      for await (const entry of follower.stream.follow({ types: ['app.m'], signal: controller.signal, blockMs: 600_000 })) typed.push(entry)
     })()
     await waitFor(() => seen.length === 1, 'the entry after `first`')
 
     const ids: string[] = []
-    for (let n = 2; n < 6; n++) ids.push(...(await writer.append([{ type: n % 2 ? 'app.m' : 'app.n', n }])))
+    for (let n = 2; n < 6; n++) ids.push(...(await writer.stream.append([{ type: n % 2 ? 'app.m' : 'app.n', n }])))
     await waitFor(() => seen.length === 5 && typed.length === 2, 'the new entries')
 
     expect(seen.map((e) => num(e, 'n'))).toEqual([1, 2, 3, 4, 5])
@@ -324,14 +333,14 @@ describe('session log: read and follow', () => {
     await expect(following).resolves.toBe('ended')
     await expect(typedFollow).resolves.toBeUndefined()
     // the follower's own client is untouched by the abort
-    expect(await follower.read({ after: ids[3] })).toEqual([])
+    expect(await follower.stream.read({ after: ids[3] })).toEqual([])
   })
 
   it('follow with an already aborted signal returns at once', async () => {
     const log = new SessionLog(redis, prefixFor('follow-aborted'), 's1')
-    await log.append([{ type: 'app.x' }])
+    await log.stream.append([{ type: 'app.x' }])
     const seen: LogEntry[] = []
-    for await (const entry of log.follow({ signal: AbortSignal.abort() })) seen.push(entry)
+    for await (const entry of log.stream.follow({ signal: AbortSignal.abort() })) seen.push(entry)
     expect(seen).toEqual([])
   })
 })
@@ -350,16 +359,16 @@ describe('session log: steps', () => {
     const stepsClient = client(server.url)
     const admin = client(server.url)
     const log = new SessionLog(stepsClient, prefixFor('getstep'), 's1')
-    const begin = await log.beginCall('c1', 'charge', 'safe')
+    const begin = await log.calls.beginCall('c1', 'charge', 'safe')
     const fence = { toolCallId: 'c1', epoch: begin.epoch }
-    await log.append(Array.from({ length: 200 }, (_, i) => ({ type: 'app.filler', i })))
-    expect(await log.saveStep(fence, 'charge', { id: 'ch_1' }, stepRecord('c1', 'charge', { id: 'ch_1' }))).toEqual({
+    await log.stream.append(Array.from({ length: 200 }, (_, i) => ({ type: 'app.filler', i })))
+    expect(await log.calls.saveStep(fence, 'charge', { id: 'ch_1' }, stepRecord('c1', 'charge', { id: 'ch_1' }))).toEqual({
       found: true,
       value: { id: 'ch_1' },
     })
 
     const before = await commandCalls(admin)
-    const found = await log.getStep('c1', 'charge')
+    const found = await log.calls.getStep('c1', 'charge')
     const after = await commandCalls(admin)
 
     expect(found).toEqual({ found: true, value: { id: 'ch_1' } })
@@ -367,27 +376,27 @@ describe('session log: steps', () => {
       expect(after[cmd] ?? 0, cmd).toBe(before[cmd] ?? 0)
     }
     expect((after.hget ?? 0) - (before.hget ?? 0)).toBe(1)
-    expect(await log.getStep('c1', 'other')).toEqual({ found: false })
-    expect(await log.getStep('c2', 'charge')).toEqual({ found: false })
+    expect(await log.calls.getStep('c1', 'other')).toEqual({ found: false })
+    expect(await log.calls.getStep('c2', 'charge')).toEqual({ found: false })
   })
 
   it('R3: an undefined step value is stored as done with no value and reads back as { found: true, value: undefined }', async () => {
     const log = new SessionLog(redis, prefixFor('void'), 's1')
-    const begin = await log.beginCall('c1', 'sendInvoice', 'safe')
+    const begin = await log.calls.beginCall('c1', 'sendInvoice', 'safe')
     const fence = { toolCallId: 'c1', epoch: begin.epoch }
-    const saved = await log.saveStep(fence, 'send', undefined, stepRecord('c1', 'send'))
+    const saved = await log.calls.saveStep(fence, 'send', undefined, stepRecord('c1', 'send'))
     expect(saved).toStrictEqual({ found: true, value: undefined })
-    expect(await log.getStep('c1', 'send')).toStrictEqual({ found: true, value: undefined })
-    expect(await log.getStep('c1', 'never-run')).toStrictEqual({ found: false })
+    expect(await log.calls.getStep('c1', 'send')).toStrictEqual({ found: true, value: undefined })
+    expect(await log.calls.getStep('c1', 'never-run')).toStrictEqual({ found: false })
     // the first stored value wins: a second save returns the stored "no value", not the new one
-    expect(await log.saveStep(fence, 'send', 5, stepRecord('c1', 'send', 5))).toStrictEqual({ found: true, value: undefined })
-    const steps = (await log.read({ types: ['harness.tool.step'] })).map((e) => e.record)
+    expect(await log.calls.saveStep(fence, 'send', 5, stepRecord('c1', 'send', 5))).toStrictEqual({ found: true, value: undefined })
+    const steps = (await log.stream.read({ types: ['harness.tool.step'] })).map((e) => e.record)
     expect(steps).toEqual([{ type: 'harness.tool.step', toolCallId: 'c1', name: 'send' }])
   })
 
   it('a step value of null, 0, false or "" is a stored value, distinct from no value', async () => {
     const log = new SessionLog(redis, prefixFor('falsy'), 's1')
-    const begin = await log.beginCall('c1', 't', 'safe')
+    const begin = await log.calls.beginCall('c1', 't', 'safe')
     const fence = { toolCallId: 'c1', epoch: begin.epoch }
     for (const [name, value] of [
       ['null', null],
@@ -395,8 +404,8 @@ describe('session log: steps', () => {
       ['false', false],
       ['empty', ''],
     ] as const) {
-      await log.saveStep(fence, name, value, stepRecord('c1', name, value))
-      expect(await log.getStep('c1', name), name).toStrictEqual({ found: true, value })
+      await log.calls.saveStep(fence, name, value, stepRecord('c1', name, value))
+      expect(await log.calls.getStep('c1', name), name).toStrictEqual({ found: true, value })
     }
   })
 })
@@ -423,9 +432,9 @@ describe('session log: ids', () => {
     const prefix = prefixFor('ids')
     for (const id of ['a.b_c-D9', '-', '.', 'x'.repeat(200)]) {
       const log = new SessionLog(redis, prefix, id)
-      expect(log.keys.log).toBe(`${shardBase(prefix, log.shard, defaultShards())}:${id}:log`)
-      const [entryId] = await log.append([{ type: 'app.hello', id }])
-      expect(await log.read()).toEqual([{ id: entryId, record: { type: 'app.hello', id } }])
+      expect(log.stream.keys.log).toBe(`${shardBase(prefix, log.stream.shard, defaultShards())}:${id}:log`)
+      const [entryId] = await log.stream.append([{ type: 'app.hello', id }])
+      expect(await log.stream.read()).toEqual([{ id: entryId, record: { type: 'app.hello', id } }])
     }
   })
 })
@@ -434,7 +443,7 @@ describe('session log: malformed and unknown entries', () => {
   it('a malformed entry is reported with its stream id and the session is marked; other sessions read fine', async () => {
     const prefix = prefixFor('malformed')
     const good = new SessionLog(redis, prefix, 'good')
-    await good.append([{ type: 'app.fine', n: 1 }])
+    await good.stream.append([{ type: 'app.fine', n: 1 }])
 
     const cases: Array<[string, string[]]> = [
       ['bad-json', ['r', '{"type": "app.x", oops']],
@@ -444,28 +453,28 @@ describe('session log: malformed and unknown entries', () => {
     ]
     for (const [sessionId, fields] of cases) {
       const log = new SessionLog(redis, prefix, sessionId)
-      await log.append([{ type: 'app.before' }])
-      const badId = (await redis.xadd(log.keys.log, '*', ...fields))!
-      await log.append([{ type: 'app.after' }])
+      await log.stream.append([{ type: 'app.before' }])
+      const badId = (await redis.xadd(log.stream.keys.log, '*', ...fields))!
+      await log.stream.append([{ type: 'app.after' }])
 
-      const error = await log.read().catch((e: unknown) => e)
+      const error = await log.stream.read().catch((e: unknown) => e)
       expect(error, sessionId).toBeInstanceOf(MalformedEntryError)
       expect(error).toMatchObject({ code: 'malformed_entry', entryId: badId, sessionId })
       expect((error as Error).message).toContain(badId)
-      await expect(log.readEntry(badId)).rejects.toBeInstanceOf(MalformedEntryError)
+      await expect(log.stream.readEntry(badId)).rejects.toBeInstanceOf(MalformedEntryError)
       // entries before the bad one still read; the mark is written on the same connection, so it is there now
-      expect((await log.read({ limit: 1 })).map((e) => e.record.type)).toEqual(['app.before'])
-      expect(await log.redis.hget(log.index.corrupt, sessionId)).toBe(badId)
+      expect((await log.stream.read({ limit: 1 })).map((e) => e.record.type)).toEqual(['app.before'])
+      expect(await log.stream.redis.hget(log.stream.index.corrupt, sessionId)).toBe(badId)
     }
-    expect((await good.read()).map((e) => e.record)).toEqual([{ type: 'app.fine', n: 1 }])
-    expect(await redis.hexists(good.index.corrupt, 'good')).toBe(0)
+    expect((await good.stream.read()).map((e) => e.record)).toEqual([{ type: 'app.fine', n: 1 }])
+    expect(await redis.hexists(good.stream.index.corrupt, 'good')).toBe(0)
   })
 
   it('a malformed entry ends follow with MalformedEntryError', async () => {
     const log = new SessionLog(redis, prefixFor('malformed-follow'), 's1')
-    const badId = (await redis.xadd(log.keys.log, '*', 'r', 'not json'))!
+    const badId = (await redis.xadd(log.stream.keys.log, '*', 'r', 'not json'))!
     const error = await (async () => {
-      for await (const _ of log.follow({ blockMs: 1000 })) void _
+      for await (const _ of log.stream.follow({ blockMs: 1000 })) void _
     })().catch((e: unknown) => e)
     expect(error).toBeInstanceOf(MalformedEntryError)
     expect(error).toMatchObject({ entryId: badId })
@@ -474,10 +483,10 @@ describe('session log: malformed and unknown entries', () => {
   it('an unknown harness.* type (from a newer version) is skipped without error; app records round-trip', async () => {
     const log = new SessionLog(redis, prefixFor('unknown'), 's1')
     const app: LogRecord = { type: 'app.memory', text: 'héllo ✓ "quoted"\n', n: -1.5e-7, nested: { list: [1, null, true, { a: [] }] } }
-    const [appId] = await log.append([app])
-    await redis.xadd(log.keys.log, '*', 'r', JSON.stringify({ type: 'harness.future.x', anything: { goes: 1 } }))
-    const [lastId] = await log.append([{ type: 'x' }])
-    expect(await log.read()).toEqual([
+    const [appId] = await log.stream.append([app])
+    await redis.xadd(log.stream.keys.log, '*', 'r', JSON.stringify({ type: 'harness.future.x', anything: { goes: 1 } }))
+    const [lastId] = await log.stream.append([{ type: 'x' }])
+    expect(await log.stream.read()).toEqual([
       { id: appId, record: app },
       { id: lastId, record: { type: 'x' } },
     ])
@@ -490,18 +499,18 @@ describe('session log: Redis restart', () => {
     try {
       const c = client(server.url)
       const log = new SessionLog(c, prefixFor('restart'), 's1')
-      const [first] = await log.append([{ type: 'app.before' }])
-      const begin = await log.beginCall('c1', 'charge', 'safe')
+      const [first] = await log.stream.append([{ type: 'app.before' }])
+      const begin = await log.calls.beginCall('c1', 'charge', 'safe')
 
       await server.kill()
-      const whileDown = log.append([{ type: 'app.while-down' }]) // queued by ioredis until it reconnects
+      const whileDown = log.stream.append([{ type: 'app.while-down' }]) // queued by ioredis until it reconnects
       await server.restart()
       const [during] = await whileDown
-      const [after] = await log.append([{ type: 'app.after' }])
+      const [after] = await log.stream.append([{ type: 'app.after' }])
       // the call state and its epoch came back from the AOF: the attempt can still write (scripts reload on NOSCRIPT)
-      await log.saveStep({ toolCallId: 'c1', epoch: begin.epoch }, 'charge', 1, stepRecord('c1', 'charge', 1))
+      await log.calls.saveStep({ toolCallId: 'c1', epoch: begin.epoch }, 'charge', 1, stepRecord('c1', 'charge', 1))
 
-      const entries = await log.read()
+      const entries = await log.stream.read()
       expect(entries.filter((e) => e.record.type.startsWith('app.')).map((e) => e.id)).toEqual([first, during, after])
       expect(entries.map((e) => e.record.type)).toEqual([
         'app.before',
@@ -518,32 +527,32 @@ describe('session log: Redis restart', () => {
 
 describe('session log: call lifecycle (beginCall)', () => {
   const started = async (log: SessionLog) =>
-    (await log.read({ types: ['harness.tool.started'] })).map((e) => e.record as { attempt: number; reason: string })
+    (await log.stream.read({ types: ['harness.tool.started'] })).map((e) => e.record as { attempt: number; reason: string })
 
   it('fresh, then done after landResult: the kept result is not run again', async () => {
     const log = new SessionLog(redis, prefixFor('begin-done'), 's1')
-    const begin = await log.beginCall('c1', 'charge', 'safe')
+    const begin = await log.calls.beginCall('c1', 'charge', 'safe')
     expect(begin).toEqual({ kind: 'fresh', epoch: 1, attempt: 1 })
-    expect(await redis.zscore(log.index.openCalls, openMember(log.sessionId, 'c1'))).not.toBeNull()
-    await log.landResult({ toolCallId: 'c1', epoch: 1 }, 'charge', { result: 42 })
-    expect(await log.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'done', epoch: 1, attempt: 1 })
-    expect(await log.beginCall('c1', 'charge', 'never')).toMatchObject({ kind: 'done' })
+    expect(await redis.zscore(log.stream.index.openCalls, openMember(log.sessionId, 'c1'))).not.toBeNull()
+    await log.calls.landResult({ toolCallId: 'c1', epoch: 1 }, 'charge', { result: 42 })
+    expect(await log.calls.beginCall('c1', 'charge', 'safe')).toEqual({ kind: 'done', epoch: 1, attempt: 1 })
+    expect(await log.calls.beginCall('c1', 'charge', 'never')).toMatchObject({ kind: 'done' })
     expect(await started(log)).toEqual([
       { type: 'harness.tool.started', toolCallId: 'c1', name: 'charge', attempt: 1, replay: 'safe', reason: 'fresh' },
     ])
-    expect((await log.read({ types: ['harness.tool.result'] })).map((e) => e.record)).toHaveLength(1)
+    expect((await log.stream.read({ types: ['harness.tool.result'] })).map((e) => e.record)).toHaveLength(1)
   })
 
   it("R10: a cut 'safe' call runs again with a new epoch; the cut attempt's staged records are discarded", async () => {
     const log = new SessionLog(redis, prefixFor('begin-rerun'), 's1')
-    await log.beginCall('c1', 'checkout', 'safe')
-    await log.stageRecords({ toolCallId: 'c1', epoch: 1 }, [{ type: 'app.cut-attempt' }])
-    const rerun = await log.beginCall('c1', 'checkout', 'safe') // the first attempt is still 'running': it was cut
+    await log.calls.beginCall('c1', 'checkout', 'safe')
+    await log.calls.stageRecords({ toolCallId: 'c1', epoch: 1 }, [{ type: 'app.cut-attempt' }])
+    const rerun = await log.calls.beginCall('c1', 'checkout', 'safe') // the first attempt is still 'running': it was cut
     expect(rerun).toEqual({ kind: 'rerun', epoch: 2, attempt: 2 })
-    expect(await redis.llen(log.stagedKey('c1'))).toBe(0)
-    await log.stageRecords({ toolCallId: 'c1', epoch: 2 }, [{ type: 'app.second-attempt' }])
-    await log.landResult({ toolCallId: 'c1', epoch: 2 }, 'checkout', { result: 'ok' })
-    const types = (await log.read()).map((e) => e.record.type)
+    expect(await redis.llen(log.calls.stagedKey('c1'))).toBe(0)
+    await log.calls.stageRecords({ toolCallId: 'c1', epoch: 2 }, [{ type: 'app.second-attempt' }])
+    await log.calls.landResult({ toolCallId: 'c1', epoch: 2 }, 'checkout', { result: 'ok' })
+    const types = (await log.stream.read()).map((e) => e.record.type)
     expect(types).toEqual(['harness.tool.started', 'harness.tool.started', 'app.second-attempt', 'harness.tool.result'])
     expect((await started(log)).map((r) => [r.reason, r.attempt])).toEqual([
       ['fresh', 1],
@@ -553,70 +562,70 @@ describe('session log: call lifecycle (beginCall)', () => {
 
   it("R10: a cut 'never' call is classified cut; its staged records are kept and land with its error", async () => {
     const log = new SessionLog(redis, prefixFor('begin-cut'), 's1')
-    await log.beginCall('c1', 'notify', 'never')
-    await log.saveStep({ toolCallId: 'c1', epoch: 1 }, 'send', { sent: true }, stepRecord('c1', 'send', { sent: true }))
-    await log.stageRecords({ toolCallId: 'c1', epoch: 1 }, [{ type: 'app.sent', to: 'a@b' }])
-    const cut = await log.beginCall('c1', 'notify', 'never')
+    await log.calls.beginCall('c1', 'notify', 'never')
+    await log.calls.saveStep({ toolCallId: 'c1', epoch: 1 }, 'send', { sent: true }, stepRecord('c1', 'send', { sent: true }))
+    await log.calls.stageRecords({ toolCallId: 'c1', epoch: 1 }, [{ type: 'app.sent', to: 'a@b' }])
+    const cut = await log.calls.beginCall('c1', 'notify', 'never')
     expect(cut).toEqual({ kind: 'cut', epoch: 2, attempt: 2 })
-    expect(await redis.llen(log.stagedKey('c1'))).toBe(1)
-    await log.landResult({ toolCallId: 'c1', epoch: 2 }, 'notify', { error: { message: 'interrupted', code: 'interrupted' } })
-    expect((await log.read()).map((e) => e.record)).toEqual([
+    expect(await redis.llen(log.calls.stagedKey('c1'))).toBe(1)
+    await log.calls.landResult({ toolCallId: 'c1', epoch: 2 }, 'notify', { error: { message: 'interrupted', code: 'interrupted' } })
+    expect((await log.stream.read()).map((e) => e.record)).toEqual([
       { type: 'harness.tool.started', toolCallId: 'c1', name: 'notify', attempt: 1, replay: 'never', reason: 'fresh' },
       { type: 'harness.tool.step', toolCallId: 'c1', name: 'send', value: { sent: true } },
       { type: 'harness.tool.started', toolCallId: 'c1', name: 'notify', attempt: 2, replay: 'never', reason: 'cut' },
       { type: 'app.sent', to: 'a@b' },
       { type: 'harness.tool.result', toolCallId: 'c1', name: 'notify', error: { message: 'interrupted', code: 'interrupted' } },
     ])
-    expect(await log.getStep('c1', 'send')).toEqual({ found: true, value: { sent: true } })
+    expect(await log.calls.getStep('c1', 'send')).toEqual({ found: true, value: { sent: true } })
   })
 
   it("R14: a parked call resumes (not cut), even for replay 'never'; the same attempt, a new epoch", async () => {
     const log = new SessionLog(redis, prefixFor('begin-resume'), 's1')
-    await log.beginCall('c1', 'nap', 'never')
-    await log.stageRecords({ toolCallId: 'c1', epoch: 1 }, [{ type: 'app.before-park' }])
+    await log.calls.beginCall('c1', 'nap', 'never')
+    await log.calls.stageRecords({ toolCallId: 'c1', epoch: 1 }, [{ type: 'app.before-park' }])
     const until = Date.now() + 1000
-    await log.parkCall({ toolCallId: 'c1', epoch: 1 }, 'sleep', until)
-    expect(await log.getCall('c1')).toMatchObject({ status: 'parked', epoch: 1, attempt: 1 })
-    const resume = await log.beginCall('c1', 'nap', 'never')
+    await log.calls.parkCall({ toolCallId: 'c1', epoch: 1 }, 'sleep', until)
+    expect(await log.calls.getCall('c1')).toMatchObject({ status: 'parked', epoch: 1, attempt: 1 })
+    const resume = await log.calls.beginCall('c1', 'nap', 'never')
     expect(resume).toEqual({ kind: 'resume', epoch: 2, attempt: 1 })
     // the resumed run starts from the top: what it staged before the park is kept, by position, so
     // staging the same first record again adds nothing and a new one is appended after it
-    expect(await redis.llen(log.stagedKey('c1'))).toBe(1)
-    await log.stageRecords({ toolCallId: 'c1', epoch: 2 }, [{ type: 'app.before-park' }, { type: 'app.after-wake' }], 0)
-    expect(await redis.lrange(log.stagedKey('c1'), 0, -1)).toEqual(['{"type":"app.before-park"}', '{"type":"app.after-wake"}'])
+    expect(await redis.llen(log.calls.stagedKey('c1'))).toBe(1)
+    await log.calls.stageRecords({ toolCallId: 'c1', epoch: 2 }, [{ type: 'app.before-park' }, { type: 'app.after-wake' }], 0)
+    expect(await redis.lrange(log.calls.stagedKey('c1'), 0, -1)).toEqual(['{"type":"app.before-park"}', '{"type":"app.after-wake"}'])
     expect(await started(log)).toHaveLength(1)
-    expect((await log.read({ types: ['harness.tool.suspended'] })).map((e) => e.record)).toEqual([
+    expect((await log.stream.read({ types: ['harness.tool.suspended'] })).map((e) => e.record)).toEqual([
       { type: 'harness.tool.suspended', toolCallId: 'c1', kind: 'sleep', until },
     ])
     // the parked attempt's epoch is stale now
-    await expect(log.parkCall({ toolCallId: 'c1', epoch: 1 }, 'sleep', until)).rejects.toBeInstanceOf(FencedError)
+    await expect(log.calls.parkCall({ toolCallId: 'c1', epoch: 1 }, 'sleep', until)).rejects.toBeInstanceOf(FencedError)
   })
 
   it('a park gives back the unused bytes of a one-node log: the same entries and ids, and a blocked follower reads on', async () => {
     const log = new SessionLog(redis, prefixFor('compact'), 's1')
-    const followerLog = new SessionLog(client(url), log.prefix, 's1')
-    await log.beginCall('c1', 'nap', 'safe')
-    await log.saveStep({ toolCallId: 'c1', epoch: 1 }, 'before', 1, stepRecord('c1', 'before', 1))
-    const bytes = async () => Number(await redis.memory('USAGE', log.keys.log, 'SAMPLES', '0'))
+    const followerLog = new SessionLog(client(url), log.stream.prefix, 's1')
+    await log.calls.beginCall('c1', 'nap', 'safe')
+    await log.calls.saveStep({ toolCallId: 'c1', epoch: 1 }, 'before', 1, stepRecord('c1', 'before', 1))
+    const bytes = async () => Number(await redis.memory('USAGE', log.stream.keys.log, 'SAMPLES', '0'))
     // Redis preallocates the stream's first node (4 KiB on a default server): what the park gives back
     const preallocated = await bytes()
-    const before = await log.read()
+    const before = await log.stream.read()
     const seen: LogEntry[] = []
     const controller = new AbortController()
     const following = (async () => {
-      for await (const entry of followerLog.follow({ after: before.at(-1)!.id, signal: controller.signal, blockMs: 600_000 }))
+      for await (const entry of followerLog.stream.follow({ after: before.at(-1)!.id, signal: controller.signal, blockMs: 600_000 }))
         seen.push(entry)
     })()
     await new Promise((r) => setTimeout(r, 100)) // the follower is in XREAD BLOCK when the log is rewritten
-    await log.parkCall({ toolCallId: 'c1', epoch: 1 }, 'sleep', Date.now() + 60_000)
+    await log.calls.parkCall({ toolCallId: 'c1', epoch: 1 }, 'sleep', Date.now() + 60_000)
     const compacted = await bytes()
     expect(compacted).toBeLessThan(preallocated - 2048)
-    const after = await log.read()
+    const after = await log.stream.read()
     expect(after.slice(0, before.length)).toEqual(before)
     expect(after.map((e) => e.record.type)).toEqual(['harness.tool.started', 'harness.tool.step', 'harness.tool.suspended'])
     // the rewritten stream keeps its last id: a new entry gets a later one, and the blocked follower gets both
-    expect(await log.beginCall('c1', 'nap', 'safe')).toMatchObject({ kind: 'resume', epoch: 2 })
-    const [appended] = await log.append([{ type: 'app.after-wake' }])
+    expect(await log.calls.beginCall('c1', 'nap', 'safe')).toMatchObject({ kind: 'resume', epoch: 2 })
+    const [appended] = await log.stream.append([{ type: 'app.after-wake' }])
     await waitFor(() => seen.length === 2, 'the suspended record and the record after the wake-up')
     expect(seen.map((e) => e.id)).toEqual([after[2]!.id, appended])
     controller.abort()
@@ -627,26 +636,36 @@ describe('session log: call lifecycle (beginCall)', () => {
 describe('session log: inputs', () => {
   it('R15: addInput is idempotent per inputId; another text is a conflict; settleInput logs once', async () => {
     const log = new SessionLog(redis, prefixFor('inputs'), 's1')
-    const idx = log.index
-    const added = await log.addInput('in-1', 'Charge order 42')
+    const idx = log.stream.index
+    const added = await log.inputs.addInput('in-1', 'Charge order 42')
     if (added.status !== 'added') throw new Error(`not added: ${added.status}`)
     expect(added.disposition).toBe('run')
     expect(added.entryId).toMatch(/^\d+-\d+$/)
-    expect(await log.addInput('in-1', 'Charge order 42')).toEqual({ status: 'exists', entryId: added.entryId, settled: false, first: true })
-    expect(await log.addInput('in-1', 'Charge order 43')).toEqual({ status: 'conflict' })
-    expect(await redis.xlen(log.keys.log)).toBe(1)
-    expect(await log.getInput('in-1')).toMatchObject({ text: 'Charge order 42', entryId: added.entryId, status: 'open' })
+    expect(await log.inputs.addInput('in-1', 'Charge order 42')).toEqual({
+      status: 'exists',
+      entryId: added.entryId,
+      settled: false,
+      first: true,
+    })
+    expect(await log.inputs.addInput('in-1', 'Charge order 43')).toEqual({ status: 'conflict' })
+    expect(await redis.xlen(log.stream.keys.log)).toBe(1)
+    expect(await log.inputs.getInput('in-1')).toMatchObject({ text: 'Charge order 42', entryId: added.entryId, status: 'open' })
     expect(await redis.zscore(idx.openTurns, openMember(log.sessionId, 'in-1'))).not.toBeNull()
     expect(await redis.zscore(idx.sessions, 's1')).not.toBeNull()
 
-    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' }, '')
-    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'failed' }, '')
-    const settled = await log.read({ types: ['harness.input.settled'] })
+    await log.inputs.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' }, '')
+    await log.inputs.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'failed' }, '')
+    const settled = await log.stream.read({ types: ['harness.input.settled'] })
     expect(settled.map((e) => e.record)).toEqual([{ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' }])
-    expect(await log.getInput('in-1')).toMatchObject({ status: 'settled', settledId: settled[0]!.id })
+    expect(await log.inputs.getInput('in-1')).toMatchObject({ status: 'settled', settledId: settled[0]!.id })
     expect(await redis.zscore(idx.openTurns, openMember(log.sessionId, 'in-1'))).toBeNull()
     // a settled input is still the same input: no new turn
-    expect(await log.addInput('in-1', 'Charge order 42')).toEqual({ status: 'exists', entryId: added.entryId, settled: true, first: false })
+    expect(await log.inputs.addInput('in-1', 'Charge order 42')).toEqual({
+      status: 'exists',
+      entryId: added.entryId,
+      settled: true,
+      first: false,
+    })
   })
 })
 
@@ -660,10 +679,10 @@ describe('session log: scripts on a fresh connection (ioredis #1931)', () => {
       const fresh = client(url, { lazyConnect: true })
       const log = new SessionLog(fresh, prefixFor('eval-first'), 's1')
       const before = await evalshaCalls()
-      expect(await log.requestCall('r1', 'charge', { amount: 1 })).toBe('added')
+      expect(await log.calls.requestCall('r1', 'charge', { amount: 1 })).toBe('added')
       expect(await evalshaCalls()).toBe(before)
       // later uses send EVALSHA
-      expect(await log.requestCall('r1', 'charge', { amount: 1 })).toBe('exists')
+      expect(await log.calls.requestCall('r1', 'charge', { amount: 1 })).toBe('exists')
       expect(await evalshaCalls()).toBe(before + 1)
     },
   )
@@ -672,7 +691,7 @@ describe('session log: scripts on a fresh connection (ioredis #1931)', () => {
     const fresh = client(url, { enableAutoPipelining: true, lazyConnect: true })
     const log = new SessionLog(fresh, prefixFor('pipeline-first'), 's1')
     // the read opens the tick's pipeline, the script joins it
-    const [input, begin] = await Promise.all([log.getInput('in-1'), log.beginCall('c1', 'charge', 'safe')])
+    const [input, begin] = await Promise.all([log.inputs.getInput('in-1'), log.calls.beginCall('c1', 'charge', 'safe')])
     expect(input).toBeNull()
     expect(begin).toEqual({ kind: 'fresh', epoch: 1, attempt: 1 })
   })
@@ -696,25 +715,25 @@ describe('session log: scripts on a fresh connection (ioredis #1931)', () => {
 describe('session log: turn records', () => {
   it('turnRecord logs each model-call try number once per response; a stale run, a settled turn and a resume of an unpaused turn write nothing', async () => {
     const log = new SessionLog(redis, prefixFor('turn-records'), 's1')
-    await log.addInput('in-1', 'hi')
+    await log.inputs.addInput('in-1', 'hi')
     const error = { message: '503 overloaded', code: '503' }
     const retry = (attempt: number) => ({ type: 'harness.turn.retry', inputId: 'in-1', attempt, error, nextAt: 0 }) as const
-    expect((await log.logTurnRecord(retry(1), 0)).status).toBe('ok')
+    expect((await log.inputs.logTurnRecord(retry(1), 0)).status).toBe('ok')
     // a second run of the turn that folded the same log (its lock was lost) cannot log try 1 again
-    expect((await log.logTurnRecord(retry(1), 0)).status).toBe('stale')
-    expect((await log.logTurnRecord(retry(3), 0)).status).toBe('stale')
-    expect((await log.logTurnRecord(retry(2), 0)).status).toBe('ok')
-    expect((await log.logTurnRecord(retry(3), 1)).status).toBe('stale') // not the response count
-    expect((await log.logTurnRecord({ type: 'harness.turn.resumed', inputId: 'in-1', at: 0 })).status).toBe('not_paused')
-    expect((await log.logTurnRecord({ type: 'harness.turn.paused', inputId: 'in-1', error, at: 0 }, 0)).status).toBe('ok')
-    expect((await log.getInput('in-1'))?.paused).toBe(true)
-    expect((await log.logTurnRecord({ type: 'harness.turn.resumed', inputId: 'in-1', at: 0 })).status).toBe('ok')
-    expect((await log.getInput('in-1'))?.paused).toBeUndefined()
+    expect((await log.inputs.logTurnRecord(retry(1), 0)).status).toBe('stale')
+    expect((await log.inputs.logTurnRecord(retry(3), 0)).status).toBe('stale')
+    expect((await log.inputs.logTurnRecord(retry(2), 0)).status).toBe('ok')
+    expect((await log.inputs.logTurnRecord(retry(3), 1)).status).toBe('stale') // not the response count
+    expect((await log.inputs.logTurnRecord({ type: 'harness.turn.resumed', inputId: 'in-1', at: 0 })).status).toBe('not_paused')
+    expect((await log.inputs.logTurnRecord({ type: 'harness.turn.paused', inputId: 'in-1', error, at: 0 }, 0)).status).toBe('ok')
+    expect((await log.inputs.getInput('in-1'))?.paused).toBe(true)
+    expect((await log.inputs.logTurnRecord({ type: 'harness.turn.resumed', inputId: 'in-1', at: 0 })).status).toBe('ok')
+    expect((await log.inputs.getInput('in-1'))?.paused).toBeUndefined()
     // a resume starts the count afresh
-    expect((await log.logTurnRecord(retry(1), 0)).status).toBe('ok')
-    await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed' }, '')
-    expect((await log.logTurnRecord(retry(2), 0)).status).toBe('settled')
-    const types = (await log.read()).map((e) => e.record.type)
+    expect((await log.inputs.logTurnRecord(retry(1), 0)).status).toBe('ok')
+    await log.inputs.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed' }, '')
+    expect((await log.inputs.logTurnRecord(retry(2), 0)).status).toBe('settled')
+    const types = (await log.stream.read()).map((e) => e.record.type)
     expect(types.filter((t) => t.startsWith('harness.turn.'))).toEqual([
       'harness.turn.retry',
       'harness.turn.retry',
@@ -723,6 +742,6 @@ describe('session log: turn records', () => {
       'harness.turn.retry',
     ])
     // the turn's records are in its conversation (the fold reads them from there)
-    expect((await log.conversation()).filter((e) => e.record.type.startsWith('harness.turn.'))).toHaveLength(5)
+    expect((await log.inputs.conversation()).filter((e) => e.record.type.startsWith('harness.turn.'))).toHaveLength(5)
   })
 })

@@ -34,7 +34,7 @@ describe('crash recovery over worker processes', () => {
     // kill once the quick call landed and the others are inside their pause: the durable tools' steps
     // stored (not only their side effects made), notify's append staged (it is sent just after its
     // step: a kill between the two would leave no record to land), the plain tools' side effects made
-    const stagedMail = new SessionLog(ctx.redis, ctx.prefix, 'cut-batch').stagedKey('c0-2')
+    const stagedMail = new SessionLog(ctx.redis, ctx.prefix, 'cut-batch').calls.stagedKey('c0-2')
     await until(async () => {
       const billing = await ctx.redis.hgetall(`${ctx.prefix}:billing`)
       const entries = await session.log.read()
@@ -213,8 +213,8 @@ describe('the recovery sweeper', () => {
     closers.push(async () => redis.disconnect())
     const log = new SessionLog(redis, prefix, 's5')
     // what a turn job left behind: its input and its model response with a batch, no job of any kind
-    await log.addInput('in-5', 'go', harness.name)
-    const logged = await log.logModelResponse(
+    await log.inputs.addInput('in-5', 'go', harness.name)
+    const logged = await log.inputs.logModelResponse(
       'in-5',
       {
         toolCalls: [
@@ -232,13 +232,13 @@ describe('the recovery sweeper', () => {
     const session = host.open(harness, { sessionId: 's5' })
     // the scripted model's next answer is the text 'done': the turn ran the logged batch, then settled
     expect(await session.settled('in-5', { timeoutMs: 20_000 })).toEqual({ outcome: 'completed', text: 'done' })
-    const results = records(await log.read(), 'harness.tool.result').map((r) => [r.toolCallId, r.result])
+    const results = records(await log.stream.read(), 'harness.tool.result').map((r) => [r.toolCallId, r.result])
     expect(results.sort()).toEqual([
       ['b1', { echo: 'one' }],
       ['b2', { echo: 'two' }],
     ])
     // the model was not asked for the batch again
-    expect(records(await log.read(), 'harness.model.response')).toHaveLength(2)
+    expect(records(await log.stream.read(), 'harness.model.response')).toHaveLength(2)
   })
 
   it('enqueues again a call a worker began whose job was then removed; it resumes where it was', async () => {
@@ -249,7 +249,7 @@ describe('the recovery sweeper', () => {
     const redis = rigClient(url)
     closers.push(async () => redis.disconnect())
     const log = new SessionLog(redis, prefix, 's4')
-    await until(async () => (await log.getCall('real'))?.status === 'parked', 'the call to park')
+    await until(async () => (await log.calls.getCall('real'))?.status === 'parked', 'the call to park')
     const { Queue } = await import('bullmq')
     const tools = new Queue(toolQueueName(harness.name), { connection: redis, prefix: queuePrefix(prefix, 's4') })
     closers.push(() => tools.close())
@@ -259,7 +259,7 @@ describe('the recovery sweeper', () => {
     ])
     // the new job resumes the call (not a cut): it parks again on the same logged wake time
     await until(async () => (await (await Job.fromId(tools, toolJobId('s4', 'real')))?.getState()) === 'delayed', 'the call to park again')
-    const entries = await log.read()
+    const entries = await log.stream.read()
     expect(records(entries, 'harness.tool.sleep')).toHaveLength(1)
     expect(records(entries, 'harness.tool.suspended')).toHaveLength(2)
     expect(records(entries, 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh'])
@@ -274,8 +274,8 @@ describe('the recovery sweeper', () => {
     const log = new SessionLog(redis, prefix, 's3')
     // three runTool calls a worker began and then lost: vanished job, failed job, job completed with no result
     for (const id of ['gone', 'failed', 'empty']) {
-      await log.append([{ type: 'harness.tool.requested', toolCallId: id, name: 'echo', input: { text: id } }])
-      await log.beginCall(id, 'echo', 'safe', { harness: harness.name })
+      await log.stream.append([{ type: 'harness.tool.requested', toolCallId: id, name: 'echo', input: { text: id } }])
+      await log.calls.beginCall(id, 'echo', 'safe', { harness: harness.name })
     }
     const raw = new Worker(
       toolQueueName(harness.name),
@@ -310,10 +310,10 @@ describe('the recovery sweeper', () => {
     ])
     startWorkers(host)
     for (const id of ['gone', 'failed', 'empty']) {
-      await until(async () => (await log.getCall(id))?.status === 'done', `call ${id} to land`)
-      expect((await log.getCall(id))!.result).toMatchObject({ result: { echo: id } })
+      await until(async () => (await log.calls.getCall(id))?.status === 'done', `call ${id} to land`)
+      expect((await log.calls.getCall(id))!.result).toMatchObject({ result: { echo: id } })
     }
-    expect(records(await log.read(), 'harness.recovery')).toHaveLength(3)
+    expect(records(await log.stream.read(), 'harness.recovery')).toHaveLength(3)
     expect(await host.sweep({ graceMs: 0 })).toEqual([])
   })
 })

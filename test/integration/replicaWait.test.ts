@@ -28,25 +28,25 @@ describe('waitReplicas: step and result writes wait for a replica', () => {
 
   it('a saved step and a landed result are on the replica when the write returns', async () => {
     const log = new SessionLog(redis, 'wait', 's1', { shards: 1, waitReplicas: { replicas: 1, timeoutMs: 1_000 } })
-    const { epoch } = await log.beginCall('c1', 'charge', 'safe')
+    const { epoch } = await log.calls.beginCall('c1', 'charge', 'safe')
     const fence = { toolCallId: 'c1', epoch }
-    await log.saveStep(
+    await log.calls.saveStep(
       fence,
       'charge',
       { id: 'ch_1' },
       { type: 'harness.tool.step', toolCallId: 'c1', name: 'charge', value: { id: 'ch_1' } },
     )
-    expect(await onReplica.hget(log.keys.steps, 'c1\0charge')).toBe('{"id":"ch_1"}')
-    await log.landResult(fence, 'charge', { result: { ok: true } })
-    expect(JSON.parse((await onReplica.hget(log.keys.calls, 'c1'))!)).toMatchObject({ s: 'done' })
+    expect(await onReplica.hget(log.stream.keys.steps, 'c1\0charge')).toBe('{"id":"ch_1"}')
+    await log.calls.landResult(fence, 'charge', { result: { ok: true } })
+    expect(JSON.parse((await onReplica.hget(log.stream.keys.calls, 'c1'))!)).toMatchObject({ s: 'done' })
   })
 
   it('with no replica to acknowledge, the write is retried for writeRetryMs, then refused as a StorageError', async () => {
     onReplica.disconnect()
     await replica.stop()
     const log = new SessionLog(redis, 'wait', 's2', { shards: 1, writeRetryMs: 300, waitReplicas: { replicas: 1, timeoutMs: 50 } })
-    const { epoch } = await log.beginCall('c1', 'charge', 'safe')
-    const error = await log
+    const { epoch } = await log.calls.beginCall('c1', 'charge', 'safe')
+    const error = await log.calls
       .saveStep({ toolCallId: 'c1', epoch }, 'charge', { id: 'ch_2' }, { type: 'harness.tool.step', toolCallId: 'c1', name: 'charge' })
       .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(StorageError)

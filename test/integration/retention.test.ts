@@ -101,8 +101,8 @@ describe('retention (docs/retention.md)', () => {
     let again: { inputId: string } | undefined
     const logFor = (sessionId: string) => {
       const log = new SessionLog(redis, prefix, sessionId, { shards })
-      const remove = log.removeSession.bind(log)
-      log.removeSession = async (mode, exportedLastId) => {
+      const remove = log.stream.removeSession.bind(log.stream)
+      log.stream.removeSession = async (mode, exportedLastId) => {
         const reply = await remove(mode, exportedLastId)
         if (mode === 'remove' && reply[0] === 'removed') again = await session.prompt('hello again')
         return reply

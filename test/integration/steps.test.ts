@@ -81,7 +81,7 @@ function newLog(prefix: string): SessionLog {
 }
 
 interface Attempt {
-  begin: Awaited<ReturnType<SessionLog['beginCall']>>
+  begin: Awaited<ReturnType<SessionLog['calls']['beginCall']>>
   handle: DurableContextHandle
   run: Promise<unknown>
 }
@@ -94,7 +94,7 @@ async function attempt(
   input: unknown = {},
   options: { secrets?: SecretStore; maxValueBytes?: number } = {},
 ): Promise<Attempt> {
-  const begin = await log.beginCall(toolCallId, tool.name, replayOf(tool))
+  const begin = await log.calls.beginCall(toolCallId, tool.name, replayOf(tool))
   const handle = createDurableContext({
     log,
     fence: { toolCallId, epoch: begin.epoch },
@@ -111,7 +111,7 @@ async function attempt(
 
 /** Records of the log as stored: raw XRANGE, each entry's JSON. */
 async function rawRecords(log: SessionLog): Promise<Array<LogRecord & Record<string, unknown>>> {
-  const entries = (await redis.xrange(log.keys.log, '-', '+')) as Array<[string, string[]]>
+  const entries = (await redis.xrange(log.stream.keys.log, '-', '+')) as Array<[string, string[]]>
   return entries.map(([, fields]) => JSON.parse(fields[1]!))
 }
 
@@ -172,7 +172,7 @@ describe('durable steps, driven directly', () => {
       })
       // the moment step.do resolved: what does the log hold?
       if (!seenAfterAwait) {
-        seenAfterAwait = { records: await stepRecords(log, toolCallId), stored: await log.getStep(toolCallId, 'mint') }
+        seenAfterAwait = { records: await stepRecords(log, toolCallId), stored: await log.calls.getStep(toolCallId, 'mint') }
       }
       if (crash) throw new Crash()
       return minted
@@ -182,7 +182,7 @@ describe('durable steps, driven directly', () => {
     expect(first.begin.kind).toBe('fresh')
     await expect(first.run).rejects.toBeInstanceOf(Crash)
     expect(fnCalls).toBe(1)
-    const firstValue = (await log.getStep('call-1', 'mint')) as { found: true; value: { token: string; n: number } }
+    const firstValue = (await log.calls.getStep('call-1', 'mint')) as { found: true; value: { token: string; n: number } }
     expect(firstValue.found).toBe(true)
     expect(seenAfterAwait!.records).toEqual([{ type: 'harness.tool.step', toolCallId: 'call-1', name: 'mint', value: firstValue.value }])
     expect(seenAfterAwait!.stored).toEqual(firstValue)
@@ -225,7 +225,7 @@ describe('durable steps, driven directly', () => {
     expect(await again.run).toEqual({ chargeId: 'ch_42' })
     expect(billing.charges).toEqual([`${log.sessionId}:call-42:charge:42`])
     expect(billing.invoices).toEqual([`${log.sessionId}:call-42:invoice:ch_42`])
-    expect(log.logId).toBe(log.sessionId)
+    expect(log.stream.logId).toBe(log.sessionId)
 
     // a third run (e.g. a crash before the result landed) runs no side effect at all
     const third = await attempt(log, checkout, 'call-42', { orderId: '42' })
@@ -273,7 +273,7 @@ describe('durable steps, driven directly', () => {
     // the cut attempt wakes up late: its write is fenced and the stored value stays
     hold.resolve()
     await expect(first.run).rejects.toBeInstanceOf(FencedError)
-    expect(await log.getStep('call-7', 'charge:7')).toEqual({ found: true, value: { id: 'ch_7', attempt: 2 } })
+    expect(await log.calls.getStep('call-7', 'charge:7')).toEqual({ found: true, value: { id: 'ch_7', attempt: 2 } })
     expect(await stepRecords(log, 'call-7')).toHaveLength(1)
 
     // another call gets another key for the same step name
@@ -320,8 +320,8 @@ describe('durable steps, driven directly', () => {
     const two = await attempt(log, tool, 'call-two')
     expect(await one.run).toEqual({ call: 'call-one', n: 1 })
     expect(await two.run).toEqual({ call: 'call-two', n: 2 })
-    expect(await log.getStep('call-one', 'a')).toEqual({ found: true, value: { call: 'call-one', n: 1 } })
-    expect(await log.getStep('call-two', 'a')).toEqual({ found: true, value: { call: 'call-two', n: 2 } })
+    expect(await log.calls.getStep('call-one', 'a')).toEqual({ found: true, value: { call: 'call-one', n: 1 } })
+    expect(await log.calls.getStep('call-two', 'a')).toEqual({ found: true, value: { call: 'call-two', n: 2 } })
   })
 
   class Money {
@@ -362,7 +362,7 @@ describe('durable steps, driven directly', () => {
       await expect(run).rejects.toBeInstanceOf(NotJsonError)
       await expect(run).rejects.toThrow(`Step "v" value must be JSON, but ${found}`)
       expect(fnCalls).toBe(1)
-      expect(await log.getStep(toolCallId, 'v')).toEqual({ found: false })
+      expect(await log.calls.getStep(toolCallId, 'v')).toEqual({ found: false })
       expect(await stepRecords(log, toolCallId)).toEqual([])
     },
   )
@@ -401,7 +401,7 @@ describe('durable steps, driven directly', () => {
     expect(returned[0]!.value).toStrictEqual(json)
     expect(returned[0]!.keys).toEqual(['b', 'keep', 'nested'])
     expect(returned[1]!.value).toStrictEqual(returned[0]!.value)
-    expect(await log.getStep('call-copy', 'v')).toEqual({ found: true, value: json })
+    expect(await log.calls.getStep('call-copy', 'v')).toEqual({ found: true, value: json })
   })
 
   it('R3: a void step is stored as done and replays as undefined without calling fn', async () => {
@@ -413,7 +413,7 @@ describe('durable steps, driven directly', () => {
       const sent = await step.do('invoice', async () => {
         fnCalls++
       })
-      results.push(sent, await log.getStep(toolCallId, 'invoice'), await stepRecords(log, toolCallId))
+      results.push(sent, await log.calls.getStep(toolCallId, 'invoice'), await stepRecords(log, toolCallId))
       if (crash) throw new Crash()
       return 'sent'
     })
@@ -438,7 +438,7 @@ describe('durable steps, driven directly', () => {
     await expect(run).rejects.toBeInstanceOf(ValueTooLargeError)
     const size = JSON.stringify({ blob: 'x'.repeat(256 * 1024) }).length
     await expect(run).rejects.toThrow(`Step "big" value is ${size} bytes as JSON, over the limit of 262144 bytes`)
-    expect(await log.getStep('call-big', 'big')).toEqual({ found: false })
+    expect(await log.calls.getStep('call-big', 'big')).toEqual({ found: false })
     expect((await stepRecords(log, 'call-big')).map((r) => r.name)).toEqual(['fits'])
   })
 
@@ -463,8 +463,8 @@ describe('durable steps, driven directly', () => {
     expect((errors[0] as Error).message).toContain('is 108 bytes as JSON, over the limit of 64 bytes')
     expect(errors[1]).toBeInstanceOf(ValueTooLargeError)
     expect((errors[1] as Error).message).toContain('over the limit of 64 bytes')
-    expect(await log.getStep('call-small', 'big')).toEqual({ found: false })
-    expect(await redis.llen(log.stagedKey('call-small'))).toBe(0)
+    expect(await log.calls.getStep('call-small', 'big')).toEqual({ found: false })
+    expect(await redis.llen(log.calls.stagedKey('call-small'))).toBe(0)
   })
 
   describe('R6: session secrets', () => {
@@ -498,7 +498,7 @@ describe('durable steps, driven directly', () => {
         }
         expect(cleanCalls).toBe(1)
         expect(leakCalls).toBe(2)
-        expect(await log.getStep(toolCallId, 'leak')).toEqual({ found: false })
+        expect(await log.calls.getStep(toolCallId, 'leak')).toEqual({ found: false })
         await expectNoSecretStored(secretPrefix, `clean-${form}`)
       },
     )
@@ -517,7 +517,7 @@ describe('durable steps, driven directly', () => {
         const a = await attempt(log, tool, toolCallId, {}, { secrets: secrets() })
         expect(await a.run).toBe('done')
         await a.handle.flush()
-        const staged = await redis.lrange(log.stagedKey(toolCallId), 0, -1)
+        const staged = await redis.lrange(log.calls.stagedKey(toolCallId), 0, -1)
         expect(staged).toEqual([JSON.stringify({ type: 'app.marker', marker: `append-${form}` })])
         await expectNoSecretStored(secretPrefix, `append-${form}`)
       },
@@ -559,7 +559,7 @@ describe('durable steps, driven directly', () => {
     expect(await a.run).toBe('done')
     await a.handle.flush()
     // only the valid record is staged, and nothing is in the log before the result lands
-    expect(await redis.lrange(log.stagedKey('call-validate'), 0, -1)).toEqual([JSON.stringify({ type: 'app.kept', n: 1 })])
+    expect(await redis.lrange(log.calls.stagedKey('call-validate'), 0, -1)).toEqual([JSON.stringify({ type: 'app.kept', n: 1 })])
     expect((await rawRecords(log)).filter((r) => !r.type.startsWith('harness.'))).toEqual([])
   })
 
@@ -578,21 +578,21 @@ describe('durable steps, driven directly', () => {
     await expect(first.run).rejects.toBeInstanceOf(Crash)
     await first.handle.flush()
     // staged durably by the cut attempt, not in the log
-    expect(await redis.llen(log.stagedKey('call-mem'))).toBe(1)
+    expect(await redis.llen(log.calls.stagedKey('call-mem'))).toBe(1)
 
     crash = false
     const again = await attempt(log, remember, 'call-mem', { fact: 'likes tea' })
     expect(again.begin.kind).toBe('rerun')
     const result = await again.run
     await again.handle.flush()
-    await log.landResult({ toolCallId: 'call-mem', epoch: again.begin.epoch }, 'remember', { result })
+    await log.calls.landResult({ toolCallId: 'call-mem', epoch: again.begin.epoch }, 'remember', { result })
 
     const records = await rawRecords(log)
     expect(records.filter((r) => r.type === 'app.memory')).toEqual([{ type: 'app.memory', fact: 'likes tea' }])
     const at = records.findIndex((r) => r.type === 'harness.tool.result' && r.toolCallId === 'call-mem')
     expect(records[at - 1]).toEqual({ type: 'app.memory', fact: 'likes tea' })
     expect(records[at]).toEqual({ type: 'harness.tool.result', toolCallId: 'call-mem', name: 'remember', result: 'Remembered.' })
-    expect(await redis.exists(log.stagedKey('call-mem'))).toBe(0)
+    expect(await redis.exists(log.calls.stagedKey('call-mem'))).toBe(0)
   })
 
   describe('R10: the replay option', () => {
@@ -607,9 +607,9 @@ describe('durable steps, driven directly', () => {
       expect(() => durableTool(definition(), async () => 'x', { replay: 'sometimes' as never })).toThrow(ConfigError)
       // the call state that begin writes carries the option (a cut 'never' call is not run again)
       const log = newLog(prefix)
-      await log.beginCall('call-never', 'r', replayOf(never))
-      expect((await log.getCall('call-never'))?.replay).toBe('never')
-      expect((await log.beginCall('call-never', 'r', replayOf(never))).kind).toBe('cut')
+      await log.calls.beginCall('call-never', 'r', replayOf(never))
+      expect((await log.calls.getCall('call-never'))?.replay).toBe('never')
+      expect((await log.calls.beginCall('call-never', 'r', replayOf(never))).kind).toBe('cut')
     })
 
     it('R10: durableTool sets replay on the tool it returns from its option; a replay on the definition object is not read', async () => {
@@ -773,7 +773,7 @@ describe('durable steps through the harness (session.runTool)', () => {
     const call = session.runTool({ name: 'remember', input: { fact: 'likes tea', hold: true }, toolCallId }, { timeoutMs: 20_000 })
     await rememberReached.promise
     // staged (durably, fenced) while the tool still runs, but not in the log
-    await waitFor(async () => (await redis.llen(log.stagedKey(toolCallId))) === 2, 'the records to be staged')
+    await waitFor(async () => (await redis.llen(log.calls.stagedKey(toolCallId))) === 2, 'the records to be staged')
     const during = (await session.log.read()).map((e) => e.record)
     expect(during.filter((r) => r.type.startsWith('app.'))).toEqual([])
     expect(during.some((r) => r.type === 'harness.tool.result' && (r as { toolCallId?: string }).toolCallId === toolCallId)).toBe(false)
@@ -788,7 +788,7 @@ describe('durable steps through the harness (session.runTool)', () => {
       { type: 'harness.tool.result', toolCallId, name: 'remember', result: 'Remembered.' },
     ])
     expect(after.filter((r) => r.type.startsWith('app.'))).toHaveLength(2)
-    expect(await redis.exists(log.stagedKey(toolCallId))).toBe(0)
+    expect(await redis.exists(log.calls.stagedKey(toolCallId))).toBe(0)
   })
 
   it('R4: through the harness the default limit (256 KiB) turns a big step into a tool error with the size and the limit', async () => {

@@ -44,12 +44,17 @@ describe('host.turns', () => {
       const harness = i % 5 === 0 ? 'other' : 'plain'
       const log = new SessionLog(redis, prefix, `t-${i}`, { shards: SHARDS })
       const metadata = { team: i % 2 === 0 ? 'even' : 'odd', ...(i === 0 ? { rare: 'yes' } : {}) }
-      await log.addInput('in-1', `order ${i}`, harness, { metadata, principal: `u${i}` })
+      await log.inputs.addInput('in-1', `order ${i}`, harness, { metadata, principal: `u${i}` })
       // every fourth turn called refund (and lookup), the others lookup alone
       const tools = i % 4 === 0 ? ['refund', 'lookup', 'refund'] : ['lookup']
-      await log.logModelResponse('in-1', { toolCalls: tools.map((name, n) => ({ toolCallId: `c${n}`, name, input: {} })) }, 0, harness)
+      await log.inputs.logModelResponse(
+        'in-1',
+        { toolCalls: tools.map((name, n) => ({ toolCallId: `c${n}`, name, input: {} })) },
+        0,
+        harness,
+      )
       const outcome = i % 3 === 0 ? 'failed' : i % 3 === 1 ? 'completed' : 'open'
-      if (outcome !== 'open') await log.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome }, harness)
+      if (outcome !== 'open') await log.inputs.settle({ type: 'harness.input.settled', inputId: 'in-1', outcome }, harness)
       made.push({ sessionId: `t-${i}`, harness, outcome })
       await new Promise((resolve) => setTimeout(resolve, 2)) // distinct times, and some ties
     }
@@ -154,10 +159,10 @@ describe('host.turns', () => {
 
     // a model's tool name is hostile: any character is a key part like another; a lone surrogate (cjson cannot read it) is not indexed
     const odd = new SessionLog(redis, prefix, 'odd-name', { shards: SHARDS })
-    await odd.addInput('in-1', 'x', 'plain')
+    await odd.inputs.addInput('in-1', 'x', 'plain')
     const names = ['a:b}{ %0025', 'lone\uD800']
     const toolCalls = names.map((name, n) => ({ toolCallId: `c${n}`, name, input: {} }))
-    expect(await odd.logModelResponse('in-1', { toolCalls }, 0, 'plain')).toHaveLength(2)
+    expect(await odd.inputs.logModelResponse('in-1', { toolCalls }, 0, 'plain')).toHaveLength(2)
     expect((await host.turns({ tool: names[0]! })).items).toMatchObject([{ sessionId: 'odd-name', status: 'open' }])
     expect((await host.turns({ tool: 'a:b}{ %25' })).items).toEqual([])
     expect((await host.turns({ tool: names[1]! })).items).toEqual([])

@@ -48,7 +48,7 @@ describe('deploys during an event wait or a retry backoff', () => {
       )
     }
     await until(async () => {
-      const states = await Promise.all(ROWS.map((row) => new SessionLog(redis, prefix, `s-${row}`).getCall(`c-${row}`)))
+      const states = await Promise.all(ROWS.map((row) => new SessionLog(redis, prefix, `s-${row}`).calls.getCall(`c-${row}`)))
       return states.every((s) => s?.status === 'parked')
     }, 'every v1 call to park')
   }, 180_000)
@@ -103,7 +103,7 @@ describe('deploys during an event wait or a retry backoff', () => {
       expect(sent, row).toMatchObject({ status: 'delivered', calls: 1 })
     }
     // waitKey's wait as an older version stored it (no address id): the new code finds its address in the log
-    const steps = new SessionLog(redis, prefix, 's-waitKey').keys.steps
+    const steps = new SessionLog(redis, prefix, 's-waitKey').stream.keys.steps
     const field = 'c-waitKey\0harness.wait:paid'
     const { until: waitUntil } = JSON.parse((await redis.hget(steps, field))!) as { until: number; ev: string }
     await redis.hset(steps, field, JSON.stringify({ until: waitUntil }))
@@ -135,7 +135,7 @@ describe('a payload moving to a renamed wait survives a crash of the attempt tha
       const result = second
         .open(v2, { sessionId: 's-move' })
         .runTool({ name: 'waitName', input: { n: 9 }, toolCallId: 'c-move' }, { timeoutMs: 60_000 })
-      await until(async () => (await log.getCall('c-move'))?.status === 'parked', 'the v1 call to park')
+      await until(async () => (await log.calls.getCall('c-move'))?.status === 'parked', 'the v1 call to park')
       await workers.close()
       expect(await second.sendEvent({ event: 'payment.settled', key: 'order-9', payload: { amount: 9 } })).toMatchObject({ calls: 1 })
       // what a v2 attempt does first and then dies: the old wait hands out its payload, nothing is stored yet
