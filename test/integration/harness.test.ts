@@ -7,10 +7,9 @@ import { InputConflictError } from '../../src/errors/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
 import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
+import { lockOfTool } from '../helpers/lockOf.js'
 import { batch, records, until } from '../helpers/log.js'
-import { queuePrefix, scanKeys, rigClient } from '../rig.js'
-import { toolQueueName } from '../../src/queue/index.js'
-import { toolJobId } from '../../src/log/index.js'
+import { scanKeys, rigClient } from '../rig.js'
 import { scriptShas } from '../../src/log/commands/index.js'
 
 describe('harness with worker processes', () => {
@@ -262,13 +261,10 @@ describe('harness in process', () => {
     "a runTool call of a host whose lane has a free slot starts in its request's write: its job runs under the lane's start token, with no add or fetch of its own",
     async () => {
       const locks: string[] = []
-      const lockOf = durableTool(
-        toolDefinition({ name: 'lockOf', description: "reads its job's lock", inputSchema: z.object({}) }),
-        async (_input, { toolCallId }) => {
-          const key = `${queuePrefix(prefix, 'f1')}:${toolQueueName('fetchedBehind')}:${toolJobId('f1', toolCallId)}:lock`
-          locks.push((await client.get(key)) ?? '')
-          return { ok: true }
-        },
+      const lockOf = lockOfTool(
+        () => client,
+        () => ({ prefix, harness: 'fetchedBehind', sessionId: 'f1' }),
+        locks,
       )
       const harness = defineHarness({ name: 'fetchedBehind', adapter: scriptedModel([]), tools: [lockOf] })
       const { host, prefix } = start(harness, 'fetched-behind')

@@ -8,16 +8,15 @@
 //   compared as parsed objects, which is how BullMQ reads them back;
 // - the marker of a lane that does not wait on it: see the first test.
 // Drift check: remove a field startCall.lua writes (e.g. 'ats'), and the first test fails.
-import { toolDefinition } from '@tanstack/ai'
 import { Queue, QueueEvents, Worker } from 'bullmq'
 import { afterEach, describe, expect, it } from 'vitest'
-import { z } from 'zod'
-import { defineHarness, durableTool } from '../../src/index.js'
+import { defineHarness } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { SessionLog, startCall, toolJobId, type RedisClient } from '../../src/log/index.js'
 import { toolJob, toolQueueName } from '../../src/queue/index.js'
 import { installedBullmq, laneJobStart, VERIFIED_BULLMQ } from '../../src/lane/bullmqInternals.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
+import { lockOfTool } from '../helpers/lockOf.js'
 import { until } from '../helpers/log.js'
 import { cleanupPrefix, getRedisUrl, queuePrefix, rigClient, uniquePrefix } from '../rig.js'
 
@@ -155,14 +154,10 @@ describe.skipIf(onCluster)("BullMQ's QueueEvents sees a runTool call the lane st
     const locks: string[] = []
     const client = rigClient(hosts.url())
     hosts.defer(() => client.disconnect())
-    const lockOf = durableTool(
-      toolDefinition({ name: 'lockOf', description: "reads its job's lock", inputSchema: z.object({}) }),
-      async (_input, { toolCallId }) => {
-        locks.push(
-          (await client.get(`${queuePrefix(prefix, 'qe1')}:${toolQueueName('laneEvents')}:${toolJobId('qe1', toolCallId)}:lock`)) ?? '',
-        )
-        return { ok: true }
-      },
+    const lockOf = lockOfTool(
+      () => client,
+      () => ({ prefix, harness: 'laneEvents', sessionId: 'qe1' }),
+      locks,
     )
     const harness = defineHarness({ name: 'laneEvents', adapter: scriptedModel([]), tools: [lockOf] })
     const { host, prefix } = hosts.start(harness, 'lane-events')

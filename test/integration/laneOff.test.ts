@@ -1,16 +1,14 @@
 // The local lane off (createHarnessHost({ localLane: false }), DH_LOCAL_LANE=off): every job goes through
 // BullMQ's public path (Queue.add, plain Worker fetches), every landing through the PUBLISH.
-import { toolDefinition } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
-import { z } from 'zod'
-import { defineHarness, durableTool } from '../../src/index.js'
+import { defineHarness } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { indexKeys, messageKey, toolJobId } from '../../src/log/index.js'
-import { toolQueueName } from '../../src/queue/index.js'
+import { indexKeys, messageKey } from '../../src/log/index.js'
 import { EagerStartWorker } from '../../src/lane/bullmqInternals.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
+import { lockOfTool } from '../helpers/lockOf.js'
 import { records, until } from '../helpers/log.js'
-import { queuePrefix, rigClient } from '../rig.js'
+import { rigClient } from '../rig.js'
 
 describe('the local lane off', () => {
   const hosts = useInProcessHosts()
@@ -19,13 +17,10 @@ describe('the local lane off', () => {
     const locks: string[] = []
     const client = rigClient(hosts.url())
     hosts.defer(() => client.disconnect())
-    const lockOf = durableTool(
-      toolDefinition({ name: 'lockOf', description: "reads its job's lock", inputSchema: z.object({}) }),
-      async (_input, { toolCallId }) => {
-        const key = `${queuePrefix(prefix, 'o1')}:${toolQueueName('laneOff')}:${toolJobId('o1', toolCallId)}:lock`
-        locks.push((await client.get(key)) ?? '')
-        return { ok: true }
-      },
+    const lockOf = lockOfTool(
+      () => client,
+      () => ({ prefix, harness: 'laneOff', sessionId: 'o1' }),
+      locks,
     )
     const harness = defineHarness({ name: 'laneOff', adapter: scriptedModel([]), tools: [lockOf] })
     const { host, prefix, url } = hosts.start(harness, 'lane-off', { localLane: false })

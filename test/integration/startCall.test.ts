@@ -8,6 +8,7 @@ import { scriptedModel } from '../../src/testing/index.js'
 import { indexKeys, messageKey, toolJobId } from '../../src/log/index.js'
 import { toolQueueName } from '../../src/queue/index.js'
 import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
+import { lockOfTool } from '../helpers/lockOf.js'
 import { spawnWorker } from '../helpers/workerProcess.js'
 import { records, until } from '../helpers/log.js'
 import { queuePrefix, rigClient } from '../rig.js'
@@ -63,13 +64,10 @@ describe('a runTool call started in its request write', () => {
       const locks: string[] = []
       const client = rigClient(hosts.url())
       hosts.defer(() => client.disconnect())
-      const lockOf = durableTool(
-        toolDefinition({ name: 'lockOf', description: "reads its job's lock", inputSchema: z.object({}) }),
-        async (_input, { toolCallId }) => {
-          const key = `${queuePrefix(prefix, 'e1')}:${toolQueueName('startEnding')}:${toolJobId('e1', toolCallId)}:lock`
-          locks.push((await client.get(key)) ?? '')
-          return { ok: true }
-        },
+      const lockOf = lockOfTool(
+        () => client,
+        () => ({ prefix, harness: 'startEnding', sessionId: 'e1' }),
+        locks,
       )
       const harness = defineHarness({ name: 'startEnding', adapter: scriptedModel([]), tools: [lockOf] })
       const { host, prefix } = hosts.start(harness, 'start-ending', { concurrency: 1 })

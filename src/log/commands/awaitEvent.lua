@@ -24,11 +24,8 @@ local member, waiter, now, grace, expired = ARGV[1], ARGV[2], tonumber(ARGV[3]),
 --@include eventHash
 
 local fields = loadEventHash(key, now, grace)
-local delivered = fields['d\0' .. member]
-if delivered then
-  local uid, payload = string.match(delivered, '^([^\n]*)\n(.*)$')
-  return {'event', uid, payload}
-end
+local delivered = deliveredTo(fields, member)
+if delivered then return delivered end
 local verdicts = {}
 for i = 6, #ARGV, 2 do verdicts[ARGV[i]] = ARGV[i + 1] end
 local kept = {}

@@ -20,11 +20,8 @@ local member, now, grace = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 --@include eventHash
 
 local fields = loadEventHash(key, now, grace)
-local delivered = fields['d\0' .. member]
-if delivered then
-  local uid, payload = string.match(delivered, '^([^\n]*)\n(.*)$')
-  return {'event', uid, payload}
-end
+local delivered = deliveredTo(fields, member)
+if delivered then return delivered end
 if fields['w\0' .. member] then
   redis.call('HDEL', key, 'w\0' .. member)
   fields['w\0' .. member] = nil

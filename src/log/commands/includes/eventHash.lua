@@ -8,6 +8,7 @@
 -- long past its until (its call wakes at the until and takes a delivered event then).
 -- loadEventHash(key, now, grace) drops what outlived its time and returns the rest as a field -> value table.
 -- keepEventHash(key, fields, now) sets the key's expiry to the last time one of its fields is needed.
+-- deliveredTo(fields, member) is {'event', uid, payload} of the event delivered to that waiter, or nil.
 local function expiryOf(field, value, grace)
   local kind = string.sub(field, 1, 1)
   local first = tonumber(string.match(value, '^(%d+)'))
@@ -42,4 +43,11 @@ local function keepEventHash(key, fields, now, grace)
     if expiry ~= nil and expiry > last then last = expiry end
   end
   if last > now then redis.call('PEXPIREAT', key, last) end
+end
+
+local function deliveredTo(fields, member)
+  local delivered = fields['d\0' .. member]
+  if not delivered then return nil end
+  local uid, payload = string.match(delivered, '^([^\n]*)\n(.*)$')
+  return {'event', uid, payload}
 end
