@@ -5,6 +5,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RedisServerHandle } from '../../src/testing/redisServer.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { patient } from '../helpers/patience.js'
 import { startPrivateRedis, uniquePrefix } from '../rig.js'
 
 const PASSWORD = 'pw-5f3a9c1e-original'
@@ -14,7 +15,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * SIGTERMs the worker and returns its exit code, or 'still running' when it has not left within the
- * grace period plus a generous margin (a liveness guard, not a speed bound); then makes sure it is gone.
+ * grace period plus a generous margin, scaled by the machine's load (a liveness guard, not a speed
+ * bound: test/helpers/patience.ts); then makes sure it is gone.
  * Waits for 'close', not 'exit': its last lines are read by then.
  */
 async function terminate(worker: WorkerProcess): Promise<number | null | 'still running'> {
@@ -23,7 +25,7 @@ async function terminate(worker: WorkerProcess): Promise<number | null | 'still 
   let guard: NodeJS.Timeout | undefined
   const code = await Promise.race([
     exited,
-    new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), GRACE_MS + 15_000))),
+    new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), patient(GRACE_MS + 15_000)))),
   ])
   clearTimeout(guard)
   await worker.kill('SIGKILL')
