@@ -138,6 +138,9 @@ function routeContext<P extends Principal>(
       return session
     },
     async sendEvent(event) {
+      // a session-scoped event reaches that thread's waits only: the thread's own access check comes first
+      if (event.sessionId !== undefined && options.canAccess && !(await options.canAccess(principal, event.sessionId)))
+        throw new HttpError(403, `No access to thread ${event.sessionId}.`, 'forbidden')
       const about = { event: event.event, key: event.key, ...(event.sessionId === undefined ? {} : { sessionId: event.sessionId }) }
       if (!options.canSendEvent || !(await options.canSendEvent(principal, about)))
         throw new HttpError(

@@ -88,6 +88,33 @@ describe('event addresses', () => {
     expect(cli.stderr).toContain('at most 1,000')
   }, 60_000)
 
+  it('a scoped event over HTTP runs canAccess for its thread first: a denied thread gets 403 and nothing is sent', async () => {
+    const { host } = start('evaccess')
+    const canAccess = (_principal: unknown, threadId: string) => threadId === 'mine'
+    const server = createServer(
+      toNodeListener(createHarnessHandler({ host, harness: listener, authorize, canAccess, canSendEvent: () => true })),
+    )
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    hosts.defer(() => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))))
+    const send = (sessionId: string) =>
+      fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/control`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: TOKEN },
+        body: JSON.stringify({ op: 'event', event: 'payment.settled', key: 'k-access', payload: {}, sessionId, id: `id-${sessionId}` }),
+      })
+    const denied = await send('theirs')
+    expect(denied.status).toBe(403)
+    expect(((await denied.json()) as { code: string }).code).toBe('forbidden')
+    const allowed = await send('mine')
+    expect(allowed.status).toBe(200)
+    // the denied send used nothing up: the same id for the other thread is new, not a duplicate
+    expect(
+      await host.sendEvent({ event: 'payment.settled', key: 'k-access', payload: {}, sessionId: 'theirs', id: 'id-theirs' }),
+    ).toMatchObject({
+      status: 'stored',
+    })
+  })
+
   it("R20 scoped: an event sent to a session before its scoped wait is kept for that session's wait only", async () => {
     const { host, prefix, url, call } = start('evscope')
     const sent = await host.sendEvent({ event: 'payment.settled', key: 'order-7', sessionId: 'scope-a', payload: { amount: 7 } })
