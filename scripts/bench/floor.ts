@@ -35,6 +35,14 @@ export interface FloorOptions {
   autoPipelining?: boolean
 }
 
+/**
+ * The call ledger of a session's log: its `calls` part, or, in an older library (an `--against` ref from
+ * before the log's parts were reached directly), the log itself, which had the same methods.
+ */
+function ledgerOf(log: SessionLog): SessionLog['calls'] {
+  return 'calls' in log && log.calls ? log.calls : (log as unknown as SessionLog['calls'])
+}
+
 export function startFloorWorker(lib: FloorLib, o: FloorOptions): { workers: Worker[]; close(): Promise<void> } {
   const logRedis = new Redis(o.redisUrl, { maxRetriesPerRequest: null, enableAutoPipelining: o.autoPipelining ?? true })
   const steps = Array.from({ length: o.steps ?? 1 }, (_, i) => ({ name: String.fromCharCode(97 + i), value: i + 1 }))
@@ -43,12 +51,12 @@ export function startFloorWorker(lib: FloorLib, o: FloorOptions): { workers: Wor
     async (job) => {
       const { sessionId, toolCallId, mark } = job.data
       const log = new lib.SessionLog(logRedis, o.prefix, sessionId)
+      const calls = ledgerOf(log)
       // begun with its request: its first delivery runs at epoch 1 (the floor trusts the mark unchecked)
-      const epoch = mark !== undefined ? 1 : (await log.calls.beginCall(toolCallId, job.name, 'safe', { harness: o.harness })).epoch
+      const epoch = mark !== undefined ? 1 : (await calls.beginCall(toolCallId, job.name, 'safe', { harness: o.harness })).epoch
       const fence = { toolCallId, epoch }
-      for (const { name, value } of steps)
-        await log.calls.saveStep(fence, name, value, { type: 'harness.tool.step', toolCallId, name, value })
-      await log.calls.landResult(fence, job.name, { result: { ok: true } })
+      for (const { name, value } of steps) await calls.saveStep(fence, name, value, { type: 'harness.tool.step', toolCallId, name, value })
+      await calls.landResult(fence, job.name, { result: { ok: true } })
     },
     // an older library's bullPrefix takes the prefix only and ignores the shard arguments
     { connection: o.connection, prefix: lib.bullPrefix(o.prefix, 0, 1), concurrency: o.concurrency, ...finishedJobs() },
