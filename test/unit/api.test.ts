@@ -4,6 +4,7 @@
 // names every error code.
 import { readFileSync } from 'node:fs'
 import ts from 'typescript'
+import { entryProgram } from '../helpers/tsProgram.js'
 import { describe, expect, it } from 'vitest'
 
 const ENTRIES = {
@@ -184,14 +185,7 @@ const WITH_EXAMPLE = [
   'scriptedModel',
 ]
 
-const program = ts.createProgram(Object.values(ENTRIES), {
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  strict: true,
-  skipLibCheck: true,
-  noEmit: true,
-})
-const checker = program.getTypeChecker()
+const { program, checker } = entryProgram(Object.values(ENTRIES))
 
 function exportsOf(file: string): Array<{ name: string; symbol: ts.Symbol }> {
   const module = checker.getSymbolAtLocation(program.getSourceFile(file)!)!

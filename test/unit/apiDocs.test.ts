@@ -7,19 +7,13 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import ts from 'typescript'
+import { entryProgram } from '../helpers/tsProgram.js'
 import { describe, expect, it } from 'vitest'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const read = (path: string) => readFileSync(join(root, path), 'utf8')
 
-const program = ts.createProgram([join(root, 'src/index.ts')], {
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  strict: true,
-  skipLibCheck: true,
-  noEmit: true,
-})
-const checker = program.getTypeChecker()
+const { program, checker } = entryProgram([join(root, 'src/index.ts')])
 
 /** The type an export of src/index.ts names (an interface, or a class's instance type). */
 function exportedType(name: string): ts.Type {
