@@ -40,8 +40,8 @@ describe('machine events over a worker process and a webhook server process', ()
   const settledEvent = (orderId: string, payload: unknown, id?: string) =>
     post({ op: 'event', event: 'payment.settled', key: orderId, payload, ...(id ? { id } : {}) })
 
-  /** The checkout call's job, once it is parked (a delayed job, no worker slot). */
-  async function parkedJob(sessionId: string) {
+  /** The checkout call's job as it is now (its log says it parked). */
+  async function jobOf(sessionId: string) {
     const session = ctx.host.open(orders, { sessionId })
     let toolCallId = ''
     await until(async () => {
@@ -56,6 +56,17 @@ describe('machine events over a worker process and a webhook server process', ()
     } finally {
       await queue.close()
     }
+  }
+
+  /**
+   * The checkout call's job once it is parked: a delayed job, no worker slot. The log's
+   * suspended entry comes a moment before the job leaves the active list, and an event that
+   * lands in that moment is taken at once (R20), so a test that sends after this waits for both.
+   */
+  async function parkedJob(sessionId: string) {
+    let job = await jobOf(sessionId)
+    await until(async () => (job = await jobOf(sessionId)).state === 'delayed', 'the checkout job to be delayed')
+    return job
   }
 
   it('R20 one event id wakes a waiting call once: a checkout parked for 3 days wakes on the webhook POST; a resend with the id is a no-op', async () => {
@@ -95,7 +106,7 @@ describe('machine events over a worker process and a webhook server process', ()
     // consumed: a second wait on the same key does not get it again
     const second = ctx.host.open(orders, { sessionId: 'order-2b' })
     await second.prompt('checkout:o-2')
-    expect((await parkedJob('order-2b')).state).toBe('delayed')
+    expect((await jobOf('order-2b')).state).toBe('delayed')
     expect(await (await settledEvent('o-2', { amount: 7, currency: 'USD' }, 'evt-2')).json()).toMatchObject({ status: 'duplicate' })
   })
 
@@ -116,7 +127,7 @@ describe('machine events over a worker process and a webhook server process', ()
     await expect(ctx.other.sendEvent({ event: 'payment.settled', key: 'o-3', payload: { currency: 'EUR' } })).rejects.toBeInstanceOf(
       InvalidEventPayloadError,
     )
-    expect((await parkedJob('order-3')).state).toBe('delayed')
+    expect((await jobOf('order-3')).state).toBe('delayed')
     expect(records(await session.log.read(), 'harness.tool.event')).toEqual([])
     // the refused id was not used up: nothing of the refused send was stored
     expect(await (await settledEvent('o-3', { amount: 1, currency: 'EUR' }, 'evt-3-bad')).json()).toMatchObject({
@@ -175,7 +186,7 @@ describe('machine events over a worker process and a webhook server process', ()
     expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'aborted' })
     expect(records(await session.log.read(), 'harness.tool.result')[0]).toMatchObject({ error: { code: 'cancelled' } })
     // another order's turn goes on waiting
-    expect((await parkedJob('order-6b')).state).toBe('delayed')
+    expect((await jobOf('order-6b')).state).toBe('delayed')
     await ctx.other.sendEvent({ event: 'payment.settled', key: 'o-6b', payload: { amount: 3, currency: 'EUR' } })
     expect((await other.settled(kept.inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
   })
@@ -220,7 +231,7 @@ describe('machine events over a worker process and a webhook server process', ()
       status: 'delivered',
       waiters: [{ kind: 'call', sessionId: 'order-8', id: toolCallId, harness: 'orders' }],
     })
-    expect((await parkedJob('order-8')).state).toBe('delayed')
+    expect((await jobOf('order-8')).state).toBe('delayed')
     const resent = await settledEvent('o-8', { amount: 999, currency: 'EUR' }, 'evt-8')
     expect(await resent.json()).toMatchObject({ status: 'duplicate', calls: 1 })
     // the first delivery's payload, not the resend's
@@ -251,9 +262,9 @@ describe('machine events over a worker process and a webhook server process', ()
     expect(records(await session.log.read(), 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh', 'rerun'])
     expect(await (await send()).json()).toMatchObject({ status: 'duplicate', calls: 0 })
     // the other session's scoped wait on the same order was not woken; an unscoped send does not reach it either
-    expect((await parkedJob('order-9b')).state).toBe('delayed')
+    expect((await jobOf('order-9b')).state).toBe('delayed')
     expect(await (await settledEvent('o-9', { amount: 1, currency: 'EUR' })).json()).toMatchObject({ status: 'stored', calls: 0 })
-    expect((await parkedJob('order-9b')).state).toBe('delayed')
+    expect((await jobOf('order-9b')).state).toBe('delayed')
     await ctx.other.sendEvent({ event: 'payment.settled', key: 'o-9', sessionId: 'order-9b', payload: { amount: 2, currency: 'EUR' } })
     expect((await other.settled(waiting.inputId, { timeoutMs: 30_000 })).text).toBe('done: {"orderId":"o-9","paid":"2 EUR"}')
   })
