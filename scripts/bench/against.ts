@@ -136,7 +136,7 @@ export async function againstMain(root: string, argv: string[]): Promise<void> {
   const cleanup = async () => {
     if (cleaned) return
     cleaned = true
-    child?.kill('SIGKILL')
+    if (child) killGroup(child)
     await redis?.stop().catch(() => {})
     if (args.keep) return progress(`[against] kept the worktree at ${dir} (git worktree remove --force ${dir})`)
     try {
@@ -253,6 +253,26 @@ const DRIVER = join('scripts', 'bench', 'againstSide.ts')
 /** The rows of the same code on both sides (raw BullMQ): the run's noise, measured in a process of their own. */
 const CONTROL_ROWS = ['raw-20', 'cpu-raw-20']
 
+/** How long one row may take in a side's process before the process is killed and its rows fail (a hanging row). */
+const SIDE_ROW_LIMIT_MS = 10 * 60_000
+
+/** SIGKILLs a side's process and the worker processes its rows started (it leads its own process group). */
+function killGroup(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL')
+  } catch {
+    child.kill('SIGKILL')
+  }
+}
+
+/** SIGKILLs `child`'s group after `ms` (a hang), saying so through `say`; the caller clears the timer on close. */
+function killAfter(child: ChildProcess, ms: number, say: (why: string) => void): NodeJS.Timeout {
+  return setTimeout(() => {
+    say(`killed after ${Math.round(ms / 1000)} s without finishing (a row hung)`)
+    killGroup(child)
+  }, ms)
+}
+
 /** One side's round: a fresh child process running the driver of the tree at `root` against `lib`'s source. */
 function runSide(
   root: string,
@@ -276,13 +296,15 @@ function runSide(
     ...(args.source ? [] : ['--js']),
   ]
   return new Promise((resolve) => {
-    const c = spawn(process.execPath, argv, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+    const c = spawn(process.execPath, argv, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     track(c)
     let out = ''
     const err: string[] = []
     c.stdout!.on('data', (d: Buffer) => (out += d))
     c.stderr!.on('data', (d: Buffer) => err.push(...d.toString().split('\n').filter(Boolean)))
+    const guard = killAfter(c, args.rows.length * SIDE_ROW_LIMIT_MS, (why) => err.push(why))
     c.on('close', (code) => {
+      clearTimeout(guard)
       const line = out.split('\n').find((l) => l.startsWith('AB-RESULT '))
       if (line) return resolve((JSON.parse(line.slice('AB-RESULT '.length)) as { rows: Record<string, RowResult> }).rows)
       const why = `its process exited ${code} without figures: ${err.slice(-3).join(' | ').slice(0, 300)}`
@@ -303,14 +325,17 @@ function runInterleaved(
   argv.push('--this', libs.this, '--ref', libs.ref, '--redis', redisUrl, '--blocks', String(args.rounds), '--rows', args.rows.join(','))
   if (!args.source) argv.push('--js')
   return new Promise((resolve) => {
-    const c = spawn(process.execPath, argv, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+    const c = spawn(process.execPath, argv, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], detached: true })
     track(c)
     let out = ''
     c.stdout!.on('data', (d: Buffer) => (out += d))
+    let killed = ''
+    const guard = killAfter(c, (args.rounds * args.rows.length * SIDE_ROW_LIMIT_MS) / 10 + SIDE_ROW_LIMIT_MS, (why) => (killed = `${why}; `))
     c.on('close', (code) => {
+      clearTimeout(guard)
       const line = out.split('\n').find((l) => l.startsWith('AB-RESULT '))
       if (line) return resolve((JSON.parse(line.slice('AB-RESULT '.length)) as { rounds: SideRound[] }).rounds)
-      const error = `the interleaved process exited ${code} without figures (its errors are above)`
+      const error = `${killed}the interleaved process exited ${code} without figures (its errors are above)`
       resolve(
         (['this', 'ref'] as const).map((side) => ({ round: 0, side, rows: Object.fromEntries(args.rows.map((id) => [id, { error }])) })),
       )

@@ -8,7 +8,9 @@
 // Redis: REDIS_URL if set (only the bench's own key prefixes are written, then deleted), else a private
 // redis-server (no AOF, hz 100) so the figures don't depend on a shared server.
 // --quick: a smoke run (about a minute); the full run takes a few minutes.
-import { mkdirSync, writeFileSync } from 'node:fs'
+// --row-limit <seconds>: a row still running after this long (default 900, 300 with --quick) fails with
+// that reason and the next row runs; the process exits after the table either way.
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -81,7 +83,34 @@ function parseArgs(argv: string[]) {
     )
     process.exit(0)
   }
-  return { quick, only }
+  const limitAt = argv.findIndex((a) => a === '--row-limit' || a.startsWith('--row-limit='))
+  let rowLimitMs = (quick ? 300 : 900) * 1000
+  if (limitAt >= 0) {
+    const raw = argv[limitAt]!.includes('=') ? argv[limitAt]!.split('=')[1]! : (argv[limitAt + 1] ?? '')
+    const seconds = Number(raw)
+    if (!Number.isFinite(seconds) || seconds <= 0) {
+      process.stderr.write(`bench: --row-limit takes a number of seconds above 0, not ${JSON.stringify(raw)}\n`)
+      process.exit(2)
+    }
+    rowLimitMs = seconds * 1000
+  }
+  return { quick, only, rowLimitMs }
+}
+
+/** `work`, or a rejection saying the row ran out of time: a hanging row fails alone and the bench goes on. */
+async function withinRowLimit<T>(name: string, work: Promise<T>, limitMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`row ${name} did not finish within ${limitMs / 1000} s (--row-limit); its work was abandoned`)),
+      limitMs,
+    )
+  })
+  try {
+    return await Promise.race([work, limit])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 const ms = (x: number) => (x >= 100 ? `${x.toFixed(0)} ms` : x >= 10 ? `${x.toFixed(1)} ms` : `${x.toFixed(3)} ms`)
@@ -142,7 +171,7 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2)
   if (argv.includes('--scale')) return scaleMain(argv.includes('--quick'))
   if (argv.some((a) => a === '--against' || a.startsWith('--against='))) return againstMain(root, argv)
-  const { quick, only } = parseArgs(argv)
+  const { quick, only, rowLimitMs } = parseArgs(argv)
   const progress = stderrProgress
   const viaNpm = process.env.npm_lifecycle_event === 'bench'
   const command = [viaNpm ? 'npm run bench' : 'npx tsx scripts/bench/index.ts', ...(argv.length && viaNpm ? ['--'] : []), ...argv].join(' ')
@@ -184,7 +213,7 @@ async function main(): Promise<void> {
       if (!only.includes(name)) continue
       const t0 = Date.now()
       try {
-        raw[name] = await run[name]()
+        raw[name] = await withinRowLimit(name, run[name](), rowLimitMs)
       } catch (error) {
         errors[name] = error instanceof Error ? (error.stack ?? error.message) : String(error)
         progress(`[bench] ${name} FAILED: ${errors[name]}`)
@@ -544,6 +573,24 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
   return rows
 }
 
+/** SIGKILLs the worker processes an abandoned row left running (Linux: children found by their parent pid in /proc). */
+function killChildProcesses(): void {
+  let entries: string[] = []
+  try {
+    entries = readdirSync('/proc').filter((e) => /^\d+$/.test(e))
+  } catch {
+    return
+  }
+  for (const pid of entries) {
+    try {
+      const parent = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1])
+      if (parent === process.pid) process.kill(Number(pid), 'SIGKILL')
+    } catch {
+      // gone already, or not ours to read
+    }
+  }
+}
+
 function formatTable(rows: Row[]): string {
   const header = ['#', 'figure', 'ours', 'baseline (same run)', 'ratio', 'target', 'met']
   const met = (r: Row) => (r.met === null ? (r.note ?? '') : r.met ? 'yes' : 'NO')
@@ -567,6 +614,7 @@ main()
     // table is out, so it exits rather than wait on them (the timer does not keep a clean run alive)
     setTimeout(() => {
       stderrProgress('[bench] handles were still open after the run (a failed row); exiting')
+      killChildProcesses()
       process.exit()
     }, 2_000).unref()
   })

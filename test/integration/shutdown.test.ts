@@ -1,6 +1,7 @@
 // Bounded shutdown and credentials: a worker process leaves within SHUTDOWN_GRACE_MS on SIGTERM even when
 // BullMQ's graceful close hangs (after a refused password), and the Redis password is never printed.
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RedisServerHandle } from '../../src/testing/redisServer.js'
@@ -13,13 +14,24 @@ const OTHER = 'pw-0b7d2e44-changed'
 const GRACE_MS = 3_000
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** CPU ticks the process used (utime + stime, /proc/<pid>/stat), or undefined off Linux. */
+function cpuTicks(pid: number | undefined): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return Number(fields[11]) + Number(fields[12])
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * SIGTERMs the worker and returns its exit code, or 'still running' when it has not left within the
  * grace period plus a generous margin, scaled by the machine's load (a liveness guard, not a speed
- * bound: test/helpers/patience.ts); then makes sure it is gone.
+ * bound: test/helpers/patience.ts); then makes sure it is gone. A worker still running is described
+ * (CPU it used in the last second: a spinning loop or a wait; its last log lines) for the failure.
  * Waits for 'close', not 'exit': its last lines are read by then.
  */
-async function terminate(worker: WorkerProcess): Promise<number | null | 'still running'> {
+async function terminate(worker: WorkerProcess): Promise<{ code: number | null | 'still running'; why: string }> {
   const exited = new Promise<number | null>((resolve) => worker.proc.once('close', (code) => resolve(code)))
   worker.proc.kill('SIGTERM')
   let guard: NodeJS.Timeout | undefined
@@ -28,8 +40,16 @@ async function terminate(worker: WorkerProcess): Promise<number | null | 'still 
     new Promise<'still running'>((resolve) => (guard = setTimeout(() => resolve('still running'), patient(GRACE_MS + 15_000)))),
   ])
   clearTimeout(guard)
+  let why = ''
+  if (code === 'still running') {
+    const before = cpuTicks(worker.proc.pid)
+    await sleep(1_000)
+    const after = cpuTicks(worker.proc.pid)
+    const recent = worker.lines.slice(-12).map((l) => `${String(l.time)} ${String(l.msg)}${l.err ? ` (${JSON.stringify(l.err).slice(0, 200)})` : ''}`)
+    why = `still running ${patient(GRACE_MS + 15_000)} ms after SIGTERM; CPU ticks in the last second: ${String(before !== undefined && after !== undefined ? after - before : '?')}; last lines:\n${recent.join('\n')}\nstderr: ${worker.stderr.slice(-500)}`
+  }
   await worker.kill('SIGKILL')
-  return code
+  return { code, why }
 }
 
 describe('worker shutdown and Redis credentials', () => {
@@ -65,8 +85,8 @@ describe('worker shutdown and Redis credentials', () => {
     }
     // at once, while its blocking connections still wait out that backoff: BullMQ's graceful close of
     // such a worker never ends, so only the grace period gets the process out
-    const code = await terminate(worker)
-    expect(code).not.toBe('still running')
+    const { code, why } = await terminate(worker)
+    expect(code, why).not.toBe('still running')
     // exit 0 after a graceful stop, 1 after a forced one, and the last line says which
     const last = worker.lines.at(-1)!
     if (code === 0) expect(last.msg).toBe('worker stopped')
@@ -90,8 +110,8 @@ describe('worker shutdown and Redis credentials', () => {
       await admin.call('CLIENT', 'KILL', 'TYPE', 'normal')
       await sleep(3_000)
       // SIGTERM while every reconnect is still refused: a spinning event loop would never run its handler
-      const code = await terminate(worker)
-      expect(code).not.toBe('still running')
+      const { code, why } = await terminate(worker)
+      expect(code, why).not.toBe('still running')
       // it left because of the SIGTERM, not because something escaped (a refused subscription once did)
       expect(worker.lines.filter((l) => /uncaughtException|unhandledRejection/.test(String(l.msg)))).toEqual([])
       expect(worker.lines.some((l) => l.msg === 'worker stopping: finishing active jobs')).toBe(true)
