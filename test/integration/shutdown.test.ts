@@ -52,7 +52,9 @@ async function terminate(worker: WorkerProcess): Promise<{ code: number | null |
   return { code, why }
 }
 
-describe('worker shutdown and Redis credentials', () => {
+// each test starts a worker process (tsx compiles the library: tens of seconds on a loaded machine)
+// before it times anything, so the tests get longer than the suite's default
+describe('worker shutdown and Redis credentials', { timeout: patient(150_000) }, () => {
   let server: RedisServerHandle
   beforeAll(async () => {
     server = await startPrivateRedis({ appendonly: false, password: PASSWORD })
