@@ -19,8 +19,10 @@ export default defineConfig({
     },
     // Integration tests start Redis servers and BullMQ workers.
     // liveness guards, scaled by how loaded the machine is (test/helpers/patience.ts)
-    testTimeout: patient(60_000),
-    hookTimeout: patient(60_000),
+    // (fixed when the run starts, so never under 3 minutes: a file's worker processes load the
+    // machine later in the run; a real hang only takes longer to report)
+    testTimeout: Math.max(patient(60_000), 180_000),
+    hookTimeout: Math.max(patient(60_000), 180_000),
     // Forks, not threads: tests spawn, signal and kill child processes.
     pool: 'forks',
     // Each file gets its own Redis (or key prefix), so files may run side by side;
