@@ -330,7 +330,11 @@ function runInterleaved(
     let out = ''
     c.stdout!.on('data', (d: Buffer) => (out += d))
     let killed = ''
-    const guard = killAfter(c, (args.rounds * args.rows.length * SIDE_ROW_LIMIT_MS) / 10 + SIDE_ROW_LIMIT_MS, (why) => (killed = `${why}; `))
+    const guard = killAfter(
+      c,
+      (args.rounds * args.rows.length * SIDE_ROW_LIMIT_MS) / 10 + SIDE_ROW_LIMIT_MS,
+      (why) => (killed = `${why}; `),
+    )
     c.on('close', (code) => {
       clearTimeout(guard)
       const line = out.split('\n').find((l) => l.startsWith('AB-RESULT '))

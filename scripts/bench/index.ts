@@ -575,7 +575,7 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
 
 /** SIGKILLs the worker processes an abandoned row left running (Linux: children found by their parent pid in /proc). */
 function killChildProcesses(): void {
-  let entries: string[] = []
+  let entries: string[]
   try {
     entries = readdirSync('/proc').filter((e) => /^\d+$/.test(e))
   } catch {

@@ -45,7 +45,9 @@ async function terminate(worker: WorkerProcess): Promise<{ code: number | null |
     const before = cpuTicks(worker.proc.pid)
     await sleep(1_000)
     const after = cpuTicks(worker.proc.pid)
-    const recent = worker.lines.slice(-12).map((l) => `${String(l.time)} ${String(l.msg)}${l.err ? ` (${JSON.stringify(l.err).slice(0, 200)})` : ''}`)
+    const recent = worker.lines
+      .slice(-12)
+      .map((l) => `${String(l.time)} ${String(l.msg)}${l.err ? ` (${JSON.stringify(l.err).slice(0, 200)})` : ''}`)
     why = `still running ${patient(GRACE_MS + 15_000)} ms after SIGTERM; CPU ticks in the last second: ${String(before !== undefined && after !== undefined ? after - before : '?')}; last lines:\n${recent.join('\n')}\nstderr: ${worker.stderr.slice(-500)}`
   }
   await worker.kill('SIGKILL')
