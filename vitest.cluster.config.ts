@@ -20,6 +20,7 @@ export default defineConfig({
       'test/integration/secretForms.test.ts',
       'test/integration/harness.test.ts',
       'test/integration/sleepAsk.test.ts',
+      'test/integration/parkedJob.test.ts',
       'test/integration/recovery.test.ts',
       'test/integration/events.test.ts',
       'test/integration/followers.test.ts',

@@ -15,6 +15,7 @@ export default defineConfig({
       'test/integration/recovery.test.ts',
       'test/integration/turns.test.ts',
       'test/integration/startCall.test.ts',
+      'test/integration/parkedJob.test.ts',
     ],
     typecheck: { enabled: false },
     env: { DH_LOCAL_LANE: 'off' },

@@ -49,7 +49,8 @@ export function startFloorWorker(lib: FloorLib, o: FloorOptions): { workers: Wor
   const worker = new Worker<ToolJobData>(
     lib.toolQueueName(o.harness),
     async (job) => {
-      const { sessionId, toolCallId, mark } = job.data
+      // a fresh job's data names its session and call (only a parked job's leaves them to its id)
+      const { sessionId = '', toolCallId = '', mark } = job.data
       const log = new lib.SessionLog(logRedis, o.prefix, sessionId)
       const calls = ledgerOf(log)
       // begun with its request: its first delivery runs at epoch 1 (the floor trusts the mark unchecked)

@@ -14,7 +14,7 @@ import type { RecordOf } from '../../src/log/index.js'
 import { shardBase, toolJobId } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
-import { deletePrefix, keySizes, pause, pool, silentLogger, usedMemory } from './lib.js'
+import { deletePrefix, freedByKind, keySizes, pause, pool, silentLogger, usedMemory } from './lib.js'
 
 // The shape of the fixture's nap: one step.do, then step.sleep; the result says when it went on.
 const nap = durableTool(
@@ -57,6 +57,8 @@ interface MemoryFigure {
    * key's kind (the session ids and job ids in a name replaced by placeholders): where the bytes go.
    */
   perKind: Record<string, number>
+  /** used_memory freed a parked call by deleting each kind of key (the shared indexes: the calls' members), workers stopped. */
+  freedPerKind: Record<string, number>
 }
 
 export interface ParkedResult {
@@ -72,16 +74,18 @@ async function withHost<T>(
   redisUrl: string,
   label: string,
   concurrency: number,
-  fn: (host: HarnessHost, prefix: string) => Promise<T>,
+  fn: (host: HarnessHost, prefix: string, stopWorkers: () => Promise<unknown>) => Promise<T>,
 ): Promise<T> {
   const prefix = `bench-${label}-${randomBytes(3).toString('hex')}`
   const host = createHarnessHost({ redis: redisUrl, harnesses: [bench], prefix, logger: silentLogger })
   const workers = host.startWorkers({ concurrency })
+  let stopped: Promise<unknown> | undefined
+  const stopWorkers = () => (stopped ??= workers.close())
   const admin = new Redis(redisUrl)
   try {
-    return await fn(host, prefix)
+    return await fn(host, prefix, stopWorkers)
   } finally {
-    await workers.close()
+    await stopWorkers()
     await host.close()
     await deletePrefix(redisUrl, prefix)
     admin.disconnect()
@@ -104,7 +108,7 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
     const callIdOf = (i: number) => (uuid ? `toolu_${hex}${String(i).padStart(6, '0')}` : `nap-${i}`)
     for (const per of options.callsPerSession ?? [1, 100]) {
       memory.push(
-        await withHost(redisUrl, 'mem', concurrency, async (host, prefix) => {
+        await withHost(redisUrl, 'mem', concurrency, async (host, prefix, stopWorkers) => {
           const delayed = new Queue(toolQueueName(bench.name), {
             connection: admin,
             prefix: bullPrefix(prefix, 0, 1),
@@ -143,12 +147,13 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           ]) {
             sampleKeys[key.slice(prefix.length + 1)] = Number(await admin.memory('USAGE', key, 'SAMPLES', '0'))
           }
-          const perKind: Record<string, number> = {}
-          for (const [key, bytes] of await keySizes(admin, prefix)) {
-            const kind = key
-              .slice(prefix.length + 1)
+          const kindOf = (key: string) =>
+            key
               .replace(/p-\d+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{6}\d{6}/g, '<session>')
               .replace(/call\|[^:]+$/, '<job>')
+          const perKind: Record<string, number> = {}
+          for (const [key, bytes] of await keySizes(admin, prefix)) {
+            const kind = kindOf(key.slice(prefix.length + 1))
             perKind[kind] = (perKind[kind] ?? 0) + bytes - (sizesBefore.get(key) ?? 0)
           }
           for (const kind of Object.keys(perKind)) {
@@ -158,7 +163,11 @@ export async function measureParked(redisUrl: string, options: ParkedOptions): P
           await delayed.close()
           const bytesPerParkedCall = Math.round((usedMemoryAfter - usedMemoryBefore) / parked)
           progress(`memory: ${bytesPerParkedCall} B per parked call (${per} a session)`)
-          return { parked, callsPerSession: per, usedMemoryBefore, usedMemoryAfter, bytesPerParkedCall, sampleKeys, perKind }
+          await stopWorkers()
+          // the warm-up session's keys are shared (not measured); the shared indexes give up the parked calls' members
+          const measured = (name: string) => (kindOf(name).includes('<') && !name.includes('warm') ? kindOf(name) : undefined)
+          const freedPerKind = await freedByKind(admin, prefix, parked, measured, (member) => !member.includes('warm'))
+          return { parked, callsPerSession: per, usedMemoryBefore, usedMemoryAfter, bytesPerParkedCall, sampleKeys, perKind, freedPerKind }
         }),
       )
     }
@@ -211,6 +220,7 @@ if (isMain) {
       )
       console.log(`  first session's keys and first job (MEMORY USAGE, B): ${JSON.stringify(m.sampleKeys)}`)
       console.log(`  MEMORY USAGE a parked call, by key (B): ${JSON.stringify(m.perKind)}`)
+      console.log(`  used_memory freed a parked call by deleting each kind (B): ${JSON.stringify(m.freedPerKind)}`)
     }
     console.log(
       `Wake-up lateness over ${l.sleeps} sleeps of 1-2 s: p50 ${l.p50} ms, p90 ${l.p90} ms, p99 ${l.p99} ms, max ${l.max} ms (min ${l.min})`,

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto'
 import { AGENT, type AgentToolMarker, type Harness } from '../core/index.js'
 import type { BeginResult, ParentCall, SessionLog } from '../log/index.js'
-import { enqueueTurn, type HarnessQueues, type ToolJobData } from '../queue/index.js'
+import { enqueueTurn, type HarnessQueues } from '../queue/index.js'
 import { Park } from '../tool/index.js'
 import type { CallOutcome } from './runCall.js'
+import type { ToolCall } from './loggedCall.js'
 
 /** The only input of a child session. */
 export const CHILD_INPUT_ID = 'agent-call'
@@ -30,7 +31,7 @@ export interface AgentCallDeps {
  */
 export async function runAgentCall(
   tool: AgentToolMarker,
-  data: ToolJobData,
+  data: ToolCall,
   begin: BeginResult,
   deps: AgentCallDeps,
   interrupted: CallOutcome,
@@ -56,7 +57,7 @@ export async function runAgentCall(
 }
 
 /** True when the child session of a parked agent call has settled (checked again after parking). */
-export async function childSettled(logFor: (sid: string) => SessionLog, data: ToolJobData): Promise<boolean> {
+export async function childSettled(logFor: (sid: string) => SessionLog, data: ToolCall): Promise<boolean> {
   const input = await logFor(childSessionId(data.sessionId, data.toolCallId)).inputs.getInput(CHILD_INPUT_ID)
   return input?.status === 'settled'
 }

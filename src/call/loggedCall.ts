@@ -10,7 +10,7 @@ import type { Logger } from '../logger.js'
 import type { CallMarks } from '../log/index.js'
 
 /** A tool job's call: its session, id, turn and input, and the tool's name. */
-export type ToolCall = ToolJobData & { name: string }
+export type ToolCall = ToolJobData & { sessionId: string; toolCallId: string; name: string }
 
 /** What beginning a call needs of the tool job's deps (ToolJobDeps has it). */
 interface LoggedCallDeps {
@@ -52,24 +52,32 @@ export async function beginLoggedCall(
     }
   }
   const checked = await begin(log, claimed, fingerprintOf(claimed), deps)
-  if (checked && data.sessionId === ids.sessionId && data.toolCallId === ids.toolCallId) return checked
+  if (checked && idsAgree(data, ids)) return checked
   if (checked) {
-    warnDisagreement(
-      deps,
-      ids,
-      (['sessionId', 'toolCallId'] as const).filter((f) => data[f] !== ids[f]),
-    )
+    warnDisagreement(deps, ids, idsDisagree(data, ids))
     return checked
   }
   const logged = await log.findLoggedCall(ids.toolCallId)
   if (!logged) throw new CallNotLoggedError(ids.sessionId, ids.toolCallId)
   const call = toolCall(ids, data.traceparent, logged, logged.name)
-  const fields: string[] = (['sessionId', 'toolCallId', 'inputId', 'inputTooLarge'] as const).filter((f) => data[f] !== call[f])
+  const fields: string[] = [...idsDisagree(data, ids), ...(['inputId', 'inputTooLarge'] as const).filter((f) => data[f] !== call[f])]
   if (JSON.stringify(data.input ?? null) !== JSON.stringify(call.input ?? null)) fields.push('input')
   if (job.name !== call.name) fields.push('name')
   warnDisagreement(deps, ids, fields)
   // taken from the log itself: begun unchecked (a fingerprint of an older version may differ)
   return (await begin(log, call, '', deps))!
+}
+
+/** The data names the job id's session and call, or leaves them out (a parked job's data: includes/slimJob.lua). */
+function idsAgree(data: ToolJobData, ids: { sessionId: string; toolCallId: string }): boolean {
+  return (
+    (data.sessionId === undefined || data.sessionId === ids.sessionId) &&
+    (data.toolCallId === undefined || data.toolCallId === ids.toolCallId)
+  )
+}
+
+function idsDisagree(data: ToolJobData, ids: { sessionId: string; toolCallId: string }): string[] {
+  return (['sessionId', 'toolCallId'] as const).filter((f) => data[f] !== undefined && data[f] !== ids[f])
 }
 
 /**

@@ -3,7 +3,7 @@ import { FencedError, LockLostError, StorageError } from '../errors/index.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { isAgentTool, toolOfCall, type Harness } from '../core/index.js'
 import { contextOf, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog, type ToolEnd } from '../log/index.js'
-import { enqueueParkedCall, type HarnessQueues, type ToolJobData } from '../queue/index.js'
+import { enqueueParkedCall, parkedToolJob, type HarnessQueues, type ToolJobData } from '../queue/index.js'
 import {
   APPROVAL_STEP,
   NO_SECRETS,
@@ -76,7 +76,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     const taking = takeCallSlot(deps.harness, deps.queuesOf(deps.harness), call, contextOf(input), logger)
     const slot = taking && (await taking)
     if (slot && 'error' in slot) return void (await log.calls.landResult(fence, call.name, { error: slot.error }))
-    if (slot && 'park' in slot) return await park(job, token, log, fence, slot.park, logger, slot.handed)
+    if (slot && 'park' in slot) return await park(job, token, call, log, fence, slot.park, logger, slot.handed)
     held = slot?.held
     // user code starts only while the attempt holds its job lock and its limit slot's lease
     const hold = held ? holdingSlot(deps.lock, held) : deps.lock
@@ -87,7 +87,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       const isWoken = async () =>
         (await woken(outcome.park, call, fence, deps)) || (await cancelledByAbort(log, call, fence, outcome.park, logger))
       if (parksWithoutJob(job, outcome.park)) return await parkWithoutJob(job, token, log, fence, outcome.park, logger, isWoken, deps)
-      return await park(job, token, log, fence, outcome.park, logger, isWoken)
+      return await park(job, token, call, log, fence, outcome.park, logger, isWoken)
     }
     // the hooks (user code) run only while the attempt holds its call
     const locked = hold?.confirm()
@@ -223,7 +223,7 @@ function callWithInput(call: ToolCall & { context: unknown }, input: unknown): C
 }
 
 /** True when a parked call's wake-up already happened (its answer, its event, its child agent's settle, or a cancel). */
-async function woken(p: Park, call: ToolJobData, fence: Fence, deps: ToolJobDeps): Promise<boolean> {
+async function woken(p: Park, call: ToolCall, fence: Fence, deps: ToolJobDeps): Promise<boolean> {
   if ((await deps.logFor(call.sessionId).calls.getCall(fence.toolCallId))?.status === 'done') return true
   if (p.woken) return p.woken()
   if (p.kind === 'agent') return childSettled(deps.logFor, call)
@@ -238,20 +238,21 @@ function parkedInTool(p: Park): boolean {
 
 /**
  * Parks the call as a BullMQ delayed job: the slot is freed at once and the job runs again from the
- * top at `until`, or earlier when an answer (or a child agent's answer) wakes it. A wake-up that
- * landed before our moveToDelayed would have promoted nothing, so `isWoken` is re-checked after it
- * (R8: no answer is lost).
+ * top at `until`, or earlier when an answer (or a child agent's answer) wakes it. The park slims the
+ * job's hash (parkedToolJob). A wake-up that landed before our moveToDelayed would have promoted
+ * nothing, so `isWoken` is re-checked after it (R8: no answer is lost).
  */
 async function park(
   job: Job<ToolJobData>,
   token: string | undefined,
+  call: ToolCall,
   log: SessionLog,
   fence: Fence,
   p: Park,
   logger: LineLogger,
   isWoken: () => Promise<boolean>,
 ): Promise<never> {
-  await log.calls.parkCall(fence, p.kind, p.until, false, parkedInTool(p))
+  await log.calls.parkCall(fence, p.kind, p.until, { inTool: parkedInTool(p), job: parkedToolJob(job, call) })
   await job.moveToDelayed(p.until, token)
   logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
   if (await isWoken()) await job.promote().catch(() => {})
@@ -284,7 +285,7 @@ async function parkWithoutJob(
   isWoken: () => Promise<boolean>,
   deps: ToolJobDeps,
 ): Promise<never> {
-  await log.calls.parkCall(fence, p.kind, p.until, true, parkedInTool(p))
+  await log.calls.parkCall(fence, p.kind, p.until, { withoutJob: true, inTool: parkedInTool(p) })
   job.opts.removeOnComplete = true
   await job.moveToCompleted(null, token ?? '', false)
   logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked without its job')

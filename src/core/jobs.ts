@@ -1,7 +1,8 @@
 /** A tool job's data (its queue names its harness, the job's name is the tool's name). */
 export interface ToolJobData {
-  sessionId: string
-  toolCallId: string
+  /** Absent in the data of a job that parked delayed (its id names the session and the call: formats.ts toolJobId). */
+  sessionId?: string
+  toolCallId?: string
   input: unknown
   /** The turn whose batch holds this call; absent for runTool. */
   inputId?: string

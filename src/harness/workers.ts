@@ -72,7 +72,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
         lanes.run(() =>
           // the span names the session and call of the job's id, which its data cannot change
           callAttemptSpan(
-            () => ({ ...job.data, ...parseToolJobId(job.id ?? ''), name: job.name }),
+            () => ({ ...job.data, ...(parseToolJobId(job.id ?? '') ?? { sessionId: '', toolCallId: '' }), name: job.name }),
             () =>
               locks.holding(job, token, (lock) =>
                 processToolJob(job, token, {
@@ -115,13 +115,15 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
     worker.on('error', backOffOnErrors(worker, logger))
     worker.on('failed', (job, err) => {
       const data = job?.data
+      // a parked tool job's data names neither its session nor its call: its id does
+      const ids = parseToolJobId(job?.id ?? '')
       logger.warn(
         {
           err,
           queue: worker.name,
           jobId: job?.id,
-          sessionId: data?.sessionId,
-          toolCallId: data && 'toolCallId' in data ? data.toolCallId : undefined,
+          sessionId: ids?.sessionId ?? data?.sessionId,
+          toolCallId: ids?.toolCallId,
           inputId: data?.inputId,
           attempt: job?.attemptsMade,
         },

@@ -15,6 +15,7 @@ import {
   type CallOwner,
   type CallState,
   type Fence,
+  type ParkOptions,
   type RequestBegin,
   type StepRetryState,
 } from './callState.js'
@@ -195,17 +196,17 @@ export class CallLedger {
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 
-  /**
-   * Marks the attempt parked (sleep/ask/event): its next begin is a planned resume, not a cut.
-   * `withoutJob`: its job ends now, so its wake-up time goes to the shard's event timers (eventTimers.ts).
-   * `inTool`: the tool itself parks (it began: R19 keeps a cancelled `never` call), not its limit or approval.
-   */
-  async parkCall(fence: Fence, kind: SuspendedKind, until: number, withoutJob = false, inTool = true): Promise<void> {
+  /** Marks the attempt parked (sleep/ask/event): its next begin is a planned resume, not a cut (ParkOptions: how). */
+  async parkCall(fence: Fence, kind: SuspendedKind, until: number, options: ParkOptions = {}): Promise<void> {
     const record = encodeRecord({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
     const { toolCallId, epoch } = fence
+    const { withoutJob = false, inTool = true, job } = options
     const timerMember = withoutJob ? openMember(this.stream.sessionId, toolCallId) : ''
-    const args = { toolCallId, epoch, record, timerMember, until, inTool: inTool ? ('1' as const) : ('' as const) }
-    const reply = await this.stream.script(scripts.parkCall, { keys: this.stream.scriptKeys, args }, true)
+    const flag = inTool ? ('1' as const) : ('' as const)
+    const args = { toolCallId, epoch, record, timerMember, until, inTool: flag, jobId: job?.id ?? '', jobData: job?.data ?? '' }
+    // without a job to slim, any key of the session's slot stands in for it (the script does not touch it)
+    const keys = { ...this.stream.scriptKeys, job: job?.key ?? this.stream.keys.calls }
+    const reply = await this.stream.script(scripts.parkCall, { keys, args }, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
 

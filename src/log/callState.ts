@@ -43,6 +43,23 @@ export interface CallOwner {
   version?: string
 }
 
+/** How a call parks (CallLedger.parkCall). */
+export interface ParkOptions {
+  /** Its job ends now: its wake-up time goes to the shard's event timers (eventTimers.ts). */
+  withoutJob?: boolean
+  /** The tool itself parks (the default; it began: R19 keeps a cancelled `never` call), not its limit or its approval. */
+  inTool?: boolean
+  /** The BullMQ job that waits delayed, slimmed in the same write (includes/slimJob.lua). */
+  job?: ParkedJob
+}
+
+/** A parked call's BullMQ job as the log names it: its hash's key, its id, the data it keeps while parked (JSON). */
+export interface ParkedJob {
+  key: string
+  id: string
+  data: string
+}
+
 /** What a fenced write names: the call and the attempt's epoch. */
 export interface Fence {
   toolCallId: string

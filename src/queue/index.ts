@@ -17,6 +17,6 @@ export {
 } from './enqueue.js'
 export { createQueues, HarnessQueues } from './queues.js'
 export { wakeCallByName } from './wake.js'
-export { enqueueParkedCall, wakeEventWait, type ToolQueueOf } from './parked.js'
+export { enqueueParkedCall, parkedToolJob, wakeEventWait, type ToolQueueOf } from './parked.js'
 export { clearFinishedTurn } from './finished.js'
 export { pauseQueues, resumeQueues, queuesPaused } from './pause.js'

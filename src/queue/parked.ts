@@ -1,5 +1,5 @@
 import { Job, type Queue } from 'bullmq'
-import { clearEventTimer, eventTimerOf, toolJobId, type SessionLog } from '../log/index.js'
+import { clearEventTimer, eventTimerOf, toolJobId, type ParkedJob, type SessionLog } from '../log/index.js'
 import type { ToolJobData } from '../core/index.js'
 import { toolJob } from './enqueue.js'
 
@@ -39,4 +39,17 @@ export async function wakeEventWait(tools: Queue<ToolJobData>, log: SessionLog, 
   const job = await Job.fromId(tools, toolJobId(log.sessionId, toolCallId))
   if (job) return void (await job.promote().catch(() => {}))
   if ((await eventTimerOf(log.stream, toolCallId)) !== null) await enqueueParkedCall(log, toolCallId, () => tools)
+}
+
+/**
+ * A tool job about to wait delayed, as its park slims its hash (parkCall.lua, includes/slimJob.lua):
+ * its data keeps what the job's id does not name, the call's input, turn and trace (a woken job
+ * begins with the ids of its id: src/call/loggedCall.ts). docs/decisions/parked-call-memory.md.
+ */
+export function parkedToolJob(job: Job<ToolJobData>, call: Omit<ToolJobData, 'sessionId' | 'toolCallId' | 'mark'>): ParkedJob {
+  const data: ToolJobData = { input: call.input }
+  if (call.inputId !== undefined) data.inputId = call.inputId
+  if (call.inputTooLarge !== undefined) data.inputTooLarge = call.inputTooLarge
+  if (call.traceparent !== undefined) data.traceparent = call.traceparent
+  return { key: `${job.queueQualifiedName}:${job.id}`, id: job.id ?? '', data: JSON.stringify(data) }
 }

@@ -81,11 +81,15 @@ describe('session log: fencing', () => {
     await log.calls.saveStep(current, 'first', 1, stepRecord('c1', 'first', 1))
     await log.calls.stageRecords(current, [{ type: 'app.note', n: 1 }])
 
+    // a job hash the park would slim (includes/slimJob.lua): a fenced park leaves it as it is
+    const job = { key: `${log.stream.keys.calls}-job`, id: 'call|s1|YzE', data: '{"input":1}' }
+    await redis.hset(job.key, 'data', '{"sessionId":"s1","toolCallId":"c1","input":1}', 'opts', '{"jobId":"call|s1|YzE","attempts":5}')
     const snapshot = async () => ({
       xlen: await redis.xlen(log.stream.keys.log),
       steps: await redis.hlen(log.stream.keys.steps),
       staged: await redis.llen(log.calls.stagedKey('c1')),
       calls: await redis.hgetall(log.stream.keys.calls),
+      job: await redis.hgetall(job.key),
     })
     const before = await snapshot()
     expect(before).toMatchObject({ steps: 1, staged: 1 })
@@ -95,7 +99,7 @@ describe('session log: fencing', () => {
       ['saveStep', () => log.calls.saveStep(stale, 'second', 2, stepRecord('c1', 'second', 2))],
       ['stageRecords', () => log.calls.stageRecords(stale, [{ type: 'app.note', n: 2 }])],
       ['landResult', () => log.calls.landResult(stale, 'charge', { result: 'stale' })],
-      ['parkCall', () => log.calls.parkCall(stale, 'sleep', Date.now() + 60_000)],
+      ['parkCall', () => log.calls.parkCall(stale, 'sleep', Date.now() + 60_000, { job })],
     ]
     for (const [what, attempt] of attempts) {
       const error = await attempt().then(
@@ -135,7 +139,7 @@ describe('session log: call states (issue 29: the state and the names in two fie
     const fields = await redis.hgetall(log.stream.keys.calls)
     expect(JSON.parse(fields['c1']!)).toEqual({ s: 'running', e: 1, a: 1, r: 'safe' })
     expect(JSON.parse(fields['c1\0names']!)).toEqual(['charge', 'shop', 'h-0123456789ab'])
-    await log.calls.parkCall({ toolCallId: 'c1', epoch: 1 }, 'event', Date.now() + 60_000, true)
+    await log.calls.parkCall({ toolCallId: 'c1', epoch: 1 }, 'event', Date.now() + 60_000, { withoutJob: true })
     for (const value of Object.values(await redis.hgetall(log.stream.keys.calls))) expect(Buffer.byteLength(value)).toBeLessThanOrEqual(64)
     expect(await redis.object('ENCODING', log.stream.keys.calls)).toBe('listpack')
     expect(await log.calls.getCall('c1')).toEqual({
@@ -599,6 +603,36 @@ describe('session log: call lifecycle (beginCall)', () => {
     ])
     // the parked attempt's epoch is stale now
     await expect(log.calls.parkCall({ toolCallId: 'c1', epoch: 1 }, 'sleep', until)).rejects.toBeInstanceOf(FencedError)
+  })
+
+  it('a park slims the hash of its delayed job: the data it is given, the options without the job id wherever it stands, every other field kept', async () => {
+    const log = new SessionLog(redis, prefixFor('slim-job'), 's1')
+    const id = 'call|s1|YzE'
+    const data = `{"sessionId":"s1","toolCallId":"${'c'.repeat(100)}","input":1}`
+    const cases: Array<[string, string]> = [
+      [`{"jobId":"${id}","attempts":5}`, '{"attempts":5}'],
+      [`{"attempts":5,"jobId":"${id}","priority":3}`, '{"attempts":5,"priority":3}'],
+      [`{"attempts":5,"jobId":"${id}"}`, '{"attempts":5}'],
+      [`{"jobId":"${id}"}`, '{}'],
+    ]
+    for (const [i, [opts, slimmed]] of cases.entries()) {
+      await log.calls.beginCall(`c${i}`, 'nap', 'safe')
+      const job = { key: `${log.stream.keys.calls}-job${i}`, id, data: '{"input":1}' }
+      await redis.hset(job.key, 'name', 'nap', 'data', data, 'opts', opts, 'ats', '1', 'stc', '2')
+      expect(await redis.object('ENCODING', job.key)).toBe('hashtable')
+      await log.calls.parkCall({ toolCallId: `c${i}`, epoch: 1 }, 'sleep', Date.now() + 60_000, { job })
+      expect(await redis.hgetall(job.key)).toEqual({ name: 'nap', data: '{"input":1}', opts: slimmed, ats: '1', stc: '2' })
+      // written anew: every value fits, so Redis keeps it as a listpack again
+      expect(await redis.object('ENCODING', job.key)).toBe('listpack')
+    }
+    // another value over 64 B (a failed attempt's stack trace): the two fields are set in place
+    await log.calls.beginCall('c9', 'nap', 'safe')
+    const job = { key: `${log.stream.keys.calls}-job9`, id, data: '{"input":1}' }
+    const stacktrace = JSON.stringify(['x'.repeat(100)])
+    await redis.hset(job.key, 'data', data, 'opts', `{"jobId":"${id}"}`, 'stacktrace', stacktrace)
+    await log.calls.parkCall({ toolCallId: 'c9', epoch: 1 }, 'sleep', Date.now() + 60_000, { job })
+    expect(await redis.hgetall(job.key)).toEqual({ data: '{"input":1}', opts: '{}', stacktrace })
+    expect(await redis.object('ENCODING', job.key)).toBe('hashtable')
   })
 
   it('a park gives back the unused bytes of a one-node log: the same entries and ids, and a blocked follower reads on', async () => {

@@ -334,7 +334,7 @@ describe("the call state's t: what a rerun keeps of a 'never' call (landResult, 
     expect((await stateOf(log, 'own')).t).toBeUndefined()
     // a park for its limit or its approval: the tool did not begin; a cancel keeps what the park said
     await log.calls.beginCall('queued', 'notify', 'never')
-    await log.calls.parkCall({ toolCallId: 'queued', epoch: 1 }, 'limit', Date.now() + 60_000, false, false)
+    await log.calls.parkCall({ toolCallId: 'queued', epoch: 1 }, 'limit', Date.now() + 60_000, { inTool: false })
     await log.calls.cancelCall({ toolCallId: 'queued', epoch: 1 }, 'notify', [], error('cancelled').error)
     expect((await stateOf(log, 'queued')).t).toBeUndefined()
     await log.calls.beginCall('slept', 'notify', 'never')

@@ -4,12 +4,13 @@ import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createHarnessHost, type HarnessHost, type Session } from '../../src/index.js'
-import type { HarnessRecordType, LogEntry, RecordOf } from '../../src/log/index.js'
+import { toolJobId, type HarnessRecordType, type LogEntry, type RecordOf } from '../../src/log/index.js'
+import { toolQueueName } from '../../src/queue/index.js'
 import type { RedisServerHandle } from '../../src/testing/index.js'
 import { questionIdOf } from '../../src/tool/index.js'
 import { shop } from '../fixtures/shop.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
-import { cleanupPrefix, getRedisUrl, startPrivateRedis, uniquePrefix } from '../rig.js'
+import { cleanupPrefix, getRedisUrl, queuePrefix, startPrivateRedis, uniquePrefix } from '../rig.js'
 
 const silent = pino({ level: 'silent' })
 const entryMs = (id: string) => Number(id.split('-')[0])
@@ -144,10 +145,19 @@ describe('a sleep across a Redis restart (R7)', () => {
     const call = s.runTool({ name: 'nap', input: { ms: 3000 }, toolCallId: 'nap-aof' }, { timeoutMs: 40_000 })
     call.catch(() => {})
     await worker.waitFor(parkedLine('nap-aof'))
+    // the park slimmed the delayed job's hash (includes/slimJob.lua): the restart brings it back as it was
+    const admin = new Redis(server.url, { maxRetriesPerRequest: null })
+    admin.on('error', () => {})
+    const jobKey = `${queuePrefix(prefix, 'aof-nap')}:${toolQueueName(shop.name)}:${toolJobId('aof-nap', 'nap-aof')}`
+    await waitUntil(async () => Number(await admin.hget(jobKey, 'delay')) > 0, 'the job delayed')
+    const parkedJob = await admin.hgetall(jobKey)
+    expect(JSON.parse(parkedJob.data!)).toEqual({ input: { ms: 3000 } })
 
     await server.kill()
     await new Promise((r) => setTimeout(r, 300))
     await server.restart()
+    expect(await admin.hgetall(jobKey)).toEqual(parkedJob)
+    admin.disconnect()
 
     expect(((await call) as { slept: number }).slept).toBeGreaterThanOrEqual(3000)
     await worker.waitFor(landedLine('nap-aof'))

@@ -125,8 +125,17 @@ export const stageRecords = defineScript({
 
 export const parkCall = defineScript({
   name: 'parkCall',
-  keys: ['calls', 'log', 'eventTimers'],
-  args: { toolCallId: text, epoch: num, record: text, timerMember: text, until: num, inTool: arg<'1' | ''>() },
+  keys: ['calls', 'log', 'eventTimers', 'job'],
+  args: {
+    toolCallId: text,
+    epoch: num,
+    record: text,
+    timerMember: text,
+    until: num,
+    inTool: arg<'1' | ''>(),
+    jobId: text,
+    jobData: text,
+  },
   reply: reply<['ok'] | Fenced>(),
 })
 
