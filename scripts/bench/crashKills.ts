@@ -2,8 +2,9 @@
 // default durability (lockMs 8 s, stalledMs 5 s), concurrency 1 each, and one `hang` call that never
 // ends by itself. Each kill SIGKILLs the worker whose attempt runs the call; the figure is the time
 // from the SIGKILL to the next attempt's `harness.tool.started` record (reason 'rerun', the stream
-// id is Redis's clock; same machine). Before each kill a replacement worker has started, so two
-// workers are idle when the runner dies.
+// id is Redis's clock; same machine). Before each kill a replacement worker has started and the two
+// idle workers have been up at least UP_MS (a process checks others once its connection is 5 s old:
+// src/liveness/deadWorkers.ts), as in a deployment whose workers are not all starting.
 import { Redis } from 'ioredis'
 import { createHarnessHost, WaitTimeoutError } from '../../src/index.js'
 import { toolJobId, type RecordOf } from '../../src/log/index.js'
@@ -23,12 +24,18 @@ export interface CrashKills {
 const MODULE = 'scripts/bench/crashHarness.ts'
 const WORKERS = 3
 const WAIT_MS = 120_000
+const UP_MS = 6_000
 
 export async function measureCrashKills(redisUrl: string, options: { kills?: number; progress?: Progress } = {}): Promise<CrashKills> {
   const kills = options.kills ?? 20
   const progress = options.progress ?? stderrProgress
   const prefix = benchPrefix('kills')
-  const spawn = () => spawnWorker({ redisUrl, prefix, module: MODULE, concurrency: 1, env: { LOG_LEVEL: 'debug' } })
+  const up = new Map<WorkerProcess, number>()
+  const spawn = async () => {
+    const worker = await spawnWorker({ redisUrl, prefix, module: MODULE, concurrency: 1, env: { LOG_LEVEL: 'debug' } })
+    up.set(worker, Date.now())
+    return worker
+  }
   const workers: WorkerProcess[] = []
   const host = createHarnessHost({ redis: redisUrl, harnesses: [crashHarness], prefix, logger: silentLogger })
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
@@ -56,6 +63,8 @@ export async function measureCrashKills(redisUrl: string, options: { kills?: num
       const runner = await poll(async () => workers.find(running), `the worker running attempt ${attempt}`)
       // the attempt's first step is replayed before its wait: give it a moment to get there
       await pause(300)
+      const idleUp = Math.min(...workers.filter((w) => w !== runner).map((w) => up.get(w)!))
+      await pause(Math.max(0, idleUp + UP_MS - Date.now()))
       const killedAt = Date.now()
       await runner.kill('SIGKILL')
       workers.splice(workers.indexOf(runner), 1)

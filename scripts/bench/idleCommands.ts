@@ -16,17 +16,37 @@ export interface IdleCommands {
   sent: Record<string, number>
   /** Commands a second Redis ran, those inside scripts included. */
   ranPerSecond: number
+  /** Ran commands a second by command name. */
+  ran: Record<string, number>
 }
 
 const MODULE = 'scripts/bench/crashHarness.ts'
 const OWN = new Set(['info', 'config|resetstat', 'config', 'monitor'])
 
-export async function measureIdleCommands(options: { seconds?: number; progress?: Progress } = {}): Promise<IdleCommands> {
+/** Row 4c: an idle worker's commands with worker liveness on (the default) and off, one after the other. */
+export async function measureIdle(
+  options: { quick?: boolean; progress?: Progress } = {},
+): Promise<{ on: IdleCommands; off: IdleCommands }> {
+  const seconds = options.quick ? 15 : 60
+  const on = await measureIdleCommands({ seconds, progress: options.progress })
+  const off = await measureIdleCommands({ seconds, progress: options.progress, env: { DH_WORKER_LIVENESS: 'off' } })
+  return { on, off }
+}
+
+export async function measureIdleCommands(
+  options: { seconds?: number; progress?: Progress | undefined; env?: Record<string, string> } = {},
+): Promise<IdleCommands> {
   const seconds = options.seconds ?? 60
   const progress = options.progress ?? stderrProgress
   const server = await startRedisServer({ appendonly: false })
   const reader = new Redis(server.url, { maxRetriesPerRequest: 1 })
-  const worker = await spawnWorker({ redisUrl: server.url, prefix: 'idle', module: MODULE, concurrency: 10, env: { LOG_LEVEL: 'info' } })
+  const worker = await spawnWorker({
+    redisUrl: server.url,
+    prefix: 'idle',
+    module: MODULE,
+    concurrency: 10,
+    env: { LOG_LEVEL: 'info', ...options.env },
+  })
   try {
     // its first moments (script loads, the first fetches, the shard claim) are not idle
     await pause(5_000)
@@ -37,12 +57,12 @@ export async function measureIdleCommands(options: { seconds?: number; progress?
       sent[name] = (sent[name] ?? 0) + 1 / seconds
     })
     await reader.config('RESETSTAT')
-    progress(`[idle] counting an idle worker's commands for ${seconds} s`)
+    progress(`[idle] counting an idle worker's commands for ${seconds} s ${JSON.stringify(options.env ?? {})}`)
     await pause(seconds * 1000)
     monitor.close()
     const ran = parseCommandStats(await reader.info('commandstats'), seconds)
     const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0)
-    return { seconds, sentPerSecond: sum(sent), sent, ranPerSecond: sum(ran) }
+    return { seconds, sentPerSecond: sum(sent), sent, ranPerSecond: sum(ran), ran }
   } finally {
     await worker.kill('SIGKILL')
     reader.disconnect()
@@ -72,7 +92,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const r = await measureIdleCommands({ seconds: process.argv.includes('--seconds') ? seconds : 60 })
   const round = (n: number) => Number(n.toFixed(3))
   const sent = Object.fromEntries(Object.entries(r.sent).map(([k, v]) => [k, round(v)]))
-  console.log(
-    JSON.stringify({ seconds: r.seconds, sentPerSecond: round(r.sentPerSecond), ranPerSecond: round(r.ranPerSecond), sent }, null, 1),
-  )
+  const ran = Object.fromEntries(Object.entries(r.ran).map(([k, v]) => [k, round(v)]))
+  const { seconds: s, sentPerSecond, ranPerSecond } = r
+  console.log(JSON.stringify({ seconds: s, sentPerSecond: round(sentPerSecond), ranPerSecond: round(ranPerSecond), sent, ran }, null, 1))
 }

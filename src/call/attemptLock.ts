@@ -12,12 +12,17 @@ const doubtMs = (lockMs: number) => Math.ceil(lockMs / 10)
 
 /**
  * What makes a worker process doubt every job lock it holds, whatever their time left: the connection
- * its locks are renewed on closed, or its event loop stalled. Another process may then have found it
- * gone and moved its jobs (src/liveness/): a lock last known held before the doubt is confirmed again.
+ * its locks are renewed on closed, so another process may have found it gone and moved its jobs
+ * (src/liveness/). A lock last known held before the doubt is confirmed again.
  */
 export interface LockDoubt {
   /** When the process last had cause to doubt its locks (ms; 0: never). */
   doubtedAt(): number
+  /**
+   * After a stall of the event loop (a pause, a long GC): resolves once the loop has read what came
+   * meanwhile (a closed connection is seen before a timer's code goes on); undefined when none.
+   */
+  caughtUp(): Promise<void> | undefined
 }
 
 /**
@@ -77,9 +82,16 @@ export class AttemptLock implements AttemptHold {
   /** Undefined (no promise, no await) while the lock is surely held: the check runs before every side effect. */
   confirm(): Promise<void> | undefined {
     if (this.lostError) throw this.lostError
-    const sure = Date.now() < this.heldUntil - doubtMs(this.lockMs)
-    if (sure && (!this.doubt || this.heldSince > this.doubt.doubtedAt())) return undefined
-    return this.confirmInDoubt()
+    if (Date.now() >= this.heldUntil - doubtMs(this.lockMs)) return this.confirmInDoubt()
+    if (!this.doubt) return undefined
+    const caughtUp = this.doubt.caughtUp()
+    if (!caughtUp) return this.doubted() ? this.confirmInDoubt() : undefined
+    return caughtUp.then(() => (this.doubted() ? this.confirmInDoubt() : undefined))
+  }
+
+  /** The process doubted its locks since this lock was last known held. */
+  private doubted(): boolean {
+    return this.doubt !== undefined && this.heldSince <= this.doubt.doubtedAt()
   }
 
   private async confirmInDoubt(): Promise<void> {

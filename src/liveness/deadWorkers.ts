@@ -15,11 +15,12 @@ import { countRecovery } from '../telemetry/index.js'
 import { ProcessLiveness, STALL_MS } from './processLiveness.js'
 
 /**
- * How long a process must be seen without a connection before its jobs move: longer than the owner
- * takes to notice its own connection closed (a loop that never stalls past STALL_MS does within
- * about that) and to reconnect after a blip.
+ * How long a process must be seen without a connection before its jobs move: longer than its owner
+ * takes to notice its own connection closed (a loop that never stalls past STALL_MS reads its sockets
+ * within about that; after a longer stall it reads them before its next side effect) and to
+ * reconnect after a blip.
  */
-export const GONE_GRACE_MS = 2 * STALL_MS
+export const GONE_GRACE_MS = STALL_MS + 300
 /** How long a look claims a shard's check (the next look of any process after it checks again). */
 const CLAIM_MS = 900
 /** After Redis (or this process's link to it) came back, the processes that were connected need time to reconnect. */

@@ -7,7 +7,7 @@ import { isCluster, type RedisClient } from '../log/index.js'
 
 /** How often the event loop's ticker runs, and the gap between two ticks that counts as a stall. */
 const TICK_MS = 100
-export const STALL_MS = 250
+export const STALL_MS = 200
 
 /**
  * Whether worker liveness is on: `option` when given (HostOptions.workerLiveness), else
@@ -30,8 +30,9 @@ export function workerLivenessEnabled(option: boolean | undefined, env = process
  * lock tokens begin with `dh-live-<id>-`: a job whose token names a process with no connection left
  * belongs to a process that is gone (SIGKILL, OOM: its sockets close at once; a paused or partitioned
  * process keeps them). It is also this process's doubt of its own locks: once its command connection
- * closed or its event loop stalled, another process may have found it gone, so each lock is confirmed
- * again before the next side effect (attemptLock.ts).
+ * closed, another process may have found it gone, so each lock is confirmed again before the next
+ * side effect (attemptLock.ts); after a stall of its event loop, a side effect first waits for the
+ * loop to read what came meanwhile, so a close during a pause is seen before the paused code goes on.
  */
 export class ProcessLiveness implements LockDoubt {
   readonly id = randomBytes(8).toString('hex')
@@ -41,6 +42,7 @@ export class ProcessLiveness implements LockDoubt {
   readonly tokenPrefix = `${this.connectionName}-`
   private doubted = 0
   private lastTick = Date.now()
+  private stalled = false
   private readyAt: number | undefined
   private ticker: NodeJS.Timeout | undefined
   private watched = 0
@@ -52,10 +54,14 @@ export class ProcessLiveness implements LockDoubt {
   }
 
   doubtedAt(): number {
-    const now = Date.now()
-    // a confirm on a loop that has just woken (a pause, a long GC) runs before the ticker sees the gap
-    if (this.ticker && now - this.lastTick > STALL_MS) this.doubted = now
     return this.doubted
+  }
+
+  caughtUp(): Promise<void> | undefined {
+    // woken from a stall, the loop runs its due timers before it reads its sockets: a setImmediate
+    // callback runs after that read, so a connection that closed meanwhile has been seen by then
+    if (!this.ticker || (!this.stalled && Date.now() - this.lastTick <= STALL_MS)) return undefined
+    return new Promise<void>((resolve) => setImmediate(resolve))
   }
 
   /** Whether this process's connection has been up at least `ms` (right after a reconnect, other processes may still be reconnecting). */
@@ -65,7 +71,7 @@ export class ProcessLiveness implements LockDoubt {
 
   /**
    * Watches `redis`, the host's command connection, while workers run: its close casts doubt on every
-   * lock, and so does a stall of the event loop (a ticker every TICK_MS); returns the unwatch.
+   * lock; a ticker every TICK_MS notes stalls of the event loop (caughtUp); returns the unwatch.
    */
   watch(redis: RedisClient): () => void {
     const nodes = new Set<Redis>()
@@ -95,7 +101,11 @@ export class ProcessLiveness implements LockDoubt {
     this.lastTick = Date.now()
     this.ticker = setInterval(() => {
       const now = Date.now()
-      if (now - this.lastTick > STALL_MS) this.doubted = now
+      // a stall is over once the loop has read its sockets (after the timers: setImmediate)
+      if (now - this.lastTick > STALL_MS && !this.stalled) {
+        this.stalled = true
+        setImmediate(() => (this.stalled = false))
+      }
       this.lastTick = now
     }, TICK_MS)
     this.ticker.unref()

@@ -3,7 +3,7 @@
   timers that are due, and, when the look claims the shard's liveness look for this moment, the jobs
   other worker processes hold in the shard's active lists, with their lock's token and expiry, for the
   check whether those processes are still connected (src/liveness/deadWorkers.ts). An idle shard (no
-  active job) costs one EXISTS more than the timers alone. The queue keys are BullMQ's, given by
+  timer, no active job) costs one EXISTS. The queue keys are BullMQ's, given by
   src/lane/bullmqInternals.ts; all keys share the shard's hash tag (one slot on a Cluster).
 
   Input:
@@ -25,13 +25,13 @@ local timersKey, claimKey = KEYS[1], KEYS[2]
 local now, limit, claimMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local livePrefix, own, maxJobs = ARGV[4], ARGV[5], tonumber(ARGV[6])
 
-local due = {}
-if limit > 0 then due = redis.call('ZRANGEBYSCORE', timersKey, '-inf', now, 'LIMIT', 0, limit) end
-local held = {}
+local due, held = {}, {}
 local queues = #KEYS - 2
-if claimMs < 0 or queues == 0 then return {due, held, 0} end
--- an empty list does not exist: one EXISTS says whether any queue has an active job
-if redis.call('EXISTS', unpack(KEYS, 3)) == 0 then return {due, held, 1} end
+local liveness = claimMs >= 0 and queues > 0
+-- an empty sorted set or list does not exist: one EXISTS says whether there is anything to look at
+if redis.call('EXISTS', timersKey, unpack(KEYS, 3)) == 0 then return {due, held, liveness and 1 or 0} end
+if limit > 0 then due = redis.call('ZRANGEBYSCORE', timersKey, '-inf', now, 'LIMIT', 0, limit) end
+if not liveness then return {due, held, 0} end
 if claimMs > 0 and not redis.call('SET', claimKey, own, 'NX', 'PX', claimMs) then return {due, held, 0} end
 for q = 1, queues do
   local prefix = ARGV[6 + q]
