@@ -33,7 +33,7 @@ export async function measureIdle(
   return { on, off }
 }
 
-export async function measureIdleCommands(
+async function measureIdleCommands(
   options: { seconds?: number; progress?: Progress | undefined; env?: Record<string, string> } = {},
 ): Promise<IdleCommands> {
   const seconds = options.seconds ?? 60

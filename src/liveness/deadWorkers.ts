@@ -20,7 +20,7 @@ import { ProcessLiveness, STALL_MS } from './processLiveness.js'
  * within about that; after a longer stall it reads them before its next side effect) and to
  * reconnect after a blip.
  */
-export const GONE_GRACE_MS = STALL_MS + 300
+const GONE_GRACE_MS = STALL_MS + 300
 /** How long a look claims a shard's check (the next look of any process after it checks again). */
 const CLAIM_MS = 900
 /** After Redis (or this process's link to it) came back, the processes that were connected need time to reconnect. */

@@ -1,2 +1,2 @@
-export { DeadWorkers, GONE_GRACE_MS } from './deadWorkers.js'
+export { DeadWorkers } from './deadWorkers.js'
 export { ProcessLiveness, workerLivenessEnabled } from './processLiveness.js'

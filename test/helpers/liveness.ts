@@ -15,7 +15,7 @@ const LIVENESS_ON = 'worker liveness on: other worker processes move its jobs at
 const ARMED_MS = 6_000
 
 /** The connection name a worker process announced. */
-export async function connectionOf(worker: WorkerProcess): Promise<string> {
+async function connectionOf(worker: WorkerProcess): Promise<string> {
   const line = await worker.waitFor((l) => l.msg === LIVENESS_ON, patient(30_000))
   return String(line.connection)
 }
