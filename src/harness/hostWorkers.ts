@@ -100,7 +100,7 @@ export function startHostWorkers(
   const { liveness } = host
   const openWork = new OpenWork(host.redis, host.prefix, shards)
   // a worker process that is gone (its connections closed) has its jobs moved at once (src/liveness/)
-  let dead = liveness && new DeadWorkers({ redis: host.redis, shards, openWork, liveness, logger })
+  let dead = liveness && new DeadWorkers({ redis: host.redis, openWork, liveness, logger })
   const unwatch = liveness?.watch(host.redis)
   const workers = host.all.flatMap((harness) =>
     serving.flatMap((shard) => {

@@ -29,6 +29,8 @@ const RECONNECT_MS = 5_000
 const MAX_JOBS = 1_000
 const REASON = 'worker process gone: job moved back to wait'
 const LOG_EVERY_MS = 60_000
+/** How long one listing of the nodes' connections serves the looks of a pass (well under GONE_GRACE_MS). */
+const LISTING_MS = 100
 
 interface Suspect {
   token: string
@@ -38,7 +40,6 @@ interface Suspect {
 
 export interface DeadWorkersDeps {
   redis: RedisClient
-  shards: number
   openWork: OpenWork
   liveness: ProcessLiveness
   logger: Logger
@@ -48,8 +49,8 @@ export interface DeadWorkersDeps {
  * Finds the jobs of worker processes that are gone and moves them back to wait at once, without
  * waiting for their locks to expire (docs/recovery.md, docs/decisions/worker-liveness.md). Each look
  * of a shard (the workers' event-timer look, once a second: no command of its own) lists the jobs
- * other processes hold in its active lists; their processes' connections are checked by name on
- * the shard's node (CLIENT LIST). A process seen without any connection on two checks at least
+ * other processes hold in its active lists; their processes' connections are looked for by name on
+ * every node (CLIENT LIST). A process seen without any connection on two checks at least
  * GONE_GRACE_MS apart, whose lock was not renewed in between, is gone: each of its jobs is moved as
  * BullMQ's stalled check moves a job whose lock expired (reclaimJob.lua), and the next attempt is
  * fenced as after any crash (R10, R11).
@@ -60,6 +61,7 @@ export class DeadWorkers {
   private readonly rechecks = new Map<number, NodeJS.Timeout>()
   private untrusted = false
   private listFailedAt = 0
+  private listed: { at: number; nodes: Promise<NamedConnection[][]> } | undefined
   private closed = false
 
   constructor(private readonly deps: DeadWorkersDeps) {}
@@ -90,26 +92,26 @@ export class DeadWorkers {
   /** The jobs a look at `shard` found held by other processes: checks their processes, moves the jobs of gone ones. */
   async seen(shard: number, held: readonly HeldJob[]): Promise<void> {
     if (held.length === 0 || this.closed) return void this.suspects.delete(shard)
-    const { redis, shards, liveness, logger } = this.deps
-    let connections: NamedConnection[]
+    const { liveness, logger } = this.deps
+    let nodes: NamedConnection[][]
     try {
-      connections = await namedConnections(redis, shard, shards)
+      nodes = await this.listing()
     } catch (err) {
       if (Date.now() - this.listFailedAt > LOG_EVERY_MS)
         logger.warn({ err, shard }, 'worker liveness: CLIENT LIST failed; dead workers wait for their locks meanwhile')
       this.listFailedAt = Date.now()
       return
     }
-    const own = connections.filter((c) => c.name === liveness.connectionName)
-    if (own.length === 0) {
-      // our own name is missing: names are not kept here (a proxy, CLIENT SETNAME refused); trust none
+    const own = nodes.map((connections) => connections.filter((c) => c.name === liveness.connectionName))
+    if (own.some((mine) => mine.length === 0)) {
+      // our own name is missing (a node lists the very connection it answers on): names are not kept there; trust none
       logger.warn({ shard }, 'worker liveness: Redis does not show this process by its connection name; dead workers wait for their locks')
       this.untrusted = true
       return
     }
-    // Redis restarted or failed over lately (our own connections there are young): the others may still be reconnecting
-    if (Math.max(...own.map((c) => c.ageS)) * 1000 < RECONNECT_MS) return
-    const live = new Set(connections.map((c) => c.name))
+    // a node restarted or was promoted lately (our own connections there are young): the others may still be reconnecting
+    if (own.some((mine) => Math.max(...mine.map((c) => c.ageS)) * 1000 < RECONNECT_MS)) return
+    const live = new Set(nodes.flat().map((c) => c.name))
     const now = Date.now()
     const before = this.suspects.get(shard) ?? new Map<string, Suspect>()
     const still = new Map<string, Suspect>()
@@ -125,6 +127,13 @@ export class DeadWorkers {
     }
     this.suspects.set(shard, still)
     if (still.size > 0) this.recheck(shard)
+  }
+
+  /** Every node's named connections, one listing for the looks of a moment (several shards in one pass). */
+  private listing(): Promise<NamedConnection[][]> {
+    const now = Date.now()
+    if (!this.listed || now - this.listed.at > LISTING_MS) this.listed = { at: now, nodes: namedConnections(this.deps.redis) }
+    return this.listed.nodes
   }
 
   /** Looks at the shard again once its suspects' grace is over (a look of its own, not claimed). */

@@ -20,7 +20,7 @@ function crc16(text: string): number {
 }
 
 /** The Cluster slot of a hash tag's content. */
-export function tagSlot(tag: string): number {
+function tagSlot(tag: string): number {
   return crc16(tag) % SLOTS
 }
 

@@ -2,7 +2,6 @@ import type { Redis } from 'ioredis'
 import { StorageError } from '../errors/index.js'
 import { isCluster, type RedisClient } from './client.js'
 import { runScript, scripts } from './commands/index.js'
-import { shardTag, tagSlot } from './shards.js'
 
 /**
  * The Redis side of the check for gone worker processes (src/liveness/): which connections a node
@@ -47,16 +46,18 @@ export interface NamedConnection {
   ageS: number
 }
 
-/** The named connections of the node that serves shard `shard` (on one Redis: that Redis). */
-export async function namedConnections(redis: RedisClient, shard: number, shards: number): Promise<NamedConnection[]> {
-  const node = isCluster(redis) ? nodeOfShard(redis, shard, shards) : redis
-  let listing: unknown
+/**
+ * The named connections of every node: on one Redis, that Redis; on a Cluster, every master and
+ * replica the client knows (a process paused through a failover keeps its connections to the old
+ * master, now a replica, and to the other masters).
+ */
+export async function namedConnections(redis: RedisClient): Promise<NamedConnection[][]> {
+  const nodes: Redis[] = isCluster(redis) ? redis.nodes('all') : [redis]
   try {
-    listing = await node.client('LIST')
+    return await Promise.all(nodes.map(async (node) => parseClientList(String(await node.client('LIST')))))
   } catch (error) {
-    throw new StorageError('CLIENT LIST (is a worker process gone?)', `(shard ${shard})`, error)
+    throw new StorageError('CLIENT LIST (is a worker process gone?)', '(all sessions)', error)
   }
-  return parseClientList(String(listing))
 }
 
 /** `id=1 addr=… name=dh-live-… age=12 …` lines → the named connections. */
@@ -67,16 +68,6 @@ export function parseClientList(listing: string): NamedConnection[] {
     if (name) out.push({ name, ageS: Number(/ age=(\d+)/.exec(line)?.[1] ?? 0) })
   }
   return out
-}
-
-/** The master that serves the shard's slot, as the Cluster's slot map says; the first master when the map has none yet. */
-function nodeOfShard(cluster: import('ioredis').Cluster, shard: number, shards: number): Redis {
-  const key = cluster.slots[tagSlot(shardTag(shard, shards))]?.[0]
-  const masters = cluster.nodes('master')
-  const node = masters.find((n) => `${n.options.host}:${n.options.port}` === key) ?? masters[0]
-  if (!node)
-    throw new StorageError('CLIENT LIST (is a worker process gone?)', `(shard ${shard})`, new Error('the Cluster has no master yet'))
-  return node
 }
 
 /** The names this process's connections carry on every node it reaches (CLIENT GETNAME): undefined where a node has none. */
