@@ -35,7 +35,7 @@ describe('a worker process that is gone', () => {
     expect(started.map((e) => e.record)).toMatchObject([{ reason: 'fresh' }, { reason: 'rerun', attempt: 2 }])
     // the lock had at least lockMs / 2 left (renewed every lockMs / 2): the lease could not have moved it yet
     expect(entryMs(started[1]!) - killedAt).toBeLessThan(LOCK_MS / 2)
-    expect(await ctx.redis.mget(keys().a, keys().b)).toEqual(['1', '1'])
+    expect([await ctx.redis.get(keys().a), await ctx.redis.get(keys().b)]).toEqual(['1', '1'])
     expect(survivor.lines.some((l) => l.msg === GONE && l.toolCallId === 'k-call')).toBe(true)
   })
 
@@ -99,7 +99,7 @@ describe('a worker process stopped (SIGSTOP) for twice its lock', () => {
     await until(async () => Date.now() - stoppedAt >= 2 * lockMs, 'twice the lock to pass')
     stopped.proc.kill('SIGCONT')
     await stopped.waitFor((l) => l.toolCallId === 's-call' && l.msg === LOCK_LOST, patient(30_000))
-    expect(await ctx.redis.mget(keys().a, keys().b)).toEqual(['1', '1'])
+    expect([await ctx.redis.get(keys().a), await ctx.redis.get(keys().b)]).toEqual(['1', '1'])
     expect(records(await session.log.read(), 'harness.tool.result')).toHaveLength(1)
   })
 })
