@@ -22,6 +22,7 @@ export default defineConfig({
       'test/integration/sleepAsk.test.ts',
       'test/integration/parkedJob.test.ts',
       'test/integration/recovery.test.ts',
+      'test/integration/liveness.test.ts',
       'test/integration/events.test.ts',
       'test/integration/followers.test.ts',
       'test/integration/httpHandler.test.ts',

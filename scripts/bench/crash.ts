@@ -12,6 +12,7 @@ import { toolJobId } from '../../src/log/index.js'
 import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { spawnWorker, type WorkerProcess } from '../../src/testing/index.js'
 import { crashHarness } from './crashHarness.js'
+import { measureCrashKills, type CrashKills } from './crashKills.js'
 import { benchPrefix, deletePrefix, pause, silentLogger, stderrProgress, summarize, type Progress, type Summary } from './lib.js'
 
 /** One crash, in ms from the SIGKILL. */
@@ -36,6 +37,8 @@ interface CrashSetting {
 
 export interface CrashResult {
   settings: CrashSetting[]
+  /** Row 4b: a series of kills at the default durability (crashKills.ts). */
+  kills: CrashKills
 }
 
 const MODULE = 'scripts/bench/crashHarness.ts'
@@ -60,7 +63,7 @@ export async function measureCrash(redisUrl: string, options: { quick?: boolean;
     const samples = details.map((d) => d.rerunMs)
     out.push({ name: s.name, lockMs: s.lockMs, stalledMs: s.stalledMs, samples, details, summary: summarize(samples) })
   }
-  return { settings: out }
+  return { settings: out, kills: await measureCrashKills(redisUrl, { kills: options.quick ? 5 : 20, progress }) }
 }
 
 async function sample(redisUrl: string, env: Record<string, string>, boundMs: number): Promise<CrashSample> {

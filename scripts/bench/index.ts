@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,events,retention,turns-index]`
+// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index]`
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
 // `npm run bench -- --against <git ref> [--rounds 5] [--rows …]`: A/B of this tree against a commit (against.ts)
 //
@@ -20,6 +20,7 @@ import { measureAppendThroughput } from './appendThroughput.js'
 import { measureCrash } from './crash.js'
 import { measureEvents } from './events.js'
 import { measureEventWaits } from './eventWaits.js'
+import { measureIdle } from './idleCommands.js'
 import { redisVersion, stderrProgress } from './lib.js'
 import { measureParked } from './parked.js'
 import { measureRetention } from './retention.js'
@@ -42,6 +43,7 @@ const MEASUREMENTS = [
   'parked',
   'event-waits',
   'crash',
+  'idle',
   'events',
   'retention',
   'turns-index',
@@ -205,6 +207,7 @@ async function main(): Promise<void> {
       parked: () => measureParked(url, { parked: quick ? 1_000 : 10_000, sleeps: quick ? 200 : 1_000, progress }),
       'event-waits': () => measureEventWaits(url, { waits: quick ? 1_000 : 10_000, wakes: quick ? 50 : 200, progress }),
       crash: () => measureCrash(url, { quick, progress }),
+      idle: () => measureIdle({ quick, progress }),
       events: () => measureEvents(url, { quick, progress }),
       retention: () => measureRetention(url, { quick, progress }),
       'turns-index': () => measureTurnsIndex(url, { quick, progress }),
@@ -270,6 +273,7 @@ type Results = {
   parked?: Awaited<ReturnType<typeof measureParked>>
   'event-waits'?: Awaited<ReturnType<typeof measureEventWaits>>
   crash?: Awaited<ReturnType<typeof measureCrash>>
+  idle?: Awaited<ReturnType<typeof measureIdle>>
   events?: Awaited<ReturnType<typeof measureEvents>>
   retention?: Awaited<ReturnType<typeof measureRetention>>
   'turns-index'?: Awaited<ReturnType<typeof measureTurnsIndex>>
@@ -462,7 +466,24 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       const figure = `SIGKILL -> rerun, ${s.name}: max of ${s.samples.length} (p50)`
       atMost('4', figure, `${ms(s.summary.max)} (${ms(s.summary.p50)})`, `lockMs + stalledMs ${bound} ms`, s.summary.max / bound, 1)
     }
+    const { kills, workers, summary } = r.crash.kills
+    const figure = `SIGKILL -> rerun over ${kills} kills, default durability, ${workers} workers: p50 (p99)`
+    atMost('4b', figure, `${ms(summary.p50)} (${ms(summary.p99)})`, 'target p50 1500 ms', summary.p50 / 1500, 1)
   } else missing('4', 'SIGKILL -> rerun', '<= 1x', 'crash')
+
+  // 4c. what worker liveness costs an idle worker: its commands a second, on against off
+  if (r.idle) {
+    const { on, off } = r.idle
+    const rate = (c: typeof on) => `${c.sentPerSecond.toFixed(2)}/s sent (${c.ranPerSecond.toFixed(2)}/s ran)`
+    atMost(
+      '4c',
+      "an idle worker's Redis commands/s, worker liveness on: sent (ran)",
+      rate(on),
+      `off: ${rate(off)}`,
+      on.sentPerSecond / off.sentPerSecond,
+      1.1,
+    )
+  } else missing('4c', "an idle worker's Redis commands/s", '<= 1.1x', 'idle')
 
   // 5. parked calls: absolute targets (the design gives them in bytes and ms)
   if (r.parked) {

@@ -144,7 +144,9 @@ export const chaos = defineHarness({
   tools: [checkout, notify, lookup, nap],
   // the default policy, faster: 0.2^12 to run out
   turn: { onModelError: retryTransientErrors({ maxRetries: 12, baseDelayMs: 200, maxDelayMs: 2_000 }) },
-  durability: { lockMs: 1000, stalledMs: 500 },
+  // CHAOS_LOCK_MS (the --liveness variant: 30 s): a killed worker's jobs then run again soon only when
+  // the other workers find it gone (docs/recovery.md)
+  durability: { lockMs: Number(process.env.CHAOS_LOCK_MS ?? 1000), stalledMs: 500 },
 })
 
 export default chaos

@@ -1,4 +1,9 @@
-// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults]`
+// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults] [--liveness]`
+//
+// --liveness: the workers' lock is 30 s (CHAOS_LOCK_MS), so a killed worker's calls and turns run again
+// soon only when the other workers find it gone (worker liveness, docs/recovery.md): the run must
+// move jobs of gone workers, and must never find the paused worker gone (its connections stay open;
+// with that lock its pause does not outlast it, so it makes no zombie either).
 //
 // --provider-faults: the provider fails 20% of its requests at random (faults.ts: timeouts, 500/502/503,
 // dropped connections, some after the side effect was applied), and so does the model, which then is a
@@ -82,6 +87,7 @@ function parseArgs(argv: string[]) {
   const cluster = argv.includes('--cluster')
   const wait = argv.includes('--wait')
   const providerFaults = argv.includes('--provider-faults')
+  const liveness = argv.includes('--liveness')
   if (quick) Object.assign(opts, { calls: 200, kills: 8, deadlineS: 180 })
   const flags: Record<string, keyof typeof opts> = {
     '--calls': 'calls',
@@ -92,10 +98,10 @@ function parseArgs(argv: string[]) {
   }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
-    if (arg === '--quick' || arg === '--cluster' || arg === '--wait' || arg === '--provider-faults') continue
+    if (['--quick', '--cluster', '--wait', '--provider-faults', '--liveness'].includes(arg)) continue
     if (arg === '--help' || arg === '-h') {
       process.stdout.write(
-        'npm run chaos -- [--quick] [--calls N] [--kills N] [--workers N] [--concurrency N] [--deadline SECONDS] [--cluster [--wait]] [--provider-faults]\n',
+        'npm run chaos -- [--quick] [--calls N] [--kills N] [--workers N] [--concurrency N] [--deadline SECONDS] [--cluster [--wait]] [--provider-faults] [--liveness]\n',
       )
       process.exit(0)
     }
@@ -112,7 +118,7 @@ function parseArgs(argv: string[]) {
     process.stderr.write('chaos: --workers and --calls must be at least 1\n')
     process.exit(2)
   }
-  return { ...opts, cluster, wait, providerFaults }
+  return { ...opts, cluster, wait, providerFaults, liveness }
 }
 
 const opts = parseArgs(process.argv.slice(2))
@@ -204,6 +210,8 @@ interface Worker {
   /** Woke from the pause: its 'superseded' lines are the zombie's writes refused by fencing, its 'lost its job lock' lines its attempts stopped before a side effect. */
   zombie: boolean
   killedByUs: boolean
+  /** Its command connection's name (worker liveness), from its log. */
+  connection?: string
 }
 
 const counters = {
@@ -220,7 +228,11 @@ const counters = {
   spawnFailures: 0,
   sweeps: 0,
   sweepErrors: 0,
+  goneMoves: 0,
+  pausedFoundGone: 0,
 }
+/** The connection names of the workers paused (a job of theirs moved as gone is a finding). */
+const pausedConnections = new Set<string>()
 let sweepAvailable = false
 const sweepRepairs: string[] = []
 
@@ -234,6 +246,12 @@ function scan(worker: Worker): void {
     if (typeof line.msg === 'string' && line.msg.includes('lost its job lock')) {
       counters.lockLostLines++
       if (worker.zombie) counters.zombieLockLost++
+    }
+    if (line.msg === 'worker liveness on: other worker processes move its jobs at once if it is gone')
+      worker.connection = String(line.connection)
+    if (line.msg === 'worker process gone: job moved back to wait') {
+      counters.goneMoves++
+      if (pausedConnections.has(String(line.owner))) counters.pausedFoundGone++
     }
   }
   worker.w.lines.length = 0
@@ -286,6 +304,7 @@ const workerEnv = {
   BILLING_URL: billing.url,
   LOG_LEVEL: 'info',
   ...(opts.providerFaults ? { CHAOS_FAULT_RATE: String(FAULT_RATE), CHAOS_MODEL_URL: `${billing.url}/v1` } : {}),
+  ...(opts.liveness ? { CHAOS_LOCK_MS: '30000' } : {}),
 }
 process.stderr.write(
   `chaos: ${allTurns.length} turns x ${CALLS_PER_TURN} calls in ${sessions.length} sessions,` +
@@ -413,6 +432,8 @@ async function chaosLoop(): Promise<void> {
     if (!pauseDone && Date.now() >= pauseAt && live.length >= 2) {
       const victim = pick(live)
       victim.paused = true
+      scan(victim)
+      if (victim.connection) pausedConnections.add(victim.connection)
       victim.w.proc.kill('SIGSTOP')
       counters.pauses++
       pauseDone = true
@@ -687,6 +708,12 @@ const rows: Row[] = [
   ['sweeper passes (in-process)', sweepAvailable ? `${counters.sweeps} (errors ${counters.sweepErrors})` : 'n/a (host.sweep not there)'],
   ['  repairs made by them', sweepRepairs.length ? `${sweepRepairs.length}: ${[...new Set(sweepRepairs)].join(', ')}` : '0'],
   ['workers that died on their own', `${counters.crashedWorkers}`, counters.crashedWorkers === 0],
+  [
+    `jobs of gone workers moved (worker liveness${opts.liveness ? ', lock 30 s' : ''})`,
+    `${counters.goneMoves}`,
+    ...(opts.liveness ? [counters.goneMoves > 0] : []),
+  ] as Row,
+  ['  of the paused worker (never: it was alive)', `${counters.pausedFoundGone}`, counters.pausedFoundGone === 0],
   ['provider: charges / invoices / mails / lookups', `${stats.charges} / ${stats.invoices} / ${stats.mails} / ${stats.lookups}`],
   ['replayed keys (safe re-runs, refused: harmless)', replayed],
   ...(opts.providerFaults ? faultRows() : []),

@@ -11,6 +11,21 @@ import type { AttemptHold } from '../tool/index.js'
 const doubtMs = (lockMs: number) => Math.ceil(lockMs / 10)
 
 /**
+ * What makes a worker process doubt every job lock it holds, whatever their time left: the connection
+ * its locks are renewed on closed, so another process may have found it gone and moved its jobs
+ * (src/liveness/). A lock last known held before the doubt is confirmed again.
+ */
+export interface LockDoubt {
+  /** When the process last had cause to doubt its locks (ms; 0: never). */
+  doubtedAt(): number
+  /**
+   * After a stall of the event loop (a pause, a long GC): resolves once the loop has read what came
+   * meanwhile (a closed connection is seen before a timer's code goes on); undefined when none.
+   */
+  caughtUp(): Promise<void> | undefined
+}
+
+/**
  * What one tool (or turn) job attempt knows of its BullMQ lock: until when it is surely held. BullMQ set the
  * lock in moveToActive for lockMs, sent at `job.processedOn` (our clock, before Redis set it); every
  * renewal holds it from the time the renewal was sent. `confirm` costs nothing while the lock is surely
@@ -19,6 +34,8 @@ const doubtMs = (lockMs: number) => Math.ceil(lockMs / 10)
  */
 export class AttemptLock implements AttemptHold {
   private heldUntil: number
+  /** When the newest sign that the lock is held was sent (the fetch, a renewal, an extendLock). */
+  private heldSince: number
   private lostError: LockLostError | null = null
   private extending: Promise<void> | undefined
 
@@ -28,9 +45,11 @@ export class AttemptLock implements AttemptHold {
     private readonly lockMs: number,
     /** A tool job's attempt (default) or a turn job's. */
     private readonly of: 'tool call' | 'turn' = 'tool call',
+    private readonly doubt?: LockDoubt,
   ) {
     // no processedOn (not from moveToActive): unknown, so the first side effect confirms it
-    this.heldUntil = (job.processedOn ?? 0) + lockMs
+    this.heldSince = job.processedOn ?? 0
+    this.heldUntil = this.heldSince + lockMs
   }
 
   get lost(): LockLostError | null {
@@ -40,6 +59,7 @@ export class AttemptLock implements AttemptHold {
   /** A renewal sent at `sentAt` extended the lock by `durationMs`. */
   renewed(sentAt: number, durationMs: number): void {
     this.heldUntil = Math.max(this.heldUntil, sentAt + durationMs)
+    this.heldSince = Math.max(this.heldSince, sentAt)
   }
 
   /** The lock is known lost: nothing of this attempt runs or is written from here on. */
@@ -62,8 +82,16 @@ export class AttemptLock implements AttemptHold {
   /** Undefined (no promise, no await) while the lock is surely held: the check runs before every side effect. */
   confirm(): Promise<void> | undefined {
     if (this.lostError) throw this.lostError
-    if (Date.now() < this.heldUntil - doubtMs(this.lockMs)) return undefined
-    return this.confirmInDoubt()
+    if (Date.now() >= this.heldUntil - doubtMs(this.lockMs)) return this.confirmInDoubt()
+    if (!this.doubt) return undefined
+    const caughtUp = this.doubt.caughtUp()
+    if (!caughtUp) return this.doubted() ? this.confirmInDoubt() : undefined
+    return caughtUp.then(() => (this.doubted() ? this.confirmInDoubt() : undefined))
+  }
+
+  /** The process doubted its locks since this lock was last known held. */
+  private doubted(): boolean {
+    return this.doubt !== undefined && this.heldSince <= this.doubt.doubtedAt()
   }
 
   private async confirmInDoubt(): Promise<void> {
@@ -96,13 +124,15 @@ export class AttemptLocks {
     private readonly lockMs: number,
     /** The attempts of tool jobs (default) or of turn jobs. */
     private readonly of: 'tool call' | 'turn' = 'tool call',
+    /** The process's doubt of its locks (src/liveness/), if another process may move its jobs. */
+    private readonly doubt?: LockDoubt,
   ) {}
 
   /** Runs one attempt with its lock, known to renewals while it runs (none without a token: nothing to confirm). */
   async holding<T>(job: Job, token: string | undefined, work: (lock: AttemptLock | undefined) => Promise<T>): Promise<T> {
     if (!token || job.id === undefined) return work(undefined)
     const key = `${job.id}\0${token}`
-    const lock = new AttemptLock(job, token, this.lockMs, this.of)
+    const lock = new AttemptLock(job, token, this.lockMs, this.of, this.doubt)
     this.held.set(key, lock)
     try {
       return await work(lock)

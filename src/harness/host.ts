@@ -17,20 +17,23 @@ import {
   type Question,
   type RedisClient,
 } from '../log/index.js'
-import { connectionErrorLogger, probeRedis, resolveRedis, type RedisConnection } from './connection.js'
+import { connectionErrorLogger, probeRedis, resolveRedis } from './connection.js'
 import { createQueues, type HarnessQueues } from '../queue/index.js'
 import { createLocalLane, localLaneEnabled } from '../lane/index.js'
 import { startHostWorkers, type WorkersHandle } from './hostWorkers.js'
+import type { HostOptions } from './hostOptions.js'
+import { isVerifiedBullmq } from '../lane/index.js'
+import { ProcessLiveness, workerLivenessEnabled } from '../liveness/index.js'
 import { settleWithin, type CloseOptions, type CloseResult } from './workers.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/sweeper.js'
-import { retainOnce, retentionOf, type RetentionOptions } from '../retention/index.js'
+import { retainOnce, retentionOf } from '../retention/index.js'
 import type { Harness } from './defineHarness.js'
 import { withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
 import { Session } from './session.js'
 import { sendEvent, type HostEvents } from './machineEvents.js'
 import { createSchedules, type HostSchedules } from './schedules.js'
-import { parseDuration, type Duration } from '../tool/index.js'
+import { parseDuration } from '../tool/index.js'
 import { hostOperations, type HostOperations } from './hostOps.js'
 import {
   harnessOf,
@@ -44,48 +47,7 @@ import {
   type SessionsFilter,
 } from '../ops/index.js'
 
-/** Options of `createHarnessHost`: where Redis is, the harnesses, the key prefix, shards, retention and a logger. */
-export interface HostOptions {
-  /**
-   * A redis:// or rediss:// URL, ioredis options, or a Redis Cluster: `{ cluster: nodes, options? }`, an
-   * ioredis `Cluster`, or a comma-separated list of node URLs (see RedisConnection).
-   */
-  redis: RedisConnection
-  /**
-   * Sessions map to this many shards by a stable hash of their id; each shard has its own queues,
-   * indexes and wake-up channel under its own hash tag (on a Cluster, they spread over the masters).
-   * Fixed per deployment (prefix): a host with another count is refused with ShardCountError.
-   * Default: DH_SHARDS, else 1.
-   */
-  shards?: number
-  /**
-   * Step and result writes wait for this many replicas (`WAIT replicas timeoutMs`, default 1 and 200 ms)
-   * before they count as done: with Redis's asynchronous replication a failover can otherwise lose the
-   * last writes a master acknowledged. Costs a replication round trip per step and result (docs/deploy.md).
-   */
-  waitReplicas?: { replicas?: number; timeoutMs?: number }
-  harnesses: ReadonlyArray<Harness>
-  /** Key prefix of every key this host writes. */
-  prefix?: string
-  logger?: Logger
-  /**
-   * How long a tool call attempt retries a write Redis refused (e.g. OOM) before its job fails and
-   * the call is picked up again as a cut (default 10 s). A write of ours never lands as a tool error.
-   */
-  writeRetryMs?: number
-  /** What is kept for how long (docs/retention.md); without it nothing of a session is removed. */
-  retention?: RetentionOptions
-  /** Machine events (`sendEvent`): how long an event no call waits for yet, and a seen event id, are kept (default '24h'). */
-  events?: { retention?: Duration }
-  /**
-   * The local lane (default: DH_LOCAL_LANE, else on): work this process starts, fetches and wakes for
-   * itself past BullMQ's public path (docs/harness.md). `false`: Queue.add and plain Worker fetches only.
-   * On, bullmq must be the version the lane was verified with, else UnverifiedBullmqError.
-   */
-  localLane?: boolean
-}
-
-export type { CloseOptions, CloseResult, WorkersHandle }
+export type { CloseOptions, CloseResult, HostOptions, WorkersHandle }
 
 /** What `createHarnessHost` returns: sessions (`open`), workers, the sweeper, and what operators see (`sessions`, `stats`, `queues`). */
 export interface HarnessHost extends HostEvents, HostSchedules, HostOperations {
@@ -147,10 +109,13 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const shards = options.shards ?? defaultShards()
   assertShards(shards)
   const lane = createLocalLane(localLaneEnabled(options.localLane))
+  // its command connection named, so other worker processes can tell when it is gone (src/liveness/)
+  const liveness = workerLivenessEnabled(options.workerLiveness) && isVerifiedBullmq() ? new ProcessLiveness() : undefined
   // lazy: nothing connects (or logs) until first use, so ready() can report an unreachable Redis in one line;
   // commands wait across a Redis restart or failover instead of failing (workers reconnect, no job lost)
   const target = resolveRedis(options.redis)
-  const redis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true }, { lazyConnect: true })
+  const named = liveness ? { connectionName: liveness.connectionName } : {}
+  const redis: RedisClient = target.open({ maxRetriesPerRequest: null, lazyConnect: true, ...named }, { lazyConnect: true })
   // the log's commands on a connection of their own (BullMQ's queues and workers keep `redis`); not
   // auto-pipelined: it measured +45% calls/s off on a quiet machine, no gain on a loaded one (issue 24;
   // docs/decisions/log-connection.md). runScript sends plain EVALSHA/EVAL, so turning it on again cannot break a pipeline
@@ -260,6 +225,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
           running,
           scheduleWorker: schedules.worker,
           lane,
+          liveness,
         },
         workerOptions,
       )

@@ -3,9 +3,10 @@ import type { Logger } from 'pino'
 import { CallAborts } from '../call/index.js'
 import { ConfigError } from '../errors/index.js'
 import type { Harness } from '../core/index.js'
-import { openMember, OpenWork, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
+import { openMember, OpenWork, ownConnectionNames, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
 import type { HarnessQueues } from '../queue/index.js'
-import type { LocalLane } from '../lane/index.js'
+import { nameAfterProcess, type LocalLane } from '../lane/index.js'
+import { DeadWorkers, type ProcessLiveness } from '../liveness/index.js'
 import type { Notifier } from './notifier.js'
 import { startEventTimerLoop } from './eventTimerLoop.js'
 import { startSweepTimer } from './sweepTimer.js'
@@ -46,6 +47,8 @@ export interface HostWorkersContext {
   scheduleWorker(): Worker
   /** The host's local lane (HostOptions.localLane). */
   lane: LocalLane
+  /** The host's name as a worker process, when worker liveness is on (HostOptions.workerLiveness). */
+  liveness: ProcessLiveness | undefined
 }
 
 /** Why a settle message's turn ended: its settled record's error message, else its outcome (never throws). */
@@ -60,6 +63,17 @@ function settledReason(payload: string): string {
   const error = 'error' in record && typeof record.error === 'object' && record.error !== null ? record.error : undefined
   if (error && 'message' in error && typeof error.message === 'string') return error.message
   return `Turn ${'outcome' in record && typeof record.outcome === 'string' ? record.outcome : 'settled'}.`
+}
+
+/** Whether every node this process reaches shows its command connection by its liveness name (CLIENT GETNAME). */
+async function namesKept(redis: RedisClient, liveness: ProcessLiveness, logger: Logger): Promise<boolean> {
+  const names = await ownConnectionNames(redis).catch(() => [undefined])
+  if (names.every((name) => name === liveness.connectionName)) {
+    logger.info({ connection: liveness.connectionName }, 'worker liveness on: other worker processes move its jobs at once if it is gone')
+    return true
+  }
+  logger.warn("worker liveness off: Redis did not keep this connection name (CLIENT SETNAME); a dead worker's jobs wait for their locks")
+  return false
 }
 
 /** `host.startWorkers()`: turn and tool workers of every harness on the served shards, and the sweep timer. */
@@ -83,9 +97,14 @@ export function startHostWorkers(
   for (const shard of serving)
     if (!Number.isInteger(shard) || shard < 0 || shard >= shards)
       throw new ConfigError(`startWorkers: shard ${JSON.stringify(shard)} does not exist (shards are 0 to ${shards - 1}).`)
+  const { liveness } = host
+  const openWork = new OpenWork(host.redis, host.prefix, shards)
+  // a worker process that is gone (its connections closed) has its jobs moved at once (src/liveness/)
+  let dead = liveness && new DeadWorkers({ redis: host.redis, openWork, liveness, logger })
+  const unwatch = liveness?.watch(host.redis)
   const workers = host.all.flatMap((harness) =>
-    serving.flatMap((shard) =>
-      startWorkerSet({
+    serving.flatMap((shard) => {
+      const set = startWorkerSet({
         harness,
         queues: host.queuesOf(harness),
         connection: host.redis,
@@ -100,21 +119,29 @@ export function startHostWorkers(
         logger,
         callMarks: host.callMarks,
         lane: host.lane,
+        doubt: liveness,
         ...(host.keepJobs ? { keepJobs: host.keepJobs } : {}),
-      }),
-    ),
+      })
+      dead?.watch(shard, set)
+      return set
+    }),
   )
+  const named = [...workers]
   if (serving.includes(0)) workers.push(host.scheduleWorker())
   // the workers take jobs once the shard count is known to match; a mismatch is logged and they stay idle
   let eventTimers: { stop(): void } | undefined
   let closing = false
   host.checkShards().then(
-    () => {
+    async () => {
+      // the workers' ids name this process in their lock tokens only where Redis keeps its connection's name
+      if (liveness && (await namesKept(host.redis, liveness, logger)))
+        for (const worker of named) nameAfterProcess(worker, liveness.tokenPrefix)
+      else dead = undefined
       for (const worker of workers)
         if (!worker.closing) worker.run().catch((err: unknown) => logger.error({ err, queue: worker.name }, 'worker stopped'))
       // the timeouts of the calls parked without a job (runTool event waits): the workers enqueue them when due
-      const openWork = new OpenWork(host.redis, host.prefix, shards)
-      if (!closing) eventTimers = startEventTimerLoop({ openWork, logFor: host.logFor, queuesByName: host.queuesByName, logger }, serving)
+      if (!closing)
+        eventTimers = startEventTimerLoop({ openWork, logFor: host.logFor, queuesByName: host.queuesByName, logger, dead }, serving)
     },
     (err: unknown) => logger.error({ err }, 'workers not started'),
   )
@@ -133,6 +160,8 @@ export function startHostWorkers(
       sweeper?.stop()
       closing = true
       eventTimers?.stop()
+      dead?.stop()
+      unwatch?.()
       unlisten()
       const result = await closeWorkers(workers, closeOptions)
       if (running.includes(handle)) running.splice(running.indexOf(handle), 1)

@@ -2,7 +2,7 @@ import { Worker, type ConnectionOptions } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import { isAuthFailure } from '../credentials.js'
-import { AttemptLocks, LockWatchingWorker, processToolJob, type CallAborts } from '../call/index.js'
+import { AttemptLocks, LockWatchingWorker, processToolJob, type CallAborts, type LockDoubt } from '../call/index.js'
 import type { Harness } from '../core/index.js'
 import { parseToolJobId, type CallMarks, type SessionLog } from '../log/index.js'
 import { bullPrefix, finishedJobs, toolQueueName, turnQueueName, type HarnessQueues, type TurnJobData } from '../queue/index.js'
@@ -32,6 +32,8 @@ export interface WorkerSetOptions {
   keepJobs?: { completedMs: number; failedMs: number }
   /** The host's local lane: the tool workers it makes, and whose new calls they take. */
   lane: LocalLane
+  /** The process's doubt of its job locks, when other processes may find it gone (src/liveness/). */
+  doubt?: LockDoubt | undefined
 }
 
 /**
@@ -60,7 +62,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   // landing goes there right before it, one round trip for both (not on a Cluster: a redirect could reorder them)
   const completesOn = connection instanceof Redis && !connection.isCluster ? connection : undefined
   // each attempt knows until when its job lock is surely held: a zombie runs no side effect (attemptLock.ts)
-  const locks = new AttemptLocks(harness.durability.lockMs)
+  const locks = new AttemptLocks(harness.durability.lockMs, 'tool call', options.doubt)
   // the tool queue's slots are split over lanes, each a BullMQ worker with its own fetch loop (laneSizes);
   // the lanes past the first fetch only while the queue is busy (fetchLanes.ts)
   const lanes = new FetchLanes()
@@ -98,7 +100,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
   local.serve(queues, shard, tools, completesOn)
   for (const lane of tools) lane.once('closing', () => lanes.stop())
   // a turn attempt makes a model call only while it holds its job lock (a paused worker's does not)
-  const turnLocks = new AttemptLocks(harness.durability.lockMs, 'turn')
+  const turnLocks = new AttemptLocks(harness.durability.lockMs, 'turn', options.doubt)
   const turns = new LockWatchingWorker<TurnJobData>(
     turnQueueName(harness.name),
     (job, token) =>

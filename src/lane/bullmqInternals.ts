@@ -1,14 +1,15 @@
 import { createRequire } from 'node:module'
 import type { Job, JobsOptions, Processor, Queue, Worker, WorkerOptions } from 'bullmq'
 import { UnverifiedBullmqError } from '../errors/index.js'
-import { dropStaleMarker, type JobStart, type RedisClient, type StartReply } from '../log/index.js'
+import { dropStaleMarker, type JobReclaim, type JobStart, type RedisClient, type StartReply } from '../log/index.js'
 import { LockWatchingWorker, type AttemptLocks } from '../call/index.js'
 import { afterSendTo } from './sendHooks.js'
 
 // The one module that knows BullMQ's private layout: the Worker members the lane overrides or reads
 // (mainLoopQueue, waiting, keys, toKey, moveToActive, nextJobFromJobData, callProcessJob, processJob,
-// the Job constructor), and the keys of the BullMQ structures startCall.lua and dropStaleMarker.lua
-// write. Checked against the BullMQ it was verified with (docs/decisions/local-lane-seam.md).
+// the Job constructor), the worker id its lock tokens begin with, and the keys of the BullMQ structures
+// startCall.lua, dropStaleMarker.lua, lookAtShard.lua and reclaimJob.lua read and write. Checked
+// against the BullMQ it was verified with (docs/decisions/local-lane-seam.md, docs/decisions/worker-liveness.md).
 
 /** The BullMQ versions these overrides and scripts were checked against (test/integration/laneContract.test.ts). */
 export const VERIFIED_BULLMQ = '6.7.x'
@@ -21,9 +22,41 @@ function versionOf(manifest: unknown): string {
   return typeof version === 'string' ? version : 'unknown'
 }
 
+/** Whether `version` is in VERIFIED_BULLMQ. */
+export const isVerifiedBullmq = (version = installedBullmq): boolean => /^6\.7\.\d+$/.test(version)
+
 /** Throws UnverifiedBullmqError unless `version` is in VERIFIED_BULLMQ (a local lane is on only then). */
 export function assertVerifiedBullmq(version = installedBullmq): void {
-  if (!/^6\.7\.\d+$/.test(version)) throw new UnverifiedBullmqError(version, VERIFIED_BULLMQ)
+  if (!isVerifiedBullmq(version)) throw new UnverifiedBullmqError(version, VERIFIED_BULLMQ)
+}
+
+/** The lock tokens of a worker named after its process (nameAfterProcess) begin with this. */
+export const LIVE_TOKEN = 'dh-live-'
+
+let named = 0
+
+/**
+ * Names `worker` after its process, before it runs: every lock token a BullMQ worker takes is
+ * `<worker id>:<n>` (its loop's fetches, and the lane's `:now`/`:start` ones), so a job's lock then
+ * says which process holds it (src/liveness/; laneContract.test.ts checks the token's form).
+ */
+export function nameAfterProcess(worker: Worker, processPrefix: string): void {
+  Object.assign(worker, { id: `${processPrefix}${named++}` })
+}
+
+/** The active list of `worker`'s queue and its job keys' prefix (a job's lock is `<prefix><jobId>:lock`). */
+export function activeListOf(worker: Worker): { active: string; queuePrefix: string } | undefined {
+  const { active } = worker.keys
+  return active ? { active, queuePrefix: worker.toKey('') } : undefined
+}
+
+/** reclaimJob.lua's keys for job `jobId` of `worker`'s queue, and the queue's maxStalledCount (BullMQ's stalled check's). */
+export function reclaimOf(worker: Worker, jobId: string): JobReclaim | undefined {
+  const { active, wait, stalled, meta, marker, events } = worker.keys
+  if (!active || !wait || !stalled || !meta || !marker || !events) return undefined
+  const job = worker.toKey(jobId)
+  const keys = { job, lock: `${job}:lock`, active, wait, stalled, meta, marker, events }
+  return { keys, maxStalledCount: worker.opts.maxStalledCount ?? 1 }
 }
 
 /** BullMQ's fetch loop's queue of fetches and running jobs (Worker's private `mainLoopQueue`). */

@@ -59,3 +59,12 @@ export {
 export { storedOpenCalls, moveWakeTime, type StoredCall } from './storedCalls.js'
 export { LimitStore, type LimitBounds, type LimitKeyState, type SlotReply } from './limitStore.js'
 export { dropStaleMarker, type QueueMarkerKeys } from './queueMarker.js'
+export {
+  namedConnections,
+  ownConnectionNames,
+  reclaimJob,
+  type HeldJob,
+  type JobReclaim,
+  type LivenessLook,
+  type NamedConnection,
+} from './workerLiveness.js'

@@ -82,6 +82,8 @@ export function indexKeys(prefix: string, shard: number, shards: number) {
      */
     eventTimers: `${base}:event-timers`,
     corrupt: `${base}:corrupt-sessions`,
+    /** String, PX: the worker process that looks at the shard's active jobs for gone processes this moment (lookAtShard.lua). */
+    lookClaim: `${base}:liveness-look`,
     /** Hash: sweeper repairs by reason, counted for operators (`harness stats`, metrics). */
     recoveries: `${base}:recoveries`,
     /**

@@ -1,8 +1,10 @@
 import type { RedisClient } from './client.js'
 import { StorageError } from '../errors/index.js'
+import { runScript, scripts } from './commands/index.js'
 import { parseMember } from './formats.js'
 import { indexKeys, type IndexKeys } from './keys.js'
 import { shardOf } from './shards.js'
+import { heldJobs, type HeldJob, type LivenessLook } from './workerLiveness.js'
 
 /** One item of an open-work index. */
 export interface OpenItem {
@@ -39,6 +41,25 @@ export class OpenWork {
       out.push(...toItems(await this.run(`list ${index}`, () => this.redis.zrangebyscore(key, '-inf', before, 'LIMIT', 0, limit))))
     }
     return out
+  }
+
+  /**
+   * One look at a shard (lookAtShard.lua): its event timers due by `now`, at most `limit`, and with
+   * `liveness`, the jobs other worker processes hold in its active lists (src/liveness/); `looked`:
+   * whether they were looked at (not when another process claimed this moment's look).
+   */
+  async look(
+    shard: number,
+    now: number,
+    limit: number,
+    liveness?: LivenessLook,
+  ): Promise<{ due: OpenItem[]; held: HeldJob[]; looked: boolean }> {
+    const { eventTimers, lookClaim } = this.keys[shard]!
+    const keys = { eventTimers, lookClaim, active: liveness?.active ?? [] }
+    const { claimMs = -1, livePrefix = '', own = '', maxJobs = 0, queuePrefixes = [] } = liveness ?? {}
+    const args = { now, limit, claimMs, livePrefix, own, maxJobs, queuePrefixes }
+    const [due, held, looked] = await this.run('look at shard', () => runScript(this.redis, scripts.lookAtShard, { keys, args }))
+    return { due: toItems(due), held: heldJobs(held), looked: looked === 1 }
   }
 
   /** A page of items by rank over all shards, oldest first. */

@@ -43,7 +43,7 @@ const limitWaitSeconds = new Histogram({
 })
 const recoveries = new Counter({
   name: 'harness_recoveries_total',
-  help: 'Sweeper repairs made by this process, by reason.',
+  help: "Repairs made by this process (the sweeper's, and a gone worker process's jobs moved back to wait), by reason.",
   labelNames: ['reason'] as const,
   registers: [registry],
 })

@@ -13,6 +13,27 @@ export const dropStaleMarker = defineScript({
   reply: reply<0 | 1>(),
 })
 
+/**
+ * A worker process's look at a shard (its due event timers, and the jobs other processes hold in its
+ * active lists); and the move of a gone process's job back to wait as BullMQ's stalled check moves it
+ * (src/liveness/deadWorkers.ts, the keys from src/lane/bullmqInternals.ts).
+ */
+export const lookAtShard = defineScript({
+  name: 'lookAtShard',
+  keys: ['eventTimers', 'lookClaim'],
+  args: { now: num, limit: num, claimMs: num, livePrefix: text, own: text, maxJobs: num },
+  trailingKeys: 'active',
+  trailingArgs: 'queuePrefixes',
+  reply: reply<[due: string[], held: Array<string | number>, looked: 0 | 1]>(),
+})
+
+export const reclaimJob = defineScript({
+  name: 'reclaimJob',
+  keys: ['job', 'lock', 'active', 'wait', 'stalled', 'meta', 'marker', 'events'],
+  args: { jobId: text, token: text, expiresAt: num, maxStalledCount: num },
+  reply: reply<0 | 1>(),
+})
+
 /** The state of one key of one limit (R17), in the limit's own slot. */
 const limitKeys = ['slots', 'waiting', 'starts', 'keysIndex', 'handed'] as const
 const bounds = { leaseMs: num, concurrency: num, rateLimit: num, perMs: num, key: text, idleMs: num }

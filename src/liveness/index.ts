@@ -1,0 +1,2 @@
+export { DeadWorkers } from './deadWorkers.js'
+export { ProcessLiveness, workerLivenessEnabled } from './processLiveness.js'
