@@ -24,7 +24,7 @@ const MAX_TOKENS = 8_000
 const SYSTEM = 'You answer questions about the shop.'
 
 /** The input tokens of one turn's model call, with and without compaction. */
-export interface TokensRow {
+interface TokensRow {
   turn: number
   compacted: number
   plain: number

@@ -31,7 +31,7 @@ export function readLines<T>(prefix: string, what: 'calls' | 'summaries'): T[] {
 }
 
 /** Prompts carry their session: `[<sessionId>] question <n> ...`. */
-export const sessionOfPrompt = (text: string) => /^\[([^\]]+)\]/.exec(text)?.[1] ?? ''
+const sessionOfPrompt = (text: string) => /^\[([^\]]+)\]/.exec(text)?.[1] ?? ''
 
 const main = scriptedModel(
   Array.from({ length: 1_000 }, () => ({ messages }: { messages: ModelMessage[] }) => {

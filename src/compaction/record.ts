@@ -7,7 +7,7 @@ type Compaction = RecordOf<'harness.compaction'>
 export const CLEARED_RESULT = '[tool result cleared to save context]'
 
 /** The marker of turns no summary covers (evictOldest). */
-export function omittedMarker(turns: number): string {
+function omittedMarker(turns: number): string {
   return `[${turns} earlier ${turns === 1 ? 'turn' : 'turns'} of this conversation ${turns === 1 ? 'is' : 'are'} not shown.]`
 }
 
@@ -27,7 +27,7 @@ export function compactionText(record: Pick<Compaction, 'summary' | 'omitted'>):
 }
 
 /** A turn as a compaction names it: its input's id and stream id. */
-export interface TurnRef {
+interface TurnRef {
   inputId: string
   entryId: string
 }

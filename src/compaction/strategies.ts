@@ -33,7 +33,7 @@ export interface KeepRecentOptions {
 }
 
 /** The instructions of the default summary call. */
-export const SUMMARY_PROMPT =
+const SUMMARY_PROMPT =
   'You write the summary of the earlier part of a conversation between a user and an assistant that uses tools, ' +
   "so the assistant can go on without those messages. Keep what the rest of the conversation needs: the user's goals, " +
   'constraints and preferences, decisions taken, facts learned from tools (ids, numbers, names, results), ' +
@@ -64,7 +64,7 @@ export function lastTurnToCut(input: CompactionInput, keep: number): number {
 }
 
 /** The turns as plain text for a summary call: the summary before them first, then each message by its role. */
-export function transcriptOf(turns: ReadonlyArray<CompactionTurn>, previous?: string): string {
+function transcriptOf(turns: ReadonlyArray<CompactionTurn>, previous?: string): string {
   const lines: string[] = []
   if (previous) lines.push(`Summary of the conversation before:\n${previous}`, '')
   for (const message of turns.flatMap((t) => t.messages)) {
@@ -106,7 +106,8 @@ export function summarizeOldest(options: SummarizeOldestOptions): CompactionStra
   if (options.cut !== undefined && options.cut !== 'turn')
     throw new CompactionConfigError('summarizeOldest', `cut must be 'turn', got ${JSON.stringify(options.cut)}`)
   const { summarize } = options
-  if (summarize !== undefined && typeof summarize !== 'function' && (summarize as { kind?: unknown })?.kind !== 'text')
+  const isAdapter = typeof summarize === 'object' && summarize !== null && Reflect.get(summarize, 'kind') === 'text'
+  if (summarize !== undefined && typeof summarize !== 'function' && !isAdapter)
     throw new CompactionConfigError(
       'summarizeOldest',
       'summarize must be a @tanstack/ai text adapter or a function that returns the summary',

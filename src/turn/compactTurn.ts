@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import { overflowSizes } from '../compaction/index.js'
+import { causeText } from '../errors/base.js'
 import type { Harness } from '../core/index.js'
 import type { LogEntry, RecordOf, SessionLog } from '../log/index.js'
 import type { AttemptHold } from '../tool/index.js'
@@ -114,7 +115,7 @@ export async function healContextOverflow(t: TurnCompaction, error: ModelCallErr
   if (compactedBefore) return fail('again after a compaction')
   const outcome = await runCompaction(run(t, 'overflow', t.signal))
   if (outcome.status === 'nothing') return fail('and there was nothing left to compact')
-  if (outcome.status === 'failed') return fail(`and the compaction failed (${String((outcome.error as Error)?.message ?? outcome.error)})`)
+  if (outcome.status === 'failed') return fail(`and the compaction failed (${causeText(outcome.error)})`)
   return outcomeStep(t, outcome)
 }
 

@@ -2,7 +2,7 @@ import { CLEARED_RESULT, compactionText } from '../compaction/index.js'
 import { compareIds, isRecord, type LogEntry, type RecordOf } from '../log/index.js'
 
 /** A turn before the running one, as the view shows it: its input and where its block lies in `entries`. */
-export interface ViewTurn {
+interface ViewTurn {
   inputId: string
   /** The stream id of its `harness.input`. */
   entryId: string

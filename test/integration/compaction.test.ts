@@ -18,6 +18,8 @@ import { buildMessages } from '../../src/turn/model.js'
 import { turnView } from '../../src/turn/view.js'
 import { SessionLog, type LogEntry } from '../../src/log/index.js'
 import { quiet, useInProcessHosts } from '../helpers/hosts.js'
+import { createHarnessHandler } from '../../src/http/index.js'
+import { Timeline } from '../../src/timeline/items.js'
 import { records, until } from '../helpers/log.js'
 import { rigClient } from '../rig.js'
 import { runCompaction } from '../../src/turn/compact.js'
@@ -194,6 +196,36 @@ describe('compaction in process', () => {
     await session.settled(inputId)
     expect(seen.at(-1)![0]!.content).toMatch(/^Summary of the earlier conversation:\n\d+ messages$/)
     expect(rebuiltViews(await session.log.conversation())).toEqual(seen)
+
+    // over HTTP: POST control { op: 'compact' } compacts with the caller as principal (nothing left here)
+    const handler = createHarnessHandler({ host, harness, authorize: () => ({ id: 'ops@http' }) })
+    const control = (body: object) =>
+      handler(
+        new Request('http://dh.test/api/control', {
+          method: 'POST',
+          body: JSON.stringify(body),
+          headers: { 'content-type': 'application/json' },
+        }),
+      )
+    for (let i = 0; i < 6; i++) {
+      const { inputId } = await session.prompt(`more ${i}`)
+      await session.settled(inputId)
+    }
+    const receipt = await (await control({ op: 'compact', threadId: 'manual' })).json()
+    expect(receipt).toMatchObject({ op: 'compact', threadId: 'manual', status: 'compacted', compacted: true, entryId: expect.any(String) })
+    expect(records(await session.log.read(), 'harness.compaction').at(-1)).toMatchObject({ reason: 'manual', principal: 'ops@http' })
+    expect(await (await control({ op: 'compact', threadId: 'manual' })).json()).toMatchObject({
+      status: 'nothing_to_compact',
+      compacted: false,
+    })
+    // the timeline shows each compaction, with who asked
+    const timeline = new Timeline()
+    const lines: string[] = []
+    for await (const event of session.events({ follow: false })) lines.push(...timeline.push(event).map((item) => item.text))
+    expect(lines.filter((l) => l.startsWith('compacted'))).toEqual([
+      expect.stringMatching(/^compacted \(summarizeOldest, manual\) by ops@acme: turns through q\d summarized; ~\d+ -> ~\d+ tokens$/),
+      expect.stringMatching(/^compacted \(summarizeOldest, manual\) by ops@http: turns through \S+ summarized/),
+    ])
 
     const plain = defineHarness({ name: 'plain', adapter: talkingModel([]) })
     const other = hosts.start(plain, 'compact-none')
