@@ -104,9 +104,11 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const { entryId } = input
       // inputs that joined the turn (busy 'steer') are part of its conversation
       const joined = harness.busy === 'steer' ? ((await log.inputs.getInput(inputId))?.steered ?? []) : []
-      // from the latest compaction's read pointer on (O(the view)); the whole conversation for a
-      // rerun of a turn a compaction cut (its input lies before the pointer)
-      const read = await log.inputs.conversation({ since: 'compaction' })
+      // with compaction, from the latest compaction's read pointer on (O(the view)); the whole
+      // conversation for a rerun of a turn a compaction cut (its input lies before the pointer)
+      const read = harness.compaction
+        ? await log.inputs.conversation({ since: 'compaction' })
+        : { entries: await log.inputs.conversation(), partial: false }
       const found = read.entries.some((e) => e.id === entryId)
       const conversation = read.partial && !found ? await log.inputs.conversation() : read.entries
       const start = conversation.findIndex((e) => e.id === entryId)
