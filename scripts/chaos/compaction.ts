@@ -87,7 +87,8 @@ export async function compactionChaos(argv: string[]): Promise<number> {
     const client = createRedisClient(redis.url)
     const calls = readLines<SeenCall>(prefix, 'calls')
     try {
-      for (const round of results) round.failures.push(...(await check(new SessionLog(client, prefix, round.sessionId), calls)))
+      for (const round of results)
+        round.failures.push(...(await checkCompactedSession(new SessionLog(client, prefix, round.sessionId), calls)))
     } finally {
       client.disconnect()
     }
@@ -118,8 +119,8 @@ const ok = (results: Round[], what: string) => {
   return bad.length === 0 ? 'ok' : `${bad.length} sessions failed`
 }
 
-/** The invariants of one session, from its log alone (and the calls the model recorded). */
-async function check(log: SessionLog, calls: SeenCall[]): Promise<string[]> {
+/** The invariants of one session of `turns` turns, from its log alone (and the calls the model recorded): the failures, each prefixed by its row. */
+export async function checkCompactedSession(log: SessionLog, calls: SeenCall[], turns = TURNS): Promise<string[]> {
   const failures: string[] = []
   const conversation = await log.inputs.conversation()
   const compactions = conversation.filter((e) => isRecord(e, 'harness.compaction'))
@@ -143,7 +144,7 @@ async function check(log: SessionLog, calls: SeenCall[]): Promise<string[]> {
   if (!since.partial) failures.push('pointer: the read did not start at the compaction')
   if (view(since.entries) !== view(conversation)) failures.push('pointer: the view from the read pointer differs from the whole one')
   const settled = conversation.filter((e) => isRecord(e, 'harness.input.settled'))
-  if (settled.length !== TURNS || settled.some((e) => isRecord(e, 'harness.input.settled') && e.record.outcome !== 'completed'))
-    failures.push(`turn: ${settled.length} of ${TURNS} turns settled completed`)
+  if (settled.length !== turns || settled.some((e) => isRecord(e, 'harness.input.settled') && e.record.outcome !== 'completed'))
+    failures.push(`turn: ${settled.length} of ${turns} turns settled completed`)
   return failures
 }

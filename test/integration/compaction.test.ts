@@ -21,7 +21,7 @@ import { quiet, useInProcessHosts } from '../helpers/hosts.js'
 import { createHarnessHandler } from '../../src/http/index.js'
 import { Timeline } from '../../src/timeline/items.js'
 import { records, until } from '../helpers/log.js'
-import { rigClient } from '../rig.js'
+import { rigClient, startPrivateRedis } from '../rig.js'
 import { runCompaction } from '../../src/turn/compact.js'
 import { CLEARED_RESULT } from '../../src/compaction/index.js'
 import { toolDefinition } from '@tanstack/ai'
@@ -480,6 +480,32 @@ describe('compaction in process', () => {
     expect(rerunView.map((m) => m.role)).toEqual(['user', 'user'])
     expect(rerunView[0]!.content).toMatch(/earlier turns of this conversation are not shown/)
     expect(rerunView[1]!.content).toBe('question 0')
+  })
+
+  it('R21: Redis SIGKILLed and restarted from its AOF after compactions: the records and the read pointer survive, and the next turn sees the same view', async () => {
+    const server = await startPrivateRedis()
+    hosts.defer(() => server.stop())
+    const seen: ModelMessage[][] = []
+    const harness = defineHarness({
+      name: 'restarting',
+      adapter: talkingModel(seen),
+      compaction: { maxTokens: 1_000, strategy: evictOldest({ keepRecentTokens: 300 }) },
+    })
+    const { host, prefix } = hosts.start(harness, 'compact-aof', { redis: server.url })
+    const session = await runTurns(host, harness, 'aof', 15)
+    const before = await session.log.read({ types: ['harness.compaction'] })
+    expect(before.length).toBeGreaterThanOrEqual(1)
+    await server.kill()
+    await server.restart()
+    expect(await session.log.read({ types: ['harness.compaction'] })).toEqual(before)
+    const redis = rigClient(server.url)
+    hosts.defer(() => redis.disconnect())
+    const read = await new SessionLog(redis, prefix, 'aof').inputs.conversation({ since: 'compaction' })
+    expect(read.partial).toBe(true)
+    const { inputId } = await session.prompt('after the restart', { inputId: 'after' })
+    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
+    expect(seen.at(-1)![0]!.content).toMatch(/earlier turns of this conversation are not shown/)
+    expect(rebuiltViews(await session.log.conversation())).toEqual(seen)
   })
 })
 
