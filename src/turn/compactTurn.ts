@@ -97,7 +97,11 @@ export async function compactBeforeModelCall(t: TurnCompaction): Promise<Compact
  * overflow after that compaction, or one where nothing is left to compact, fails the turn with
  * `context_overflow` and the sizes in its message.
  */
-export async function healContextOverflow(t: TurnCompaction, error: ModelCallError, compactedBefore: boolean): Promise<CompactionStep> {
+export async function healContextOverflow(
+  t: TurnCompaction,
+  error: ModelCallError,
+  compactedBefore: boolean,
+): Promise<CompactionStep & { healed?: true }> {
   const { tokens } = countView(t.harness, t.view)
   const sizes = overflowSizes(error.info.message)
   const said =
@@ -116,7 +120,9 @@ export async function healContextOverflow(t: TurnCompaction, error: ModelCallErr
   const outcome = await runCompaction(run(t, 'overflow', t.signal))
   if (outcome.status === 'nothing') return fail('and there was nothing left to compact')
   if (outcome.status === 'failed') return fail(`and the compaction failed (${causeText(outcome.error)})`)
-  return outcomeStep(t, outcome)
+  // a compaction landed (this one, or another first): the next overflow at this call is the second
+  const healed = outcome.status === 'compacted' || outcome.status === 'stale'
+  return { ...(await outcomeStep(t, outcome)), ...(healed ? { healed: true as const } : {}) }
 }
 
 function run(t: TurnCompaction, reason: CompactionRun['reason'], signal: AbortSignal): CompactionRun {

@@ -185,7 +185,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         // a context the provider refused for its size: compact once and call again (docs/compaction.md)
         if (harness.compaction && isContextOverflowError(error.info)) {
           const healing = await healContextOverflow(compaction, error, overflowHealedAt === fold.responses.length)
-          overflowHealedAt = fold.responses.length
+          if (healing.healed) overflowHealedAt = fold.responses.length
           if (healing.next === 'settle') return await settle(healing.failure)
           continue
         }
