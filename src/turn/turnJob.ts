@@ -109,8 +109,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       const read = harness.compaction
         ? await log.inputs.conversation({ since: 'compaction' })
         : { entries: await log.inputs.conversation(), partial: false }
-      const found = read.entries.some((e) => e.id === entryId)
-      const conversation = read.partial && !found ? await log.inputs.conversation() : read.entries
+      const conversation = read.partial && !read.entries.some((e) => e.id === entryId) ? await log.inputs.conversation() : read.entries
       const start = conversation.findIndex((e) => e.id === entryId)
       const fold = foldTurn(start < 0 ? [] : conversation.slice(start), inputId)
       const view = turnView(conversation, inputId, joined)
