@@ -40,6 +40,8 @@ export { defineHarness, type Harness, type HarnessOptions } from './harness/defi
 export type { DurabilityOptions, TurnOptions, CancelOn, Limit, HarnessLimits } from './core/index.js'
 /** The common `turn.onModelError` policy; the others and the hooks' types are in `durable-harness/hooks`. */
 export { retryTransientErrors, isTransientModelError, type RetryTransientErrorsOptions } from './turn/modelErrors.js'
+/** Compaction of a long session's model view (docs/compaction.md): the strategies, and the test for a context overflow. */
+export { evictOldest, summarizeOldest, clearToolResults, isContextOverflowError } from './compaction/index.js'
 /** A whole harness as one tool of another. */
 export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
 

@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index]`
+// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction]`
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
 // `npm run bench -- --against <git ref> [--rounds 5] [--rows …]`: A/B of this tree against a commit (against.ts)
 //
@@ -18,6 +18,7 @@ import { startRedisServer } from '../../src/testing/index.js'
 import { againstMain } from './against.js'
 import { measureAppendThroughput } from './appendThroughput.js'
 import { measureCrash } from './crash.js'
+import { measureCompaction, type CompactionResult } from './compaction.js'
 import { measureEvents } from './events.js'
 import { measureEventWaits } from './eventWaits.js'
 import { measureIdle } from './idleCommands.js'
@@ -47,6 +48,7 @@ const MEASUREMENTS = [
   'events',
   'retention',
   'turns-index',
+  'compaction',
 ] as const
 type Name = (typeof MEASUREMENTS)[number]
 
@@ -211,6 +213,7 @@ async function main(): Promise<void> {
       events: () => measureEvents(url, { quick, progress }),
       retention: () => measureRetention(url, { quick, progress }),
       'turns-index': () => measureTurnsIndex(url, { quick, progress }),
+      compaction: () => measureCompaction(url, { quick, progress }),
     }
     for (const name of MEASUREMENTS) {
       if (!only.includes(name)) continue
@@ -251,6 +254,7 @@ async function main(): Promise<void> {
     mkdirSync(join(root, 'bench'), { recursive: true })
     writeFileSync(join(root, 'bench', 'results.json'), `${JSON.stringify(output, null, 2)}\n`)
     process.stdout.write(`${formatTable(rows)}\n\n`)
+    if (raw.compaction) process.stdout.write(`${compactionTable(raw.compaction as CompactionResult)}\n\n`)
     process.stdout.write(
       `${output.date}  ${command}  (${(output.durationMs / 1000).toFixed(0)} s)\n` +
         `${machine.cpus} x ${machine.cpuModel}, node ${machine.node}, Redis ${machine.redis} (${redisWhere}); ` +
@@ -277,6 +281,7 @@ type Results = {
   events?: Awaited<ReturnType<typeof measureEvents>>
   retention?: Awaited<ReturnType<typeof measureRetention>>
   'turns-index'?: Awaited<ReturnType<typeof measureTurnsIndex>>
+  compaction?: CompactionResult
 }
 
 function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name[]): Row[] {
@@ -591,7 +596,49 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       e.join.longFromStart.p50 / e.join.long.p50,
     )
   } else missing('8a', 'events/s delivered to followers', '(info)', 'events')
+
+  // 9. compaction (issue 53): the model's input stays under the budget; a turn's cost stays flat after a compaction
+  if (r.compaction) {
+    const c = r.compaction
+    const last = c.rows.at(-1)!
+    const figure = `largest model input of ${c.turns.toLocaleString('en-US')} turns with compaction (${c.compactions} compactions, ${c.incomplete} turns not completed)`
+    atMost(
+      '9a',
+      figure,
+      `${c.maxCompacted} tokens`,
+      `maxTokens ${c.maxTokens}`,
+      c.incomplete === 0 ? c.maxCompacted / c.maxTokens : Infinity,
+      1,
+    )
+    info(
+      '9a',
+      `model input at turn ${last.turn.toLocaleString('en-US')} without compaction`,
+      `${last.plain} tokens`,
+      `with ${last.compacted}`,
+      last.plain / last.compacted,
+    )
+    if (c.cost) {
+      const { small, big, smallEntries, bigEntries } = c.cost
+      atMost(
+        '9b',
+        `turn p50 at ${bigEntries.toLocaleString('en-US')} entries after a compaction`,
+        ms(big.p50),
+        `at ${smallEntries.toLocaleString('en-US')} entries ${ms(small.p50)}`,
+        big.p50 / small.p50,
+        1.1,
+      )
+    }
+  } else missing('9a', 'largest model input with compaction', '<= 1x', 'compaction')
   return rows
+}
+
+/** The compaction row's input tokens by turn, with and without compaction. */
+function compactionTable(c: CompactionResult): string {
+  const head = ['turn', `input tokens, compaction (maxTokens ${c.maxTokens})`, 'input tokens, none']
+  const body = c.rows.map((r) => [r.turn.toLocaleString('en-US'), r.compacted.toLocaleString('en-US'), r.plain.toLocaleString('en-US')])
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i]!.length)))
+  const line = (cells: string[]) => cells.map((cell, i) => cell.padStart(widths[i]!)).join('  ')
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n')
 }
 
 /** SIGKILLs the worker processes an abandoned row left running (Linux: children found by their parent pid in /proc). */

@@ -1,4 +1,5 @@
 // `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults] [--liveness]`
+// `npm run chaos -- --compaction [--rounds N] [--quick]`: SIGKILLs during compaction summary calls (compaction.ts)
 //
 // --liveness: the workers' lock is 30 s (CHAOS_LOCK_MS), so a killed worker's calls and turns run again
 // soon only when the other workers find it gone (worker liveness, docs/recovery.md): the run must
@@ -121,6 +122,11 @@ function parseArgs(argv: string[]) {
   return { ...opts, cluster, wait, providerFaults, liveness }
 }
 
+// --compaction: the compaction variant, a run of its own (compaction.ts)
+if (process.argv.includes('--compaction')) {
+  const { compactionChaos } = await import('./compaction.js')
+  process.exit(await compactionChaos(process.argv.slice(2)))
+}
 const opts = parseArgs(process.argv.slice(2))
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 const rand = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1))

@@ -1,6 +1,7 @@
 import type { AnyServerTool, AnyTextAdapter, ChatMiddleware, ModelMessage, SystemPrompt, ToolCall } from '@tanstack/ai'
 import type { BusyMode } from './busy.js'
 import type { ToolErrorPayload } from './toolError.js'
+import type { ResolvedCompaction } from './compaction.js'
 
 /**
  * What a hook sees after a tool call; its `replaceResult` wins, also on an error (R12). It carries
@@ -42,6 +43,8 @@ export interface ModelErrorContext {
   error: ModelError
   /** Retries since the turn's last model response (or its last resume). */
   retries: number
+  /** True when the call that failed was a compaction's summary call (docs/compaction.md). */
+  compaction?: boolean
 }
 
 /** Retry after `delayMs` (a long wait parks the turn, holding no worker slot), pause the turn, or fail it. */
@@ -179,6 +182,8 @@ export interface Harness {
   readonly limits?: { readonly tools: ReadonlyMap<string, ResolvedLimit>; readonly turns?: ResolvedLimit }
   /** The BullMQ priority of its turns (and their calls) when a prompt gives none: 1 runs first. */
   readonly priority?: number
+  /** The token budget of the model's view and how it is compacted (docs/compaction.md). Absent: never compacted. */
+  readonly compaction?: ResolvedCompaction
   readonly [TOOLS_BY_NAME]: ReadonlyMap<string, AnyServerTool>
   readonly [LEGACY_TOOLS]: ReadonlyMap<string, AnyServerTool>
 }

@@ -7,3 +7,13 @@ export * from './harness.js'
 export { AGENT, isAgentTool, type AgentToolMarker } from './agentMarker.js'
 export { RESERVED_PREFIX } from './reserved.js'
 export { WAIT_STEP_PREFIX, waitStepValueOf, type WaitStepValue } from './waitStep.js'
+export type {
+  CompactionInput,
+  CompactionOptions,
+  CompactionPlan,
+  CompactionReason,
+  CompactionStrategy,
+  CompactionTurn,
+  ResolvedCompaction,
+  SummarizeRequest,
+} from './compaction.js'

@@ -1,7 +1,7 @@
 /**
  * durable-harness/hooks: the harness's hooks and turn policies (docs/harness.md) and the types of
  * their arguments and results, for a hook written apart from its `defineHarness` call:
- * `afterToolCall`, `turn.onModelError`, `turn.beforeFinish`.
+ * `afterToolCall`, `turn.onModelError`, `turn.beforeFinish`, and `compaction` (its options and a strategy of your own).
  */
 
 /** `defineHarness({ afterToolCall })`: sees each tool call's outcome, may replace its result. */
@@ -10,3 +10,15 @@ export type { AfterToolCallHook, AfterToolCallInfo, AfterToolCallDecision } from
 export type { ModelErrorPolicy, ModelErrorContext, ModelError, ModelErrorDecision } from '../core/index.js'
 /** `turn.beforeFinish`: messages added before a turn ends. */
 export type { BeforeFinishHook, FinishContext, FinishAdditions, FinishMessage } from '../core/index.js'
+/** `defineHarness({ compaction })`: the view's token budget, and a strategy of your own (docs/compaction.md). */
+export type {
+  CompactionOptions,
+  CompactionStrategy,
+  CompactionInput,
+  CompactionPlan,
+  CompactionTurn,
+  CompactionReason,
+  SummarizeRequest,
+} from '../core/index.js'
+/** The options of `summarizeOldest`, `evictOldest` and `clearToolResults`, and a summarizer of your own. */
+export type { SummarizeOldestOptions, KeepRecentOptions, SummarizeFn, SummarizeInput } from '../compaction/index.js'

@@ -18,7 +18,9 @@ export type { ScheduleInfo } from '../harness/schedules.js'
 export { principalId } from '../harness/tags.js'
 
 /** The session log: `session.log` (read, follow), its entries and records, and `session.usage()`. */
-export type { LogReader } from '../harness/session.js'
+export type { LogReader } from '../harness/logReader.js'
 export type { SessionUsage } from '../harness/usage.js'
+/** What `session.compact()` did. */
+export type { Compacted } from '../harness/compactSession.js'
 export type { LogEntry, ReadOptions, FollowOptions, Question, ModelUsage } from '../log/index.js'
 export type { LogRecord, HarnessRecord, HarnessRecordType, AppRecord } from '../log/index.js'

@@ -166,6 +166,13 @@ export class RetentionConfigError extends ConfigError {
   }
 }
 
+/** A bad `compaction` option of `defineHarness`, or a bad option of a compaction strategy (docs/compaction.md). */
+export class CompactionConfigError extends ConfigError {
+  constructor(where: string, message: string) {
+    super(`${where}: ${message} (docs/compaction.md)`)
+  }
+}
+
 /** A `harness` CLI command used wrongly (unknown command or option, a missing or bad argument): exit code 2. */
 export class UsageError extends DurableHarnessError {
   constructor(message: string) {

@@ -1,5 +1,5 @@
 // Errors of sessions, turns and tool calls as callers and tools see them.
-import { DurableHarnessError, isDurableHarnessErrorCode } from './base.js'
+import { causeText, DurableHarnessError, isDurableHarnessErrorCode } from './base.js'
 
 /** An answer that fails the question's schema; nothing was logged. */
 export class InvalidAnswerError extends DurableHarnessError {
@@ -219,3 +219,18 @@ export class LimitKeyError extends DurableHarnessError {
 
 /** The longest key a limit's key function may return. */
 export const MAX_LIMIT_KEY_LENGTH = 200
+
+/**
+ * `session.compact()` (HTTP `POST control { op: 'compact' }`, `harness compact`) could not compact:
+ * its summary call failed and `turn.onModelError` gave up (or asked for a wait over a minute), or the
+ * strategy threw. Nothing was logged; `cause` is the error. The turns compact on their own at their
+ * next model call over the budget.
+ */
+export class CompactionFailedError extends DurableHarnessError {
+  constructor(
+    readonly sessionId: string,
+    cause: unknown,
+  ) {
+    super('compaction_failed', `Session ${sessionId}: the compaction failed, nothing was logged: ${causeText(cause)}`, { cause })
+  }
+}

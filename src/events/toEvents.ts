@@ -102,6 +102,7 @@ export class EventMapper {
       case 'harness.turn.resumed':
       case 'harness.turn.finish':
       case 'harness.turn.rerun':
+      case 'harness.compaction':
       case 'harness.recovery':
         return [{ type: EventType.CUSTOM, name: record.type, value: record }]
     }

@@ -9,11 +9,13 @@ import {
   type Harness,
   type HarnessLimits,
   type ModelErrorPolicy,
+  type CompactionOptions,
 } from '../core/index.js'
 import { retryTransientErrors } from '../turn/modelErrors.js'
 import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
 import { defaultVersion } from './version.js'
 import { checkPriority, resolveLimits } from './limitOptions.js'
+import { resolveCompaction } from '../compaction/index.js'
 
 /** The durability options a harness gets where `defineHarness({ durability })` says nothing (docs/harness.md). */
 export const DEFAULT_DURABILITY: DurabilityOptions = {
@@ -76,6 +78,11 @@ export interface HarnessOptions {
   limits?: HarnessLimits
   /** The priority of a turn (and its calls) whose prompt gives none: 1 (runs first) to 2^21, BullMQ's scale. */
   priority?: number
+  /**
+   * A token budget for the model's view, kept by compaction records in the log (docs/compaction.md):
+   * `{ maxTokens, contextWindow?, countTokens?, strategy?, background? }`. Also heals a context overflow.
+   */
+  compaction?: CompactionOptions
 }
 
 export type { Harness }
@@ -202,6 +209,7 @@ export function defineHarness(options: HarnessOptions): Harness {
   }
   const limits = resolveLimits(options.name, options.limits, new Set(toolsByName.keys()))
   const priority = options.priority === undefined ? undefined : checkPriority(options.priority, `defineHarness "${options.name}"`)
+  const compaction = resolveCompaction(options.name, options.compaction)
   return {
     name: options.name,
     adapter: options.adapter,
@@ -224,5 +232,6 @@ export function defineHarness(options: HarnessOptions): Harness {
     cancelOn: [...cancelOn],
     ...(limits ? { limits } : {}),
     ...(priority !== undefined ? { priority } : {}),
+    ...(compaction ? { compaction } : {}),
   }
 }

@@ -10,18 +10,7 @@ import {
   UnknownToolCallError,
   UnknownToolError,
 } from '../errors/index.js'
-import {
-  assertInputId,
-  assertToolCallId,
-  messageKey,
-  type CallMarks,
-  type FollowOptions,
-  type LogEntry,
-  type Question,
-  type ReadOptions,
-  type RecordOf,
-  SessionLog,
-} from '../log/index.js'
+import { assertInputId, assertToolCallId, messageKey, type CallMarks, type Question, type RecordOf, SessionLog } from '../log/index.js'
 import { followEvents, type EventsOptions, type SessionEvent } from '../events/follow.js'
 import { toolNames, toolOf, type Harness } from '../core/index.js'
 import { enqueueCall, enqueueTurn, wakeTurn, type HarnessQueues } from '../queue/index.js'
@@ -35,6 +24,8 @@ import { answerQuestion } from './answer.js'
 import { checkPrincipal } from './tags.js'
 import { usageOf, type SessionUsage } from './usage.js'
 import { WaitCancel, type Notifier } from './notifier.js'
+import { logReader, type LogReader } from './logReader.js'
+import { compactSession, type Compacted } from './compactSession.js'
 import type { LocalLane } from '../lane/index.js'
 
 /** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
@@ -46,20 +37,7 @@ export interface Settled {
 
 export type { SessionUsage } from './usage.js'
 
-/** A read-only view of a session's log: what callers may do with it (writes go through the session). */
-export interface LogReader {
-  /** The log's entries (`{ id, record }`) in order, between stream ids, of some record types, at most `limit`. */
-  read(options?: ReadOptions): Promise<LogEntry[]>
-  /** The log's entries from `after` on, waiting for new ones (on the process's shared reader) until `signal` aborts. */
-  follow(options?: FollowOptions): AsyncGenerator<LogEntry>
-  /** Where an input stands: its record's entry id, whether it settled, when it came; null for none. */
-  input(inputId: string): Promise<{ entryId: string; status: 'open' | 'settled'; at: number } | null>
-  /**
-   * The conversation: inputs, model responses, the results of turns' calls and settles, in log order,
-   * from the session's conversation projection (its cost follows the conversation, not the log).
-   */
-  conversation(): Promise<LogEntry[]>
-}
+export type { LogReader } from './logReader.js'
 
 export interface SessionDeps {
   harness: Harness
@@ -87,15 +65,7 @@ export class Session {
 
   constructor(private readonly deps: SessionDeps) {
     this.sessionId = deps.log.sessionId
-    this.log = {
-      read: (o) => deps.log.stream.read(o),
-      follow: (o) => deps.log.stream.follow(o),
-      conversation: () => deps.log.inputs.conversation(),
-      input: async (inputId) => {
-        const input = await deps.log.inputs.getInput(inputId)
-        return input && { entryId: input.entryId, status: input.status, at: input.at }
-      },
-    }
+    this.log = logReader(deps.log)
   }
 
   /** Before a write: the deployment's shard count is this host's (ShardCountError), or Redis failed checking (StorageError). */
@@ -279,6 +249,17 @@ export class Session {
    */
   usage(): Promise<SessionUsage> {
     return usageOf(this.deps.log)
+  }
+
+  /**
+   * Compacts the session's model view now (docs/compaction.md), with the harness's strategy: the
+   * turns before the running one (all, between turns) that it cuts leave the view of every later
+   * model call; the log keeps them (R21). Recorded with `principal`. A harness without `compaction`
+   * is a CompactionConfigError; a summary call that fails (after `turn.onModelError`'s short
+   * retries) a CompactionFailedError.
+   */
+  compact(options: { principal?: string } = {}): Promise<Compacted> {
+    return compactSession({ ...this.deps, checkDeployment: () => this.checkDeployment() }, options)
   }
 
   /** Open step.ask questions of this session. */

@@ -6,7 +6,7 @@ export interface SessionUsage {
   turns: Record<string, ModelUsage>
 }
 
-/** Sums the `usage` of the session's logged model responses, per turn (in log order) and in all. */
+/** Sums the `usage` of the session's logged model responses and compactions' summary calls, per turn (in log order) and in all. */
 export async function usageOf(log: SessionLog): Promise<SessionUsage> {
   const zero = (): ModelUsage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 })
   const add = (sum: ModelUsage, usage: ModelUsage | undefined) => {
@@ -16,11 +16,14 @@ export async function usageOf(log: SessionLog): Promise<SessionUsage> {
   }
   const total = zero()
   const turns = new Map<string, ModelUsage>() // a Map, then fromEntries: an inputId may be "__proto__"
-  for (const entry of await log.stream.read()) {
-    if (!isRecord(entry, 'harness.model.response')) continue
+  for (const entry of await log.stream.read({ types: ['harness.model.response', 'harness.compaction'] })) {
+    // a compaction's summary calls count with the turn that made it (session.compact's: in the total only)
+    if (!isRecord(entry, 'harness.model.response') && !isRecord(entry, 'harness.compaction')) continue
     const { inputId, usage } = entry.record
-    if (!turns.has(inputId)) turns.set(inputId, zero())
-    add(turns.get(inputId)!, usage)
+    if (inputId !== undefined) {
+      if (!turns.has(inputId)) turns.set(inputId, zero())
+      add(turns.get(inputId)!, usage)
+    }
     add(total, usage)
   }
   return { total, turns: Object.fromEntries(turns) }

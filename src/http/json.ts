@@ -44,6 +44,8 @@ const STATUS_BY_CODE: Partial<Record<DurableHarnessErrorCode, number>> = {
   rerun_call: 409,
   // the harness's secrets resolver failed: the input could not be checked for secrets; try again later
   secrets_unavailable: 503,
+  // session.compact(): the summary call failed; nothing was logged, try again later
+  compaction_failed: 503,
 }
 
 /** The response for an error thrown while answering; null for one that is not the caller's fault. */
@@ -93,6 +95,7 @@ export const controlSchema = z.discriminatedUnion(
     z.object({ op: z.literal('answer'), threadId: id('threadId'), questionId: id('questionId'), value: z.unknown() }),
     z.object({ op: z.literal('abort'), threadId: id('threadId'), inputId: id('inputId'), reason: z.string().max(1000).optional() }),
     z.object({ op: z.literal('resume'), threadId: id('threadId'), inputId: id('inputId') }),
+    z.object({ op: z.literal('compact'), threadId: id('threadId') }),
     z.object({
       op: z.literal('event'),
       event: addressPart('event'),
@@ -110,7 +113,7 @@ export const controlSchema = z.discriminatedUnion(
       again: z.array(id('again')).max(100).optional(),
     }),
   ],
-  { error: "op must be 'prompt', 'answer', 'abort', 'resume', 'rerun' or 'event'" },
+  { error: "op must be 'prompt', 'answer', 'abort', 'resume', 'rerun', 'compact' or 'event'" },
 )
 
 /** Parses a value with a schema; a 400 with zod's one-line reason when it does not fit. */

@@ -120,15 +120,22 @@ export class SessionInputs {
    * The session's conversation: its inputs, model responses, tool results and settles, in log order,
    * from the conversation projection in one round trip (O(the conversation), not O(the log)). A
    * projection that misses older entries (none yet, or made on a log that held entries) is filled in
-   * from the log once, then read again.
+   * from the log once, then read again. `since: 'compaction'`: from the latest compaction's read
+   * pointer on (the entry after its last cut turn's input: what a model view needs, O(the view));
+   * `partial` says whether it started there.
    */
-  async conversation(): Promise<LogEntry[]> {
+  async conversation(): Promise<LogEntry[]>
+  async conversation(options: { since: 'compaction' }): Promise<{ entries: LogEntry[]; partial: boolean }>
+  async conversation(options?: { since: 'compaction' }): Promise<LogEntry[] | { entries: LogEntry[]; partial: boolean }> {
     for (;;) {
-      const [header, raw] = await this.stream.script(scripts.readConversation, {
+      const [header, raw, partial] = await this.stream.script(scripts.readConversation, {
         keys: this.stream.scriptKeys,
-        args: {},
+        args: { since: options ? 'compaction' : 'all' },
       })
-      if (header === '^') return raw.flatMap((entry) => this.stream.parseEntry(entry) ?? [])
+      if (header === '^') {
+        const entries = raw.flatMap((entry) => this.stream.parseEntry(entry) ?? [])
+        return options ? { entries, partial: partial === '1' } : entries
+      }
       const first = header.slice(1)
       const older = conversationOf(await this.stream.read({ ...(first ? { before: first } : {}), types: CONVERSATION_TYPES }))
       await this.stream.script(scripts.fillConversation, {

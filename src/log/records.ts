@@ -34,6 +34,9 @@ const usageSchema = z.object({ promptTokens: tokenCount, completionTokens: token
 /** Token usage of a model response, in `@tanstack/ai`'s TokenUsage names. */
 export type ModelUsage = z.infer<typeof usageSchema>
 
+/** A turn, by its input: the id and the stream id of its `harness.input` entry. */
+const turnRef = z.object({ inputId: z.string(), entryId: z.string() })
+
 export const harnessRecordSchemas = {
   /** `context`: the caller's JSON context of the input (`prompt(text, { context })`), every tool call of the turn gets it. */
   'harness.input': z.object({
@@ -159,6 +162,31 @@ export const harnessRecordSchemas = {
     responses: z.number().int().nonnegative(),
     messages: z.array(z.object({ role: z.enum(['user', 'assistant']), content: z.string() })),
   }),
+  /**
+   * A compaction of the model's view (docs/compaction.md): the turns through `through` leave the view
+   * of every later model call, which sees `summary` (and a marker for `omitted` turns no summary
+   * covers) in their place; the tool results of the turns through `cleared` read as a stub. The log
+   * itself keeps every entry (R21). Written once per cut, on the compaction it builds on (`base`:
+   * its entry id; R22). `reason`: 'budget' | 'background' | 'overflow' | 'manual' (a string, so a
+   * newer version's reason still reads).
+   */
+  'harness.compaction': z.object({
+    strategy: z.string(),
+    reason: z.string(),
+    /** The turn whose model call it was made for, when a turn made it. */
+    inputId: z.string().optional(),
+    base: z.string().optional(),
+    through: turnRef.optional(),
+    summary: z.string().optional(),
+    omitted: tokenCount.optional(),
+    cleared: turnRef.optional(),
+    /** The view's token count before and after (docs/compaction.md, "Counting"). */
+    tokens: z.object({ before: tokenCount, after: tokenCount }),
+    /** The token usage of its summary calls, when they reported any. */
+    usage: usageSchema.optional(),
+    principal: z.string().optional(),
+    at: z.number(),
+  }),
   'harness.recovery': z.object({ reason: z.string(), toolCallId: z.string().optional(), inputId: z.string().optional() }),
 } as const
 
@@ -201,6 +229,7 @@ export const CONVERSATION_TYPES = [
   'harness.turn.resumed',
   'harness.turn.finish',
   'harness.turn.rerun',
+  'harness.compaction',
 ] as const
 
 /** The turn records a turn writes beside its responses (turnRecord.lua). */

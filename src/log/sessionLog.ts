@@ -5,12 +5,13 @@ import { LogStream, type SessionLogOptions } from './stream.js'
 import { SessionInputs } from './inputs.js'
 import { SessionActions } from './actions.js'
 import { CallLedger } from './callLedger.js'
+import { SessionCompactions } from './compactions.js'
 
 /**
  * The session log of one session: its parts, made once over one stream (stream.ts: the connection,
  * the keys, the script runner), which callers use directly: `stream` (append, read, follow),
  * `inputs` (inputs, turns, questions: inputs.ts), `actions` (answers and reruns: actions.ts) and
- * `calls` (the call ledger: callLedger.ts). What needs two parts (a logged call's record, a turn's
+ * `calls` (the call ledger: callLedger.ts), `compactions` (the model view's compactions: compactions.ts). What needs two parts (a logged call's record, a turn's
  * calls) is here.
  */
 export class SessionLog {
@@ -19,6 +20,7 @@ export class SessionLog {
   readonly inputs: SessionInputs
   readonly actions: SessionActions
   readonly calls: CallLedger
+  private compactionsPart: SessionCompactions | undefined
 
   constructor(redis: RedisClient, prefix: string, sessionId: string, options?: SessionLogOptions)
   /** The log over a stream made already (`via`): its parts are rebuilt over it, nothing else is made. */
@@ -29,6 +31,11 @@ export class SessionLog {
     this.inputs = new SessionInputs(this.stream)
     this.actions = new SessionActions(this.stream)
     this.calls = new CallLedger(this.stream)
+  }
+
+  /** The model view's compactions (made on first use: most logs a worker makes never compact). */
+  get compactions(): SessionCompactions {
+    return (this.compactionsPart ??= new SessionCompactions(this.stream))
   }
 
   /**

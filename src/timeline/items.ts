@@ -141,6 +141,16 @@ function recordLine(r: HarnessRecord): Line | null {
     }
     case 'harness.turn.finish':
       return { kind: 'model', inputId: r.inputId, text: `beforeFinish cycle ${r.cycle}: ${short(r.messages)}` }
+    case 'harness.compaction': {
+      const cut = r.through ? `turns through ${r.through.inputId} ${r.summary !== undefined && !r.omitted ? 'summarized' : 'left out'}` : ''
+      const cleared = r.cleared ? `tool results through ${r.cleared.inputId} cleared` : ''
+      const what = [cut, cleared].filter(Boolean).join(', ')
+      return {
+        kind: 'record',
+        ...(r.inputId ? { inputId: r.inputId } : {}),
+        text: `compacted (${r.strategy}, ${r.reason})${by(r)}: ${what}; ~${r.tokens.before} -> ~${r.tokens.after} tokens`,
+      }
+    }
     case 'harness.tool.requested':
     case 'harness.tool.result':
     case 'harness.input.settled':

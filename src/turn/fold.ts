@@ -67,6 +67,9 @@ export function foldTurn(entries: LogEntry[], inputId: string): TurnFold {
       delete fold.retry
       fold.retries = 0
       for (const id of entry.record.calls ?? []) fold.results.delete(id)
+    } else if (isRecord(entry, 'harness.compaction')) {
+      // a compaction made for this turn's model call (or by session.compact) moves it on too
+      fold.turnRecords++
     } else if (isRecord(entry, 'harness.turn.finish')) {
       fold.turnRecords++
       fold.finishCycles = Math.max(fold.finishCycles, entry.record.cycle)

@@ -1,3 +1,5 @@
 export { processTurnJob } from './turnJob.js'
 export { settleTurn } from './settle.js'
 export { foldTurn } from './fold.js'
+export { turnView } from './view.js'
+export { runCompaction, type CompactionOutcome } from './compact.js'

@@ -8,7 +8,7 @@ import {
 } from '@tanstack/ai'
 import { MiddlewareToolError } from '../errors/index.js'
 import { isAgentTool, toolNames, toolOf, type Harness } from '../core/index.js'
-import { contextOf, isRecord, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
+import { contextOf, isRecord, type LogEntry, type ModelUsage, type RecordOf, type SessionLog } from '../log/index.js'
 import { customEvents, middlewareRun, resolveSecrets } from '../tool/index.js'
 
 /** Raised when a model-call hook called `ctx.abort(reason)`: the turn settles as aborted. */
@@ -193,9 +193,12 @@ export async function terminalHooks(
   await run.drain()
 }
 
-/** The token usage of a turn's last model response, from the session's conversation. */
+/** The token usage of a turn's last model response, from the session's conversation (from its latest compaction on, when the turn is there). */
 async function lastUsage(log: SessionLog, inputId: string): Promise<ModelUsage | undefined> {
-  const responses = (await log.inputs.conversation()).filter((e) => isRecord(e, 'harness.model.response') && e.record.inputId === inputId)
+  const ofTurn = (entries: LogEntry[]) => entries.filter((e) => isRecord(e, 'harness.model.response') && e.record.inputId === inputId)
+  const read = await log.inputs.conversation({ since: 'compaction' })
+  const recent = ofTurn(read.entries)
+  const responses = recent.length > 0 || !read.partial ? recent : ofTurn(await log.inputs.conversation())
   const last = responses.at(-1)
   return last && isRecord(last, 'harness.model.response') ? last.record.usage : undefined
 }

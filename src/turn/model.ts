@@ -4,6 +4,7 @@ import type { Harness } from '../core/index.js'
 import type { ModelCallHooks } from './middleware.js'
 import { ModelCallError, modelErrorOf } from './modelErrors.js'
 import { toolMessageContent } from '../core/index.js'
+import { compactionText } from '../compaction/index.js'
 import { isRecord, type LogEntry, type ModelToolCall, type ModelUsage, type RecordOf } from '../log/index.js'
 
 export interface ModelResponse {
@@ -12,13 +13,15 @@ export interface ModelResponse {
   usage?: ModelUsage
 }
 
-/** Builds the conversation for the model from the session log; tool results follow their call, in call order. */
+/** Builds the conversation for the model from its view's entries (view.ts); tool results follow their call, in call order. */
 export function buildMessages(entries: LogEntry[]): ModelMessage[] {
   const results = new Map<string, RecordOf<'harness.tool.result'>>()
   for (const entry of entries) if (isRecord(entry, 'harness.tool.result')) results.set(entry.record.toolCallId, entry.record)
   const messages: ModelMessage[] = []
   for (const entry of entries) {
     if (isRecord(entry, 'harness.input')) messages.push({ role: 'user', content: entry.record.text })
+    // a compaction's summary (or marker) in place of the turns it took out of the view (view.ts)
+    if (isRecord(entry, 'harness.compaction')) messages.push({ role: 'user', content: compactionText(entry.record) ?? '' })
     if (isRecord(entry, 'harness.turn.finish')) messages.push(...entry.record.messages)
     if (!isRecord(entry, 'harness.model.response')) continue
     const response = entry.record

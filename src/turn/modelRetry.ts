@@ -88,11 +88,19 @@ export async function decideModelError(
   fold: TurnFold,
   inputId: string,
   error: ModelCallError,
+  call: { compaction?: boolean } = {},
 ): Promise<ModelErrorOutcome> {
   const { info } = error
   let decision: ReturnType<typeof checkDecision>
   try {
-    decision = checkDecision(await harness.turn.onModelError({ sessionId: log.sessionId, inputId, error: info, retries: fold.retries }))
+    const context = {
+      sessionId: log.sessionId,
+      inputId,
+      error: info,
+      retries: fold.retries,
+      ...(call.compaction ? { compaction: true } : {}),
+    }
+    decision = checkDecision(await harness.turn.onModelError(context))
   } catch (policyError) {
     const message = `turn.onModelError threw: ${causeText(policyError)} (the model error: ${info.message})`
     return { decision: 'fail', policyError, failure: { outcome: 'failed', error: { code: 'model_policy_error', message } } }

@@ -20,6 +20,8 @@ import { turnView } from './view.js'
 import { nextTurnMove } from './nextMove.js'
 import { takeTurnSlot } from './limitedTurn.js'
 import { holdingSlot, type HeldSlot } from '../limits/slot.js'
+import { isContextOverflowError } from '../compaction/index.js'
+import { compactBeforeModelCall, healContextOverflow, type TurnCompaction } from './compactTurn.js'
 
 /** Passes in a row that change nothing before a turn attempt gives up (see the loop). */
 const MAX_IDLE_PASSES = 5
@@ -94,13 +96,20 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     let idlePasses = 0
     // beforeFinish's ephemeral messages: for the next model call only, never stored
     let ephemeral: FinishMessage[] = []
+    // the response count at which an overflow was healed by a compaction: a second one there fails the turn
+    let overflowHealedAt = -1
     for (;;) {
       // the session's conversation (its projection: O(the conversation), not O(the log)); the fold
       // takes this turn's entries from its input on, the model calls the history before them too
       const { entryId } = input
       // inputs that joined the turn (busy 'steer') are part of its conversation
       const joined = harness.busy === 'steer' ? ((await log.inputs.getInput(inputId))?.steered ?? []) : []
-      const conversation = await log.inputs.conversation()
+      // with compaction, from the latest compaction's read pointer on (O(the view)); the whole
+      // conversation for a rerun of a turn a compaction cut (its input lies before the pointer)
+      const read = harness.compaction
+        ? await log.inputs.conversation({ since: 'compaction' })
+        : { entries: await log.inputs.conversation(), partial: false }
+      const conversation = read.partial && !read.entries.some((e) => e.id === entryId) ? await log.inputs.conversation() : read.entries
       const start = conversation.findIndex((e) => e.id === entryId)
       const fold = foldTurn(start < 0 ? [] : conversation.slice(start), inputId)
       const view = turnView(conversation, inputId, joined)
@@ -148,6 +157,11 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       // a retry of the model call waits for its logged time; a paused turn for session.resume
       await waitForModelCall(job, token, log, fold, stop.signal)
       const signal = Number.isFinite(remaining) ? AbortSignal.any([stop.signal, AbortSignal.timeout(remaining)]) : stop.signal
+      // the view over the compaction's budget is compacted first (docs/compaction.md)
+      const compaction: TurnCompaction = { harness, log, logger, inputId, fold, conversation, joined, view, signal, hold }
+      const compacting = await compactBeforeModelCall(compaction)
+      if (compacting.next === 'settle') return await settle(compacting.failure)
+      if (compacting.next === 'again') continue
       // the text streams to followers under a message id of this model call (a retry streams anew)
       const messageId = `${inputId}.${fold.responses.length}.${randomBytes(4).toString('hex')}`
       const deltas = textDeltas((at, text) => log.stream.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
@@ -167,6 +181,13 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       } catch (error) {
         // the provider failed the call: turn.onModelError decides (not a BullMQ attempt)
         if (!(error instanceof ModelCallError) || signal.aborted) throw error
+        // a context the provider refused for its size: compact once and call again (docs/compaction.md)
+        if (harness.compaction && isContextOverflowError(error.info)) {
+          const healing = await healContextOverflow(compaction, error, overflowHealedAt === fold.responses.length)
+          if (healing.healed) overflowHealedAt = fold.responses.length
+          if (healing.next === 'settle') return await settle(healing.failure)
+          continue
+        }
         const { decision, failure, policyError } = await decideModelError(harness, log, fold, inputId, error)
         logger.warn({ err: error.info, decision, retries: fold.retries }, 'model call failed')
         if (failure?.error?.code === 'model_policy_error')

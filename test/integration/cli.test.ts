@@ -191,6 +191,20 @@ describe('the harness CLI', () => {
     }
   })
 
+  it("compact compacts a session's model view now, with --by on the record and in the log; again, nothing is left to compact", async () => {
+    const session = host.open(ops, { sessionId: 'cli-compact' })
+    for (const text of ['first', 'second', 'third']) await session.settled((await session.prompt(text)).inputId)
+    const done = await runBin(['compact', 'cli-compact', '--by', 'ops-2'], env)
+    expect(done).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Compacted cli-compact: ~\d+ -> ~\d+ tokens \(\d+-\d+\)\.\n$/) })
+    expect(records(await session.log.read(), 'harness.compaction')).toEqual([
+      expect.objectContaining({ strategy: 'evictOldest', reason: 'manual', principal: 'ops-2', omitted: 3 }),
+    ])
+    expect((await runBin(['compact', 'cli-compact'], env)).stdout).toMatch(/^Nothing to compact in cli-compact \(~\d+ tokens\)\.\n$/)
+    expect((await runBin(['log', 'cli-compact'], env)).stdout).toMatch(
+      /compacted \(evictOldest, manual\) by ops-2: turns through \S+ left out; ~\d+ -> ~\d+ tokens/,
+    )
+  })
+
   it('approve runs a needsApproval call; deny lands its tool error with the reason', async () => {
     const session = host.open(ops, { sessionId: 'cli-refund' })
     const first = await session.prompt('refund:7')

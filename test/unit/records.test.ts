@@ -24,6 +24,18 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
     calls: ['call_1'],
     principal: 'ops@acme',
   },
+  'harness.compaction': {
+    type: 'harness.compaction',
+    strategy: 'summarizeOldest',
+    reason: 'budget',
+    inputId: 'in-9',
+    base: '1700000000000-3',
+    through: { inputId: 'in-7', entryId: '1700000000000-1' },
+    summary: 'The user ordered 42; it was charged.',
+    tokens: { before: 9_000, after: 3_100 },
+    usage: { promptTokens: 5_000, completionTokens: 200, totalTokens: 5_200 },
+    at: 1_700_000_000_000,
+  },
   'harness.model.response': {
     type: 'harness.model.response',
     inputId: 'in-1',

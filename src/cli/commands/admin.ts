@@ -50,6 +50,28 @@ export const resume: Command = {
   },
 }
 
+export const compact: Command = {
+  name: 'compact',
+  args: '<sessionId>',
+  summary: "Compacts a session's model view now with its harness's compaction strategy (docs/compaction.md); the log keeps every entry.",
+  options: { by: { type: 'string', help: 'who compacts (recorded on the compaction; the timeline shows it)' } },
+  required: 1,
+  async run({ args, values }) {
+    const done = await withHost(values, true, async (host) => {
+      const session = await host.find(args[0]!)
+      if (!session) throw new UsageError(`No session ${args[0]} of the module's harnesses.`)
+      return session.compact(typeof values.by === 'string' ? { principal: values.by } : {})
+    })
+    const sessionId = terminalSafe(args[0]!)
+    print(
+      done.compacted
+        ? `Compacted ${sessionId}: ~${done.tokens.before} -> ~${done.tokens.after} tokens (${done.entryId}).`
+        : `Nothing to compact in ${sessionId} (~${done.tokens.before} tokens).`,
+    )
+    return 0
+  },
+}
+
 export const stats: Command = {
   name: 'stats',
   args: '',

@@ -85,9 +85,16 @@ export const rerunTurn = defineScript({
 
 export const readConversation = defineScript({
   name: 'readConversation',
-  keys: ['conversation', 'log'],
-  args: {},
-  reply: reply<[header: string, entries: Array<[string, string[]]>]>(),
+  keys: ['conversation', 'log', 'inputs'],
+  args: { since: arg<'all' | 'compaction'>() },
+  reply: reply<[header: string, entries: Array<[string, string[]]>, partial: '0' | '1']>(),
+})
+
+export const logCompaction = defineScript({
+  name: 'logCompaction',
+  keys: ['log', 'inputs', 'conversation'],
+  args: { base: text, throughEntry: text, record: text },
+  reply: reply<['ok', string] | ['stale', string]>(),
 })
 
 export const fillConversation = defineScript({

@@ -1,0 +1,30 @@
+import type { FollowOptions, LogEntry, ReadOptions, SessionLog } from '../log/index.js'
+
+/** A read-only view of a session's log: what callers may do with it (writes go through the session). */
+export interface LogReader {
+  /** The log's entries (`{ id, record }`) in order, between stream ids, of some record types, at most `limit`. */
+  read(options?: ReadOptions): Promise<LogEntry[]>
+  /** The log's entries from `after` on, waiting for new ones (on the process's shared reader) until `signal` aborts. */
+  follow(options?: FollowOptions): AsyncGenerator<LogEntry>
+  /** Where an input stands: its record's entry id, whether it settled, when it came; null for none. */
+  input(inputId: string): Promise<{ entryId: string; status: 'open' | 'settled'; at: number } | null>
+  /**
+   * The conversation: inputs, model responses, the results of turns' calls, settles and compactions,
+   * in log order, from the session's conversation projection (its cost follows the conversation, not
+   * the log). A compaction leaves out nothing here (R21).
+   */
+  conversation(): Promise<LogEntry[]>
+}
+
+/** The session's log, read-only. */
+export function logReader(log: SessionLog): LogReader {
+  return {
+    read: (o) => log.stream.read(o),
+    follow: (o) => log.stream.follow(o),
+    conversation: () => log.inputs.conversation(),
+    input: async (inputId) => {
+      const input = await log.inputs.getInput(inputId)
+      return input && { entryId: input.entryId, status: input.status, at: input.at }
+    },
+  }
+}

@@ -1,0 +1,47 @@
+--[[
+  Logs a harness.compaction record once per cut (R22): only when the session's latest compaction is
+  still the one the caller built its plan on (`base`), so of two workers that compacted the same
+  view (a turn and session.compact, a zombie and its successor) one record lands and the other is
+  dropped as stale, and a summary that lands after a newer compaction cut further is dropped too.
+  A crash before this write leaves no record; after it, exactly one. The record enters the
+  conversation projection (includes/conversation.lua), and the session's read pointer moves past
+  the cut: later reads of the model's view start right after the last cut turn's input (the
+  projection's position is found from its tail, O(what follows the cut)), so a turn's read costs
+  O(the view), not O(the session).
+
+  Input:
+    KEYS[1] log: session log stream
+    KEYS[2] inputs: inputs hash ("\0compaction" -> {id, from, at}: the latest compaction's entry id,
+            and the projection entry (and its index, a hint) the view's reads start at)
+    KEYS[3] conversation: the session's conversation projection (includes/conversation.lua)
+    ARGV[1] base: the entry id of the compaction the plan built on ('' for none)
+    ARGV[2] throughEntry: the harness.input entry id of the last turn cut ('' when no turn is cut)
+    ARGV[3] record: harness.compaction record JSON
+
+  Output:
+    {'ok', entryId} | {'stale', latestEntryId}
+]]
+local logKey, inputsKey, convKey = KEYS[1], KEYS[2], KEYS[3]
+local base, throughEntry, record = ARGV[1], ARGV[2], ARGV[3]
+
+--@include conversation
+local raw = redis.call('HGET', inputsKey, '\0compaction')
+local latest = raw and cjson.decode(raw)
+local latestId = (latest and latest.id) or ''
+if latestId ~= base then return {'stale', latestId} end
+
+local id = redis.call('XADD', logKey, '*', 'r', record)
+indexConversation(convKey, logKey, id)
+local pointer = {id = id, from = '', at = 1}
+if latest then
+  pointer.from, pointer.at = latest.from, latest.at
+end
+if throughEntry ~= '' then
+  local at = redis.call('LPOS', convKey, throughEntry, 'RANK', -1)
+  if at then
+    pointer.at = at + 1
+    pointer.from = redis.call('LINDEX', convKey, at + 1)
+  end
+end
+redis.call('HSET', inputsKey, '\0compaction', cjson.encode(pointer))
+return {'ok', id}
