@@ -32,14 +32,14 @@ export type {
   Json,
   Duration,
 } from './tool/index.js'
-/** A middleware tool hook's writer of records that land with the call's result. */
-export { getLogRecords, type LogRecordsWriter } from './tool/index.js'
+/** A middleware tool hook's writer of records that land with the call's result (its type: `durable-harness/hooks`). */
+export { getLogRecords } from './tool/index.js'
 
 /** Harnesses: an agent's model adapter, tools, hooks and durability options. */
 export { defineHarness, type Harness, type HarnessOptions } from './harness/defineHarness.js'
 export type { DurabilityOptions, TurnOptions, CancelOn, Limit, HarnessLimits } from './core/index.js'
-/** The common `turn.onModelError` policy; the others and the hooks' types are in `durable-harness/hooks`. */
-export { retryTransientErrors, isTransientModelError, type RetryTransientErrorsOptions } from './turn/modelErrors.js'
+/** The common `turn.onModelError` policy; its options, the others and the hooks' types are in `durable-harness/hooks`. */
+export { retryTransientErrors, isTransientModelError } from './turn/modelErrors.js'
 /** Compaction of a long session's model view (docs/compaction.md): the strategies, and the test for a context overflow. */
 export { evictOldest, summarizeOldest, clearToolResults, isContextOverflowError } from './compaction/index.js'
 /** A whole harness as one tool of another. */

@@ -8,6 +8,10 @@
 export type { AfterToolCallHook, AfterToolCallInfo, AfterToolCallDecision } from '../core/index.js'
 /** `turn.onModelError`: what a failed model call does (retry, pause, fail); `retryTransientErrors` is one. */
 export type { ModelErrorPolicy, ModelErrorContext, ModelError, ModelErrorDecision } from '../core/index.js'
+/** The options of `retryTransientErrors` (from `durable-harness`). */
+export type { RetryTransientErrorsOptions } from '../turn/modelErrors.js'
+/** What `getLogRecords(ctx)` (from `durable-harness`) returns in a middleware tool hook. */
+export type { LogRecordsWriter } from '../tool/index.js'
 /** `turn.beforeFinish`: messages added before a turn ends. */
 export type { BeforeFinishHook, FinishContext, FinishAdditions, FinishMessage } from '../core/index.js'
 /** `defineHarness({ compaction })`: the view's token budget, and a strategy of your own (docs/compaction.md). */

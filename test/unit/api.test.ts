@@ -17,7 +17,7 @@ const ENTRIES = {
 }
 
 // Every name of every entry, sorted. Adding one is a decision about the public surface: the root holds
-// what a tool author and a host owner use (at most 75 names, at most 15 error classes); operators'
+// what a tool author and a host owner use (at most 70 names, at most 15 error classes); operators'
 // views go to ./ops, the hooks' argument types to ./hooks.
 const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
   '.': [
@@ -46,7 +46,6 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'InvalidEventPayloadError',
     'Json',
     'Limit',
-    'LogRecordsWriter',
     'NonRetryableError',
     'PromptOptions',
     'QuestionClosedError',
@@ -58,7 +57,6 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'RetentionOptions',
     'RetryAfterError',
     'RetryPolicy',
-    'RetryTransientErrorsOptions',
     'ScheduleOptions',
     'Secrets',
     'SendEventOptions',
@@ -138,10 +136,12 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'FinishContext',
     'FinishMessage',
     'KeepRecentOptions',
+    'LogRecordsWriter',
     'ModelError',
     'ModelErrorContext',
     'ModelErrorDecision',
     'ModelErrorPolicy',
+    'RetryTransientErrorsOptions',
     'SummarizeFn',
     'SummarizeInput',
     'SummarizeOldestOptions',
@@ -227,9 +227,9 @@ describe('the public API', () => {
     expect(names).toEqual(EXPORTS[entry as keyof typeof ENTRIES])
   })
 
-  it('the root stays small: at most 75 names, at most 15 of them error classes', () => {
+  it('the root stays small: at most 70 names, at most 15 of them error classes', () => {
     const root = exportsOf(ENTRIES['.'])
-    expect(root.length).toBeLessThanOrEqual(75)
+    expect(root.length).toBeLessThanOrEqual(70)
     const errorClasses = root.filter((e) => isErrorClass(e.symbol)).map((e) => e.name)
     expect(errorClasses).toContain('SessionBusyError')
     expect(errorClasses.length).toBeLessThanOrEqual(15)
