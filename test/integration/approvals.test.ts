@@ -78,6 +78,8 @@ describe('durable approvals over a worker process', () => {
     const session = ctx.host.open(approvals, { sessionId: 'bad-answer' })
     await session.prompt('transfer:1')
     const question = await approvalOf('bad-answer')
+    // the log is still until the call has parked (its question comes a moment before its park)
+    await ctx.workers[0]!.waitFor((l) => l.sessionId === 'bad-answer' && l.msg === 'tool call parked')
     const before = await session.log.read()
     await expect(
       ctx.other.open(approvals, { sessionId: 'bad-answer' }).answer(question.questionId, { approved: 'yes' }),
@@ -96,7 +98,10 @@ describe('durable approvals over a worker process', () => {
     // what bull-board's "update data" does: the parked job's data, not the log
     const tools = new Queue(toolQueueName(approvals.name), { connection: { url: ctx.url }, prefix: queuePrefix(ctx.prefix, 'edited') })
     try {
-      const job = (await Job.fromId(tools, toolJobId('edited', question.toolCallId)))!
+      // once it is a delayed job: the park's own write of the job's data comes a moment after its log line
+      let job = (await Job.fromId(tools, toolJobId('edited', question.toolCallId)))!
+      await until(async () => (await job.getState()) === 'delayed', 'the approval call to be a delayed job')
+      job = (await Job.fromId(tools, toolJobId('edited', question.toolCallId)))!
       await job.updateData({ ...job.data, sessionId: 'edited-victim', toolCallId: 'other', inputId: 'other', input: { amount: 9000 } })
     } finally {
       await tools.close()
