@@ -55,6 +55,11 @@ export interface HarnessHost extends HostEvents, HostSchedules, HostOperations {
   readonly logger: Logger
   /** Resolves when Redis answers; rejects with RedisUnavailableError after `timeoutMs`. */
   ready(timeoutMs?: number): Promise<void>
+  /**
+   * A handle on one session of `harness`, without a Redis round trip: the session exists from its
+   * first prompt. `sessionId` is the caller's, 1–200 characters of [A-Za-z0-9._-]; another throws
+   * InvalidIdError.
+   */
   open(harness: Harness, options: { sessionId: string }): Session
   /**
    * Turn and tool workers for every harness of this host, in this process. They also run a sweep
