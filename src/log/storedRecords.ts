@@ -27,16 +27,19 @@ const FIELDS = {
 } as const satisfies Record<string, readonly [string, readonly string[], 0 | 1]>
 type Tag = keyof typeof FIELDS
 
-const TAG_OF: ReadonlyMap<string, Tag> = new Map(Object.entries(FIELDS).map(([tag, [type]]) => [type, tag as Tag]))
+const TAGS: readonly Tag[] = ['q', 'b', 's', 'z', 'p']
+const TAG_OF: ReadonlyMap<string, Tag> = new Map(TAGS.map((tag) => [FIELDS[tag][0], tag]))
+const isTag = (tag: string): tag is Tag => Object.hasOwn(FIELDS, tag)
 
 /** The record's stored array when its type has one (the record is checked already), else undefined. */
-export function compactRecordJson(record: LogRecord): string | undefined {
+function compactRecordJson(record: LogRecord): string | undefined {
   const tag = TAG_OF.get(record.type)
   if (tag === undefined) return undefined
   const [, fields, optional] = FIELDS[tag]
   const values: unknown[] = [tag]
+  const byName: Record<string, unknown> = { ...record }
   for (const [i, field] of fields.entries()) {
-    const value = (record as Record<string, unknown>)[field]
+    const value = byName[field]
     if (value === undefined && optional === 1 && i === fields.length - 1) break
     values.push(value)
   }
@@ -50,8 +53,8 @@ export function compactRecordJson(record: LogRecord): string | undefined {
 export function parseCompactRecord(stored: unknown[]): LogRecord | 'skip' {
   const tag = stored[0]
   if (typeof tag !== 'string' || tag.length === 0) throw new Error('a stored array without a tag')
-  if (!Object.hasOwn(FIELDS, tag)) return 'skip'
-  const [type, fields, optional] = FIELDS[tag as Tag]
+  if (!isTag(tag)) return 'skip'
+  const [type, fields, optional] = FIELDS[tag]
   const given = stored.length - 1
   if (given !== fields.length && !(optional === 1 && given === fields.length - 1)) {
     throw new Error(`${type}: a stored array of ${given} fields (expected ${optional ? `${fields.length - 1} or ` : ''}${fields.length})`)
@@ -102,7 +105,8 @@ export function objectJson(stored: string | undefined): string {
   if (stored === undefined) return 'null'
   if (!stored.startsWith('[')) return stored
   try {
-    const record = parseCompactRecord(JSON.parse(stored) as unknown[])
+    const value: unknown = JSON.parse(stored)
+    const record = Array.isArray(value) ? parseCompactRecord(value) : 'skip'
     return record === 'skip' ? stored : JSON.stringify(record)
   } catch {
     return stored
