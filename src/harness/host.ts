@@ -8,6 +8,8 @@ import {
   DEFAULT_EVENT_RETENTION_MS,
   EventWaits,
   claimShardCount,
+  claimRecordFormat,
+  type RecordFormat,
   claimCallMarks,
   type CallMarks,
   defaultShards,
@@ -146,8 +148,11 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     const harness = harnesses.get(name)
     return harness && queuesOf(harness)
   }
+  // the deployment's record format (storedRecords.ts): 1 until checkShards has read it
+  const recordFormat: { current: RecordFormat } = { current: 1 }
   const logOptions = {
     shards,
+    recordFormat,
     ...lane.landingOptions(notifier), // on: a caller here hears its landing from the reply (src/lane/)
     ...(options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }),
     ...(options.waitReplicas
@@ -177,9 +182,12 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const callMarks = () => marks
   const checkShards = (): Promise<void> =>
     (shardCheck ??= (async () => {
+      // before the shard count: a deployment that has none yet is new, and starts at record format 2
+      const format = await claimRecordFormat(redis, prefix)
       const [stored, claimed] = await Promise.all([claimShardCount(redis, prefix, shards), claimCallMarks(redis, prefix)])
       if (stored !== null && stored !== shards) throw new ShardCountError(prefix, stored, shards)
       marks = claimed
+      recordFormat.current = format
     })().catch((error: unknown) => {
       if (!(error instanceof ShardCountError)) shardCheck = undefined // Redis trouble: check again next time
       throw error

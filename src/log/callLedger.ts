@@ -126,6 +126,7 @@ export class CallLedger {
         inputId: owner?.inputId ?? '',
         fingerprint,
         version: owner?.version ?? '',
+        compact: this.stream.compact ? '1' : '',
       },
     })
     return reply[0] === 'unverified' ? 'unverified' : beginResultOf(reply, Boolean(owner?.inputId))
@@ -148,7 +149,7 @@ export class CallLedger {
           epoch,
           stepField: stepField(toolCallId, name),
           value: encoded ?? encodeValue(value),
-          record: typeof record === 'string' ? record : encodeRecord(record),
+          record: typeof record === 'string' ? record : this.stream.encode(record),
         },
       },
       true,
@@ -198,7 +199,7 @@ export class CallLedger {
 
   /** Marks the attempt parked (sleep/ask/event): its next begin is a planned resume, not a cut (ParkOptions: how). */
   async parkCall(fence: Fence, kind: SuspendedKind, until: number, options: ParkOptions = {}): Promise<void> {
-    const record = encodeRecord({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
+    const record = this.stream.encode({ type: 'harness.tool.suspended', toolCallId: fence.toolCallId, kind, until })
     const { toolCallId, epoch } = fence
     const { withoutJob = false, inTool = true, job } = options
     const timerMember = withoutJob ? openMember(this.stream.sessionId, toolCallId) : ''

@@ -2,7 +2,7 @@ import { callFingerprint } from './callIds.js'
 import type { RequestBegin } from './callState.js'
 import { scripts, type ScriptInput } from './commands/index.js'
 import { openMember } from './formats.js'
-import { encodeRecord, type LogStream } from './stream.js'
+import type { LogStream } from './stream.js'
 
 /**
  * A runTool call's job, started in its request's write (startCall.lua) under the slot a local fetch
@@ -28,13 +28,14 @@ export function requestArgs(
   return {
     toolCallId,
     fingerprint: begin?.fingerprint ?? callFingerprint(name, input),
-    record: encodeRecord({ type: 'harness.tool.requested', toolCallId, name, input }),
+    record: stream.encode({ type: 'harness.tool.requested', toolCallId, name, input }),
     now: Date.now(),
     sessionId: stream.sessionId,
     beginFor: begin?.harness ?? '',
     name,
     openMember: openMember(stream.sessionId, toolCallId),
     version: begin?.version ?? '',
+    compact: stream.compact ? '1' : '',
   }
 }
 

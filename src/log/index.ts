@@ -27,6 +27,7 @@ export {
 } from './keys.js'
 export { assertShards, defaultShards, shardOf } from './shards.js'
 export { claimShardCount } from './deployment.js'
+export { claimRecordFormat, encodeStored, parseCompactRecord, type RecordFormat } from './storedRecords.js'
 export { CallMarks, claimCallMarks, MARK_TRUST_MS } from './callMarks.js'
 export { duplicateClient, isCluster, type RedisClient } from './client.js'
 export { compareIds, waitForEntries } from './sharedReader.js'

@@ -151,6 +151,14 @@ export function shardCountKey(prefix: string): string {
   return `${prefix}:shards`
 }
 
+/**
+ * The deployment's record format (storedRecords.ts): '2' when its hosts write the five records of a
+ * call's way to its park positionally; absent or '1' when they write every record as an object.
+ */
+export function recordFormatKey(prefix: string): string {
+  return `${prefix}:record-format`
+}
+
 /** The deployment's key of call marks (callMarks.ts): random, written once, never sent to a queue. */
 export function callMarkKey(prefix: string): string {
   return `${prefix}:call-mark-key`

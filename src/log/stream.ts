@@ -1,4 +1,4 @@
-import { DurableHarnessError, InvalidRecordError, MalformedEntryError, StorageError } from '../errors/index.js'
+import { DurableHarnessError, MalformedEntryError, StorageError } from '../errors/index.js'
 import { assertCursor, LAST_ID } from './streamIds.js'
 import { runScript, scripts, type AnyScript, type ReplicaWait, type ScriptInput, type ScriptReply } from './commands/index.js'
 import { publishCommand, type RedisClient } from './client.js'
@@ -8,6 +8,12 @@ import { defaultShards } from './shards.js'
 import { layoutOf, type ScriptKeys } from './sessionLayout.js'
 import { appendLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
+import { encodeRecord, encodeStored, objectJson, parseCompactRecord, type RecordFormat } from './storedRecords.js'
+
+import type { FollowOptions, ReadOptions } from './readOptions.js'
+
+export { encodeRecord } from './storedRecords.js'
+export type { FollowOptions, ReadOptions } from './readOptions.js'
 
 /** One entry of the session log: its stream id and its record. */
 export interface LogEntry<R extends LogRecord = LogRecord> {
@@ -18,28 +24,6 @@ export interface LogEntry<R extends LogRecord = LogRecord> {
 /** Narrows a log entry on its record's type: `if (isRecord(entry, 'harness.tool.result')) entry.record.toolCallId`. */
 export function isRecord<K extends HarnessRecordType>(entry: LogEntry, type: K): entry is LogEntry<RecordOf<K>> {
   return entry.record.type === type
-}
-
-/** Which entries `session.log.read()` returns. */
-export interface ReadOptions {
-  /** Exclusive: entries after this stream id. */
-  after?: string
-  /** Inclusive: entries from this stream id on (instead of `after`). */
-  from?: string
-  /** Exclusive: entries before this stream id. */
-  before?: string
-  /** Only these record types. */
-  types?: readonly string[]
-  limit?: number
-}
-
-/** Options of `session.log.follow()`: resume after a stream id, only some record types, stop on a signal. */
-export interface FollowOptions {
-  after?: string
-  types?: readonly string[]
-  signal?: AbortSignal
-  /** How long one XREAD BLOCK waits before it checks the signal again. */
-  blockMs?: number
 }
 
 /** How long a tool call attempt's own writes are retried when Redis refuses them (OOM) before its job fails. */
@@ -65,6 +49,8 @@ export interface SessionLogOptions {
    */
   landed?: (messageKey: string, record: string) => void
   awaitedOnlyHere?: (messageKey: string) => boolean
+  /** The deployment's record format (storedRecords.ts), filled in once the host has read it; 1 until then. */
+  recordFormat?: { current: RecordFormat }
 }
 
 /** The writes that must survive a failover: a step's value (its side effect happened) and a call's result. */
@@ -102,6 +88,7 @@ export class LogStream {
   readonly shards: number
   readonly landed: ((messageKey: string, record: string) => void) | undefined
   readonly awaitedOnlyHere: ((messageKey: string) => boolean) | undefined
+  private readonly recordFormat: { current: RecordFormat } | undefined
 
   constructor(
     readonly redis: RedisClient,
@@ -122,6 +109,17 @@ export class LogStream {
     this.waitReplicas = options.waitReplicas
     this.landed = options.landed
     this.awaitedOnlyHere = options.awaitedOnlyHere
+    this.recordFormat = options.recordFormat
+  }
+
+  /** Whether this log writes the stored arrays of a parked call's records (storedRecords.ts). */
+  get compact(): boolean {
+    return this.recordFormat?.current === 2
+  }
+
+  /** A record as this log stores it (checked; its stored array when `compact` and it has one). */
+  encode(record: LogRecord): string {
+    return encodeStored(record, this.compact)
   }
 
   /**
@@ -198,8 +196,8 @@ export class LogStream {
   }
 
   /**
-   * The whole log as JSON Lines, one `{"id":"<stream id>","record":<record>}` a line in log order (the
-   * records as stored, unparsed), with the id of its last entry ('' for an empty log).
+   * The whole log as JSON Lines, one `{"id":"<stream id>","record":<record>}` a line in log order (records
+   * unchecked, a stored array as its object: storedRecords.ts), with the id of its last entry ('' for none).
    */
   async exportJsonl(): Promise<{ jsonl: string; lastId: string }> {
     const lines: string[] = []
@@ -208,7 +206,7 @@ export class LogStream {
     for (;;) {
       const raw = await this.command('export', () => this.redis.xrange(this.keys.log, from, '+', 'COUNT', 1000))
       for (const [id, fields] of raw) {
-        lines.push(`{"id":${JSON.stringify(id)},"record":${fields[1] ?? 'null'}}\n`)
+        lines.push(`{"id":${JSON.stringify(id)},"record":${objectJson(fields[1])}}\n`)
         lastId = id
       }
       if (raw.length < 1000) return { jsonl: lines.join(''), lastId }
@@ -278,23 +276,12 @@ export class LogStream {
     let record: LogRecord | 'skip'
     try {
       if (fields[0] !== 'r' || rawJson === undefined) throw new Error('no "r" field')
-      record = parseRecord(JSON.parse(rawJson), 'read')
+      const stored: unknown = JSON.parse(rawJson)
+      record = Array.isArray(stored) ? parseCompactRecord(stored) : parseRecord(stored, 'read')
     } catch (error) {
       void this.redis.hset(this.index.corrupt, this.sessionId, id).catch(() => {})
       throw new MalformedEntryError(this.sessionId, id, error instanceof Error ? error.message : String(error))
     }
     return record === 'skip' ? null : { id, record }
   }
-}
-
-/** Validates a record against its schema and encodes it for the stream (harness records as parsed: no unknown fields). */
-export function encodeRecord(record: LogRecord): string {
-  let parsed: LogRecord | 'skip'
-  try {
-    parsed = parseRecord(record)
-    if (parsed === 'skip') throw new Error(`unknown reserved type ${record.type}`)
-  } catch (error) {
-    throw new InvalidRecordError(`Record refused on write: ${error instanceof Error ? error.message : String(error)}`)
-  }
-  return JSON.stringify(parsed)
 }

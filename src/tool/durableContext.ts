@@ -59,7 +59,7 @@ class LedgerSteps implements RecordedSteps, EventWaitsOf {
 
   recordStep(name: string, copy: unknown, encoded: string | undefined) {
     // the record from its checked parts: the value is not walked nor encoded again (hot-path-allocation.md)
-    return this.calls.saveStep(this.fence, name, copy, stepRecordJson(this.toolCallId, name, encoded), encoded)
+    return this.calls.saveStep(this.fence, name, copy, stepRecordJson(this.toolCallId, name, encoded, this.calls.stream.compact), encoded)
   }
 
   record(name: string, value: unknown, record: LogRecord, encoded?: string) {

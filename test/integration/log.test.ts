@@ -605,7 +605,7 @@ describe('session log: call lifecycle (beginCall)', () => {
     await expect(log.calls.parkCall({ toolCallId: 'c1', epoch: 1 }, 'sleep', until)).rejects.toBeInstanceOf(FencedError)
   })
 
-  it('a park slims the hash of its delayed job: the data it is given, the options without the job id wherever it stands, every other field kept', async () => {
+  it('a park slims the hash of its delayed job: the data it is given, the options without the job id wherever it stands, a BullMQ priority of 0 and processedOn dropped, every other field kept', async () => {
     const log = new SessionLog(redis, prefixFor('slim-job'), 's1')
     const id = 'call|s1|YzE'
     const data = `{"sessionId":"s1","toolCallId":"${'c'.repeat(100)}","input":1}`
@@ -618,10 +618,35 @@ describe('session log: call lifecycle (beginCall)', () => {
     for (const [i, [opts, slimmed]] of cases.entries()) {
       await log.calls.beginCall(`c${i}`, 'nap', 'safe')
       const job = { key: `${log.stream.keys.calls}-job${i}`, id, data: '{"input":1}' }
-      await redis.hset(job.key, 'name', 'nap', 'data', data, 'opts', opts, 'ats', '1', 'stc', '2')
+      // BullMQ's priority 0 and processedOn go (a missing priority is 0 to BullMQ); any other priority stays
+      const priority = i === 1 ? '3' : '0'
+      await redis.hset(
+        job.key,
+        'name',
+        'nap',
+        'data',
+        data,
+        'opts',
+        opts,
+        'ats',
+        '1',
+        'stc',
+        '2',
+        'priority',
+        priority,
+        'processedOn',
+        '17',
+      )
       expect(await redis.object('ENCODING', job.key)).toBe('hashtable')
       await log.calls.parkCall({ toolCallId: `c${i}`, epoch: 1 }, 'sleep', Date.now() + 60_000, { job })
-      expect(await redis.hgetall(job.key)).toEqual({ name: 'nap', data: '{"input":1}', opts: slimmed, ats: '1', stc: '2' })
+      expect(await redis.hgetall(job.key)).toEqual({
+        name: 'nap',
+        data: '{"input":1}',
+        opts: slimmed,
+        ats: '1',
+        stc: '2',
+        ...(priority === '0' ? {} : { priority }),
+      })
       // written anew: every value fits, so Redis keeps it as a listpack again
       expect(await redis.object('ENCODING', job.key)).toBe('listpack')
     }
@@ -629,7 +654,7 @@ describe('session log: call lifecycle (beginCall)', () => {
     await log.calls.beginCall('c9', 'nap', 'safe')
     const job = { key: `${log.stream.keys.calls}-job9`, id, data: '{"input":1}' }
     const stacktrace = JSON.stringify(['x'.repeat(100)])
-    await redis.hset(job.key, 'data', data, 'opts', `{"jobId":"${id}"}`, 'stacktrace', stacktrace)
+    await redis.hset(job.key, 'data', data, 'opts', `{"jobId":"${id}"}`, 'stacktrace', stacktrace, 'priority', '0', 'processedOn', '17')
     await log.calls.parkCall({ toolCallId: 'c9', epoch: 1 }, 'sleep', Date.now() + 60_000, { job })
     expect(await redis.hgetall(job.key)).toEqual({ data: '{"input":1}', opts: '{}', stacktrace })
     expect(await redis.object('ENCODING', job.key)).toBe('hashtable')

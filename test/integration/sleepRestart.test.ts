@@ -5,6 +5,7 @@ import { pino } from 'pino'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createHarnessHost, type HarnessHost, type Session } from '../../src/index.js'
 import { toolJobId, type HarnessRecordType, type LogEntry, type RecordOf } from '../../src/log/index.js'
+import { sessionKeys } from '../../src/log/keys.js'
 import { toolQueueName } from '../../src/queue/index.js'
 import type { RedisServerHandle } from '../../src/testing/index.js'
 import { questionIdOf } from '../../src/tool/index.js'
@@ -27,6 +28,10 @@ async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs 
     await new Promise((r) => setTimeout(r, 25))
   }
 }
+
+/** The first character of each stored record of a session's log: '[' a stored array (record format 2), '{' an object. */
+const storedShapes = async (client: Redis, prefix: string, sessionId: string) =>
+  (await client.xrange(sessionKeys(prefix, sessionId, 1).log, '-', '+')).map(([, fields]) => fields[1]![0]).join('')
 
 const parkedLine = (toolCallId: string) => (l: Record<string, unknown>) => l.msg === 'tool call parked' && l.toolCallId === toolCallId
 const landedLine = (toolCallId: string) => (l: Record<string, unknown>) => l.msg === 'tool call landed' && l.toolCallId === toolCallId
@@ -72,6 +77,8 @@ describe('sleep and ask across a worker crash (R7, R8)', () => {
     call.catch(() => {})
     const parked = await Promise.race(pair.map((w) => w.waitFor(parkedLine('nap-k')).then((line) => ({ w, line }))))
     const survivor = pair.find((w) => w !== parked.w)!
+    // a new deployment: the five records of the call's way to its park are stored arrays (record format 2)
+    expect(await storedShapes(redis, prefix, 'kill-nap')).toBe('[[[[[')
     await parked.w.kill('SIGKILL')
 
     const result = (await call) as { slept: number }
@@ -152,11 +159,15 @@ describe('a sleep across a Redis restart (R7)', () => {
     await waitUntil(async () => Number(await admin.hget(jobKey, 'delay')) > 0, 'the job delayed')
     const parkedJob = await admin.hgetall(jobKey)
     expect(JSON.parse(parkedJob.data!)).toEqual({ input: { ms: 3000 } })
+    const parkedLog = await admin.xrange(sessionKeys(prefix, 'aof-nap', 1).log, '-', '+')
+    expect(await storedShapes(admin, prefix, 'aof-nap')).toBe('[[[[[')
 
     await server.kill()
     await new Promise((r) => setTimeout(r, 300))
     await server.restart()
     expect(await admin.hgetall(jobKey)).toEqual(parkedJob)
+    // the log's stored arrays come back as they were, and read as records
+    expect(await admin.xrange(sessionKeys(prefix, 'aof-nap', 1).log, '-', '+')).toEqual(parkedLog)
     admin.disconnect()
 
     expect(((await call) as { slept: number }).slept).toBeGreaterThanOrEqual(3000)

@@ -24,6 +24,7 @@
             begins unchecked (the caller took the call from the log itself)
     ARGV[9] version: the harness version of this worker ('' for none): a fresh call keeps it as the version it
             began under (its names field), which every later attempt gets back (docs/deploys.md)
+    ARGV[10] compact: '1' to store harness.tool.started as its array (the deployment's record format 2: src/log/storedRecords.ts)
 
   Output:
     {'unverified'} (nothing written) the call is not logged, or logged with another fingerprint
@@ -37,8 +38,8 @@
       'cut'    the previous attempt was cut and the call is replay 'never': land a tool error
 ]]
 local callsKey, logKey, stagedKey, openCallsKey, inputsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local toolCallId, name, replay, now, openMember, harness, inputId, fingerprint, version =
-  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local toolCallId, name, replay, now, openMember, harness, inputId, fingerprint, version, compact =
+  ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 
 -- the call's state and the request its logged call wrote (model response or runTool), in one read
 local stored = redis.call('HMGET', callsKey, toolCallId, toolCallId .. '\0req', toolCallId .. '\0names')
@@ -89,9 +90,16 @@ else
   redis.call('HSET', callsKey, toolCallId, cjson.encode(state))
 end
 if kind ~= 'resume' then
-  redis.call('XADD', logKey, '*', 'r', cjson.encode({
-    type = 'harness.tool.started', toolCallId = toolCallId, name = callName,
-    attempt = state.a, replay = state.r, reason = kind, version = began ~= '' and began or nil}))
+  local startedVersion = began ~= '' and began or nil
+  local started
+  if compact == '1' then
+    started = cjson.encode({'b', toolCallId, callName, state.a, state.r, kind, startedVersion})
+  else
+    started = cjson.encode({
+      type = 'harness.tool.started', toolCallId = toolCallId, name = callName,
+      attempt = state.a, replay = state.r, reason = kind, version = startedVersion})
+  end
+  redis.call('XADD', logKey, '*', 'r', started)
 end
 local input = ''
 if inputId ~= '' then input = redis.call('HGET', inputsKey, inputId) or '' end

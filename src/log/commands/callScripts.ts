@@ -41,6 +41,8 @@ const requestArgs = {
   name: text,
   openMember: text,
   version: text,
+  /** '1': harness.tool.started is stored as its array (the deployment's record format 2: src/log/storedRecords.ts) */
+  compact: arg<'1' | ''>(),
 }
 
 export const requestCall = defineScript({
@@ -71,6 +73,7 @@ export const beginCall = defineScript({
     inputId: text,
     fingerprint: text,
     version: text,
+    compact: arg<'1' | ''>(),
   },
   reply: reply<
     [kind: 'done' | 'fresh' | 'resume' | 'rerun' | 'cut', epoch: number, attempt: number, input?: string, version?: string] | ['unverified']

@@ -22,13 +22,14 @@
     ARGV[7] name: tool name (with ARGV[6])
     ARGV[8] openMember: open calls member (with ARGV[6])
     ARGV[9] version: '' or the harness version the call begins under (with ARGV[6]; docs/deploys.md)
+    ARGV[10] compact: '1' to store harness.tool.started as its array (the deployment's record format 2: src/log/storedRecords.ts)
 
   Output:
     {'added', entryId} | {'exists'} | {'conflict'}
 ]]
 local callsKey, logKey, sessionsKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local toolCallId, fingerprint, record, now, sessionId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local beginFor, name, openMember, version = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local beginFor, name, openMember, version, compact = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 
 --@include request
-return requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCallId, fingerprint, record, now, sessionId, beginFor, name, openMember, version)
+return requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCallId, fingerprint, record, now, sessionId, beginFor, name, openMember, version, compact)

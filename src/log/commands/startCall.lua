@@ -31,13 +31,14 @@
     ARGV[7] name: tool name (the job's name)
     ARGV[8] openMember: open calls member
     ARGV[9] version: '' or the harness version the call begins under
-    ARGV[10] jobId: the job's id
-    ARGV[11] data: the job's data JSON
-    ARGV[12] opts: the job's options JSON, as BullMQ stores them
-    ARGV[13] token: the lock token of the lane's slot
-    ARGV[14] lockMs: the lock's duration
-    ARGV[15] worker: the lane's worker name ('' for none)
-    ARGV[16] wake: '1' when the lane waits on the marker: set it, so its loop takes the job
+    ARGV[10] compact: '1' to store harness.tool.started as its array (src/log/storedRecords.ts)
+    ARGV[11] jobId: the job's id
+    ARGV[12] data: the job's data JSON
+    ARGV[13] opts: the job's options JSON, as BullMQ stores them
+    ARGV[14] token: the lock token of the lane's slot
+    ARGV[15] lockMs: the lock's duration
+    ARGV[16] worker: the lane's worker name ('' for none)
+    ARGV[17] wake: '1' when the lane waits on the marker: set it, so its loop takes the job
 
   Output:
     {'started', entryId, 1 when no other job waits (the lane's fetch after its wake-up would find none) else 0}
@@ -47,11 +48,11 @@ local callsKey, logKey, sessionsKey, openCallsKey = KEYS[1], KEYS[2], KEYS[3], K
 local jobKey, activeKey, waitKey, prioritizedKey, markerKey, metaKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local eventsKey, idKey = KEYS[11], KEYS[12]
 local toolCallId, fingerprint, record, now, sessionId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local beginFor, name, openMember, version = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local jobId, data, opts, token, lockMs, worker, wake = ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16]
+local beginFor, name, openMember, version, compact = ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+local jobId, data, opts, token, lockMs, worker, wake = ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17]
 
 --@include request
-local requested = requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCallId, fingerprint, record, now, sessionId, beginFor, name, openMember, version)
+local requested = requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCallId, fingerprint, record, now, sessionId, beginFor, name, openMember, version, compact)
 if requested[1] ~= 'added' then return requested end
 local entryId = requested[2]
 -- a job of this id exists (a fresh id never has one): BullMQ's add would leave it as it is

@@ -2,9 +2,10 @@
 -- tool and input is the same call (a caller's retry), with another tool or input a conflict. Lists
 -- the session in the sessions index. With `beginFor` (a harness name) the call is begun too, as
 -- beginCall begins a fresh one, and marked `q` (queued): its job's first delivery runs at epoch 1.
--- requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCallId, fingerprint, record, now, sessionId, beginFor, name, openMember, version)
+-- `compact` '1': the harness.tool.started record is stored as its array (src/log/storedRecords.ts).
+-- requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCallId, fingerprint, record, now, sessionId, beginFor, name, openMember, version, compact)
 -- returns {'added', entryId} | {'exists'} | {'conflict'}.
-local function requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCallId, fingerprint, record, now, sessionId, beginFor, name, openMember, version)
+local function requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCallId, fingerprint, record, now, sessionId, beginFor, name, openMember, version, compact)
   local used = redis.call('HGET', callsKey, toolCallId .. '\0req')
   if used then
     if used == fingerprint then
@@ -24,8 +25,14 @@ local function requestOnce(callsKey, logKey, sessionsKey, openCallsKey, toolCall
     redis.call('ZADD', openCallsKey, now, openMember)
     local began = nil
     if version ~= '' then began = version end
-    redis.call('XADD', logKey, '*', 'r', cjson.encode({
-      type = 'harness.tool.started', toolCallId = toolCallId, name = name, attempt = 1, replay = 'safe', reason = 'fresh', version = began}))
+    local started
+    if compact == '1' then
+      started = cjson.encode({'b', toolCallId, name, 1, 'safe', 'fresh', began})
+    else
+      started = cjson.encode({
+        type = 'harness.tool.started', toolCallId = toolCallId, name = name, attempt = 1, replay = 'safe', reason = 'fresh', version = began})
+    end
+    redis.call('XADD', logKey, '*', 'r', started)
   end
   return {'added', entryId}
 end
