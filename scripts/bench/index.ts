@@ -1,4 +1,6 @@
 // `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction]`
+// `npm run bench -- --only million [--calls N] [--park-budget <seconds>] [--quick]`: a million waiting calls (million.ts,
+// its own redis-server; not in the default run; --quick parks 20,000; its row limit is 3 h unless --row-limit says)
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
 // `npm run bench -- --against <git ref> [--rounds 5] [--rows …]`: A/B of this tree against a commit (against.ts)
 //
@@ -32,6 +34,7 @@ import { measureToolCalls, type CallCpu } from './toolCalls.js'
 import { measureTurn } from './turn.js'
 import { measureTurnsIndex } from './turnsIndex.js'
 import { measureLatency } from './latency.js'
+import { measureMillion, millionRows, type MillionResult } from './million.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const MEASUREMENTS = [
@@ -50,7 +53,10 @@ const MEASUREMENTS = [
   'turns-index',
   'compaction',
 ] as const
-type Name = (typeof MEASUREMENTS)[number]
+/** Rows only `--only` runs (not in the default run). */
+const OPT_IN = ['million'] as const
+type Name = (typeof MEASUREMENTS)[number] | (typeof OPT_IN)[number]
+const ALL: readonly Name[] = [...MEASUREMENTS, ...OPT_IN]
 
 interface Row {
   id: string
@@ -73,15 +79,16 @@ function parseArgs(argv: string[]) {
   if (i >= 0) {
     const list = argv[i]!.includes('=') ? argv[i]!.split('=')[1]! : (argv[i + 1] ?? '')
     only = list.split(',').filter(Boolean) as Name[]
-    const bad = only.filter((n) => !MEASUREMENTS.includes(n))
+    const bad = only.filter((n) => !ALL.includes(n))
     if (bad.length > 0 || only.length === 0) {
-      process.stderr.write(`bench: --only takes a comma-separated list of ${MEASUREMENTS.join(', ')}\n`)
+      process.stderr.write(`bench: --only takes a comma-separated list of ${ALL.join(', ')}\n`)
       process.exit(2)
     }
   }
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(
       `npm run bench -- [--quick] [--only ${MEASUREMENTS.join(',')}]\n` +
+        `npm run bench -- --only million [--calls N] [--park-budget <seconds>] [--quick]\n` +
         `npm run bench -- --scale [--quick]\n` +
         `npm run bench -- --against <git ref> [--rounds 5] [--rows id,id|all] [--quick] [--keep] [--npm-ci]\n`,
     )
@@ -89,6 +96,8 @@ function parseArgs(argv: string[]) {
   }
   const limitAt = argv.findIndex((a) => a === '--row-limit' || a.startsWith('--row-limit='))
   let rowLimitMs = (quick ? 300 : 900) * 1000
+  // the million row parks for up to an hour on a loaded machine: its own default
+  if (only.includes('million')) rowLimitMs = Math.max(rowLimitMs, 3 * 3600 * 1000)
   if (limitAt >= 0) {
     const raw = argv[limitAt]!.includes('=') ? argv[limitAt]!.split('=')[1]! : (argv[limitAt + 1] ?? '')
     const seconds = Number(raw)
@@ -98,7 +107,17 @@ function parseArgs(argv: string[]) {
     }
     rowLimitMs = seconds * 1000
   }
-  return { quick, only, rowLimitMs }
+  const number = (flag: string) => {
+    const at = argv.indexOf(flag)
+    if (at < 0) return undefined
+    const value = Number(argv[at + 1])
+    if (!Number.isInteger(value) || value <= 0) {
+      process.stderr.write(`bench: ${flag} takes a whole number above 0, not ${JSON.stringify(argv[at + 1] ?? '')}\n`)
+      process.exit(2)
+    }
+    return value
+  }
+  return { quick, only, rowLimitMs, calls: number('--calls'), parkBudget: number('--park-budget') }
 }
 
 /** `work`, or a rejection saying the row ran out of time: a hanging row fails alone and the bench goes on. */
@@ -175,7 +194,7 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2)
   if (argv.includes('--scale')) return scaleMain(argv.includes('--quick'))
   if (argv.some((a) => a === '--against' || a.startsWith('--against='))) return againstMain(root, argv)
-  const { quick, only, rowLimitMs } = parseArgs(argv)
+  const { quick, only, rowLimitMs, calls, parkBudget } = parseArgs(argv)
   const progress = stderrProgress
   const viaNpm = process.env.npm_lifecycle_event === 'bench'
   const command = [viaNpm ? 'npm run bench' : 'npx tsx scripts/bench/index.ts', ...(argv.length && viaNpm ? ['--'] : []), ...argv].join(' ')
@@ -214,8 +233,16 @@ async function main(): Promise<void> {
       retention: () => measureRetention(url, { quick, progress }),
       'turns-index': () => measureTurnsIndex(url, { quick, progress }),
       compaction: () => measureCompaction(url, { quick, progress }),
+      // its own private redis-server: the memory figure is of its calls alone
+      million: () =>
+        measureMillion({
+          calls: calls ?? (quick ? 20_000 : 1_000_000),
+          sleeps: quick ? 200 : 1_000,
+          progress,
+          ...(parkBudget === undefined ? {} : { parkBudgetMs: parkBudget * 1000 }),
+        }),
     }
-    for (const name of MEASUREMENTS) {
+    for (const name of ALL) {
       if (!only.includes(name)) continue
       const t0 = Date.now()
       try {
@@ -282,6 +309,7 @@ type Results = {
   retention?: Awaited<ReturnType<typeof measureRetention>>
   'turns-index'?: Awaited<ReturnType<typeof measureTurnsIndex>>
   compaction?: CompactionResult
+  million?: MillionResult
 }
 
 function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name[]): Row[] {
@@ -629,6 +657,8 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       )
     }
   } else missing('9a', 'largest model input with compaction', '<= 1x', 'compaction')
+  if (r.million) millionRows(r.million, atMost, info)
+  else if (only.includes('million')) missing('10a', 'a million waiting calls', '(see 10a-10f)', 'million')
   return rows
 }
 

@@ -24,6 +24,8 @@ type Index = 'openTurns' | 'openCalls' | 'openQuestions' | 'eventTimers'
  */
 export class OpenWork {
   private readonly keys: IndexKeys[]
+  /** Where nextRound goes on from, by index and shard. */
+  private readonly cursors = new Map<string, { score: number; member: string }>()
 
   constructor(
     private readonly redis: RedisClient,
@@ -39,6 +41,46 @@ export class OpenWork {
     for (const shard of shards ?? this.keys.keys()) {
       const key = this.keys[shard]![index]
       out.push(...toItems(await this.run(`list ${index}`, () => this.redis.zrangebyscore(key, '-inf', before, 'LIMIT', 0, limit))))
+    }
+    return out
+  }
+
+  /**
+   * The next `limit` items per shard opened before `before`, going round the index: each call starts
+   * after the last item the previous call of this OpenWork listed (by score, then member), and starts
+   * again from the oldest once a shard's list ran out. A sweeper pass looks at `limit` items however
+   * many wait, and over passes at every one: a call whose job vanished behind a million parked calls is
+   * reached (docs/decisions/million-waiting-calls.md).
+   */
+  async nextRound(index: Index, before: number, limit: number, shards?: readonly number[]): Promise<OpenItem[]> {
+    const out: OpenItem[] = []
+    if (limit < 1) return out
+    for (const shard of shards ?? this.keys.keys()) {
+      const key = this.keys[shard]![index]
+      const at = `${index}\0${shard}`
+      const cursor = this.cursors.get(at)
+      const page: Array<[string, number]> = []
+      let ranOut = false
+      // from the cursor's score on; the members of that score up to the cursor's were listed already
+      for (let offset = 0; page.length === 0; offset += limit) {
+        const flat = await this.run(`list ${index}`, () =>
+          this.redis.zrangebyscore(key, cursor ? cursor.score : '-inf', before, 'WITHSCORES', 'LIMIT', offset, limit),
+        )
+        for (let i = 0; i < flat.length; i += 2) {
+          const member = flat[i]!
+          const score = Number(flat[i + 1])
+          if (!cursor || score > cursor.score || member > cursor.member) page.push([member, score])
+        }
+        if (flat.length < limit * 2) {
+          ranOut = true
+          break
+        }
+      }
+      const last = page.at(-1)
+      // a short read reached the end of the shard's list: the next round starts from the oldest again
+      if (!last || ranOut) this.cursors.delete(at)
+      else this.cursors.set(at, { member: last[0], score: last[1] })
+      out.push(...toItems(page.map(([member]) => member)))
     }
     return out
   }

@@ -19,7 +19,10 @@ export interface QueueStats {
 /** What an operator checks first: queue counts per shard, parked calls, open work, recoveries. */
 export interface HostStats {
   queues: QueueStats[]
-  /** Tool calls waiting without a worker slot (a sleep, a question, an agent child): delayed tool jobs. */
+  /**
+   * Tool calls waiting without a worker slot (a sleep, a question, an event, an agent child): delayed
+   * tool jobs, and the runTool calls that wait for an event without a job (the shards' event timers).
+   */
   parkedCalls: number
   openTurns: number
   openCalls: number
@@ -56,6 +59,7 @@ export async function hostStats(
             redis.zcard(keys.openCalls),
             redis.zcard(keys.openQuestions),
             redis.hgetall(keys.recoveries),
+            redis.zcard(keys.eventTimers),
           ])
         }),
       ),
@@ -64,10 +68,11 @@ export async function hostStats(
     const recoveries: Record<string, number> = {}
     for (const [, , , byReason] of perShard)
       for (const [reason, n] of Object.entries(byReason)) recoveries[reason] = (recoveries[reason] ?? 0) + Number(n)
-    const sum = (i: 0 | 1 | 2) => perShard.reduce((total, counts) => total + counts[i], 0)
+    const sum = (i: 0 | 1 | 2 | 4) => perShard.reduce((total, counts) => total + counts[i], 0)
     return {
       queues: queueStats,
-      parkedCalls: queueStats.filter((q) => q.kind === 'tools').reduce((total, q) => total + q.counts.delayed, 0),
+      // a runTool call's event wait parks without its job (its timer enqueues it): counted from its timer
+      parkedCalls: queueStats.filter((q) => q.kind === 'tools').reduce((total, q) => total + q.counts.delayed, 0) + sum(4),
       openTurns: sum(0),
       openCalls: sum(1),
       openQuestions: sum(2),

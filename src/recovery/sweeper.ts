@@ -54,7 +54,7 @@ export async function sweep(deps: SweepDeps, options: SweepOptions = {}): Promis
     ['openTurns', repairTurn],
     ['openCalls', repairCall],
   ] as const) {
-    for (const item of await deps.openWork.olderThan(index, before, limit, options.shards)) {
+    for (const item of await deps.openWork.nextRound(index, before, limit, options.shards)) {
       const release = await deps.openWork.claim(item, CLAIM_MS)
       if (!release) continue
       try {

@@ -66,6 +66,23 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
     expect(await eventTimerOf(log.stream, 'c-1')).toBeNull()
   })
 
+  it('R20 host.stats() counts a call parked without its job (its event timer) as a parked call, and no longer once it landed', async () => {
+    const { host, prefix, url } = hosts.start(payments, 'evtimer')
+    const session = host.open(payments, { sessionId: 'pay-s' })
+    const result = session.runTool(
+      { name: 'settle', input: { orderId: 'o-s', timeoutMs: 3_600_000 }, toolCallId: 'c-s' },
+      { timeoutMs: 30_000 },
+    )
+    const { job } = await parkedWithoutJob(url, prefix, 'pay-s', 'c-s')
+    expect(await job()).toBeUndefined()
+    const stats = await host.stats()
+    expect(stats.queues.reduce((n, q) => n + q.counts.delayed, 0)).toBe(0)
+    expect(stats.parkedCalls).toBe(1)
+    await host.sendEvent({ event: 'payment.settled', key: 'o-s', payload: { amount: 1 } })
+    expect(await result).toEqual({ amount: 1 })
+    expect((await host.stats()).parkedCalls).toBe(0)
+  })
+
   it('a sender that does not run the harness (a webhook server) enqueues the call by its harness name', async () => {
     const { host, prefix, url } = hosts.start(payments, 'evtimer')
     const result = host

@@ -265,6 +265,34 @@ describe('the recovery sweeper', () => {
     expect(records(entries, 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh'])
   })
 
+  it('R10 a call whose job vanished behind more parked calls than a pass looks at is reached: passes go round the open calls', async () => {
+    const { harness, host, prefix } = make('sweep-round')
+    startWorkers(host)
+    const session = host.open(harness, { sessionId: 's6' })
+    const redis = rigClient(url)
+    closers.push(async () => redis.disconnect())
+    const log = new SessionLog(redis, prefix, 's6')
+    // three parked calls, opened one after another: the one whose job vanishes is the newest
+    for (const id of ['old-1', 'old-2', 'lost']) {
+      void session.runTool({ name: 'echo', input: { text: id, sleepMs: 3_600_000 }, toolCallId: id }).catch(() => {})
+      await until(async () => (await log.calls.getCall(id))?.status === 'parked', `${id} to park`)
+      await new Promise((r) => setTimeout(r, 5))
+    }
+    const { Queue } = await import('bullmq')
+    const tools = new Queue(toolQueueName(harness.name), { connection: redis, prefix: queuePrefix(prefix, 's6') })
+    closers.push(() => tools.close())
+    await (await Job.fromId(tools, toolJobId('s6', 'lost')))!.remove()
+    // a pass of 2 looks at the two oldest (alive); the next one goes on from there and finds the lost one
+    expect(await host.sweep({ graceMs: 0, limit: 2 })).toEqual([])
+    expect(await host.sweep({ graceMs: 0, limit: 2 })).toEqual([
+      { kind: 'call', sessionId: 's6', id: 'lost', reason: 'call job vanished: enqueued again' },
+    ])
+    await until(async () => (await (await Job.fromId(tools, toolJobId('s6', 'lost')))?.getState()) === 'delayed', 'the call to park again')
+    // round again from the oldest: nothing more to repair
+    expect(await host.sweep({ graceMs: 0, limit: 2 })).toEqual([])
+    expect(await host.sweep({ graceMs: 0, limit: 2 })).toEqual([])
+  })
+
   it('enqueues again a call whose job vanished, or failed, or completed without a result; two sweepers repair each once', async () => {
     const { harness, host, prefix } = make('sweep-call')
     const second = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger: quiet })
