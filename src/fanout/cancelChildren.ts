@@ -38,3 +38,20 @@ export async function cancelChildren(
     if (status === 'ok') await finishCancelledCall(queues, log.sessionId, child.toolCallId)
   }
 }
+
+/**
+ * Cancels every descendant of the call `rootId` (its turn was aborted, docs/fan-out.md): each is
+ * marked, a parked one lands `cancelled` now, one not begun at its begin. Safe to run again.
+ */
+export async function cancelDescendants(
+  deps: { harness: Harness; log: SessionLog; queues: HarnessQueues },
+  rootId: string,
+  reason: string,
+): Promise<number> {
+  const ids = await deps.log.fanout.descendants(rootId)
+  if (ids.length === 0) return 0
+  const states = await deps.log.fanout.states(ids)
+  const open = ids.map((toolCallId, i) => ({ toolCallId, tool: states[i]?.name ?? '', done: states[i]?.status === 'done' }))
+  await cancelChildren(deps, open.filter((c) => !c.done), reason)
+  return open.filter((c) => !c.done).length
+}

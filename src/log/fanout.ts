@@ -69,6 +69,14 @@ export class FanoutLedger {
     return { ...(root ? { root } : {}), ...(cancelled ? { cancelled } : {}) }
   }
 
+  /** Every child in the tree of `rootId`, with its tool's name as its call state holds it (one HGETALL of the session's trees). */
+  async descendants(rootId: string): Promise<string[]> {
+    const all = await this.stream.command('treeOf', () => this.stream.redis.hgetall(this.stream.keys.tree))
+    return Object.entries(all)
+      .filter(([field, value]) => !field.includes('\0') && value.split('|')[1] === rootId)
+      .map(([field]) => field)
+  }
+
   /** The states of the children, in order (null: not begun), read in one command. */
   async states(childIds: readonly string[]): Promise<Array<CallState | null>> {
     if (childIds.length === 0) return []

@@ -3,7 +3,8 @@
 // fanoutKilled.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ToolCallError } from '../../src/index.js'
-import { fanout } from '../fixtures/fanout.js'
+import { fanout, fanoutTurn } from '../fixtures/fanout.js'
+import { until } from '../helpers/log.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { startProvider, type TestProvider } from '../helpers/provider.js'
 
@@ -66,5 +67,24 @@ describe('fan-out in one process', () => {
     const results = await session.log.read({ types: ['harness.tool.result'] })
     const cancelled = results.filter((e) => (e.record as { error?: { code?: string } }).error?.code === 'cancelled')
     expect(cancelled).toHaveLength(5)
+  })
+
+  it('abort of the root input while 50 children sleep: every child lands cancelled at once, none runs after', async () => {
+    provider.reset()
+    const { host } = hosts.start(fanoutTurn, 'fanout-abort', { concurrency: 8 })
+    const session = host.open(fanoutTurn, { sessionId: 'abort-1' })
+    const { inputId } = await session.prompt('fan out')
+    const sleeping = async () =>
+      (await session.log.read({ types: ['harness.tool.suspended'] })).filter((e) => (e.record as { kind: string }).kind === 'sleep').length
+    await until(async () => (await sleeping()) === 50, '50 children asleep')
+    await session.abort(inputId, 'stop the tree')
+    const results = await session.log.read({ types: ['harness.tool.result'] })
+    const cancelled = results.filter((e) => {
+      const r = e.record as { toolCallId: string; error?: { code?: string } }
+      return r.toolCallId.includes('.leaf-') && r.error?.code === 'cancelled'
+    })
+    expect(cancelled).toHaveLength(50)
+    expect((await session.settled(inputId)).outcome).toBe('aborted')
+    expect(provider.starts).toHaveLength(0)
   })
 })
