@@ -52,6 +52,10 @@ export async function cancelDescendants(
   if (ids.length === 0) return 0
   const states = await deps.log.fanout.states(ids)
   const open = ids.map((toolCallId, i) => ({ toolCallId, tool: states[i]?.name ?? '', done: states[i]?.status === 'done' }))
-  await cancelChildren(deps, open.filter((c) => !c.done), reason)
+  await cancelChildren(
+    deps,
+    open.filter((c) => !c.done),
+    reason,
+  )
   return open.filter((c) => !c.done).length
 }
