@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction]`
+// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction,fanout]`
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
 // `npm run bench -- --against <git ref> [--rounds 5] [--rows …]`: A/B of this tree against a commit (against.ts)
 //
@@ -20,6 +20,7 @@ import { measureAppendThroughput } from './appendThroughput.js'
 import { measureCrash } from './crash.js'
 import { measureCompaction, type CompactionResult } from './compaction.js'
 import { measureEvents } from './events.js'
+import { measureFanout, type FanoutResult } from './fanout.js'
 import { measureEventWaits } from './eventWaits.js'
 import { measureIdle } from './idleCommands.js'
 import { redisVersion, stderrProgress } from './lib.js'
@@ -49,6 +50,7 @@ const MEASUREMENTS = [
   'retention',
   'turns-index',
   'compaction',
+  'fanout',
 ] as const
 type Name = (typeof MEASUREMENTS)[number]
 
@@ -214,6 +216,7 @@ async function main(): Promise<void> {
       retention: () => measureRetention(url, { quick, progress }),
       'turns-index': () => measureTurnsIndex(url, { quick, progress }),
       compaction: () => measureCompaction(url, { quick, progress }),
+      fanout: () => measureFanout(url, { quick, progress }),
     }
     for (const name of MEASUREMENTS) {
       if (!only.includes(name)) continue
@@ -282,6 +285,7 @@ type Results = {
   retention?: Awaited<ReturnType<typeof measureRetention>>
   'turns-index'?: Awaited<ReturnType<typeof measureTurnsIndex>>
   compaction?: CompactionResult
+  fanout?: FanoutResult
 }
 
 function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name[]): Row[] {
@@ -629,6 +633,27 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       )
     }
   } else missing('9a', 'largest model input with compaction', '<= 1x', 'compaction')
+  // 11. fan-out (issue 54): collecting 1,000 child calls against 1,000 runTool calls; a parked parent's memory per child
+  if (r.fanout) {
+    const f = r.fanout
+    const n = f.children.toLocaleString('en-US')
+    atMost(
+      '11a',
+      `fan-out of ${n} child tool calls, collected (p50 of ${f.rounds})`,
+      ms(f.fanoutMs),
+      `${n} runTool from 20 callers ${ms(f.runToolMs)}`,
+      f.fanoutMs / f.runToolMs,
+      1.2,
+    )
+    atMost(
+      '11b',
+      `Redis per child of a parked parent (${n} children parked in waitForEvent)`,
+      `${Math.round(f.bytesPerChild)} B`,
+      '2 KiB',
+      f.bytesPerChild / 2048,
+      1,
+    )
+  } else missing('11a', 'fan-out of 1,000 child tool calls', '<= 1.2x', 'fanout')
   return rows
 }
 

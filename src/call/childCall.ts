@@ -55,7 +55,9 @@ export async function takeSlots(
       logger.info('child of a fan-out was cancelled before this attempt: landed the cancelled tool error')
       return 'landed'
     }
-    if (child.root !== undefined) {
+    const limits = harness.subagents ?? DEFAULT_SUBAGENT_LIMITS
+    // a width at or above the tree's count can never bind: no slot to take (two scripts a child less)
+    if (child.root !== undefined && limits.maxConcurrent < limits.maxCalls) {
       const place = { redis: queues.connection, prefix: queues.prefix, harness: harness.name, lockMs: harness.durability.lockMs }
       const limit = treeLimit(harness, call.sessionId, child.root)
       const subject = { of: 'tool call' as const, member: `${call.sessionId}|${call.toolCallId}`, sessionId: call.sessionId, input: null }
