@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction]`
+// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction,fanout]`
 // `npm run bench -- --only million [--calls N] [--park-budget <seconds>] [--quick]`: a million waiting calls (million.ts,
 // its own redis-server; not in the default run; --quick parks 20,000; its row limit is 3 h unless --row-limit says)
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
@@ -22,6 +22,7 @@ import { measureAppendThroughput } from './appendThroughput.js'
 import { measureCrash } from './crash.js'
 import { measureCompaction, type CompactionResult } from './compaction.js'
 import { measureEvents } from './events.js'
+import { measureFanout, type FanoutResult } from './fanout.js'
 import { measureEventWaits } from './eventWaits.js'
 import { measureIdle } from './idleCommands.js'
 import { redisVersion, stderrProgress } from './lib.js'
@@ -52,6 +53,7 @@ const MEASUREMENTS = [
   'retention',
   'turns-index',
   'compaction',
+  'fanout',
 ] as const
 /** Rows only `--only` runs (not in the default run). */
 const OPT_IN = ['million'] as const
@@ -241,6 +243,7 @@ async function main(): Promise<void> {
           progress,
           ...(parkBudget === undefined ? {} : { parkBudgetMs: parkBudget * 1000 }),
         }),
+      fanout: () => measureFanout(url, { quick, progress }),
     }
     for (const name of ALL) {
       if (!only.includes(name)) continue
@@ -310,6 +313,7 @@ type Results = {
   'turns-index'?: Awaited<ReturnType<typeof measureTurnsIndex>>
   compaction?: CompactionResult
   million?: MillionResult
+  fanout?: FanoutResult
 }
 
 function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name[]): Row[] {
@@ -659,6 +663,27 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
   } else missing('9a', 'largest model input with compaction', '<= 1x', 'compaction')
   if (r.million) millionRows(r.million, atMost, info)
   else if (only.includes('million')) missing('10a', 'a million waiting calls', '(see 10a-10f)', 'million')
+  // 11. fan-out (issue 54): collecting 1,000 child calls against 1,000 runTool calls; a parked parent's memory per child
+  if (r.fanout) {
+    const f = r.fanout
+    const n = f.children.toLocaleString('en-US')
+    atMost(
+      '11a',
+      `fan-out of ${n} child tool calls, collected (p50 of ${f.rounds})`,
+      ms(f.fanoutMs),
+      `${n} runTool from 20 callers ${ms(f.runToolMs)}`,
+      f.fanoutMs / f.runToolMs,
+      1.2,
+    )
+    atMost(
+      '11b',
+      `Redis per child of a parked parent (${n} children parked in waitForEvent)`,
+      `${Math.round(f.bytesPerChild)} B`,
+      '2 KiB',
+      f.bytesPerChild / 2048,
+      1,
+    )
+  } else missing('11a', 'fan-out of 1,000 child tool calls', '<= 1.2x', 'fanout')
   return rows
 }
 

@@ -1,6 +1,8 @@
 import { FencedError, InvalidToolInputError, UnknownToolError, ValueTooLargeError } from '../errors/index.js'
 import { toolNames, toolOfCall, type Harness } from '../core/index.js'
 import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
+import { createChildTools } from '../fanout/index.js'
+import type { HarnessQueues } from '../queue/index.js'
 import {
   createDurableContext,
   customEvents,
@@ -41,6 +43,7 @@ export async function runCall(
   secrets: SecretStore,
   abort: AttemptSignal,
   hold?: AttemptHold,
+  queues?: HarnessQueues,
 ): Promise<CallOutcome> {
   const tool = toolOfCall(harness, call.name, begin.version ?? '')
   if (!tool) return { error: toToolError(new UnknownToolError(call.name, toolNames(harness))) }
@@ -78,19 +81,25 @@ export async function runCall(
     }
   }
   const handle = stepContext(harness, log, call.toolCallId, begin, secrets, abort, tool[DURABLE].retry, hold)
+  // ctx.tools: child calls of this one (docs/fan-out.md), made only where there are queues to start them on
+  const children = queues ? createChildTools({ harness, log, queues, parentId: call.toolCallId }) : undefined
+  const parkOf = () => handle.parked ?? children?.parked
   try {
-    const result = await tool[DURABLE].execute(input, Object.assign(ctx, handle.fields))
+    const fields = children ? { ...handle.fields, tools: children.tools } : handle.fields
+    const result = await tool[DURABLE].execute(input, Object.assign(ctx, fields))
     const flushing = handle.flush()
     if (flushing) await flushing
     if (handle.failure) throw handle.failure
     // a tool that caught the LockLostError of its step: the attempt still ends as lost
     if (hold?.lost) throw hold.lost
-    return handle.parked ? { park: handle.parked } : { result }
+    const parked = parkOf()
+    return parked ? { park: parked } : { result }
   } catch (error) {
     // a write of ours failed: not the tool's error; the job fails and the call is picked up again as a cut
     if (handle.failure) throw handle.failure
     if (hold?.lost) throw hold.lost
-    if (handle.parked) return { park: handle.parked }
+    const parked = parkOf()
+    if (parked) return { park: parked }
     if (isFenced(error)) throw error
     await handle.flush()?.catch(() => {})
     if (handle.failure) throw handle.failure

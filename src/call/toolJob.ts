@@ -23,7 +23,8 @@ import { keptResult } from './keptResult.js'
 import { beginLoggedCall, type ToolCall } from './loggedCall.js'
 import { runWithMiddleware } from './middleware.js'
 import { runCall, type CallInput, type CallOutcome } from './runCall.js'
-import { releaseCallSlot, takeCallSlot } from './limitedCall.js'
+import { releaseCallSlot } from './limitedCall.js'
+import { slotsOf, wakeParent } from './childCall.js'
 import { holdingSlot, type HeldSlot } from '../limits/slot.js'
 import { callBegan, callLanded, callLanding, countFenced, countLockLost } from '../telemetry/index.js'
 import type { AttemptLock } from './attemptLock.js'
@@ -72,9 +73,10 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
       await log.calls.landResult(fence, call.name, { error: cancelledError(aborted) }, begin.kind === 'cut' ? 'unknown' : 'asBefore')
       return logger.info('turn was aborted before this attempt: landed the cancelled tool error')
     }
-    // the tool's limit (R17): a call that must wait parks without a worker slot until a slot is handed to it
-    const taking = takeCallSlot(deps.harness, deps.queuesOf(deps.harness), call, contextOf(input), logger)
+    // its tree's width (R24) and its tool's limit (R17): a call that must wait parks without a worker slot until handed one
+    const taking = slotsOf(deps, log, call, input, fence, logger, contextOf(input))
     const slot = taking && (await taking)
+    if (slot === 'landed') return
     if (slot && 'error' in slot) return void (await log.calls.landResult(fence, call.name, { error: slot.error }))
     if (slot && 'park' in slot) return await park(job, token, call, log, fence, slot.park, logger, slot.handed)
     held = slot?.held
@@ -95,6 +97,7 @@ export async function processToolJob(job: Job<ToolJobData>, token: string | unde
     const kept = await keptResult(deps.harness, call, outcome, secrets, duration)
     const landing = callLanding(kept)
     const landed = () => {
+      wakeParent(log, deps.queuesOf(deps.harness), call.toolCallId, 'error' in kept, logger)
       callLanded(deps.harness.name, call, landing, job.timestamp)
       logger.debug({ outcome: landing }, 'tool call landed')
     }
@@ -203,7 +206,7 @@ async function attemptOutcome(
     secrets,
     { abort: attempt, fence, hold },
     {
-      run: (input) => runCall(harness, log, callWithInput(call, input), begin, secrets, attempt, hold),
+      run: (input) => runCall(harness, log, callWithInput(call, input), begin, secrets, attempt, hold, deps.queuesOf(harness)),
       limit: (running) => bounded(running, attempt, call.name, timeoutMs),
     },
   )

@@ -130,6 +130,22 @@ export interface HarnessLimits {
   turns?: Limit
 }
 
+/**
+ * `defineHarness({ subagents: { limits } })`: the limits of a fan-out tree (docs/fan-out.md), held in
+ * Redis across every worker and crash (R24): how deep a child may be, how many children run at once,
+ * how many a tree starts in all, and how long after its first child a tree may start more.
+ */
+export interface SubagentLimits {
+  /** Default 2: a root call's children are at depth 1, theirs at 2; a start deeper fails (`tree_limit`). */
+  maxDepth?: number
+  /** Default 8: a child started past it waits (parked, no worker slot) for a running one to end. */
+  maxConcurrent?: number
+  /** Default 100: the children of one tree in all, counted once each; a start past it fails (`tree_limit`). */
+  maxCalls?: number
+  /** Default 1 hour: a start this long after the tree's first child fails (`tree_limit`). */
+  timeoutMs?: number
+}
+
 /** A limit as defineHarness checked it: numbers, 0 for a bound it does not set. */
 export interface ResolvedLimit {
   /** `tool:<name>` or `turns`: names the limit's keys and its line in the stats. */
@@ -180,6 +196,8 @@ export interface Harness {
   readonly cancelOn: ReadonlyArray<CancelOn>
   /** Flow-control limits (R17): per tool name, and the turns'. Absent: nothing is limited. */
   readonly limits?: { readonly tools: ReadonlyMap<string, ResolvedLimit>; readonly turns?: ResolvedLimit }
+  /** The fan-out tree's limits (docs/fan-out.md), defaults filled in; absent on a harness made by hand: the defaults. */
+  readonly subagents?: Readonly<Required<SubagentLimits>>
   /** The BullMQ priority of its turns (and their calls) when a prompt gives none: 1 runs first. */
   readonly priority?: number
   /** The token budget of the model's view and how it is compacted (docs/compaction.md). Absent: never compacted. */
@@ -210,3 +228,11 @@ export function toolOfCall(harness: Harness, name: string, version: string | und
 export function toolNames(harness: Harness): string[] {
   return [...harness[TOOLS_BY_NAME].keys()]
 }
+
+/** The fan-out tree's limits when `defineHarness({ subagents })` gives none (docs/fan-out.md). */
+export const DEFAULT_SUBAGENT_LIMITS: Readonly<Required<SubagentLimits>> = Object.freeze({
+  maxDepth: 2,
+  maxConcurrent: 8,
+  maxCalls: 100,
+  timeoutMs: 3_600_000,
+})

@@ -37,6 +37,7 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'middleware_tool',
   'middleware_execute',
   'limit_key',
+  'tree_limit',
   'compaction_failed',
   // operator APIs (errors/ops.ts)
   'invalid_tags',

@@ -2,6 +2,7 @@ import { CHILD_INPUT_ID, cancelParkedCall, childSessionId } from '../call/index.
 import { AGENT, isAgentTool, toolOf, type Harness } from '../core/index.js'
 import type { SessionLog } from '../log/index.js'
 import { finishCancelledCall, type HarnessQueues } from '../queue/index.js'
+import { cancelDescendants } from '../fanout/index.js'
 
 export interface CancelDeps {
   harness: Harness
@@ -26,6 +27,8 @@ export async function cancelParkedCalls(deps: CancelDeps, inputId: string, reaso
   const { log } = deps
   const cancelled: string[] = []
   for (const toolCallId of await log.turnCallIds(inputId)) {
+    // its fan-out's children, at any depth (docs/fan-out.md): marked, and ended now if parked
+    await cancelDescendants(deps, toolCallId, `its turn was aborted (${reason})`)
     for (let tries = 0; tries < MAX_TRIES; tries++) {
       const call = await log.calls.getCall(toolCallId)
       if (call?.status !== 'parked') break

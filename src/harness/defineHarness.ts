@@ -8,13 +8,14 @@ import {
   type DurabilityOptions,
   type Harness,
   type HarnessLimits,
+  type SubagentLimits,
   type ModelErrorPolicy,
   type CompactionOptions,
 } from '../core/index.js'
 import { retryTransientErrors } from '../turn/modelErrors.js'
 import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
 import { defaultVersion } from './version.js'
-import { checkPriority, resolveLimits } from './limitOptions.js'
+import { checkPriority, resolveLimits, resolveSubagents } from './limitOptions.js'
 import { resolveCompaction } from '../compaction/index.js'
 
 /** The durability options a harness gets where `defineHarness({ durability })` says nothing (docs/harness.md). */
@@ -76,6 +77,11 @@ export interface HarnessOptions {
    * calls of a tool, `turns` the turns; each `{ concurrency?, rate?: { limit, per }, key? }`.
    */
   limits?: HarnessLimits
+  /**
+   * The limits of a fan-out tree (`ctx.tools`, `ctx.agents`, agent tools; docs/fan-out.md):
+   * `{ maxDepth: 2, maxConcurrent: 8, maxCalls: 100, timeoutMs: 3_600_000 }` unless given.
+   */
+  subagents?: { limits?: SubagentLimits }
   /** The priority of a turn (and its calls) whose prompt gives none: 1 (runs first) to 2^21, BullMQ's scale. */
   priority?: number
   /**
@@ -208,6 +214,7 @@ export function defineHarness(options: HarnessOptions): Harness {
       )
   }
   const limits = resolveLimits(options.name, options.limits, new Set(toolsByName.keys()))
+  const subagents = resolveSubagents(options.name, options.subagents)
   const priority = options.priority === undefined ? undefined : checkPriority(options.priority, `defineHarness "${options.name}"`)
   const compaction = resolveCompaction(options.name, options.compaction)
   return {
@@ -231,6 +238,7 @@ export function defineHarness(options: HarnessOptions): Harness {
     toolExecution,
     cancelOn: [...cancelOn],
     ...(limits ? { limits } : {}),
+    subagents,
     ...(priority !== undefined ? { priority } : {}),
     ...(compaction ? { compaction } : {}),
   }

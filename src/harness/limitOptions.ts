@@ -1,5 +1,5 @@
 import { ConfigError, InvalidDurationError } from '../errors/index.js'
-import type { HarnessLimits, Limit, ResolvedLimit } from '../core/index.js'
+import { DEFAULT_SUBAGENT_LIMITS, type HarnessLimits, type Limit, type ResolvedLimit, type SubagentLimits } from '../core/index.js'
 import { parseDuration } from '../tool/index.js'
 
 /** BullMQ's priority range: 1 (runs first) to 2^21. */
@@ -56,4 +56,23 @@ export function resolveLimits(
   }
   const turns = limits.turns === undefined ? undefined : resolveLimit(limits.turns, 'turns', `${where}.turns`)
   return { tools, ...(turns ? { turns } : {}) }
+}
+
+/** `defineHarness({ subagents })`, checked, its defaults filled in (docs/fan-out.md). */
+export function resolveSubagents(harness: string, subagents: { limits?: SubagentLimits } | undefined): Required<SubagentLimits> {
+  const where = `defineHarness "${harness}": subagents`
+  if (subagents === undefined) return DEFAULT_SUBAGENT_LIMITS
+  if (typeof subagents !== 'object' || subagents === null) throw new ConfigError(`${where} must be an object { limits? }.`)
+  const limits = subagents.limits ?? {}
+  if (typeof limits !== 'object' || limits === null)
+    throw new ConfigError(`${where}.limits must be an object { maxDepth?, maxConcurrent?, maxCalls?, timeoutMs? }.`)
+  const out = { ...DEFAULT_SUBAGENT_LIMITS }
+  for (const key of ['maxDepth', 'maxConcurrent', 'maxCalls', 'timeoutMs'] as const) {
+    const value = limits[key]
+    if (value === undefined) continue
+    if (!Number.isInteger(value) || value < 1)
+      throw new ConfigError(`${where}.limits.${key} must be a positive integer, got ${JSON.stringify(value)}.`)
+    out[key] = value
+  }
+  return out
 }

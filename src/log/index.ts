@@ -1,7 +1,7 @@
 export { SessionLog } from './sessionLog.js'
 export type { CallLedger } from './callLedger.js'
 export type { StepRetryState } from './callState.js'
-export type { BeginResult, Fence, ParkedJob, ParkOptions } from './callState.js'
+export type { BeginResult, CallState, Fence, ParkedJob, ParkOptions } from './callState.js'
 export type { ToolEnd } from './commands/index.js'
 export { startCall, type JobStart, type StartReply } from './callStart.js'
 export { eventTimerOf, clearEventTimer } from './eventTimers.js'
@@ -69,3 +69,4 @@ export {
   type LivenessLook,
   type NamedConnection,
 } from './workerLiveness.js'
+export { parentOfChild, type ChildPlace, type FanoutLedger } from './fanout.js'

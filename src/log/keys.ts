@@ -44,6 +44,11 @@ export interface SessionKeys {
   live: string
   /** The conversation projection: ids of the log's conversation records (commands/includes/conversation.lua). */
   conversation: string
+  /**
+   * The session's fan-out trees (hash, src/log/fanout.ts): `<childId>` -> `<depth>|<rootId>|<parentId>`,
+   * `<rootId>\0n` -> the tree's children in all. A parked parent's wait set is `<tree>:w:<parentId>`.
+   */
+  tree: string
 }
 
 /** The start of every key of shard `shard`: `<prefix>:{<shard tag>}`. */
@@ -64,6 +69,7 @@ export function sessionKeys(prefix: string, sessionId: string, shards: number): 
     line: `${base}:line`,
     live: `${base}:live`,
     conversation: `${base}:conv`,
+    tree: `${base}:tree`,
   }
 }
 

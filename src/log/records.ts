@@ -110,7 +110,7 @@ export const harnessRecordSchemas = {
   'harness.tool.suspended': z.object({
     toolCallId: z.string(),
     until: z.number(),
-    kind: z.enum(['sleep', 'ask', 'agent', 'retry', 'event', 'limit']),
+    kind: z.enum(['sleep', 'ask', 'agent', 'retry', 'event', 'limit', 'children']),
   }),
   'harness.tool.result': z
     .object({

@@ -1,6 +1,7 @@
 import type { RedisClient } from './client.js'
 import { hasType } from './records.js'
 import { loggedCallIn, type LoggedCall } from './callState.js'
+import { FanoutLedger } from './fanout.js'
 import { LogStream, type SessionLogOptions } from './stream.js'
 import { SessionInputs } from './inputs.js'
 import { SessionActions } from './actions.js'
@@ -21,6 +22,7 @@ export class SessionLog {
   readonly actions: SessionActions
   readonly calls: CallLedger
   private compactionsPart: SessionCompactions | undefined
+  private fanoutPart: FanoutLedger | undefined
 
   constructor(redis: RedisClient, prefix: string, sessionId: string, options?: SessionLogOptions)
   /** The log over a stream made already (`via`): its parts are rebuilt over it, nothing else is made. */
@@ -36,6 +38,11 @@ export class SessionLog {
   /** The model view's compactions (made on first use: most logs a worker makes never compact). */
   get compactions(): SessionCompactions {
     return (this.compactionsPart ??= new SessionCompactions(this.stream))
+  }
+
+  /** The session's fan-out trees (made on first use: most logs never fan out). */
+  get fanout(): FanoutLedger {
+    return (this.fanoutPart ??= new FanoutLedger(this.stream))
   }
 
   /**

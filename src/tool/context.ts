@@ -4,6 +4,7 @@ import type { Duration } from './duration.js'
 import type { JsonChecked } from './json.js'
 import type { RetryPolicy } from './retry.js'
 import type { Secrets } from './secrets.js'
+import type { ChildTools } from './children.js'
 
 /** What happens to a call a crash cut short: `'safe'` runs it again (finished steps return their stored values), `'never'` lands a tool error (`interrupted`). */
 export type Replay = 'safe' | 'never'
@@ -97,6 +98,8 @@ export interface DurableContextFields {
   /** Stages records that land with the tool result, in the same atomic write (R9). */
   append(records: AppendRecord[]): void
   secrets: Secrets
+  /** Other tools of the harness as child calls, each its own durable call (docs/fan-out.md). */
+  tools: ChildTools
 }
 
 /** What a durable tool's execute gets: the `@tanstack/ai` tool context plus step, append, secrets. */

@@ -36,3 +36,13 @@ export { toToolError } from './toolError.js'
 export { middlewareRun } from './middlewareContext.js'
 export { customEvents, resolveSecrets, resolverErrorName } from './customEvents.js'
 export { getLogRecords, hookRecords, provideLogRecords, type LogRecordsWriter } from './logRecords.js'
+export {
+  NO_CHILD_TOOLS,
+  type ChildGroup,
+  type ChildGroupOptions,
+  type ChildHandle,
+  type ChildOptions,
+  type ChildSettled,
+  type ChildToolRef,
+  type ChildTools,
+} from './children.js'

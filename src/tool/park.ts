@@ -5,7 +5,7 @@
  */
 export class Park extends Error {
   constructor(
-    readonly kind: 'sleep' | 'ask' | 'agent' | 'retry' | 'event' | 'limit',
+    readonly kind: 'sleep' | 'ask' | 'agent' | 'retry' | 'event' | 'limit' | 'children',
     readonly until: number,
     readonly stepName: string,
     /** Whether the wake-up already came (an event delivered while the call was parking): re-checked after the job was delayed. */

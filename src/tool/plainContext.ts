@@ -4,6 +4,7 @@ import { parseDuration, parseWakeTime } from './duration.js'
 import { toJsonCopy } from './json.js'
 import { waitFor, type RetryPolicy } from './retry.js'
 import { NO_SECRETS } from './secrets.js'
+import { NO_CHILD_TOOLS } from './children.js'
 import { policyOf, tryInProcess } from './stepRetry.js'
 
 /**
@@ -47,5 +48,6 @@ export function createPlainContext(toolCallId: string, abortSignal?: AbortSignal
       throw new DurableSessionRequiredError('append')
     },
     secrets: NO_SECRETS,
+    tools: NO_CHILD_TOOLS,
   }
 }

@@ -90,3 +90,19 @@ export const deliverEvent = defineScript({
     | ['check', ...membersAndWaiters: string[]]
   >(),
 })
+
+/** A child call of a fan-out, registered in its tree once and counted against its limits (src/log/fanout.ts). */
+export const addChild = defineScript({
+  name: 'addChild',
+  keys: ['tree'],
+  args: { childId: text, parentId: text, maxDepth: num, maxCalls: num, timeoutMs: num, now: num },
+  reply: reply<[status: 'exists' | 'added' | 'depth' | 'calls' | 'timeout', depthOrCount: number, root: string]>(),
+})
+
+/** A child of a fan-out landed: out of its parent's wait set; 1 when the parent must wake (src/log/fanout.ts). */
+export const childLanded = defineScript({
+  name: 'childLanded',
+  keys: ['waits'],
+  args: { childId: text, failed: arg<'1' | ''>() },
+  reply: reply<0 | 1>(),
+})

@@ -1,0 +1,88 @@
+// Fan-out from a durable tool (R23, R24, docs/fan-out.md) in one process: child tool calls, their
+// results in order, the tree's limits, cancel-siblings. The multi-process SIGKILL run is in
+// fanoutKilled.test.ts.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ToolCallError } from '../../src/index.js'
+import { fanout, fanoutTurn } from '../fixtures/fanout.js'
+import { until } from '../helpers/log.js'
+import { useInProcessHosts } from '../helpers/hosts.js'
+import { startProvider, type TestProvider } from '../helpers/provider.js'
+
+describe('fan-out in one process', () => {
+  const hosts = useInProcessHosts()
+  let provider: TestProvider
+  beforeAll(async () => {
+    provider = await startProvider(30)
+    process.env.PROVIDER_URL = provider.url
+  })
+  afterAll(async () => provider?.close())
+
+  it('R23 a tool fans out 20 child calls: results in order, each side effect once, the parent parked while it waits', async () => {
+    provider.reset()
+    const { host } = hosts.start(fanout, 'fanout-basic', { concurrency: 4 })
+    const session = host.open(fanout, { sessionId: 'fan-1' })
+    const result = await session.runTool({ name: 'fanner', input: { count: 20 }, toolCallId: 'root' })
+    expect(result).toEqual(Array.from({ length: 20 }, (_, n) => n * 2))
+    const keys = provider.starts.map((s) => s.tenant)
+    expect(new Set(keys).size).toBe(20)
+    expect(provider.maxInFlight).toBeLessThanOrEqual(3)
+    const suspended = await session.log.read({ types: ['harness.tool.suspended'] })
+    expect(suspended.some((e) => (e.record as { toolCallId: string; kind: string }).kind === 'children')).toBe(true)
+    // run again: the same children, nothing runs twice (R23)
+    const again = await session.runTool({ name: 'fanner', input: { count: 20 }, toolCallId: 'root' })
+    expect(again).toEqual(result)
+    expect(provider.starts).toHaveLength(20)
+  })
+
+  it("R24 maxDepth 2 refuses a grandchild's child with the typed error tree_limit", async () => {
+    const { host } = hosts.start(fanout, 'fanout-depth')
+    const session = host.open(fanout, { sessionId: 'deep-1' })
+    const result = await session.runTool({ name: 'deep', input: { level: 0, levels: 5 }, toolCallId: 'deep' })
+    expect(result).toMatch(/^refused at 3: .*maxDepth \(2\)/)
+  })
+
+  it("R24 maxCalls: a start past the tree's count fails with tree_limit, counted once per child", async () => {
+    provider.reset()
+    const { host } = hosts.start(fanout, 'fanout-calls', { concurrency: 6 })
+    const session = host.open(fanout, { sessionId: 'calls-1' })
+    // the 251st start throws in the tool (it does not catch it there): the parent lands the error
+    const refused = await session.runTool({ name: 'fanner', input: { count: 251 }, toolCallId: 'big' }).catch((e: unknown) => e)
+    expect(refused).toBeInstanceOf(ToolCallError)
+    expect((refused as ToolCallError).message).toContain('big.leaf-250) failed: the tree of call big has started 250 children')
+  })
+
+  it('cancel-siblings: one failing child cancels the sleeping others, none of them runs after', async () => {
+    provider.reset()
+    const { host } = hosts.start(fanout, 'fanout-cancel', { concurrency: 4 })
+    const session = host.open(fanout, { sessionId: 'cancel-1' })
+    const result = await session.runTool({
+      name: 'fanner',
+      input: { count: 6, onFailure: 'cancel-siblings', failAt: 5, sleep: '1h' },
+      toolCallId: 'cs',
+    })
+    expect(result).toMatchObject({ failed: 'tool_error' })
+    expect(provider.starts).toHaveLength(0)
+    const results = await session.log.read({ types: ['harness.tool.result'] })
+    const cancelled = results.filter((e) => (e.record as { error?: { code?: string } }).error?.code === 'cancelled')
+    expect(cancelled).toHaveLength(5)
+  })
+
+  it('abort of the root input while 50 children sleep: every child lands cancelled at once, none runs after', async () => {
+    provider.reset()
+    const { host } = hosts.start(fanoutTurn, 'fanout-abort', { concurrency: 8 })
+    const session = host.open(fanoutTurn, { sessionId: 'abort-1' })
+    const { inputId } = await session.prompt('fan out')
+    const sleeping = async () =>
+      (await session.log.read({ types: ['harness.tool.suspended'] })).filter((e) => (e.record as { kind: string }).kind === 'sleep').length
+    await until(async () => (await sleeping()) === 50, '50 children asleep')
+    await session.abort(inputId, 'stop the tree')
+    const results = await session.log.read({ types: ['harness.tool.result'] })
+    const cancelled = results.filter((e) => {
+      const r = e.record as { toolCallId: string; error?: { code?: string } }
+      return r.toolCallId.includes('.leaf-') && r.error?.code === 'cancelled'
+    })
+    expect(cancelled).toHaveLength(50)
+    expect((await session.settled(inputId)).outcome).toBe('aborted')
+    expect(provider.starts).toHaveLength(0)
+  })
+})
