@@ -96,6 +96,7 @@ export const controlSchema = z.discriminatedUnion(
     z.object({ op: z.literal('abort'), threadId: id('threadId'), inputId: id('inputId'), reason: z.string().max(1000).optional() }),
     z.object({ op: z.literal('resume'), threadId: id('threadId'), inputId: id('inputId') }),
     z.object({ op: z.literal('compact'), threadId: id('threadId') }),
+    z.object({ op: z.literal('reset'), threadId: id('threadId'), note: z.string().optional() }),
     z.object({
       op: z.literal('event'),
       event: addressPart('event'),
@@ -113,7 +114,7 @@ export const controlSchema = z.discriminatedUnion(
       again: z.array(id('again')).max(100).optional(),
     }),
   ],
-  { error: "op must be 'prompt', 'answer', 'abort', 'resume', 'rerun', 'compact' or 'event'" },
+  { error: "op must be 'prompt', 'answer', 'abort', 'resume', 'rerun', 'compact', 'reset' or 'event'" },
 )
 
 /** Parses a value with a schema; a 400 with zod's one-line reason when it does not fit. */

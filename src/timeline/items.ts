@@ -142,6 +142,13 @@ function recordLine(r: HarnessRecord): Line | null {
     case 'harness.turn.finish':
       return { kind: 'model', inputId: r.inputId, text: `beforeFinish cycle ${r.cycle}: ${short(r.messages)}` }
     case 'harness.compaction': {
+      if (r.strategy === 'reset' && r.reason === 'reset') {
+        const note = r.summary !== undefined ? ` from the note: ${short(r.summary)}` : ''
+        return {
+          kind: 'record',
+          text: `reset${by(r)}: the model's context starts over${note}; ~${r.tokens.before} -> ~${r.tokens.after} tokens`,
+        }
+      }
       const cut = r.through ? `turns through ${r.through.inputId} ${r.summary !== undefined && !r.omitted ? 'summarized' : 'left out'}` : ''
       const cleared = r.cleared ? `tool results through ${r.cleared.inputId} cleared` : ''
       const what = [cut, cleared].filter(Boolean).join(', ')

@@ -205,6 +205,19 @@ describe('the harness CLI', () => {
     )
   })
 
+  it("reset starts a session's model context over from --note, with --by on the record and in the log", async () => {
+    const session = host.open(ops, { sessionId: 'cli-reset' })
+    for (const text of ['first', 'second']) await session.settled((await session.prompt(text)).inputId)
+    const done = await runBin(['reset', 'cli-reset', '--note', 'the user wants a refund', '--by', 'ops-3'], env)
+    expect(done).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Reset cli-reset: ~\d+ -> ~\d+ tokens \(\d+-\d+\)\.\n$/) })
+    expect(records(await session.log.read(), 'harness.compaction')).toEqual([
+      expect.objectContaining({ strategy: 'reset', reason: 'reset', principal: 'ops-3', summary: 'the user wants a refund' }),
+    ])
+    expect((await runBin(['log', 'cli-reset'], env)).stdout).toMatch(
+      /reset by ops-3: the model's context starts over from the note: the user wants a refund; ~\d+ -> ~\d+ tokens/,
+    )
+  })
+
   it('approve runs a needsApproval call; deny lands its tool error with the reason', async () => {
     const session = host.open(ops, { sessionId: 'cli-refund' })
     const first = await session.prompt('refund:7')

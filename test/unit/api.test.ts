@@ -110,6 +110,7 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'QueueStats',
     'ReadOptions',
     'Repair',
+    'ResetDone',
     'ScheduleInfo',
     'SessionSummary',
     'SessionUsage',

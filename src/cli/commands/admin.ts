@@ -72,6 +72,27 @@ export const compact: Command = {
   },
 }
 
+export const reset: Command = {
+  name: 'reset',
+  args: '<sessionId>',
+  summary: 'Starts a session\'s model context over from a note (docs/compaction.md, "Reset"); the transcript keeps every entry.',
+  options: {
+    note: { type: 'string', help: 'what the next model call sees in place of the conversation (default nothing)' },
+    by: { type: 'string', help: 'who resets (recorded on the reset; the timeline shows it)' },
+  },
+  required: 1,
+  async run({ args, values }) {
+    const done = await withHost(values, true, async (host) => {
+      const session = await host.find(args[0]!)
+      if (!session) throw new UsageError(`No session ${args[0]} of the module's harnesses.`)
+      const note = typeof values.note === 'string' ? values.note : undefined
+      return session.reset(note, typeof values.by === 'string' ? { principal: values.by } : {})
+    })
+    print(`Reset ${terminalSafe(args[0]!)}: ~${done.tokens.before} -> ~${done.tokens.after} tokens (${done.entryId}).`)
+    return 0
+  },
+}
+
 export const stats: Command = {
   name: 'stats',
   args: '',
