@@ -42,6 +42,7 @@ const STATUS_BY_CODE: Partial<Record<DurableHarnessErrorCode, number>> = {
   unknown_input: 404,
   // rerun's `again` names no call of the turn, or one that landed its result
   rerun_call: 409,
+  fork_refused: 409,
   // the harness's secrets resolver failed: the input could not be checked for secrets; try again later
   secrets_unavailable: 503,
   // session.compact(): the summary call failed; nothing was logged, try again later

@@ -141,6 +141,10 @@ function recordLine(r: HarnessRecord): Line | null {
     }
     case 'harness.turn.finish':
       return { kind: 'model', inputId: r.inputId, text: `beforeFinish cycle ${r.cycle}: ${short(r.messages)}` }
+    case 'harness.fork': {
+      const at = r.before !== undefined ? ` before ${r.before}` : r.through !== undefined ? ` through ${r.through}` : ''
+      return { kind: 'record', text: `forked from ${r.from}${at}${by(r)}: ${r.turns} ${r.turns === 1 ? 'turn' : 'turns'} copied` }
+    }
     case 'harness.compaction': {
       if (r.strategy === 'reset' && r.reason === 'reset') {
         const note = r.summary !== undefined ? ` from the note: ${short(r.summary)}` : ''

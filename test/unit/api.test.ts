@@ -96,6 +96,7 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'BulkOptions',
     'Compacted',
     'FollowOptions',
+    'ForkOptions',
     'HarnessRecord',
     'HarnessRecordType',
     'HostOperations',
