@@ -2,7 +2,7 @@
 import { redactCredentials } from '../credentials.js'
 import { DurableHarnessError, UsageError } from '../errors/index.js'
 import { commandHelp, messageOf, parseCommand, type Command } from './command.js'
-import { abort, compact, reset, resume, stats } from './commands/admin.js'
+import { abort, compact, fork, reset, resume, stats } from './commands/admin.js'
 import { dashboard } from './commands/dashboard.js'
 import { checkDeployCommand } from './commands/deploys.js'
 import { worker, sweep } from './commands/processes.js'
@@ -26,6 +26,7 @@ const COMMANDS: Command[] = [
   resume,
   compact,
   reset,
+  fork,
   stats,
   event,
   schedules,

@@ -218,6 +218,19 @@ describe('the harness CLI', () => {
     )
   })
 
+  it('fork makes a new session of the turns before --before, with --by on its harness.fork record', async () => {
+    const session = host.open(ops, { sessionId: 'cli-fork' })
+    for (const [i, text] of ['first', 'second'].entries()) await session.settled((await session.prompt(text, { inputId: `f${i}` })).inputId)
+    const done = await runBin(['fork', 'cli-fork', '--before', 'f1', '--as', 'cli-forked', '--by', 'ops-4'], env)
+    expect(done).toMatchObject({ code: 0, stdout: 'Forked cli-fork as cli-forked.\n' })
+    const forked = await host.open(ops, { sessionId: 'cli-forked' }).log.read()
+    expect(records(forked, 'harness.input').map((r) => r.inputId)).toEqual(['f0'])
+    expect(records(forked, 'harness.fork')).toEqual([
+      expect.objectContaining({ from: 'cli-fork', before: 'f1', turns: 1, principal: 'ops-4' }),
+    ])
+    expect((await runBin(['fork', 'cli-fork', '--as', 'cli-forked'], env)).code).toBe(1)
+  })
+
   it('approve runs a needsApproval call; deny lands its tool error with the reason', async () => {
     const session = host.open(ops, { sessionId: 'cli-refund' })
     const first = await session.prompt('refund:7')

@@ -93,6 +93,34 @@ export const reset: Command = {
   },
 }
 
+export const fork: Command = {
+  name: 'fork',
+  args: '<sessionId>',
+  summary:
+    'Makes a new session whose conversation is the session\'s up to --before or --through (docs/compaction.md, "Fork"); prints its id.',
+  options: {
+    before: { type: 'string', help: 'copy the turns before this input (not it)' },
+    through: { type: 'string', help: 'copy the turns through this input (it included)' },
+    as: { type: 'string', help: "the new session's id (default fork-<uuid>)" },
+    by: { type: 'string', help: 'who forks (on the harness.fork record; the timeline shows it)' },
+  },
+  required: 1,
+  async run({ args, values }) {
+    const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
+    const options = Object.fromEntries(
+      Object.entries({
+        before: str(values.before),
+        through: str(values.through),
+        sessionId: str(values.as),
+        principal: str(values.by),
+      }).filter(([, v]) => v !== undefined),
+    )
+    const id = await withHost(values, true, (host) => host.fork(args[0]!, options))
+    print(`Forked ${terminalSafe(args[0]!)} as ${terminalSafe(id)}.`)
+    return 0
+  },
+}
+
 export const stats: Command = {
   name: 'stats',
   args: '',
