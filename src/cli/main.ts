@@ -2,7 +2,7 @@
 import { redactCredentials } from '../credentials.js'
 import { DurableHarnessError, UsageError } from '../errors/index.js'
 import { commandHelp, messageOf, parseCommand, type Command } from './command.js'
-import { abort, compact, resume, stats } from './commands/admin.js'
+import { abort, compact, fork, reset, resume, stats } from './commands/admin.js'
 import { dashboard } from './commands/dashboard.js'
 import { checkDeployCommand } from './commands/deploys.js'
 import { worker, sweep } from './commands/processes.js'
@@ -25,6 +25,8 @@ const COMMANDS: Command[] = [
   abort,
   resume,
   compact,
+  reset,
+  fork,
   stats,
   event,
   schedules,

@@ -5,4 +5,4 @@ export type { SummarizeFn, SummarizeInput, SummarizeOldestOptions, KeepRecentOpt
 export { estimateTokens, estimateTextTokens } from './tokens.js'
 export { isContextOverflowError, overflowSizes } from './overflow.js'
 export { resolveCompaction } from './options.js'
-export { CLEARED_RESULT, compactionSummary, compactionText, nextCompaction } from './record.js'
+export { CLEARED_RESULT, RESET, compactionSummary, compactionText, nextCompaction } from './record.js'

@@ -21,10 +21,15 @@ export function compactionSummary(record: Pick<Compaction, 'summary' | 'omitted'
  * The message the model sees in place of the turns a compaction took out of its view (its summary
  * and marker, headed); undefined when it shows nothing there (it only cleared tool results).
  */
-export function compactionText(record: Pick<Compaction, 'summary' | 'omitted'>): string | undefined {
+export function compactionText(record: Pick<Compaction, 'summary' | 'omitted' | 'strategy'>): string | undefined {
   const summary = compactionSummary(record)
-  return summary === undefined ? undefined : record.summary ? `Summary of the earlier conversation:\n${summary}` : summary
+  // a reset's note is shown as the caller wrote it
+  if (summary === undefined || record.strategy === RESET) return summary
+  return record.summary ? `Summary of the earlier conversation:\n${summary}` : summary
 }
+
+/** The strategy (and reason) of the compaction session.reset(note) logs. */
+export const RESET = 'reset'
 
 /** A turn as a compaction names it: its input's id and stream id. */
 interface TurnRef {

@@ -3,7 +3,8 @@ import type { AnyTextAdapter, ModelMessage } from '@tanstack/ai'
 /**
  * Why a compaction ran: the count passed `maxTokens` (`budget`), passed `background.atTokens`
  * (`background`, prepared beside the turn), the provider refused the context (`overflow`), or
- * `session.compact()` asked (`manual`).
+ * `session.compact()` asked (`manual`). A compaction record of `session.reset(note)` says `reset`
+ * (strategy and reason); no strategy is given that one.
  */
 export type CompactionReason = 'budget' | 'background' | 'overflow' | 'manual'
 

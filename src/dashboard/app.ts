@@ -183,6 +183,21 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     if (!session) return refused
     return c.json({ resumed: await session.resume(c.req.param('inputId')) })
   })
+  // the model's context: session.compact() and session.reset(note) with the principal on the record (docs/compaction.md)
+  app.post('/sessions/:id/compact', async (c) => {
+    const { session, refused } = await sessionOf(c)
+    if (!session) return refused
+    return c.json(await session.compact(byPrincipal(c.get('principal'))))
+  })
+  app.post('/sessions/:id/reset', async (c) => {
+    const { session, refused } = await sessionOf(c)
+    if (!session) return refused
+    const body: unknown = await c.req.json().catch(() => ({}))
+    const note = typeof body === 'object' && body !== null ? Reflect.get(body, 'note') : undefined
+    if (note !== undefined && typeof note !== 'string')
+      return c.json({ error: 'The note must be a string (what the model sees in place of the conversation).', code: 'bad_request' }, 400)
+    return c.json({ reset: true, ...(await session.reset(note || undefined, byPrincipal(c.get('principal')))) })
+  })
   // this process's Prometheus metrics, with the host's open work and queue depths read now
   app.get('/metrics', async (c) => {
     const { contentType, body } = await metricsText(host)

@@ -32,10 +32,11 @@ export const CLIENT_JS = String.raw`
   }
 
   async function submit(event) {
-    const form = event.target.closest('form.answer, form.resume')
+    const form = event.target.closest('form.answer, form.resume, form.context')
     if (!form) return
     event.preventDefault()
     if (form.classList.contains('resume')) return resume(form)
+    if (form.classList.contains('context')) return context(form)
     const status = form.querySelector('.status')
     let value
     try {
@@ -68,6 +69,23 @@ export const CLIENT_JS = String.raw`
     const body = await response.json().catch(() => ({}))
     if (response.ok) form.querySelector('button').disabled = true
     status.textContent = response.ok ? (body.resumed ? 'Resumed.' : 'Not paused any more.') : body.error || 'Refused (' + response.status + ').'
+  }
+
+  // compact or reset the model's context: the answer's token counts, as text
+  async function context(form) {
+    if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) return
+    const status = form.querySelector('.status')
+    const note = form.querySelector('input[name=note]')
+    status.textContent = 'Sending…'
+    const response = await fetch(form.dataset.action, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(note && note.value ? { note: note.value } : {}),
+    })
+    const body = await response.json().catch(() => ({}))
+    if (!response.ok) return void (status.textContent = body.error || 'Refused (' + response.status + ').')
+    const tokens = body.tokens ? ' ~' + body.tokens.before + ' -> ~' + (body.tokens.after ?? body.tokens.before) + ' tokens' : ''
+    status.textContent = (form.dataset.op === 'reset' ? 'Reset.' : body.compacted ? 'Compacted.' : 'Nothing to compact.') + tokens
   }
 
   async function refreshQuestions() {

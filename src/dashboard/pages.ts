@@ -132,7 +132,21 @@ export function sessionPage(
   questions: OpenQuestion[],
   paused: ReadonlyArray<{ inputId: string; error: string }> = [],
 ): Html {
+  const action = (op: string) => `${base}/sessions/${encodeURIComponent(sessionId)}/${op}`
   return html`<h1>Session ${sessionId}</h1>
+    <h2>Model context</h2>
+    <form class="context qcard" data-action="${action('compact')}" data-op="compact">
+      Compact the model's view now with the harness's strategy <button type="submit">Compact</button><span class="status"></span>
+    </form>
+    <form
+      class="context qcard"
+      data-action="${action('reset')}"
+      data-op="reset"
+      data-confirm="Start the model's context over from the note?"
+    >
+      <input type="text" name="note" placeholder="note the model sees instead (optional)" />
+      <button type="submit">Reset</button><span class="status"></span>
+    </form>
     ${
       paused.length
         ? html`<h2>Paused turns</h2>

@@ -21,6 +21,7 @@ export { principalId } from '../harness/tags.js'
 export type { LogReader } from '../harness/logReader.js'
 export type { SessionUsage } from '../harness/usage.js'
 /** What `session.compact()` did. */
-export type { Compacted } from '../harness/compactSession.js'
+export type { Compacted, ResetDone } from '../harness/compactSession.js'
+export type { ForkOptions } from '../harness/forkSession.js'
 export type { LogEntry, ReadOptions, FollowOptions, Question, ModelUsage } from '../log/index.js'
 export type { LogRecord, HarnessRecord, HarnessRecordType, AppRecord } from '../log/index.js'

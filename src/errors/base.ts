@@ -43,6 +43,7 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'invalid_tags',
   'invalid_turn_filter',
   'rerun_call',
+  'fork_refused',
   // step retries (errors/retry.ts; RetryAfterError: tool/retryAfter.ts)
   'non_retryable',
   'retry_after',

@@ -33,3 +33,17 @@ export class RerunCallError extends DurableHarnessError {
     super('rerun_call', `Cannot run call ${describeValue(toolCallId)} again: ${why}. Nothing was rerun.`)
   }
 }
+
+/**
+ * host.fork refused (docs/compaction.md, "Fork"): the source session is unknown, a turn of the span
+ * to copy is not settled (it runs, waits in line, or has a parked or open call), the new session
+ * exists already, or the options are wrong. Nothing was written.
+ */
+export class ForkError extends DurableHarnessError {
+  constructor(
+    readonly sessionId: string,
+    why: string,
+  ) {
+    super('fork_refused', `Cannot fork session ${describeValue(sessionId)}: ${why}. Nothing was written.`)
+  }
+}

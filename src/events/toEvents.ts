@@ -104,6 +104,7 @@ export class EventMapper {
       case 'harness.turn.rerun':
       case 'harness.compaction':
       case 'harness.recovery':
+      case 'harness.fork':
         return [{ type: EventType.CUSTOM, name: record.type, value: record }]
     }
   }

@@ -24,6 +24,7 @@ import { createQueues, type HarnessQueues } from '../queue/index.js'
 import { createLocalLane, localLaneEnabled } from '../lane/index.js'
 import { startHostWorkers, type WorkersHandle } from './hostWorkers.js'
 import type { HostOptions } from './hostOptions.js'
+import { forkSession, type ForkOptions } from './forkSession.js'
 import { isVerifiedBullmq } from '../lane/index.js'
 import { ProcessLiveness, workerLivenessEnabled } from '../liveness/index.js'
 import { settleWithin, type CloseOptions, type CloseResult } from './workers.js'
@@ -83,6 +84,13 @@ export interface HarnessHost extends HostEvents, HostSchedules, HostOperations {
   sessions(filter?: SessionsFilter): Promise<SessionSummary[]>
   /** A session of this host opened with the harness of its inputs; null when it has none this host runs. */
   find(sessionId: string): Promise<Session | null>
+  /**
+   * A new session whose conversation is `sessionId`'s up to `before` (not included) or `through`
+   * (included), copied as settled (nothing of it runs again); resolves with the new session's id
+   * (docs/compaction.md, "Fork"). The source is only read. ForkError (`fork_refused`) for a copied
+   * turn that is not settled or a new session that exists.
+   */
+  fork(sessionId: string, options?: ForkOptions): Promise<string>
   /** Every queue of the host's harnesses (per shard), for stats, metrics and queue views. */
   queues(): QueueRef[]
   /** Queue counts per shard, parked calls, open turns, calls and questions, recoveries. */
@@ -247,6 +255,11 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     retain,
     questions: ({ limit = 100 } = {}) => openQuestions(openWork, logFor, limit),
     sessions: (filter) => listSessions(redis, prefix, shards, filter),
+    async fork(sessionId, options = {}) {
+      assertSessionId(sessionId)
+      await checkShards()
+      return forkSession(logFor(sessionId), logFor, options)
+    },
     async find(sessionId) {
       assertSessionId(sessionId)
       // a session with no input (runTool only) belongs to the host's one harness, if it has one

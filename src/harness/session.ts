@@ -25,7 +25,7 @@ import { checkPrincipal } from './tags.js'
 import { usageOf, type SessionUsage } from './usage.js'
 import { WaitCancel, type Notifier } from './notifier.js'
 import { logReader, type LogReader } from './logReader.js'
-import { compactSession, type Compacted } from './compactSession.js'
+import { compactSession, resetSession, type Compacted, type ResetDone } from './compactSession.js'
 import type { LocalLane } from '../lane/index.js'
 
 /** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
@@ -260,6 +260,16 @@ export class Session {
    */
   compact(options: { principal?: string } = {}): Promise<Compacted> {
     return compactSession({ ...this.deps, checkDeployment: () => this.checkDeployment() }, options)
+  }
+
+  /**
+   * Starts the model's context over (docs/compaction.md, "Reset"): the next model call sees the note
+   * (none: nothing) in place of every turn before the running one, plus what every call is sent (system
+   * prompts, tools); the transcript keeps everything (R21). Recorded with `principal`, with or
+   * without `compaction`. A note holding a session secret is refused (SecretInValueError).
+   */
+  reset(note?: string, options: { principal?: string } = {}): Promise<ResetDone> {
+    return resetSession({ ...this.deps, checkDeployment: () => this.checkDeployment() }, note, options)
   }
 
   /** Open step.ask questions of this session. */

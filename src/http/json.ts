@@ -42,6 +42,7 @@ const STATUS_BY_CODE: Partial<Record<DurableHarnessErrorCode, number>> = {
   unknown_input: 404,
   // rerun's `again` names no call of the turn, or one that landed its result
   rerun_call: 409,
+  fork_refused: 409,
   // the harness's secrets resolver failed: the input could not be checked for secrets; try again later
   secrets_unavailable: 503,
   // session.compact(): the summary call failed; nothing was logged, try again later
@@ -96,6 +97,7 @@ export const controlSchema = z.discriminatedUnion(
     z.object({ op: z.literal('abort'), threadId: id('threadId'), inputId: id('inputId'), reason: z.string().max(1000).optional() }),
     z.object({ op: z.literal('resume'), threadId: id('threadId'), inputId: id('inputId') }),
     z.object({ op: z.literal('compact'), threadId: id('threadId') }),
+    z.object({ op: z.literal('reset'), threadId: id('threadId'), note: z.string().optional() }),
     z.object({
       op: z.literal('event'),
       event: addressPart('event'),
@@ -113,7 +115,7 @@ export const controlSchema = z.discriminatedUnion(
       again: z.array(id('again')).max(100).optional(),
     }),
   ],
-  { error: "op must be 'prompt', 'answer', 'abort', 'resume', 'rerun', 'compact' or 'event'" },
+  { error: "op must be 'prompt', 'answer', 'abort', 'resume', 'rerun', 'compact', 'reset' or 'event'" },
 )
 
 /** Parses a value with a schema; a 400 with zod's one-line reason when it does not fit. */

@@ -143,8 +143,9 @@ async function getRun(ctx: RouteContext): Promise<Response> {
  * `{ op: 'abort', threadId, inputId, reason? }` or `{ op: 'resume', threadId, inputId }` → a receipt. Only a prompt may start a thread.
  * `{ op: 'event', event, key, payload?, id?, sessionId? }` (a webhook's machine event; `sessionId`: for that thread's scoped waits) → host.sendEvent's result, if `canSendEvent` admits it.
  * `{ op: 'abort', threadId, inputId, reason? }`, `{ op: 'resume', threadId, inputId }` or `{ op: 'rerun', threadId, inputId,
- * rerunId?, again? }` (a failed or aborted turn runs again), `{ op: 'compact', threadId }` (session.compact) → a receipt;
- * prompts, answers, aborts, reruns and compactions record who sent them (`principalId` of authorize's principal).
+ * rerunId?, again? }` (a failed or aborted turn runs again), `{ op: 'compact', threadId }` (session.compact),
+ * `{ op: 'reset', threadId, note? }` (session.reset) → a receipt;
+ * prompts, answers, aborts, reruns, compactions and resets record who sent them (`principalId` of authorize's principal).
  * Only a prompt may start a thread.
  */
 async function postControl(ctx: RouteContext): Promise<Response> {
@@ -192,6 +193,11 @@ async function postControl(ctx: RouteContext): Promise<Response> {
       // the harness's compaction, now (docs/compaction.md); the record names who asked
       const compacted = await session.compact(ctx.by)
       return json({ ...receipt, status: compacted.compacted ? 'compacted' : 'nothing_to_compact', ...compacted })
+    }
+    case 'reset': {
+      // the model's context starts over from the note (docs/compaction.md, "Reset"); the transcript stays
+      const done = await session.reset(command.note, ctx.by)
+      return json({ ...receipt, status: 'reset', ...done })
     }
   }
 }

@@ -1,4 +1,5 @@
 export { SessionLog } from './sessionLog.js'
+export { writeFork } from './forks.js'
 export type { CallLedger } from './callLedger.js'
 export type { StepRetryState } from './callState.js'
 export type { BeginResult, CallState, Fence, ParkedJob, ParkOptions } from './callState.js'

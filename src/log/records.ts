@@ -1,6 +1,7 @@
 import { RESERVED_PREFIX, type ToolErrorPayload } from '../core/index.js'
 import { z } from 'zod'
 import { isJsonData } from './jsonData.js'
+import { forkRecord } from './forkRecord.js'
 
 /**
  * The record types of the session log. Every record is validated by these schemas on write and on
@@ -188,6 +189,8 @@ export const harnessRecordSchemas = {
     at: z.number(),
   }),
   'harness.recovery': z.object({ reason: z.string(), toolCallId: z.string().optional(), inputId: z.string().optional() }),
+  /** A fork's origin (host.fork, docs/compaction.md): the entries before it are `from`'s turns' copies, under their ids there. */
+  'harness.fork': forkRecord,
 } as const
 
 /** The `type` of a harness record. */

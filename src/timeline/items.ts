@@ -141,7 +141,18 @@ function recordLine(r: HarnessRecord): Line | null {
     }
     case 'harness.turn.finish':
       return { kind: 'model', inputId: r.inputId, text: `beforeFinish cycle ${r.cycle}: ${short(r.messages)}` }
+    case 'harness.fork': {
+      const at = r.before !== undefined ? ` before ${r.before}` : r.through !== undefined ? ` through ${r.through}` : ''
+      return { kind: 'record', text: `forked from ${r.from}${at}${by(r)}: ${r.turns} ${r.turns === 1 ? 'turn' : 'turns'} copied` }
+    }
     case 'harness.compaction': {
+      if (r.strategy === 'reset' && r.reason === 'reset') {
+        const note = r.summary !== undefined ? ` from the note: ${short(r.summary)}` : ''
+        return {
+          kind: 'record',
+          text: `reset${by(r)}: the model's context starts over${note}; ~${r.tokens.before} -> ~${r.tokens.after} tokens`,
+        }
+      }
       const cut = r.through ? `turns through ${r.through.inputId} ${r.summary !== undefined && !r.omitted ? 'summarized' : 'left out'}` : ''
       const cleared = r.cleared ? `tool results through ${r.cleared.inputId} cleared` : ''
       const what = [cut, cleared].filter(Boolean).join(', ')

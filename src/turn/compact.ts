@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { compactionSummary, nextCompaction } from '../compaction/index.js'
+import { RESET, compactionSummary, nextCompaction } from '../compaction/index.js'
 import type { CompactionReason, Harness, SummarizeRequest } from '../core/index.js'
 import type { LogEntry, ModelUsage, SessionLog } from '../log/index.js'
 import { resolveSecrets, type AttemptHold } from '../tool/index.js'
@@ -121,4 +121,45 @@ export async function runCompaction(run: CompactionRun): Promise<CompactionOutco
     if (run.signal.aborted) throw error
     return { status: 'failed', error, before }
   }
+}
+
+/** session.reset(note): what it is given (the view of the next model call, as for a compaction) and the note. */
+export interface ResetRun {
+  harness: Harness
+  log: SessionLog
+  conversation: LogEntry[]
+  inputId?: string
+  joined: readonly string[]
+  view: TurnView
+  /** What the model sees in place of every turn before the running one (none: nothing). Already redacted. */
+  note?: string
+  principal?: string
+}
+
+/**
+ * A reset of the model's view, logged as a compaction (strategy and reason 'reset') on the view's
+ * latest one: every turn before the running one (all, between turns) leaves the view, and the note
+ * (undefined: nothing) stands in their place with no heading. 'stale' when another compaction landed
+ * first: the caller builds the view again and tries again.
+ */
+export async function runReset(run: ResetRun): Promise<{ status: 'ok' | 'stale'; entryId: string; before: number; after: number }> {
+  const { harness, log, view } = run
+  const before = countView(harness, view, 'estimate').tokens
+  const previous = view.compaction
+  const last = view.turns.at(-1)
+  const through = last ? { inputId: last.inputId, entryId: last.entryId } : previous?.record.through
+  const record = {
+    type: 'harness.compaction' as const,
+    strategy: RESET,
+    reason: RESET,
+    ...(previous ? { base: previous.id } : {}),
+    ...(through ? { through } : {}),
+    ...(run.note ? { summary: run.note } : {}),
+    ...(run.principal ? { principal: run.principal } : {}),
+    at: Date.now(),
+  }
+  const pending = { id: 'pending', record: { ...record, tokens: { before, after: 0 } } }
+  const after = countView(harness, turnView([...run.conversation, pending], run.inputId ?? '', run.joined), 'estimate').tokens
+  const logged = await log.compactions.log({ ...record, tokens: { before, after } })
+  return { ...logged, before, after }
 }

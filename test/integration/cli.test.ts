@@ -205,6 +205,32 @@ describe('the harness CLI', () => {
     )
   })
 
+  it("reset starts a session's model context over from --note, with --by on the record and in the log", async () => {
+    const session = host.open(ops, { sessionId: 'cli-reset' })
+    for (const text of ['first', 'second']) await session.settled((await session.prompt(text)).inputId)
+    const done = await runBin(['reset', 'cli-reset', '--note', 'the user wants a refund', '--by', 'ops-3'], env)
+    expect(done).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Reset cli-reset: ~\d+ -> ~\d+ tokens \(\d+-\d+\)\.\n$/) })
+    expect(records(await session.log.read(), 'harness.compaction')).toEqual([
+      expect.objectContaining({ strategy: 'reset', reason: 'reset', principal: 'ops-3', summary: 'the user wants a refund' }),
+    ])
+    expect((await runBin(['log', 'cli-reset'], env)).stdout).toMatch(
+      /reset by ops-3: the model's context starts over from the note: the user wants a refund; ~\d+ -> ~\d+ tokens/,
+    )
+  })
+
+  it('fork makes a new session of the turns before --before, with --by on its harness.fork record', async () => {
+    const session = host.open(ops, { sessionId: 'cli-fork' })
+    for (const [i, text] of ['first', 'second'].entries()) await session.settled((await session.prompt(text, { inputId: `f${i}` })).inputId)
+    const done = await runBin(['fork', 'cli-fork', '--before', 'f1', '--as', 'cli-forked', '--by', 'ops-4'], env)
+    expect(done).toMatchObject({ code: 0, stdout: 'Forked cli-fork as cli-forked.\n' })
+    const forked = await host.open(ops, { sessionId: 'cli-forked' }).log.read()
+    expect(records(forked, 'harness.input').map((r) => r.inputId)).toEqual(['f0'])
+    expect(records(forked, 'harness.fork')).toEqual([
+      expect.objectContaining({ from: 'cli-fork', before: 'f1', turns: 1, principal: 'ops-4' }),
+    ])
+    expect((await runBin(['fork', 'cli-fork', '--as', 'cli-forked'], env)).code).toBe(1)
+  })
+
   it('approve runs a needsApproval call; deny lands its tool error with the reason', async () => {
     const session = host.open(ops, { sessionId: 'cli-refund' })
     const first = await session.prompt('refund:7')

@@ -128,6 +128,30 @@ describe('the dashboard in headless Chromium', () => {
     }
   })
 
+  it("the session page's Compact and Reset buttons compact the model's view and start it over from a note, recorded in the log and shown in the timeline", async () => {
+    const session = ctx.host.open(ops, { sessionId: 'context-1' })
+    for (const text of ['first', 'second', 'third']) await session.settled((await session.prompt(text)).inputId)
+    const page = await openPage()
+    page.on('dialog', (dialog) => void dialog.accept())
+    await page.goto(`${dashboard.url}sessions/context-1`)
+    const compact = page.locator('form.context[data-op="compact"]')
+    await compact.locator('button').click()
+    await compact.locator('.status', { hasText: /^Compacted\. ~\d+ -> ~\d+ tokens$/ }).waitFor()
+    const reset = page.locator('form.context[data-op="reset"]')
+    await reset.locator('input[name=note]').fill('the user <b>wants</b> a refund')
+    await reset.locator('button').click()
+    await reset.locator('.status', { hasText: /^Reset\. ~\d+ -> ~\d+ tokens$/ }).waitFor()
+    await page
+      .locator('#timeline li', { hasText: "the model's context starts over from the note: the user <b>wants</b> a refund" })
+      .waitFor()
+    expect(await page.locator('#timeline b').count()).toBe(0)
+    expect(records(await session.log.read(), 'harness.compaction')).toEqual([
+      expect.objectContaining({ strategy: 'evictOldest', reason: 'manual' }),
+      expect.objectContaining({ strategy: 'reset', reason: 'reset', summary: 'the user <b>wants</b> a refund' }),
+    ])
+    await page.context().close()
+  })
+
   it('the sessions list and bull-board queue views are served', async () => {
     const page = await openPage()
     await page.goto(dashboard.url)

@@ -109,6 +109,8 @@ describe('the dashboard under attack', () => {
       const origin = { origin: url.replace(/\/$/, ''), 'content-type': 'application/json' }
       const posts = [
         ['POST', 'sessions/alice-1/questions/q/answer'],
+        ['POST', 'sessions/alice-1/compact'],
+        ['POST', 'sessions/alice-1/reset'],
         ['POST', `queues/api/queues/${tools}/add`],
         ['PATCH', `queues/api/queues/${tools}/${encodeURIComponent(jobs.alice)}/update-data`],
       ]
@@ -166,6 +168,14 @@ describe('the dashboard under attack', () => {
         path,
         403,
       ])
+    // the session page's compact and reset of another session: refused, nothing logged
+    for (const op of ['compact', 'reset'])
+      expect((await send(`${url}sessions/bob-1/${op}`, { method: 'POST', headers, body: '{"note":"evil"}' })).status).toBe(403)
+    expect(await ctx.host.open(ops, { sessionId: 'bob-1' }).log.read({ types: ['harness.compaction'] })).toEqual([])
+    // from another site: refused before anything runs
+    const crossSite = { origin: 'https://evil.example', 'content-type': 'application/json' }
+    expect((await send(`${url}sessions/alice-1/reset`, { method: 'POST', headers: crossSite, body: '{}' })).status).toBe(403)
+    expect(await ctx.host.open(ops, { sessionId: 'alice-1' }).log.read({ types: ['harness.compaction'] })).toEqual([])
     const queue = ctx.host.queues().find((r) => r.kind === 'tools')!.queue
     expect(await queue.isPaused()).toBe(false)
     expect(await queue.getJobCounts('delayed', 'waiting')).toEqual({ delayed: 2, waiting: 0 })

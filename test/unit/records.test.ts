@@ -108,6 +108,15 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
   },
   'harness.input.settled': { type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' },
   'harness.recovery': { type: 'harness.recovery', reason: 'cut batch', toolCallId: 'call_1' },
+  'harness.fork': {
+    type: 'harness.fork',
+    from: 'source-1',
+    before: 'in-2',
+    entryId: '1-0',
+    turns: 1,
+    principal: 'ops',
+    at: 1_700_000_000_000,
+  },
 }
 
 /** One invalid variant of every harness type, with why. */

@@ -72,6 +72,55 @@ export const compact: Command = {
   },
 }
 
+export const reset: Command = {
+  name: 'reset',
+  args: '<sessionId>',
+  summary: 'Starts a session\'s model context over from a note (docs/compaction.md, "Reset"); the transcript keeps every entry.',
+  options: {
+    note: { type: 'string', help: 'what the next model call sees in place of the conversation (default nothing)' },
+    by: { type: 'string', help: 'who resets (recorded on the reset; the timeline shows it)' },
+  },
+  required: 1,
+  async run({ args, values }) {
+    const done = await withHost(values, true, async (host) => {
+      const session = await host.find(args[0]!)
+      if (!session) throw new UsageError(`No session ${args[0]} of the module's harnesses.`)
+      const note = typeof values.note === 'string' ? values.note : undefined
+      return session.reset(note, typeof values.by === 'string' ? { principal: values.by } : {})
+    })
+    print(`Reset ${terminalSafe(args[0]!)}: ~${done.tokens.before} -> ~${done.tokens.after} tokens (${done.entryId}).`)
+    return 0
+  },
+}
+
+export const fork: Command = {
+  name: 'fork',
+  args: '<sessionId>',
+  summary:
+    'Makes a new session whose conversation is the session\'s up to --before or --through (docs/compaction.md, "Fork"); prints its id.',
+  options: {
+    before: { type: 'string', help: 'copy the turns before this input (not it)' },
+    through: { type: 'string', help: 'copy the turns through this input (it included)' },
+    as: { type: 'string', help: "the new session's id (default fork-<uuid>)" },
+    by: { type: 'string', help: 'who forks (on the harness.fork record; the timeline shows it)' },
+  },
+  required: 1,
+  async run({ args, values }) {
+    const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
+    const options = Object.fromEntries(
+      Object.entries({
+        before: str(values.before),
+        through: str(values.through),
+        sessionId: str(values.as),
+        principal: str(values.by),
+      }).filter(([, v]) => v !== undefined),
+    )
+    const id = await withHost(values, true, (host) => host.fork(args[0]!, options))
+    print(`Forked ${terminalSafe(args[0]!)} as ${terminalSafe(id)}.`)
+    return 0
+  },
+}
+
 export const stats: Command = {
   name: 'stats',
   args: '',

@@ -97,6 +97,13 @@ export const logCompaction = defineScript({
   reply: reply<['ok', string] | ['stale', string]>(),
 })
 
+export const forkSession = defineScript({
+  name: 'forkSession',
+  keys: ['log', 'inputs', 'sessions'],
+  args: { entries: text, inputs: text, record: text, sessionId: text, now: num },
+  reply: reply<['forked', string] | ['exists']>(),
+})
+
 export const fillConversation = defineScript({
   name: 'fillConversation',
   keys: ['conversation'],
