@@ -9,6 +9,7 @@ import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { boss, helper } from '../fixtures/agents.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 describe('agentTool over worker processes', () => {
   const ctx = useWorkerProcesses({ label: 'agents', harnesses: [boss], module: 'test/fixtures/agents.ts', workers: 1 })
@@ -21,7 +22,7 @@ describe('agentTool over worker processes', () => {
   it("runs a harness as a tool: the child session's final answer is the call's result", async () => {
     const session = ctx.host.open(boss, { sessionId: 'plain-agent' })
     const { inputId } = await session.prompt('book a table')
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toEqual({
       outcome: 'completed',
       text: 'boss heard: helper did: book a table',
     })
@@ -64,7 +65,7 @@ describe('agentTool over worker processes', () => {
     expect((await log.calls.getCall('call-0-0'))!.result).toBeUndefined()
     const [question] = await child.questions()
     await child.answer(question!.questionId, { ok: true })
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toEqual({
       outcome: 'completed',
       text: 'boss heard: helper after asking: confirmed',
     })

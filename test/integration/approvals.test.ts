@@ -16,6 +16,7 @@ import { scriptedModel } from '../../src/testing/index.js'
 import { approvals, expiring, harnesses } from '../fixtures/approvals.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 describe('durable approvals over a worker process', () => {
   const ctx = useWorkerProcesses({ label: 'approvals', harnesses, module: 'test/fixtures/approvals.ts', workers: 1 })
@@ -40,7 +41,7 @@ describe('durable approvals over a worker process', () => {
     await ctx.workers.splice(0)[0]!.kill('SIGKILL')
     ctx.workers.push(await ctx.spawn())
     await ctx.other.open(approvals, { sessionId: 'approve' }).answer(question.questionId, { approved: true })
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'done: {"sent":40}' })
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toEqual({ outcome: 'completed', text: 'done: {"sent":40}' })
     expect((await transfers()) - before).toBe(1)
     expect(await session.questions()).toEqual([])
     const started = records(await session.log.read(), 'harness.tool.started')
@@ -53,7 +54,7 @@ describe('durable approvals over a worker process', () => {
     const { inputId } = await session.prompt('transfer:9000')
     const question = await approvalOf('deny')
     await ctx.other.open(approvals, { sessionId: 'deny' }).answer(question.questionId, { approved: false, reason: 'too much' })
-    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
     expect(settled.text).toContain('A person denied this call: too much')
     expect(records(await session.log.read(), 'harness.tool.result')[0]).toMatchObject({ error: { code: 'approval_denied' } })
     expect((await transfers()) - before).toBe(0)
@@ -63,7 +64,7 @@ describe('durable approvals over a worker process', () => {
     const session = ctx.host.open(expiring, { sessionId: 'expire' })
     const before = await transfers()
     const { inputId } = await session.prompt('transfer:5')
-    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
     expect(settled.text).toContain('Nobody approved this call in time')
     const result = records(await session.log.read(), 'harness.tool.result')[0]
     expect(result).toMatchObject({ error: { code: 'approval_expired' } })
@@ -108,7 +109,7 @@ describe('durable approvals over a worker process', () => {
     }
     expect(question.message).toContain('40') // what the approver sees is the logged input
     await ctx.other.open(approvals, { sessionId: 'edited' }).answer(question.questionId, { approved: true })
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'done: {"sent":40}' })
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toEqual({ outcome: 'completed', text: 'done: {"sent":40}' })
     // the tool ran once, with the logged input (another test's transfer may land meanwhile: not counted here)
     expect(records(await session.log.read(), 'harness.tool.result').map((r) => r.result)).toEqual([{ sent: 40 }])
     const warned = ctx.workers[0]!.lines.find((l) => l.sessionId === 'edited' && String(l.msg).includes('disagrees with the session log'))

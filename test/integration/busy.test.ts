@@ -6,6 +6,7 @@ import { SessionBusyError } from '../../src/index.js'
 import { harnesses, queued, rejecting, steered } from '../fixtures/busy.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { records } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 describe('busy modes', () => {
   const ctx = useWorkerProcesses({ label: 'busy', harnesses, module: 'test/fixtures/busy.ts', workers: 1 })
@@ -16,8 +17,8 @@ describe('busy modes', () => {
     const first = await a.prompt('nap:1500', { inputId: 'first' })
     await ctx.workers[0]!.waitFor((l) => l.sessionId === 'q' && l.msg === 'tool call parked')
     const second = await b.prompt('next', { inputId: 'second' })
-    expect(await b.settled(second.inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'saw: next' })
-    expect(await a.settled(first.inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'saw: nap:1500' })
+    expect(await b.settled(second.inputId, { timeoutMs: patient(30_000) })).toEqual({ outcome: 'completed', text: 'saw: next' })
+    expect(await a.settled(first.inputId, { timeoutMs: patient(30_000) })).toEqual({ outcome: 'completed', text: 'saw: nap:1500' })
     // the second turn's first model call came after the first turn settled
     const log = await a.log.read()
     const settledFirst = log.findIndex(
@@ -38,8 +39,8 @@ describe('busy modes', () => {
     const second = await b.prompt('and also this', { inputId: 'second' })
     // the model's answer after the nap saw both prompts
     const answer = { outcome: 'completed', text: 'saw: nap:1500 | and also this' }
-    expect(await a.settled(first.inputId, { timeoutMs: 30_000 })).toEqual(answer)
-    expect(await b.settled(second.inputId, { timeoutMs: 30_000 })).toEqual(answer)
+    expect(await a.settled(first.inputId, { timeoutMs: patient(30_000) })).toEqual(answer)
+    expect(await b.settled(second.inputId, { timeoutMs: patient(30_000) })).toEqual(answer)
     // one turn: two model calls (the nap, then the answer that saw the steered prompt)
     expect(records(await a.log.read(), 'harness.model.response').map((r) => r.inputId)).toEqual(['first', 'first'])
   })
@@ -50,8 +51,8 @@ describe('busy modes', () => {
     const first = await a.prompt('nap:1000', { inputId: 'first' })
     await expect(b.prompt('too soon', { inputId: 'second' })).rejects.toBeInstanceOf(SessionBusyError)
     expect(records(await a.log.read(), 'harness.input').map((r) => r.inputId)).toEqual(['first'])
-    await a.settled(first.inputId, { timeoutMs: 30_000 })
+    await a.settled(first.inputId, { timeoutMs: patient(30_000) })
     const later = await b.prompt('now', { inputId: 'second' })
-    expect(await b.settled(later.inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'saw: now' })
+    expect(await b.settled(later.inputId, { timeoutMs: patient(30_000) })).toEqual({ outcome: 'completed', text: 'saw: now' })
   })
 })

@@ -13,6 +13,7 @@ import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { shop } from '../fixtures/shop.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { batch, records, until } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 const THREE_DAYS = 3 * 24 * 3600 * 1000
 const parkedTurn = batch([
@@ -88,7 +89,7 @@ describe('abort ends the parked calls of its turn', () => {
 
     // the session keeps working
     const next = await s.prompt(batch([{ name: 'lookup', input: { sku: 'after-abort' } }]))
-    expect(await s.settled(next.inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
+    expect(await s.settled(next.inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
   })
 
   it('an answer racing the abort, with a worker SIGKILLed around it: each call lands one result, cancelled or its own', async () => {

@@ -26,6 +26,7 @@ import { runCompaction } from '../../src/turn/compact.js'
 import { CLEARED_RESULT } from '../../src/compaction/index.js'
 import { toolDefinition } from '@tanstack/ai'
 import { z } from 'zod'
+import { patient } from '../helpers/patience.js'
 
 /** A reply of about `chars` characters that names the prompt it answers. */
 const replyTo = (messages: ModelMessage[], chars: number) => {
@@ -503,7 +504,7 @@ describe('compaction in process', () => {
     const read = await new SessionLog(redis, prefix, 'aof').inputs.conversation({ since: 'compaction' })
     expect(read.partial).toBe(true)
     const { inputId } = await session.prompt('after the restart', { inputId: 'after' })
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
     expect(seen.at(-1)![0]!.content).toMatch(/earlier turns of this conversation are not shown/)
     expect(rebuiltViews(await session.log.conversation())).toEqual(seen)
   })

@@ -9,6 +9,7 @@ import { compactingChaos, compactionChaosFile, readLines, type SeenCall } from '
 import { checkCompactedSession } from '../../scripts/chaos/compaction.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 const MODULE = 'scripts/chaos/compactionHarness.ts'
 
@@ -28,7 +29,7 @@ describe('a worker SIGKILLed during a compaction summary call', () => {
       const { inputId } = await session.prompt(`[${sessionId}] question ${t} ${'with some words '.repeat(12)}`, { inputId: `t${t}` })
       if (!killed) {
         let done = false
-        const settling = session.settled(inputId, { timeoutMs: 120_000 }).finally(() => (done = true))
+        const settling = session.settled(inputId, { timeoutMs: patient(120_000) }).finally(() => (done = true))
         await until(async () => done || summaries() > 0, 'the turn to settle or a summary call to start', 120_000)
         if (summaries() > 0) {
           await new Promise((resolve) => setTimeout(resolve, 300))
@@ -39,7 +40,7 @@ describe('a worker SIGKILLed during a compaction summary call', () => {
         }
         await settling
       }
-      expect(await session.settled(inputId, { timeoutMs: 120_000 })).toMatchObject({ outcome: 'completed' })
+      expect(await session.settled(inputId, { timeoutMs: patient(120_000) })).toMatchObject({ outcome: 'completed' })
     }
     expect(killed).toBe(true)
     const failures = await checkCompactedSession(

@@ -4,6 +4,7 @@ import { CONVERSATION_TYPES, conversationOf, hasType, SessionLog } from '../../s
 import { shop } from '../fixtures/shop.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { batch } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 // The conversation projection (src/log/commands/includes/conversation.lua) is what a turn reads
 // instead of the whole log. The log stays the source of truth: these tests hold the two side by side.
@@ -36,7 +37,7 @@ describe('conversation projection', () => {
               { name: 'notify', input: { to: `${sessionId}-${t}`, pauseMs: 200 } },
             ]),
           )
-          const settled = await session.settled(inputId, { timeoutMs: 60_000 })
+          const settled = await session.settled(inputId, { timeoutMs: patient(60_000) })
           expect(settled.outcome).toBe('completed')
         }
       })

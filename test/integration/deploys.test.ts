@@ -13,6 +13,7 @@ import { BREAKING_ROWS, deployHarness, provider, ROWS, SAFE_ROWS } from '../fixt
 import { runBin } from '../helpers/cli.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
 import { cleanupPrefix, getRedisUrl, uniquePrefix } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 const silent = pino({ level: 'silent' })
 const MODULE = 'test/fixtures/deploys.ts'
@@ -168,7 +169,7 @@ describe('deploys during a wait: the change table over worker processes', () => 
     const host2 = createHarnessHost({ redis: url, harnesses: [v2], prefix, logger: silent })
     try {
       const s = host2.open(v2, { sessionId: 's-generated' })
-      const call = s.runTool({ name: 'added', input: { n: 3 } }, { timeoutMs: 120_000 })
+      const call = s.runTool({ name: 'added', input: { n: 3 } }, { timeoutMs: patient(120_000) })
       await waitUntil(async () => (await s.questions()).length === 1, 'the generated call parks')
       const started = (await s.log.read({ types: ['harness.tool.started'] })).map(
         (e) => (e.record as RecordOf<'harness.tool.started'>).version,
@@ -190,7 +191,7 @@ describe('deploys during a wait: the change table over worker processes', () => 
   it('a legacy tool runs only calls begun under an older version: a new call of it under v2 lands unknown_tool', async () => {
     const s = host.open(v1, { sessionId: 's-legacy-new' })
     const error = await s
-      .runTool({ name: 'legacy', input: { n: 2 }, toolCallId: 'c-legacy-new' }, { timeoutMs: 120_000 })
+      .runTool({ name: 'legacy', input: { n: 2 }, toolCallId: 'c-legacy-new' }, { timeoutMs: patient(120_000) })
       .catch((e: unknown) => e)
     expect((error as ToolCallError).toolError.code).toBe('unknown_tool')
   }, 180_000)

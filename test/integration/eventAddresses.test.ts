@@ -19,6 +19,7 @@ import { authorize, TOKEN } from '../fixtures/chat.js'
 import { runBin } from '../helpers/cli.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 const waitOn = durableTool(
   toolDefinition({
@@ -42,7 +43,7 @@ describe('event addresses', () => {
   const start = (label: string) => {
     const { host, prefix, url } = hosts.start(listener, label)
     const call = (sessionId: string, input: { event: string; key: string; scoped?: boolean }) =>
-      host.open(listener, { sessionId }).runTool({ name: 'waitOn', input, toolCallId: `c-${sessionId}` }, { timeoutMs: 30_000 })
+      host.open(listener, { sessionId }).runTool({ name: 'waitOn', input, toolCallId: `c-${sessionId}` }, { timeoutMs: patient(30_000) })
     return { host, prefix, url, call }
   }
 

@@ -12,6 +12,7 @@ import { bullPrefix, toolQueueName } from '../../src/queue/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { quiet, useInProcessHosts } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 const settle = durableTool(
   toolDefinition({
@@ -51,7 +52,7 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
     const session = host.open(payments, { sessionId: 'pay-1' })
     const result = session.runTool(
       { name: 'settle', input: { orderId: 'o-1', timeoutMs: 3_600_000 }, toolCallId: 'c-1' },
-      { timeoutMs: 30_000 },
+      { timeoutMs: patient(30_000) },
     )
     const { log, job } = await parkedWithoutJob(url, prefix, 'pay-1', 'c-1')
     expect(await job()).toBeUndefined()
@@ -71,7 +72,7 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
     const session = host.open(payments, { sessionId: 'pay-s' })
     const result = session.runTool(
       { name: 'settle', input: { orderId: 'o-s', timeoutMs: 3_600_000 }, toolCallId: 'c-s' },
-      { timeoutMs: 30_000 },
+      { timeoutMs: patient(30_000) },
     )
     const { job } = await parkedWithoutJob(url, prefix, 'pay-s', 'c-s')
     expect(await job()).toBeUndefined()
@@ -87,7 +88,7 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
     const { host, prefix, url } = hosts.start(payments, 'evtimer')
     const result = host
       .open(payments, { sessionId: 'pay-4' })
-      .runTool({ name: 'settle', input: { orderId: 'o-4', timeoutMs: 3_600_000 }, toolCallId: 'c-4' }, { timeoutMs: 30_000 })
+      .runTool({ name: 'settle', input: { orderId: 'o-4', timeoutMs: 3_600_000 }, toolCallId: 'c-4' }, { timeoutMs: patient(30_000) })
     const { job } = await parkedWithoutJob(url, prefix, 'pay-4', 'c-4')
     expect(await job()).toBeUndefined()
     const other = defineHarness({ name: 'webhooks', adapter: scriptedModel([]), tools: [] })
@@ -103,7 +104,10 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
       const log = logOf(url, prefix, `race-${i}`)
       const result = host
         .open(payments, { sessionId: `race-${i}` })
-        .runTool({ name: 'settle', input: { orderId: `r-${i}`, timeoutMs: 3_600_000 }, toolCallId: `r-${i}` }, { timeoutMs: 30_000 })
+        .runTool(
+          { name: 'settle', input: { orderId: `r-${i}`, timeoutMs: 3_600_000 }, toolCallId: `r-${i}` },
+          { timeoutMs: patient(30_000) },
+        )
       // send as soon as the wait is registered: its job is still there for a few round trips (parkCall, then its completion)
       const waits = new EventWaits(log.stream.redis, prefix)
       const field = `w\0${callWaitMember(`race-${i}`, `r-${i}`, 'settled')}`
@@ -124,7 +128,7 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
     const started = Date.now()
     const result = session.runTool(
       { name: 'settle', input: { orderId: 'o-2', timeoutMs: 1_000 }, toolCallId: 'c-2' },
-      { timeoutMs: 30_000 },
+      { timeoutMs: patient(30_000) },
     )
     await expect(result).rejects.toBeInstanceOf(ToolCallError)
     await expect(result).rejects.toMatchObject({ code: 'event_timeout' })
@@ -137,7 +141,7 @@ describe('event waits of runTool calls park without a BullMQ job (event timers)'
     const session = host.open(payments, { sessionId: 'pay-3' })
     const result = session.runTool(
       { name: 'settle', input: { orderId: 'o-3', timeoutMs: 3_600_000 }, toolCallId: 'c-3' },
-      { timeoutMs: 30_000 },
+      { timeoutMs: patient(30_000) },
     )
     const { log } = await parkedWithoutJob(url, prefix, 'pay-3', 'c-3')
     const epoch = (await log.calls.getCall('c-3'))!.epoch

@@ -11,6 +11,7 @@ import { scriptedModel } from '../../src/testing/index.js'
 import { LONG_TEXT, streaming } from '../fixtures/streaming.js'
 import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { rigClient, uniquePrefix } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 const hosts = useInProcessHosts()
 const TEXT = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ') + '. ' + 'x'.repeat(600)
@@ -95,7 +96,7 @@ describe('session.events', () => {
     const { host } = hosts.start(harness, 'events-resume')
     const session = host.open(harness, { sessionId: 'resume' })
     const { inputId } = await session.prompt('go')
-    await session.settled(inputId, { timeoutMs: 20_000 })
+    await session.settled(inputId, { timeoutMs: patient(20_000) })
     const all: SessionEvent[] = []
     for await (const e of session.events({ follow: false })) all.push(e)
     expect(all.length).toBeGreaterThan(10)
@@ -129,7 +130,7 @@ describe('session.events', () => {
     const session = host.open(twice, { sessionId: 'two-turns' })
     for (const text of ['first', 'second']) {
       const { inputId } = await session.prompt(text, { inputId: text })
-      await session.settled(inputId, { timeoutMs: 20_000 })
+      await session.settled(inputId, { timeoutMs: patient(20_000) })
     }
     const all: StreamChunk[] = []
     for await (const e of session.events({ follow: false })) all.push(e.event)
@@ -164,7 +165,7 @@ describe('session.events', () => {
     const { host, url } = hosts.start(harness, 'events-expired')
     const session = host.open(harness, { sessionId: 'expired' })
     const { inputId } = await session.prompt('go')
-    await session.settled(inputId, { timeoutMs: 20_000 })
+    await session.settled(inputId, { timeoutMs: patient(20_000) })
     const redis = rigClient(url)
     hosts.defer(() => redis.disconnect())
     await redis.del(new SessionLog(redis, host.prefix, 'expired').stream.keys.live)

@@ -10,6 +10,7 @@ import { existsSync, rmSync } from 'node:fs'
 import { finishFile, finisher, hookRuns } from '../fixtures/finish.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { records } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 const post = toolDefinition({ name: 'post_message', description: 'Posts', inputSchema: z.object({ text: z.string() }) }).server(
   () => 'posted',
@@ -72,7 +73,7 @@ describe('turn.beforeFinish over worker processes', () => {
   it('a SIGKILL of the worker after a cycle was logged neither repeats nor loses it: the hook ran once for it, the model call is made again and the turn completes', async () => {
     const session = ctx.host.open(finisher, { sessionId: 'finish-kill' })
     const { inputId } = await session.prompt('post hello')
-    expect(await session.settled(inputId, { timeoutMs: 60_000 })).toEqual({ outcome: 'completed', text: 'Posted.' })
+    expect(await session.settled(inputId, { timeoutMs: patient(60_000) })).toEqual({ outcome: 'completed', text: 'Posted.' })
     const entries = await session.log.read()
     expect(records(entries, 'harness.turn.finish')).toHaveLength(1)
     expect(records(entries, 'harness.tool.result')).toHaveLength(1)

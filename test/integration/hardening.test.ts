@@ -21,6 +21,7 @@ import { scriptedModel, type ScriptEntry } from '../../src/testing/index.js'
 import { records } from '../helpers/log.js'
 import { startPrivateRedis } from '../rig.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
+import { patient } from '../helpers/patience.js'
 
 const hosts = useInProcessHosts()
 const start = hosts.start
@@ -63,7 +64,10 @@ describe('ids the model controls', () => {
     const session = host.open(harness, { sessionId: 'reuse' })
     for (const turn of [1, 2, 3]) {
       const { inputId } = await session.prompt(`go ${turn}`)
-      expect(await session.settled(inputId, { timeoutMs: 20_000 })).toEqual({ outcome: 'completed', text: `{"echo":"turn ${turn}"}` })
+      expect(await session.settled(inputId, { timeoutMs: patient(20_000) })).toEqual({
+        outcome: 'completed',
+        text: `{"echo":"turn ${turn}"}`,
+      })
     }
     const calls = records(await session.log.read(), 'harness.model.response').flatMap((r) => r.toolCalls)
     // stored under three different ids, each remembering the model's own
@@ -97,7 +101,10 @@ describe('ids the model controls', () => {
     const { host } = start(harness, 'dup')
     const session = host.open(harness, { sessionId: 'dup' })
     const { inputId } = await session.prompt('go')
-    expect(await session.settled(inputId, { timeoutMs: 20_000 })).toEqual({ outcome: 'completed', text: '{"echo":"a"} | {"echo":"b"}' })
+    expect(await session.settled(inputId, { timeoutMs: patient(20_000) })).toEqual({
+      outcome: 'completed',
+      text: '{"echo":"a"} | {"echo":"b"}',
+    })
   })
 
   it('ids with \\0, \\n and | are stored under safe ids: no call overwrites another, no listener throws, the session goes on', async () => {
@@ -110,7 +117,7 @@ describe('ids the model controls', () => {
     const { host } = start(harness, 'ctrl')
     const session = host.open(harness, { sessionId: 'ctrl' })
     const { inputId } = await session.prompt('go')
-    expect(await session.settled(inputId, { timeoutMs: 20_000 })).toEqual({
+    expect(await session.settled(inputId, { timeoutMs: patient(20_000) })).toEqual({
       outcome: 'completed',
       text: ids.map((_, i) => `{"echo":"t${i}"}`).join(' | '),
     })
@@ -119,7 +126,7 @@ describe('ids the model controls', () => {
     for (const c of calls) expect(c.toolCallId).toMatch(/^[A-Za-z0-9._~-]+$/)
     // the session keeps working
     const next = await session.prompt('again')
-    expect((await session.settled(next.inputId, { timeoutMs: 20_000 })).outcome).toBe('completed')
+    expect((await session.settled(next.inputId, { timeoutMs: patient(20_000) })).outcome).toBe('completed')
   })
 
   it('a caller id with a control character is refused before anything is written (runTool, answer, settled)', async () => {
@@ -148,7 +155,7 @@ describe('ids the model controls', () => {
     await redis.hset(log.stream.keys.calls, 'c1', JSON.stringify({ s: 'done', e: 1, a: 1, r: 'safe', n: 'echo' }))
     const session = host.open(harness, { sessionId: 'stuck' })
     const { inputId } = await session.prompt('go')
-    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
     expect(settled).toMatchObject({
       outcome: 'failed',
       error: { code: 'attempts_exhausted', message: expect.stringContaining('made no progress') },
@@ -181,7 +188,7 @@ describe('errors inside steps and odd throws', () => {
     const harness = defineHarness({ name: 'oom', adapter: scriptedModel([]), tools: [charge] })
     const { host } = start(harness, 'oom', { redis: server.url, writeRetryMs: 30_000 })
     const session = host.open(harness, { sessionId: 'oom' })
-    expect(await session.runTool({ name: 'charge', input: {} }, { timeoutMs: 30_000 })).toEqual({ id: 'ch_1' })
+    expect(await session.runTool({ name: 'charge', input: {} }, { timeoutMs: patient(30_000) })).toEqual({ id: 'ch_1' })
     expect(charges).toBe(1)
     expect(records(await session.log.read(), 'harness.tool.step')).toHaveLength(1)
   })
@@ -219,7 +226,7 @@ describe('errors inside steps and odd throws', () => {
     })
     const { host } = start(harness, 'oom2', { redis: server.url, writeRetryMs: 200 })
     const session = host.open(harness, { sessionId: 'oom2' })
-    expect(await session.runTool({ name: 'charge', input: {} }, { timeoutMs: 45_000 })).toEqual({ id: 'ch_1' })
+    expect(await session.runTool({ name: 'charge', input: {} }, { timeoutMs: patient(45_000) })).toEqual({ id: 'ch_1' })
     const log = await session.log.read()
     expect(records(log, 'harness.tool.result')).toEqual([expect.objectContaining({ result: { id: 'ch_1' } })])
     // every attempt while Redis had no memory failed its job (no tool error) and the next one began as a rerun
@@ -433,7 +440,7 @@ describe('sizes', () => {
     const { host } = start(harness, 'bigmodelinput')
     const session = host.open(harness, { sessionId: 'b' })
     const { inputId } = await session.prompt('go')
-    expect(await session.settled(inputId, { timeoutMs: 20_000 })).toMatchObject({
+    expect(await session.settled(inputId, { timeoutMs: patient(20_000) })).toMatchObject({
       outcome: 'completed',
       text: expect.stringContaining('over the limit'),
     })

@@ -11,6 +11,7 @@ import { lockOfTool } from '../helpers/lockOf.js'
 import { batch, records, until } from '../helpers/log.js'
 import { scanKeys, rigClient } from '../rig.js'
 import { scriptShas } from '../../src/log/commands/index.js'
+import { patient } from '../helpers/patience.js'
 
 describe('harness with worker processes', () => {
   const ctx = useWorkerProcesses({ label: 'harness' })
@@ -26,7 +27,7 @@ describe('harness with worker processes', () => {
         { name: 'lookup', input: { sku: 'fast', pauseMs: 1000 } },
       ]),
     )
-    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
     expect(settled).toEqual({ outcome: 'completed', text: 'done: {"sku":"slow","stock":5} | {"sku":"fast","stock":3}' })
     const entries = await session.log.read()
     const order = entries
@@ -53,7 +54,7 @@ describe('harness with worker processes', () => {
     )
     for await (const { record } of session.log.follow({ types: ['harness.tool.step'] })) if (record.type === 'harness.tool.step') break
     await runner.kill('SIGKILL')
-    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
     expect(settled.outcome).toBe('completed')
     expect(settled.text).toBe('done: {"chargeId":"ch_k1"}')
     const billing = await ctx.redis.hgetall(`${ctx.prefix}:billing`)
@@ -92,7 +93,7 @@ describe('harness with worker processes', () => {
         { name: 'teleport', input: {} },
       ]),
     )
-    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
     expect(settled.outcome).toBe('completed')
     const results = records(await session.log.read(), 'harness.tool.result')
     expect(results).toHaveLength(2)
@@ -112,7 +113,7 @@ describe('harness with worker processes', () => {
     const [a, b] = await Promise.all([session.prompt(text, { inputId: 'in-1' }), session.prompt(text, { inputId: 'in-1' })])
     expect(a.inputId).toBe('in-1')
     expect(b.inputId).toBe('in-1')
-    await session.settled('in-1', { timeoutMs: 30_000 })
+    await session.settled('in-1', { timeoutMs: patient(30_000) })
     await session.prompt(text, { inputId: 'in-1' })
     await expect(session.prompt('something else', { inputId: 'in-1' })).rejects.toBeInstanceOf(InputConflictError)
     const entries = await session.log.read()
@@ -168,7 +169,7 @@ describe('harness in process', () => {
     const { host, prefix } = start(harness, 'r12')
     const session = host.open(harness, { sessionId: 'r12' })
     const { inputId } = await session.prompt('go')
-    expect((await session.settled(inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
+    expect((await session.settled(inputId, { timeoutMs: patient(30_000) })).outcome).toBe('completed')
     const results = records(await session.log.read(), 'harness.tool.result')
     const byId = Object.fromEntries(results.map((r) => [r.toolCallId, r]))
     expect(byId['call-0-0']).toMatchObject({ result: { token: '[redacted]', ok: true } })
@@ -360,9 +361,9 @@ describe('harness in process', () => {
     const { host } = start(harness, 'history')
     const session = host.open(harness, { sessionId: 'history' })
     const first = await session.prompt('first')
-    expect(await session.settled(first.inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'answer 2' })
+    expect(await session.settled(first.inputId, { timeoutMs: patient(30_000) })).toEqual({ outcome: 'completed', text: 'answer 2' })
     const second = await session.prompt('second')
-    expect(await session.settled(second.inputId, { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'answer 3' })
+    expect(await session.settled(second.inputId, { timeoutMs: patient(30_000) })).toEqual({ outcome: 'completed', text: 'answer 3' })
     expect(seen[2]).toEqual(['user:first', 'assistant:', 'tool:one', 'assistant:answer 2', 'user:second'])
   })
 
@@ -512,7 +513,7 @@ describe('harness in process', () => {
     const { host } = start(harness, 'r15-timeout')
     const session = host.open(harness, { sessionId: 'slow' })
     const { inputId } = await session.prompt('go')
-    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
     expect(settled).toMatchObject({ outcome: 'failed', error: { code: 'timeout' } })
     expect(records(await session.log.read(), 'harness.model.response')).toHaveLength(1)
   })

@@ -9,6 +9,7 @@ import { runBin } from '../helpers/cli.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 import { startModelServer, type ChatRequest, type ModelReply } from '../helpers/openaiServer.js'
+import { patient } from '../helpers/patience.js'
 
 const MODULE = 'test/fixtures/incidents.ts'
 const TURNS = Number(process.env.INCIDENT_TURNS ?? 200)
@@ -61,7 +62,7 @@ describe('a provider outage, then a bulk replay from the CLI', () => {
     const inputs = await Promise.all(
       sessions.map((s, i) => s.prompt(`order-${i}`, { metadata: { incident: 'i-1' }, principal: 'shop-frontend' })),
     )
-    const failed = await Promise.all(sessions.map((s, i) => s.settled(inputs[i]!.inputId, { timeoutMs: 180_000 })))
+    const failed = await Promise.all(sessions.map((s, i) => s.settled(inputs[i]!.inputId, { timeoutMs: patient(180_000) })))
     expect(failed.every((f) => f.outcome === 'failed' && f.error?.code === 'model_error')).toBe(true)
     expect(await charges()).toHaveLength(TURNS + 1)
 
@@ -87,7 +88,7 @@ describe('a provider outage, then a bulk replay from the CLI', () => {
     const replayed = await cli('replay', '--status', 'failed', '--since', since, '--by', 'oncall@acme')
     expect(replayed.stderr).toContain(`… ${TURNS} of ${TURNS}`)
     expect(replayed).toMatchObject({ code: 0, stdout: `Reran ${TURNS} turns.\n` })
-    const settled = await Promise.all(sessions.map((s, i) => s.settled(inputs[i]!.inputId, { timeoutMs: 180_000 })))
+    const settled = await Promise.all(sessions.map((s, i) => s.settled(inputs[i]!.inputId, { timeoutMs: patient(180_000) })))
 
     expect(settled).toEqual(sessions.map((_, i) => ({ outcome: 'completed', text: `checked out order-${i}` })))
 
@@ -137,7 +138,7 @@ describe('a provider outage, then a bulk replay from the CLI', () => {
     expect(await active()).toBe(0)
 
     await cli('resume', 'pauser').then((r) => expect(r).toMatchObject({ code: 0, stdout: 'Resumed pauser.\n' }))
-    const settled = await Promise.all(sessions.map((s, i) => s.settled(inputs[i]!, { timeoutMs: 120_000 })))
+    const settled = await Promise.all(sessions.map((s, i) => s.settled(inputs[i]!, { timeoutMs: patient(120_000) })))
     expect(settled.every((s) => s.outcome === 'completed')).toBe(true)
     // nothing lost, nothing twice: each nap started twice (before its park, after its wake) and finished once
     expect(await counts()).toEqual({ start: 60, done: 30 })

@@ -6,6 +6,7 @@ import { leasedStubborn, leasedTool, leasedTurn, leaseKeys } from '../fixtures/l
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
 import { startProvider, type TestProvider } from '../helpers/provider.js'
+import { patient } from '../helpers/patience.js'
 
 const LOCK_LOST = 'attempt lost its job lock to another worker; it stopped before its next side effect and wrote nothing more'
 const TURN_LOCK_LOST = 'turn attempt lost its job lock to another worker; it made no model call and wrote nothing more'
@@ -50,14 +51,14 @@ describe('R17 a worker paused past its lease', () => {
     const z = await pausedZombie()
     const first = ctx.host
       .open(leasedTool, { sessionId: 'lease-a' })
-      .runTool({ name: 'twoRequests', input: { n: 1 }, toolCallId: 'a' }, { timeoutMs: 120_000 })
+      .runTool({ name: 'twoRequests', input: { n: 1 }, toolCallId: 'a' }, { timeoutMs: patient(120_000) })
     await z.pause()
     // the call runs again on the other worker (its step a is kept): its step b is under way
     await until(async () => provider.starts.some((s) => s.tenant === 'b' && s.n === 1), "the new attempt's step b", 30_000)
     // a second call waits for the slot the new attempt holds; then the zombie wakes
     const second = ctx.host
       .open(leasedTool, { sessionId: 'lease-b' })
-      .runTool({ name: 'twoRequests', input: { n: 2 }, toolCallId: 'b' }, { timeoutMs: 120_000 })
+      .runTool({ name: 'twoRequests', input: { n: 2 }, toolCallId: 'b' }, { timeoutMs: patient(120_000) })
     await z.resume()
     expect(await first).toBe('ok 1 ok 1')
     expect(await second).toBe('ok 2 ok 2')

@@ -11,6 +11,7 @@ import { scriptedModel } from '../../src/testing/index.js'
 import { lockLoss, lockLossKeys } from '../fixtures/lockLoss.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { records } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 const LOCK_LOST = 'attempt lost its job lock to another worker; it stopped before its next side effect and wrote nothing more'
 const SUPERSEDED = 'attempt was superseded by a newer one; it wrote nothing more'
@@ -25,7 +26,7 @@ describe('a worker whose event loop blocks past its job lock', () => {
     const zombie = await ctx.spawn({ concurrency: 1, env: { BLOCK_LOOP_MS: '3000' } })
     ctx.workers.push(zombie)
     const session = ctx.host.open(lockLoss, { sessionId: 'blocked' })
-    const run = session.runTool({ name: 'twoSteps', input: {}, toolCallId: 'blocked-call' }, { timeoutMs: 60_000 })
+    const run = session.runTool({ name: 'twoSteps', input: {}, toolCallId: 'blocked-call' }, { timeoutMs: patient(60_000) })
     for await (const { record } of session.log.follow({ types: ['harness.tool.step'] })) if (record.type === 'harness.tool.step') break
     const rescuer = await ctx.spawn({ concurrency: 1 })
     ctx.workers.push(rescuer)
@@ -50,7 +51,7 @@ describe('a worker whose event loop blocks past its job lock', () => {
     const zombie = await ctx.spawn({ concurrency: 1, env: { BLOCK_LOOP_MS: '3000' } })
     ctx.workers.push(zombie)
     const session = ctx.host.open(lockLoss, { sessionId: 'blocked-never' })
-    const run = session.runTool({ name: 'twoStepsNever', input: {}, toolCallId: 'never-call' }, { timeoutMs: 60_000 })
+    const run = session.runTool({ name: 'twoStepsNever', input: {}, toolCallId: 'never-call' }, { timeoutMs: patient(60_000) })
     for await (const { record } of session.log.follow({ types: ['harness.tool.step'] })) if (record.type === 'harness.tool.step') break
     ctx.workers.push(await ctx.spawn({ concurrency: 1 }))
     await ctx.redis.set(keys.go, '1')

@@ -11,6 +11,7 @@ import { useWorkerProcesses } from '../helpers/hosts.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
 import { records, until } from '../helpers/log.js'
 import { queuePrefix } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 const DAY = 86_400_000
 
@@ -81,7 +82,7 @@ describe('machine events over a worker process and a webhook server process', ()
     const first = await settledEvent('o-1', { amount: 42, currency: 'EUR' }, 'evt-1')
     expect(first.status).toBe(200)
     expect(await first.json()).toMatchObject({ op: 'event', status: 'delivered', calls: 1 })
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toEqual({
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toEqual({
       outcome: 'completed',
       text: 'done: {"orderId":"o-1","paid":"42 EUR"}',
     })
@@ -101,7 +102,7 @@ describe('machine events over a worker process and a webhook server process', ()
     expect(await sent.json()).toMatchObject({ status: 'stored', calls: 0 })
     const session = ctx.host.open(orders, { sessionId: 'order-2' })
     const { inputId } = await session.prompt('checkout:o-2')
-    expect((await session.settled(inputId, { timeoutMs: 30_000 })).text).toBe('done: {"orderId":"o-2","paid":"7 USD"}')
+    expect((await session.settled(inputId, { timeoutMs: patient(30_000) })).text).toBe('done: {"orderId":"o-2","paid":"7 USD"}')
     expect(records(await session.log.read(), 'harness.tool.suspended')).toEqual([])
     // consumed: a second wait on the same key does not get it again
     const second = ctx.host.open(orders, { sessionId: 'order-2b' })
@@ -134,7 +135,7 @@ describe('machine events over a worker process and a webhook server process', ()
       status: 'delivered',
       calls: 1,
     })
-    expect((await session.settled(inputId, { timeoutMs: 30_000 })).text).toBe('done: {"orderId":"o-3","paid":"1 EUR"}')
+    expect((await session.settled(inputId, { timeoutMs: patient(30_000) })).text).toBe('done: {"orderId":"o-3","paid":"1 EUR"}')
   })
 
   it('the event op is behind authorize and canSendEvent: 401 without a principal, 403 for an event it may not send', async () => {
@@ -148,7 +149,7 @@ describe('machine events over a worker process and a webhook server process', ()
   it('no event before the timeout: the tool gets EventTimeoutError (a tool error the model reads)', async () => {
     const session = ctx.host.open(orders, { sessionId: 'order-4' })
     const { inputId } = await session.prompt('checkout:o-4:1s')
-    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
     expect(settled.text).toContain('No event \\"payment.settled\\" with key \\"o-4\\" arrived before')
     expect(records(await session.log.read(), 'harness.tool.result')[0]).toMatchObject({ error: { code: 'event_timeout' } })
     expect(new EventTimeoutError('e', 'k', 'now').code).toBe('event_timeout')
@@ -167,8 +168,8 @@ describe('machine events over a worker process and a webhook server process', ()
       status: 'delivered',
       calls: 2,
     })
-    expect((await a.settled(ia.inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
-    expect((await b.settled(ib.inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
+    expect((await a.settled(ia.inputId, { timeoutMs: patient(30_000) })).outcome).toBe('completed')
+    expect((await b.settled(ib.inputId, { timeoutMs: patient(30_000) })).outcome).toBe('completed')
   })
 
   it('cancelOn: an order.cancelled event for the order aborts its open checkout turn and cancels the parked call', async () => {
@@ -183,12 +184,12 @@ describe('machine events over a worker process and a webhook server process', ()
       calls: 0,
       turns: 1,
     })
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'aborted' })
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'aborted' })
     expect(records(await session.log.read(), 'harness.tool.result')[0]).toMatchObject({ error: { code: 'cancelled' } })
     // another order's turn goes on waiting
     expect((await jobOf('order-6b')).state).toBe('delayed')
     await ctx.other.sendEvent({ event: 'payment.settled', key: 'o-6b', payload: { amount: 3, currency: 'EUR' } })
-    expect((await other.settled(kept.inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
+    expect((await other.settled(kept.inputId, { timeoutMs: patient(30_000) })).outcome).toBe('completed')
   })
 
   it('R20 a worker that dies right after the payload was stored: the next attempt returns the stored payload, the event is not needed again', async () => {
@@ -203,7 +204,7 @@ describe('machine events over a worker process and a webhook server process', ()
       status: 'delivered',
       calls: 1,
     })
-    expect((await session.settled(inputId, { timeoutMs: 60_000 })).text).toBe('done: {"orderId":"o-7","paid":"70 EUR"}')
+    expect((await session.settled(inputId, { timeoutMs: patient(60_000) })).text).toBe('done: {"orderId":"o-7","paid":"70 EUR"}')
     expect(await ctx.redis.get(`${ctx.prefix}:crashed:o-7`)).toBe('1')
     const log = await session.log.read()
     expect(records(log, 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh', 'rerun'])
@@ -235,7 +236,7 @@ describe('machine events over a worker process and a webhook server process', ()
     const resent = await settledEvent('o-8', { amount: 999, currency: 'EUR' }, 'evt-8')
     expect(await resent.json()).toMatchObject({ status: 'duplicate', calls: 1 })
     // the first delivery's payload, not the resend's
-    expect((await session.settled(inputId, { timeoutMs: 30_000 })).text).toBe('done: {"orderId":"o-8","paid":"8 EUR"}')
+    expect((await session.settled(inputId, { timeoutMs: patient(30_000) })).text).toBe('done: {"orderId":"o-8","paid":"8 EUR"}')
   })
 
   it("R20 scoped: a webhook POST with sessionId wakes only its session's scoped wait, once; a worker SIGKILLed after the payload was stored loses nothing", async () => {
@@ -257,7 +258,7 @@ describe('machine events over a worker process and a webhook server process', ()
         id: 'evt-9',
       })
     expect(await (await send()).json()).toMatchObject({ op: 'event', sessionId: 'order-9', status: 'delivered', calls: 1 })
-    expect((await session.settled(inputId, { timeoutMs: 60_000 })).text).toBe('done: {"orderId":"o-9","paid":"9 EUR"}')
+    expect((await session.settled(inputId, { timeoutMs: patient(60_000) })).text).toBe('done: {"orderId":"o-9","paid":"9 EUR"}')
     expect(await ctx.redis.get(`${ctx.prefix}:crashed:o-9`)).toBe('1')
     expect(records(await session.log.read(), 'harness.tool.started').map((r) => r.reason)).toEqual(['fresh', 'rerun'])
     expect(await (await send()).json()).toMatchObject({ status: 'duplicate', calls: 0 })
@@ -266,6 +267,6 @@ describe('machine events over a worker process and a webhook server process', ()
     expect(await (await settledEvent('o-9', { amount: 1, currency: 'EUR' })).json()).toMatchObject({ status: 'stored', calls: 0 })
     expect((await jobOf('order-9b')).state).toBe('delayed')
     await ctx.other.sendEvent({ event: 'payment.settled', key: 'o-9', sessionId: 'order-9b', payload: { amount: 2, currency: 'EUR' } })
-    expect((await other.settled(waiting.inputId, { timeoutMs: 30_000 })).text).toBe('done: {"orderId":"o-9","paid":"2 EUR"}')
+    expect((await other.settled(waiting.inputId, { timeoutMs: patient(30_000) })).text).toBe('done: {"orderId":"o-9","paid":"2 EUR"}')
   })
 })

@@ -15,6 +15,7 @@ import { queuePrefix } from '../rig.js'
 import { Job, Queue } from 'bullmq'
 import { toolJobId } from '../../src/log/index.js'
 import { toolQueueName } from '../../src/queue/index.js'
+import { patient } from '../helpers/patience.js'
 
 const hosts = useInProcessHosts()
 
@@ -30,7 +31,7 @@ async function runTurn(harness: ReturnType<typeof defineHarness>, label: string,
   const { host } = hosts.start(harness, label)
   const session = host.open(harness, { sessionId: label })
   const { inputId } = await session.prompt(text)
-  const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+  const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
   const results = (await session.log.read({ types: ['harness.tool.result'] })).map((e) => e.record)
   const responses = (await session.log.read({ types: ['harness.model.response'] })).map((e) => e.record)
   return { settled, results, responses, session }

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { harnesses, watched, wrapped } from '../fixtures/middleware.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
+import { patient } from '../helpers/patience.js'
 
 describe('middleware in worker processes', () => {
   const ctx = useWorkerProcesses({ label: 'mw-workers', harnesses, module: 'test/fixtures/middleware.ts', workers: 1 })
@@ -14,7 +15,7 @@ describe('middleware in worker processes', () => {
   it('runs model-call and tool hooks in the worker, in array order, with skip and transformArgs decided there', async () => {
     const session = ctx.host.open(watched, { sessionId: 'order' })
     const { inputId } = await session.prompt('go')
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed', text: 'done' })
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed', text: 'done' })
     // onFinish runs right after the settle, in the worker whose settle won
     await until(async () => (await list('hooks')).some(([h]) => h === 'B:onFinish:done'), 'onFinish')
     const hooks = await list('hooks')
@@ -69,7 +70,7 @@ describe('middleware in worker processes', () => {
     const second = await ctx.spawn()
     ctx.workers.push(second)
     await ctx.redis.set(`${ctx.prefix}:release`, '1')
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed', text: 'done' })
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed', text: 'done' })
     const hooks = (await list('hooks')).filter(([h]) => h.includes('ToolCall:hold'))
     expect(hooks).toEqual([
       ['A:onBeforeToolCall:hold:{}', String(first.proc.pid)],
@@ -96,7 +97,7 @@ describe('middleware in worker processes', () => {
     await first.kill('SIGKILL')
     const second = await ctx.spawn()
     await ctx.redis.set(`${ctx.prefix}:release`, '1')
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed', text: 'done' })
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed', text: 'done' })
     expect((await list('hooks')).filter(([h]) => h.startsWith('wrap:'))).toEqual([
       ['wrap:before:hold:{}', String(first.proc.pid)],
       ['wrap:before:hold:{}', String(second.proc.pid)],

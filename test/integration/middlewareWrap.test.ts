@@ -10,6 +10,7 @@ import { z } from 'zod'
 import { agentTool, defineHarness, durableTool, type Harness } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
+import { patient } from '../helpers/patience.js'
 
 const hosts = useInProcessHosts()
 
@@ -62,7 +63,7 @@ async function runTurn(harness: Harness, label: string) {
   const { host } = hosts.start(harness, label)
   const session = host.open(harness, { sessionId: label })
   const { inputId } = await session.prompt('go')
-  const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+  const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
   const log = (await session.log.read()).map((e) => e.record)
   return { settled, log, session, host }
 }

@@ -17,6 +17,7 @@ import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 import { uniquePrefix } from '../rig.js'
 import { startModelServer, type ChatRequest, type FaultReply, type ModelReply } from '../helpers/openaiServer.js'
+import { patient } from '../helpers/patience.js'
 
 const MODULE = 'test/fixtures/outage.ts'
 const FULL_SIZE = process.env.OUTAGE_TURNS !== undefined || process.env.OUTAGE_FAILURES !== undefined
@@ -79,7 +80,7 @@ describe('a provider outage over worker processes', () => {
       await until(failedEach(failuresEach), `every turn to fail ${failuresEach} times`, 180_000)
       down = false
 
-      const settled = await Promise.all(sessions.map((s, i) => s.settled(inputs[i]!.inputId, { timeoutMs: 120_000 })))
+      const settled = await Promise.all(sessions.map((s, i) => s.settled(inputs[i]!.inputId, { timeoutMs: patient(120_000) })))
       expect(settled).toEqual(prompts.map((p) => ({ outcome: 'completed', text: `answer: found ${p}` })))
       for (const [i, session] of sessions.entries()) {
         const retries = records(await session.log.read(), 'harness.turn.retry')
@@ -245,7 +246,7 @@ describe('a turn.onModelError policy that misbehaves', () => {
     hosts.defer(() => workers.close())
     const session = host.open(harness, { sessionId: label })
     const { inputId } = await session.prompt('p')
-    return { server, session, logged, settled: await session.settled(inputId, { timeoutMs: 30_000 }) }
+    return { server, session, logged, settled: await session.settled(inputId, { timeoutMs: patient(30_000) }) }
   }
 
   it('a policy that throws fails the turn with model_policy_error, and its message is in the log', async () => {

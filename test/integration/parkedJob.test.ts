@@ -13,6 +13,7 @@ import { questionIdOf } from '../../src/tool/index.js'
 import { shop } from '../fixtures/shop.js'
 import { batch, until } from '../helpers/log.js'
 import { cleanupPrefix, getRedisUrl, queuePrefix, rigClient, uniquePrefix } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 const note = durableTool(
   toolDefinition({ name: 'note', description: 'Sleep, then say so', inputSchema: z.object({ ms: z.number(), text: z.string() }) }),
@@ -67,7 +68,7 @@ describe('a parked call keeps a slim BullMQ job', () => {
     const sessionId = '0f4c7d9e-2b1a-4c3d-9e8f-7a6b5c4d3e2f'
     const toolCallId = 'toolu_01AbCdEfGhIjKlMnOpQrStUv'
     const s = host.open(notes, { sessionId })
-    const call = s.runTool({ name: 'note', input: { ms: 1500, text: 'hi' }, toolCallId }, { timeoutMs: 30_000 })
+    const call = s.runTool({ name: 'note', input: { ms: 1500, text: 'hi' }, toolCallId }, { timeoutMs: patient(30_000) })
     const { fields, encoding } = await parkedJob(jobKey(notes.name, sessionId, toolCallId))
     expect(JSON.parse(fields.data!)).toEqual({ input: { ms: 1500, text: 'hi' } })
     expect(JSON.parse(fields.opts!)).toEqual({ attempts: 5, backoff: { type: 'exponential', delay: 500 } })
@@ -92,7 +93,7 @@ describe('a parked call keeps a slim BullMQ job', () => {
     const sessionId = 'parked-wide'
     const text = 'x'.repeat(200)
     const s = host.open(notes, { sessionId })
-    const call = s.runTool({ name: 'note', input: { ms: 1000, text }, toolCallId: 'wide-1' }, { timeoutMs: 30_000 })
+    const call = s.runTool({ name: 'note', input: { ms: 1000, text }, toolCallId: 'wide-1' }, { timeoutMs: patient(30_000) })
     const { fields, encoding } = await parkedJob(jobKey(notes.name, sessionId, 'wide-1'))
     expect(JSON.parse(fields.data!)).toEqual({ input: { ms: 1000, text } })
     expect(fields.opts).not.toContain('jobId')
@@ -113,7 +114,7 @@ describe('a parked call keeps a slim BullMQ job', () => {
     expect(JSON.parse(fields.opts!)).toMatchObject({ parent: { id: `turn|${sessionId}|${inputId}` } })
     expect(fields.opts).not.toContain('jobId')
     expect(fields.parentKey).toContain(`turn|${sessionId}|${inputId}`)
-    expect((await s.settled(inputId, { timeoutMs: 30_000 })).outcome).toBe('completed')
+    expect((await s.settled(inputId, { timeoutMs: patient(30_000) })).outcome).toBe('completed')
     expect(disagreements()).toEqual([])
   })
 
@@ -128,7 +129,7 @@ describe('a parked call keeps a slim BullMQ job', () => {
     expect(JSON.parse(fields.data!)).toEqual({ input: { amount: 7 } })
     expect(encoding).toBe('listpack')
     await s.answer(questionIdOf('ask-1', 'approve'), { approved: true })
-    expect(await s.runTool({ name: 'approve', input: { amount: 7 }, toolCallId: 'ask-1' }, { timeoutMs: 30_000 })).toEqual({
+    expect(await s.runTool({ name: 'approve', input: { amount: 7 }, toolCallId: 'ask-1' }, { timeoutMs: patient(30_000) })).toEqual({
       approved: true,
     })
     expect(disagreements()).toEqual([])

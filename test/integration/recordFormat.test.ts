@@ -11,6 +11,7 @@ import { recordFormatKey, sessionKeys, shardCountKey } from '../../src/log/keys.
 import { scriptedModel } from '../../src/testing/index.js'
 import { until } from '../helpers/log.js'
 import { cleanupPrefix, getRedisUrl, rigClient, uniquePrefix } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 const nap = durableTool(
   toolDefinition({ name: 'nap', description: 'A step, a sleep, a step', inputSchema: z.object({ ms: z.number() }) }),
@@ -112,7 +113,7 @@ describe('the record format of a deployment', () => {
     const host = hostOn(prefix)
     const result = await host
       .open(naps, { sessionId: 'old-1' })
-      .runTool({ name: 'nap', input: { ms: 1_500 }, toolCallId: 'toolu_01AbCdEfGhIjKlMnOpQrStUv' }, { timeoutMs: 30_000 })
+      .runTool({ name: 'nap', input: { ms: 1_500 }, toolCallId: 'toolu_01AbCdEfGhIjKlMnOpQrStUv' }, { timeoutMs: patient(30_000) })
     expect(result).toEqual({ before: 'b', after: 'a' })
     const stored = await storedOf(host, 'old-1')
     expect(stored.slice(0, 5).every((v) => v.startsWith('{'))).toBe(true)

@@ -12,6 +12,7 @@ import { shop } from '../fixtures/shop.js'
 import { batch, records, until } from '../helpers/log.js'
 import { getRedisUrl, queuePrefix, rigClient, uniquePrefix } from '../rig.js'
 import { quiet, useWorkerProcesses } from '../helpers/hosts.js'
+import { patient } from '../helpers/patience.js'
 
 const LOCK_LOST = 'attempt lost its job lock to another worker; it stopped before its next side effect and wrote nothing more'
 
@@ -50,7 +51,7 @@ describe('crash recovery over worker processes', () => {
     }, 'the batch to be in flight')
     await first.kill('SIGKILL')
     ctx.workers.push(await ctx.spawn({ concurrency: 10 }))
-    const settled = await session.settled(inputId, { timeoutMs: 30_000 })
+    const settled = await session.settled(inputId, { timeoutMs: patient(30_000) })
     expect(settled.outcome).toBe('completed')
     const entries = await session.log.read()
     const results = Object.fromEntries(records(entries, 'harness.tool.result').map((r) => [r.toolCallId, r]))
@@ -231,7 +232,7 @@ describe('the recovery sweeper', () => {
     startWorkers(host)
     const session = host.open(harness, { sessionId: 's5' })
     // the scripted model's next answer is the text 'done': the turn ran the logged batch, then settled
-    expect(await session.settled('in-5', { timeoutMs: 20_000 })).toEqual({ outcome: 'completed', text: 'done' })
+    expect(await session.settled('in-5', { timeoutMs: patient(20_000) })).toEqual({ outcome: 'completed', text: 'done' })
     const results = records(await log.stream.read(), 'harness.tool.result').map((r) => [r.toolCallId, r.result])
     expect(results.sort()).toEqual([
       ['b1', { echo: 'one' }],

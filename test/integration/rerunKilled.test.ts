@@ -9,6 +9,7 @@ import { useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 import { startModelServer, type ChatRequest, type ModelReply, type ModelServer } from '../helpers/openaiServer.js'
 import type { Session } from '../../src/index.js'
+import { patient } from '../helpers/patience.js'
 
 const MODULE = 'test/fixtures/rerunNever.ts'
 const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
@@ -55,7 +56,7 @@ describe("a 'never' call SIGKILLed mid-call, then its turn failed: reruns keep i
     await first.kill('SIGKILL')
     ctx.workers.push(await ctx.spawn({ concurrency: 10, env }))
     for (const [, turn] of turns) {
-      expect(await turn.session.settled(turn.inputId, { timeoutMs: 60_000 })).toMatchObject({ outcome: 'failed' })
+      expect(await turn.session.settled(turn.inputId, { timeoutMs: patient(60_000) })).toMatchObject({ outcome: 'failed' })
       const [result] = records(await turn.session.log.read(), 'harness.tool.result')
       expect(result).toMatchObject({ error: { code: 'interrupted' } })
       turn.toolCallId = result!.toolCallId as string
@@ -68,7 +69,7 @@ describe("a 'never' call SIGKILLed mid-call, then its turn failed: reruns keep i
   /** The turn completed, its mail was sent once, its tool began twice (fresh, cut), and the model saw the interrupted result. */
   async function expectKept(to: (typeof CASES)[number]) {
     const turn = turns.get(to)!
-    const settled = await turn.session.settled(turn.inputId, { timeoutMs: 20_000 })
+    const settled = await turn.session.settled(turn.inputId, { timeoutMs: patient(20_000) })
     expect(settled).toMatchObject({ outcome: 'completed' })
     expect(settled.text).toContain(turn.interrupted)
     expect(lastSeen(to)).toContain(turn.interrupted)

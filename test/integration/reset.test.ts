@@ -13,6 +13,7 @@ import { Timeline } from '../../src/timeline/items.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { records } from '../helpers/log.js'
 import { startPrivateRedis } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 /** A model that answers every call with text and keeps what it was sent. */
 function echoModel(seen: ModelMessage[][], words = 40) {
@@ -40,7 +41,7 @@ async function runTurns(host: HarnessHost, harness: Harness, sessionId: string, 
   const session = host.open(harness, { sessionId })
   for (const text of texts) {
     const { inputId } = await session.prompt(text)
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
   }
   return session
 }

@@ -7,6 +7,7 @@ import { batch, until } from '../helpers/log.js'
 import { defaultShards, indexKeys, SessionLog, shardOf } from '../../src/log/index.js'
 import { retainOnce, retentionOf } from '../../src/retention/index.js'
 import { rigClient, scanKeys } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 /** The keys of one session (under its shard's hash tag: `<prefix>:{<shard>}:<sid>:…`). */
 const keysOf = async (url: string, prefix: string, sessionId: string) =>
@@ -38,9 +39,9 @@ describe('retention (docs/retention.md)', () => {
     })
     const settled = host.open(shop, { sessionId: 'r-settled' })
     const { inputId } = await settled.prompt(batch([{ name: 'lookup', input: { sku: 'a' } }]))
-    expect((await settled.settled(inputId, { timeoutMs: 20_000 })).outcome).toBe('completed')
+    expect((await settled.settled(inputId, { timeoutMs: patient(20_000) })).outcome).toBe('completed')
     const parked = host.open(shop, { sessionId: 'r-parked' })
-    const napping = parked.runTool({ name: 'nap', input: { ms: 1500 }, toolCallId: 'long-nap' }, { timeoutMs: 30_000 })
+    const napping = parked.runTool({ name: 'nap', input: { ms: 1500 }, toolCallId: 'long-nap' }, { timeoutMs: patient(30_000) })
     await until(async () => (await parked.log.read({ types: ['harness.tool.suspended'] })).length === 1, 'the nap to park')
     const log = await settled.log.read()
 
@@ -95,7 +96,7 @@ describe('retention (docs/retention.md)', () => {
     const index = indexKeys(prefix, shardOf('r-race', shards), shards).sessions
     const session = host.open(shop, { sessionId: 'r-race' })
     const first = await session.prompt(batch([{ name: 'lookup', input: { sku: 'a' } }]))
-    expect((await session.settled(first.inputId, { timeoutMs: 20_000 })).outcome).toBe('completed')
+    expect((await session.settled(first.inputId, { timeoutMs: patient(20_000) })).outcome).toBe('completed')
 
     // the pass, run here with a hook: the prompt comes right after the removal, before the pass goes on
     let again: { inputId: string } | undefined
@@ -122,7 +123,7 @@ describe('retention (docs/retention.md)', () => {
     expect(again).toBeDefined()
     // made again after the removal: listed, so retention sees it again
     expect(await redis.zscore(index, 'r-race')).not.toBeNull()
-    expect((await session.settled(again!.inputId, { timeoutMs: 20_000 })).outcome).toBe('completed')
+    expect((await session.settled(again!.inputId, { timeoutMs: patient(20_000) })).outcome).toBe('completed')
     const plain = { ...deps, logFor: (sessionId: string) => new SessionLog(redis, prefix, sessionId, { shards }) }
     expect(await retainOnce(plain, { now: Date.now() + 60_000 })).toEqual(['r-race'])
     expect(exported).toEqual(['r-race', 'r-race'])

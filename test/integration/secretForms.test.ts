@@ -12,6 +12,7 @@ import { dumpPrefix } from '../helpers/dump.js'
 import { records } from '../helpers/log.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { rigClient } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 // '"' and '\\' change under JSON escaping, 'ü' under URL encoding; 19 bytes, so base64 has padding
 const SECRET = 'sk_live_>>>?~"q\\üx'
@@ -150,7 +151,7 @@ describe('R6: secrets in names, and in every encoded form, through a host', () =
   /** Prompts once and waits for the turn: it must complete (tool errors do not fail a turn). */
   async function completes(text: string) {
     const { inputId } = await session.prompt(text)
-    const settled = await session.settled(inputId, { timeoutMs: 60_000 })
+    const settled = await session.settled(inputId, { timeoutMs: patient(60_000) })
     expect(settled.outcome).toBe('completed')
     return settled
   }

@@ -9,6 +9,7 @@ import { scriptedModel } from '../../src/testing/index.js'
 import { sequential } from '../fixtures/sequential.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
 import { cleanupPrefix, getRedisUrl, rigClient, uniquePrefix } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 const entryMs = (id: string) => Number(id.split('-')[0])
 type Span = { id: string; ev: 'start' | 'end'; at: number; pid: number }
@@ -73,7 +74,7 @@ describe("toolExecution: 'sequential' over worker processes", () => {
     const { inputId } = await s.prompt('write a, then b', { context: { run: 'seq-kill' } })
     // a has done its work: kill the worker that ran it, before its landing or b's start
     await killAt('seq-kill', 'a', 'end')
-    expect(await s.settled(inputId, { timeoutMs: 60_000 })).toMatchObject({ outcome: 'completed', text: 'both written' })
+    expect(await s.settled(inputId, { timeoutMs: patient(60_000) })).toMatchObject({ outcome: 'completed', text: 'both written' })
     await expectNoOverlap('seq-kill')
   })
 
@@ -81,7 +82,7 @@ describe("toolExecution: 'sequential' over worker processes", () => {
     const s = host.open(sequential, { sessionId: 'seq-cut' })
     const { inputId } = await s.prompt('write a, then b', { context: { run: 'seq-cut' } })
     await killAt('seq-cut', 'a', 'start')
-    expect(await s.settled(inputId, { timeoutMs: 60_000 })).toMatchObject({ outcome: 'completed', text: 'both written' })
+    expect(await s.settled(inputId, { timeoutMs: patient(60_000) })).toMatchObject({ outcome: 'completed', text: 'both written' })
     const all = await expectNoOverlap('seq-cut')
     // a ran twice (cut, then again: replay 'safe'), b once
     expect(all.filter((x) => x.id === 'a' && x.ev === 'start')).toHaveLength(2)

@@ -16,6 +16,7 @@ import type { HarnessRecordType, LogEntry, RecordOf } from '../../src/log/index.
 import { questionIdOf } from '../../src/tool/index.js'
 import { shop } from '../fixtures/shop.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
+import { patient } from '../helpers/patience.js'
 
 const silent = pino({ level: 'silent' })
 /** A stream id's milliseconds: when Redis appended the entry. */
@@ -39,12 +40,12 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
 
   it('R7: a 2 s sleep frees the slot: a quick call on the same worker lands first; the nap wakes, not early', async () => {
     const s = ctx.host.open(shop, { sessionId: 'slot' })
-    const nap = s.runTool({ name: 'nap', input: { ms: 2000 }, toolCallId: 'nap-1' }, { timeoutMs: 30_000 })
+    const nap = s.runTool({ name: 'nap', input: { ms: 2000 }, toolCallId: 'nap-1' }, { timeoutMs: patient(30_000) })
     nap.catch(() => {})
     await ctx.workers[0]!.waitFor(parkedLine('nap-1'))
 
     // one slot: if the sleep held it, the lookup could only start after the nap's result
-    const quick = await s.runTool({ name: 'lookup', input: { sku: 'slot' }, toolCallId: 'quick-1' }, { timeoutMs: 30_000 })
+    const quick = await s.runTool({ name: 'lookup', input: { sku: 'slot' }, toolCallId: 'quick-1' }, { timeoutMs: patient(30_000) })
     expect(quick).toEqual({ sku: 'slot', stock: 3 })
     expect(await recordsOf(s, 'harness.tool.result', 'nap-1')).toEqual([])
 
@@ -70,16 +71,16 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
     await ctx.workers[0]!.waitFor((l) => l.msg === 'tool call parked' && l.sessionId === 'turn-nap')
 
     const other = ctx.host.open(shop, { sessionId: 'turn-free' })
-    expect(await other.runTool({ name: 'lookup', input: { sku: 'while-asleep' } }, { timeoutMs: 30_000 })).toEqual({
+    expect(await other.runTool({ name: 'lookup', input: { sku: 'while-asleep' } }, { timeoutMs: patient(30_000) })).toEqual({
       sku: 'while-asleep',
       stock: 3,
     })
     // the turn worker has one slot too: a second turn runs to its end while the first one waits
     const second = await other.prompt('batch:[{"name":"lookup","input":{"sku":"t2"}}]')
-    expect(await other.settled(second.inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
+    expect(await other.settled(second.inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
     expect(await recordsOf(sleeper, 'harness.input.settled')).toEqual([])
 
-    const first = await sleeper.settled(inputId, { timeoutMs: 30_000 })
+    const first = await sleeper.settled(inputId, { timeoutMs: patient(30_000) })
     expect(first.outcome).toBe('completed')
     expect(first.text).toMatch(/^done: .*slept/)
     const [secondSettled] = await recordsOf(other, 'harness.input.settled')
@@ -99,7 +100,7 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
     ]
     for (const [i, c] of cases.entries()) {
       const error = await s
-        .runTool({ name: 'napFor', input: c.input, toolCallId: `bad-${i}` }, { timeoutMs: 30_000 })
+        .runTool({ name: 'napFor', input: c.input, toolCallId: `bad-${i}` }, { timeoutMs: patient(30_000) })
         .catch((e: unknown) => e)
       expect(error, JSON.stringify(c.input)).toBeInstanceOf(ToolCallError)
       expect((error as ToolCallError).toolError).toMatchObject({ code: 'invalid_duration', message: expect.stringMatching(c.why) })
@@ -108,14 +109,14 @@ describe('step.sleep on one worker process at CONCURRENCY=1 (R7, R14)', () => {
     expect(await recordsOf(s, 'harness.tool.sleep')).toEqual([])
     expect(await recordsOf(s, 'harness.tool.suspended')).toEqual([])
     // a valid one on the same tool sleeps and wakes
-    expect(await s.runTool({ name: 'napFor', input: { duration: '300ms' }, toolCallId: 'ok' }, { timeoutMs: 30_000 })).toEqual({
+    expect(await s.runTool({ name: 'napFor', input: { duration: '300ms' }, toolCallId: 'ok' }, { timeoutMs: patient(30_000) })).toEqual({
       woke: true,
     })
   })
 
   it("R14: a replay 'never' tool that sleeps resumes with its normal result, it is not cut", async () => {
     const s = ctx.host.open(shop, { sessionId: 'never-nap' })
-    const result = (await s.runTool({ name: 'napNever', input: { ms: 1000 }, toolCallId: 'nn-1' }, { timeoutMs: 30_000 })) as {
+    const result = (await s.runTool({ name: 'napNever', input: { ms: 1000 }, toolCallId: 'nn-1' }, { timeoutMs: patient(30_000) })) as {
       slept: number
     }
     expect(result.slept).toBeGreaterThanOrEqual(1000)
@@ -140,7 +141,7 @@ describe('step.ask answered from another host (R8)', () => {
 
   it('R8: a parked question is listed with its JSON Schema; an answer from a second host wakes the tool', async () => {
     const s = ctx.host.open(shop, { sessionId: 'ask-1' })
-    const call = s.runTool({ name: 'approve', input: { amount: 42 }, toolCallId: 'ap-1' }, { timeoutMs: 30_000 })
+    const call = s.runTool({ name: 'approve', input: { amount: 42 }, toolCallId: 'ap-1' }, { timeoutMs: patient(30_000) })
     call.catch(() => {})
     const parked = await ctx.workers[0]!.waitFor(parkedLine('ap-1'))
     expect(parked.kind).toBe('ask')
@@ -176,7 +177,7 @@ describe('step.ask answered from another host (R8)', () => {
 
   it('R8: a bad answer is refused with the validation message and nothing logged; the first valid answer wins', async () => {
     const s = ctx.host.open(shop, { sessionId: 'ask-2' })
-    const call = s.runTool({ name: 'approve', input: { amount: 7 }, toolCallId: 'ap-2' }, { timeoutMs: 30_000 })
+    const call = s.runTool({ name: 'approve', input: { amount: 7 }, toolCallId: 'ap-2' }, { timeoutMs: patient(30_000) })
     call.catch(() => {})
     await ctx.workers[0]!.waitFor(parkedLine('ap-2'))
     const questionId = questionIdOf('ap-2', 'approve')
@@ -226,7 +227,7 @@ describe('step.ask answered from another host (R8)', () => {
         })()
         try {
           // no expiry: a lost answer would leave the call parked for 24 h and this wait would time out
-          const result = await s.runTool({ name: 'approve', input: { amount: i }, toolCallId: `race-${i}` }, { timeoutMs: 30_000 })
+          const result = await s.runTool({ name: 'approve', input: { amount: i }, toolCallId: `race-${i}` }, { timeoutMs: patient(30_000) })
           await follow
           const [answered] = await recordsOf(s, 'harness.tool.answer')
           const [suspended] = await recordsOf(s, 'harness.tool.suspended')
@@ -256,7 +257,7 @@ describe('step.ask answered from another host (R8)', () => {
     let parkedAfterAnswer = 0
     for (let i = 0; i < 5 && parkedAfterAnswer === 0; i++) {
       const toolCallId = `late-${i}`
-      const call = s.runTool({ name: 'approveLate', input: { amount: i, parkDelayMs: 3000 }, toolCallId }, { timeoutMs: 30_000 })
+      const call = s.runTool({ name: 'approveLate', input: { amount: i, parkDelayMs: 3000 }, toolCallId }, { timeoutMs: patient(30_000) })
       call.catch(() => {})
       for await (const e of s.log.follow({ types: ['harness.tool.ask'], blockMs: 1000 })) {
         const asked = e.record as RecordOf<'harness.tool.ask'>
@@ -276,7 +277,7 @@ describe('step.ask answered from another host (R8)', () => {
   it('R8: an expired question throws QuestionExpiredError in the tool; a later answer is refused', async () => {
     const s = ctx.host.open(shop, { sessionId: 'ask-exp' })
     const error = await s
-      .runTool({ name: 'approve', input: { amount: 9, expiresInMs: 1500 }, toolCallId: 'exp-1' }, { timeoutMs: 30_000 })
+      .runTool({ name: 'approve', input: { amount: 9, expiresInMs: 1500 }, toolCallId: 'exp-1' }, { timeoutMs: patient(30_000) })
       .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(ToolCallError)
     expect((error as ToolCallError).toolError.code).toBe('question_expired')
@@ -296,7 +297,7 @@ describe('step.ask answered from another host (R8)', () => {
     expect(await s.questions()).toEqual([])
 
     // the expired question, oldest in the host-wide index, does not crowd a newer open one out of a page
-    const next = s.runTool({ name: 'approve', input: { amount: 10 }, toolCallId: 'exp-2' }, { timeoutMs: 30_000 })
+    const next = s.runTool({ name: 'approve', input: { amount: 10 }, toolCallId: 'exp-2' }, { timeoutMs: patient(30_000) })
     next.catch(() => {})
     await ctx.workers[0]!.waitFor(parkedLine('exp-2'))
     expect((await other.questions({ limit: 1 })).map((q) => q.questionId)).toEqual([questionIdOf('exp-2', 'approve')])

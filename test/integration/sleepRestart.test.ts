@@ -12,6 +12,7 @@ import { questionIdOf } from '../../src/tool/index.js'
 import { shop } from '../fixtures/shop.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
 import { cleanupPrefix, getRedisUrl, queuePrefix, startPrivateRedis, uniquePrefix } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 const silent = pino({ level: 'silent' })
 const entryMs = (id: string) => Number(id.split('-')[0])
@@ -73,7 +74,7 @@ describe('sleep and ask across a worker crash (R7, R8)', () => {
     const pair = await Promise.all([spawn(prefix), spawn(prefix)])
     const s = host.open(shop, { sessionId: 'kill-nap' })
     const sleepMs = 3000
-    const call = s.runTool({ name: 'nap', input: { ms: sleepMs }, toolCallId: 'nap-k' }, { timeoutMs: 30_000 })
+    const call = s.runTool({ name: 'nap', input: { ms: sleepMs }, toolCallId: 'nap-k' }, { timeoutMs: patient(30_000) })
     call.catch(() => {})
     const parked = await Promise.race(pair.map((w) => w.waitFor(parkedLine('nap-k')).then((line) => ({ w, line }))))
     const survivor = pair.find((w) => w !== parked.w)!
@@ -107,7 +108,7 @@ describe('sleep and ask across a worker crash (R7, R8)', () => {
     const { prefix, host } = setup('ask-kill')
     const first = await spawn(prefix)
     const s = host.open(shop, { sessionId: 'kill-ask' })
-    const call = s.runTool({ name: 'refund', input: { amount: 30, pauseMs: 2500 }, toolCallId: 'rf-1' }, { timeoutMs: 40_000 })
+    const call = s.runTool({ name: 'refund', input: { amount: 30, pauseMs: 2500 }, toolCallId: 'rf-1' }, { timeoutMs: patient(40_000) })
     call.catch(() => {})
     await first.waitFor(parkedLine('rf-1'))
     await s.answer(questionIdOf('rf-1', 'approve'), { approved: true })
@@ -149,7 +150,7 @@ describe('a sleep across a Redis restart (R7)', () => {
     worker = await spawnWorker({ redisUrl: server.url, prefix, concurrency: 2 })
     host = createHarnessHost({ redis: server.url, harnesses: [shop], prefix, logger: silent })
     const s = host.open(shop, { sessionId: 'aof-nap' })
-    const call = s.runTool({ name: 'nap', input: { ms: 3000 }, toolCallId: 'nap-aof' }, { timeoutMs: 40_000 })
+    const call = s.runTool({ name: 'nap', input: { ms: 3000 }, toolCallId: 'nap-aof' }, { timeoutMs: patient(40_000) })
     call.catch(() => {})
     await worker.waitFor(parkedLine('nap-aof'))
     // the park slimmed the delayed job's hash (includes/slimJob.lua): the restart brings it back as it was
@@ -180,7 +181,7 @@ describe('a sleep across a Redis restart (R7)', () => {
     console.log(`R7 across a Redis restart: landed ${entryMs(landed!.id) - sleep!.record.wakeAt} ms after wakeAt`)
 
     // the same worker still takes new work after the restart
-    const after = await s.runTool({ name: 'lookup', input: { sku: 'after-restart' } }, { timeoutMs: 20_000 })
+    const after = await s.runTool({ name: 'lookup', input: { sku: 'after-restart' } }, { timeoutMs: patient(20_000) })
     expect(after).toEqual({ sku: 'after-restart', stock: 3 })
   })
 })

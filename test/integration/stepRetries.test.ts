@@ -18,6 +18,7 @@ import { scriptedModel, type RedisServerHandle } from '../../src/testing/index.j
 import { charge, retries } from '../fixtures/retries.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
 import { cleanupPrefix, getRedisUrl, startPrivateRedis, uniquePrefix } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 const silent = pino({ level: 'silent' })
 const entryMs = (id: string) => Number(id.split('-')[0])
@@ -99,7 +100,7 @@ describe('step retries over worker processes (R16)', () => {
     const scenario = plan('three-502', [{ status: 502 }, { status: 502 }, { status: 502 }, { status: 200 }])
     const result = await s.runTool(
       { name: 'charge', input: { scenario, attempts: 5, delayMs: 100 }, toolCallId: 'pay-1' },
-      { timeoutMs: 30_000 },
+      { timeoutMs: patient(30_000) },
     )
     expect(result).toEqual({ paid: { ok: true, tries: 4 } })
     const tries = requestsOf(scenario)
@@ -124,7 +125,10 @@ describe('step retries over worker processes (R16)', () => {
     const s = host.open(retries, { sessionId: 'kill-park' })
     // two attempts: the try after the wake-up is the last one only if the count survived
     const scenario = plan('kill-park', [{ status: 502 }])
-    const call = s.runTool({ name: 'charge', input: { scenario, attempts: 2, delayMs: 5000 }, toolCallId: 'pay-2' }, { timeoutMs: 40_000 })
+    const call = s.runTool(
+      { name: 'charge', input: { scenario, attempts: 2, delayMs: 5000 }, toolCallId: 'pay-2' },
+      { timeoutMs: patient(40_000) },
+    )
     call.catch(() => {})
     const parked = await Promise.race(workers.map((w) => w.waitFor(line('tool call parked', 'pay-2')).then(() => w)))
     await parked.kill('SIGKILL')
@@ -149,7 +153,10 @@ describe('step retries over worker processes (R16)', () => {
   it('R16: a worker SIGKILLed during an in-process backoff: the run again keeps the try count and waits for the stored next time', async () => {
     const s = host.open(retries, { sessionId: 'kill-wait' })
     const scenario = plan('kill-wait', [{ status: 502 }, { status: 502 }, { status: 200 }])
-    const call = s.runTool({ name: 'charge', input: { scenario, attempts: 4, delayMs: 1500 }, toolCallId: 'pay-3' }, { timeoutMs: 40_000 })
+    const call = s.runTool(
+      { name: 'charge', input: { scenario, attempts: 4, delayMs: 1500 }, toolCallId: 'pay-3' },
+      { timeoutMs: patient(40_000) },
+    )
     call.catch(() => {})
     const running = await Promise.race(workers.map((w) => w.waitFor(line('tool call started', 'pay-3')).then(() => w)))
     await waitUntil(async () => (await retriesOf(s, 'pay-3')).length === 1, 'the first failed try')
@@ -173,7 +180,7 @@ describe('step retries over worker processes (R16)', () => {
     const scenario = plan('retry-after', [{ status: 429, retryAfter: 2 }, { status: 200 }])
     const result = await s.runTool(
       { name: 'charge', input: { scenario, attempts: 3, delayMs: 10 }, toolCallId: 'pay-4' },
-      { timeoutMs: 30_000 },
+      { timeoutMs: patient(30_000) },
     )
     expect(result).toEqual({ paid: { ok: true, tries: 2 } })
     const [first, second] = requestsOf(scenario)
@@ -187,7 +194,7 @@ describe('step retries over worker processes (R16)', () => {
     const scenario = plan('retry-after-skew', [{ status: 429, retryAfter: -3 }, { status: 200 }])
     const result = await s.runTool(
       { name: 'charge', input: { scenario, attempts: 3, delayMs: 60_000 }, toolCallId: 'pay-skew' },
-      { timeoutMs: 30_000 },
+      { timeoutMs: patient(30_000) },
     )
     expect(result).toEqual({ paid: { ok: true, tries: 2 } })
     const [failed] = await retriesOf(s, 'pay-skew')
@@ -198,7 +205,10 @@ describe('step retries over worker processes (R16)', () => {
   it('R16: NonRetryableError fails the step at once; the tool error says why', async () => {
     const s = host.open(retries, { sessionId: 'non-retryable' })
     const scenario = plan('non-retryable', [{ status: 400 }, { status: 200 }])
-    const call = s.runTool({ name: 'charge', input: { scenario, attempts: 5, delayMs: 10 }, toolCallId: 'pay-5' }, { timeoutMs: 30_000 })
+    const call = s.runTool(
+      { name: 'charge', input: { scenario, attempts: 5, delayMs: 10 }, toolCallId: 'pay-5' },
+      { timeoutMs: patient(30_000) },
+    )
     await expect(call).rejects.toMatchObject({ toolError: { code: 'non_retryable', message: 'provider refused: status 400' } })
     expect(requestsOf(scenario)).toHaveLength(1)
     const failed = await retriesOf(s, 'pay-5')
@@ -214,7 +224,7 @@ describe('step retries over worker processes (R16)', () => {
         input: { scenario: caught, attempts: 3, delayMs: 20, backoff: 'exponential', catchExhausted: true },
         toolCallId: 'pay-6',
       },
-      { timeoutMs: 30_000 },
+      { timeoutMs: patient(30_000) },
     )
     expect(result).toEqual({ exhausted: 3, last: 'provider answered 503' })
     expect(requestsOf(caught)).toHaveLength(3)
@@ -223,7 +233,7 @@ describe('step retries over worker processes (R16)', () => {
     const thrown = plan('exhausted-thrown', [{ status: 503 }])
     const call = s.runTool(
       { name: 'charge', input: { scenario: thrown, attempts: 2, delayMs: 20 }, toolCallId: 'pay-7' },
-      { timeoutMs: 30_000 },
+      { timeoutMs: patient(30_000) },
     )
     await expect(call).rejects.toMatchObject({ toolError: { code: 'step_retries_exhausted' } })
     expect(requestsOf(thrown)).toHaveLength(2)
@@ -257,12 +267,12 @@ describe('a 1-hour step backoff across a Redis restart (R16, R14)', () => {
     const short = plan('short', [{ status: 502 }, { status: 200 }])
     const shortCall = s.runTool(
       { name: 'charge', input: { scenario: short, attempts: 3, delayMs: 4000 }, toolCallId: 'short-1' },
-      { timeoutMs: 60_000 },
+      { timeoutMs: patient(60_000) },
     )
     shortCall.catch(() => {})
     await worker.waitFor(line('tool call parked', 'hourly-1'))
     await worker.waitFor(line('tool call parked', 'short-1'))
-    expect(await s.runTool({ name: 'ping', input: {} }, { timeoutMs: 20_000 })).toEqual({ pong: true })
+    expect(await s.runTool({ name: 'ping', input: {} }, { timeoutMs: patient(20_000) })).toEqual({ pong: true })
 
     const [hourly] = await retriesOf(s, 'hourly-1')
     expect(hourly!.record.nextAt! - entryMs(hourly!.id)).toBeGreaterThanOrEqual(3_600_000 - 1000)

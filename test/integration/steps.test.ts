@@ -34,6 +34,7 @@ import { scriptedModel } from '../../src/testing/index.js'
 import { createDurableContext, DURABLE, replayOf, SecretStore, type DurableContextHandle } from '../../src/tool/index.js'
 import { dumpPrefix } from '../helpers/dump.js'
 import { getRedisUrl, uniquePrefix, rigClient } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 let url: string
 let redis: RedisClient
@@ -725,7 +726,7 @@ describe('durable steps through the harness (session.runTool)', () => {
   })
 
   it('R6: a tool result or error holding a session secret lands redacted, and Redis holds no copy', async () => {
-    const result = (await session.runTool({ name: 'leakResult', input: {} }, { timeoutMs: 20_000 })) as Record<string, unknown>
+    const result = (await session.runTool({ name: 'leakResult', input: {} }, { timeoutMs: patient(20_000) })) as Record<string, unknown>
     expect(result).toEqual({
       raw: '[redacted]',
       base64: '[redacted]',
@@ -734,10 +735,10 @@ describe('durable steps through the harness (session.runTool)', () => {
       nested: [{ header: 'Bearer [redacted]' }],
     })
 
-    const error = await toolError(session.runTool({ name: 'leakError', input: {} }, { timeoutMs: 20_000 }))
+    const error = await toolError(session.runTool({ name: 'leakError', input: {} }, { timeoutMs: patient(20_000) }))
     expect(error.toolError.message).toBe('card refused for key [redacted] ([redacted])')
 
-    const stepError = await toolError(session.runTool({ name: 'leakStep', input: {} }, { timeoutMs: 20_000 }))
+    const stepError = await toolError(session.runTool({ name: 'leakStep', input: {} }, { timeoutMs: patient(20_000) }))
     expect(stepError.toolError.code).toBe('secret_in_value')
 
     // the log holds the redacted results, and nothing under the prefix holds the secret
@@ -750,7 +751,7 @@ describe('durable steps through the harness (session.runTool)', () => {
   })
 
   it('R6: an ask answer holding a session secret is refused and nothing is logged; a clean answer then wins', async () => {
-    const call = session.runTool({ name: 'askNote', input: {}, toolCallId: 'ask-secret' }, { timeoutMs: 20_000 })
+    const call = session.runTool({ name: 'askNote', input: {}, toolCallId: 'ask-secret' }, { timeoutMs: patient(20_000) })
     let questions = await session.questions()
     for (const end = Date.now() + 20_000; questions.length === 0 && Date.now() < end; questions = await session.questions()) {
       await new Promise((r) => setTimeout(r, 50))
@@ -770,7 +771,7 @@ describe('durable steps through the harness (session.runTool)', () => {
   it('R9: appended records land immediately before the harness.tool.result, and not before the result lands', async () => {
     const toolCallId = 'remember-1'
     const log = new SessionLog(redis, prefix, session.sessionId)
-    const call = session.runTool({ name: 'remember', input: { fact: 'likes tea', hold: true }, toolCallId }, { timeoutMs: 20_000 })
+    const call = session.runTool({ name: 'remember', input: { fact: 'likes tea', hold: true }, toolCallId }, { timeoutMs: patient(20_000) })
     await rememberReached.promise
     // staged (durably, fenced) while the tool still runs, but not in the log
     await waitFor(async () => (await redis.llen(log.calls.stagedKey(toolCallId))) === 2, 'the records to be staged')
@@ -792,7 +793,7 @@ describe('durable steps through the harness (session.runTool)', () => {
   })
 
   it('R4: through the harness the default limit (256 KiB) turns a big step into a tool error with the size and the limit', async () => {
-    const error = await toolError(session.runTool({ name: 'big', input: {} }, { timeoutMs: 20_000 }))
+    const error = await toolError(session.runTool({ name: 'big', input: {} }, { timeoutMs: patient(20_000) }))
     expect(error.toolError.code).toBe('value_too_large')
     expect(error.toolError.message).toContain(`is ${256 * 1024 + 2} bytes as JSON, over the limit of 262144 bytes`)
   })

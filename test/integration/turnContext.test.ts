@@ -6,6 +6,7 @@ import { z } from 'zod'
 import { defineHarness, durableTool } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
+import { patient } from '../helpers/patience.js'
 
 const hosts = useInProcessHosts()
 const SECRET = 'sk_live_context_secret_1234'
@@ -49,7 +50,7 @@ describe('ctx.context carries the input context', () => {
     const session = host.open(harness, { sessionId: 'ctx' })
     const context = { user: 'ada', tags: [], nested: { a: [1, 2] } }
     const { inputId } = await session.prompt('who?', { context })
-    expect(await session.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
     const byName = (r: { name?: string }, o: { name?: string }) => String(r.name).localeCompare(String(o.name))
     const results = (await session.log.read({ types: ['harness.tool.result'] })).map((e) => e.record as { name?: string }).sort(byName)
     expect(results).toEqual([
@@ -61,7 +62,7 @@ describe('ctx.context carries the input context', () => {
     expect(input?.record).toMatchObject({ inputId, context })
     // a prompt without one: ctx.context is undefined
     const plain = await session.prompt('again')
-    await session.settled(plain.inputId, { timeoutMs: 30_000 })
+    await session.settled(plain.inputId, { timeoutMs: patient(30_000) })
     const later = (await session.log.read({ types: ['harness.tool.result'] })).slice(2).map((e) => e.record)
     expect(later).toMatchObject([{ result: { context: null } }, { result: { context: null } }])
   })

@@ -7,6 +7,7 @@ import { auditing, boss, choosing, harnesses, killer, queued, steered, swapping,
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { patient } from '../helpers/patience.js'
 
 const MODULE = 'test/fixtures/turns.ts'
 
@@ -36,8 +37,11 @@ describe('turns', () => {
     expect(await s.abort('second')).toBe(true)
     await s.prompt('q1 third', { inputId: 'third' })
     await key('g1') // the first model call fails now; its retry runs while "second" is settled aborted
-    expect(await s.settled('first', { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
-    expect(await s.settled('third', { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'saw: q1 failhold g1 | q1 third' })
+    expect(await s.settled('first', { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
+    expect(await s.settled('third', { timeoutMs: patient(30_000) })).toEqual({
+      outcome: 'completed',
+      text: 'saw: q1 failhold g1 | q1 third',
+    })
     expect(await s.settled('second')).toMatchObject({ outcome: 'aborted' })
     expect(await seen('q1')).toEqual([['q1 failhold g1'], ['q1 failhold g1'], ['q1 failhold g1', 'q1 third']])
   })
@@ -53,8 +57,11 @@ describe('turns', () => {
     await key('g2') // the model call SIGKILLs its worker
     await exited(dying)
     ctx.workers.push(await ctx.spawn())
-    expect(await s.settled('first', { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'saw: c2 crashhold g2' })
-    expect(await s.settled('second', { timeoutMs: 30_000 })).toEqual({ outcome: 'completed', text: 'saw: c2 crashhold g2 | c2 second' })
+    expect(await s.settled('first', { timeoutMs: patient(30_000) })).toEqual({ outcome: 'completed', text: 'saw: c2 crashhold g2' })
+    expect(await s.settled('second', { timeoutMs: patient(30_000) })).toEqual({
+      outcome: 'completed',
+      text: 'saw: c2 crashhold g2 | c2 second',
+    })
     expect(await seen('c2')).toEqual([['c2 crashhold g2'], ['c2 crashhold g2'], ['c2 crashhold g2', 'c2 second']])
   })
 
@@ -66,7 +73,7 @@ describe('turns', () => {
     expect(await s.abort('b')).toBe(true)
     await key('w1')
     const answer = { outcome: 'completed', text: 'saw: j1 wait w1 | j1 a | j1 c' }
-    expect(await s.settled('host', { timeoutMs: 30_000 })).toEqual(answer)
+    expect(await s.settled('host', { timeoutMs: patient(30_000) })).toEqual(answer)
     expect(await s.settled('a')).toEqual(answer)
     expect(await s.settled('c')).toEqual(answer)
     expect(await s.settled('b')).toMatchObject({ outcome: 'aborted' })
@@ -80,7 +87,7 @@ describe('turns', () => {
     await s.prompt('l3 late', { inputId: 'late' })
     await key('g3')
     const answer = { outcome: 'completed', text: 'saw: l3 hold g3 | l3 late' }
-    expect(await s.settled('host', { timeoutMs: 30_000 })).toEqual(answer)
+    expect(await s.settled('host', { timeoutMs: patient(30_000) })).toEqual(answer)
     expect(await s.settled('late')).toEqual(answer)
     expect(await seen('l3')).toEqual([['l3 hold g3'], ['l3 hold g3', 'l3 late']])
     // the second call read the first answer, then the late input last
@@ -111,7 +118,7 @@ describe('turns', () => {
     const s = ctx.host.open(killer, { sessionId: 'poison' })
     await key('gate:k4')
     await s.prompt('k4 kill', { inputId: 'poison' })
-    const settled = s.settled('poison', { timeoutMs: 120_000 })
+    const settled = s.settled('poison', { timeoutMs: patient(120_000) })
     const crashes = await crashLoop(settled, 4)
     expect(crashes).toBe(2)
     const outcome = await settled
@@ -123,7 +130,7 @@ describe('turns', () => {
     const s = ctx.host.open(boss, { sessionId: 'boss-poison' })
     const { inputId } = await s.prompt('b4 agent', { inputId: 'boss' })
     await live().waitFor((l) => l.sessionId === 'boss-poison' && l.msg === 'tool call parked')
-    const settled = s.settled(inputId, { timeoutMs: 120_000 })
+    const settled = s.settled(inputId, { timeoutMs: patient(120_000) })
     await key('gate:b4')
     const crashes = await crashLoop(settled, 4)
     expect(crashes).toBe(2)
@@ -156,7 +163,7 @@ describe('turns', () => {
   it('a middleware onConfig that offers a tool the harness does not have fails the turn with MiddlewareToolError (code middleware_tool), before any model call', async () => {
     const s = ctx.host.open(swapping, { sessionId: 'swap' })
     const { inputId } = await s.prompt('m6 lookpay')
-    const settled = await s.settled(inputId, { timeoutMs: 30_000 })
+    const settled = await s.settled(inputId, { timeoutMs: patient(30_000) })
     expect(settled).toMatchObject({ outcome: 'failed', error: { code: 'middleware_tool' } })
     expect(settled.error?.message).toMatch(/Middleware "swaps-in-pay" onConfig offered the model tool "pay"/)
     expect(await seen('m6')).toEqual([])
@@ -165,7 +172,7 @@ describe('turns', () => {
   it("a middleware onConfig that wraps each tool's execute is run: the tool worker binds the wrapper around the tool, as chat() does", async () => {
     const s = ctx.host.open(wrapping, { sessionId: 'wrap' })
     const { inputId } = await s.prompt('w6 lookpay')
-    expect(await s.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
+    expect(await s.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
     // look through its wrapper (wrapped twice, as chat() wraps a non-idempotent onConfig at init and again before the model call)
     expect(records(await s.log.read(), 'harness.tool.result')[0]).toMatchObject({
       name: 'look',
@@ -176,14 +183,14 @@ describe('turns', () => {
   it("a middleware onConfig that chooses among the harness's own tools (look first, then pay) runs each", async () => {
     const s = ctx.host.open(choosing, { sessionId: 'choose' })
     const { inputId } = await s.prompt('n6 lookpay')
-    expect(await s.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
+    expect(await s.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
     expect(records(await s.log.read(), 'harness.tool.result').map((r) => r.result)).toEqual(['looked', 'paid'])
   })
 
   it("R9: records a middleware's onAfterToolCall appends with getLogRecords(ctx) land in the write of the call's result, after the tool's own", async () => {
     const s = ctx.host.open(auditing, { sessionId: 'audit' })
     const { inputId } = await s.prompt('a9 lookpay')
-    expect(await s.settled(inputId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'completed' })
+    expect(await s.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
     const landed = (await s.log.read())
       .map((e) => e.record as Record<string, unknown>)
       .filter((r) => String(r.type).startsWith('app.') || r.type === 'harness.tool.result')

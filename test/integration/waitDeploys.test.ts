@@ -15,6 +15,7 @@ import { runBin } from '../helpers/cli.js'
 import { until } from '../helpers/log.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
 import { cleanupPrefix, getRedisUrl, uniquePrefix } from '../rig.js'
+import { patient } from '../helpers/patience.js'
 
 const silent = pino({ level: 'silent' })
 const MODULE = 'test/fixtures/waitDeploys.ts'
@@ -134,7 +135,7 @@ describe('a payload moving to a renamed wait survives a crash of the attempt tha
       const log = new SessionLog(redis, prefix, 's-move')
       const result = second
         .open(v2, { sessionId: 's-move' })
-        .runTool({ name: 'waitName', input: { n: 9 }, toolCallId: 'c-move' }, { timeoutMs: 60_000 })
+        .runTool({ name: 'waitName', input: { n: 9 }, toolCallId: 'c-move' }, { timeoutMs: patient(60_000) })
       await until(async () => (await log.calls.getCall('c-move'))?.status === 'parked', 'the v1 call to park')
       await workers.close()
       expect(await second.sendEvent({ event: 'payment.settled', key: 'order-9', payload: { amount: 9 } })).toMatchObject({ calls: 1 })
