@@ -104,6 +104,7 @@ export class EventMapper {
       case 'harness.turn.rerun':
       case 'harness.compaction':
       case 'harness.recovery':
+      case 'harness.usage':
         return [{ type: EventType.CUSTOM, name: record.type, value: record }]
     }
   }

@@ -68,3 +68,6 @@ export {
   type LivenessLook,
   type NamedConnection,
 } from './workerLiveness.js'
+export { readSessionUsage } from './sessionUsage.js'
+export { groupsOf, zeroFigures, type UsageFigures, type UsageGroups } from './usageTotals.js'
+export { usageDay, usageDayKey } from './keys.js'

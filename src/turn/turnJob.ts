@@ -18,6 +18,7 @@ import { MiddlewareAbort, modelCallHooks } from './middleware.js'
 import { settleTurn } from './settle.js'
 import { turnView } from './view.js'
 import { nextTurnMove } from './nextMove.js'
+import { billedUsage } from './spend.js'
 import { takeTurnSlot } from './limitedTurn.js'
 import { holdingSlot, type HeldSlot } from '../limits/slot.js'
 import { isContextOverflowError } from '../compaction/index.js'
@@ -195,6 +196,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         if (failure) return await settle(failure)
         continue
       }
+      // counted with the model, its cost, or an estimate when the provider reported nothing (docs/spend.md)
+      response.usage = billedUsage(harness, response.usage, { messages, output: response.text ?? '' })
       const logged = await log.inputs.logModelResponse(
         inputId,
         { ...response, ...(response.text ? { messageId } : {}), ...(harness.busy === 'steer' ? { joined: view.unseenJoined } : {}) },

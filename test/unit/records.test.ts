@@ -108,6 +108,13 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
   },
   'harness.input.settled': { type: 'harness.input.settled', inputId: 'in-1', outcome: 'completed', text: 'done' },
   'harness.recovery': { type: 'harness.recovery', reason: 'cut batch', toolCallId: 'call_1' },
+  'harness.usage': {
+    type: 'harness.usage',
+    inputId: 'in_1',
+    reason: 'failed',
+    usage: { promptTokens: 10, completionTokens: 0, totalTokens: 10, model: 'm', estimated: true },
+    at: 1,
+  },
 }
 
 /** One invalid variant of every harness type, with why. */
