@@ -223,6 +223,24 @@ export class SessionInputs {
     return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
   }
 
+  /**
+   * Counts a model call try that has no model response in the log (a harness.usage record and the
+   * totals, logUsage.lua), once per `progress` of the turn: 'counted' when a try from there was already.
+   */
+  async logUsage(record: RecordOf<'harness.usage'>, progress: number, harness: string): Promise<'ok' | 'counted' | 'unknown'> {
+    const [status] = await this.stream.script(scripts.logUsage, {
+      keys: { ...this.stream.scriptKeys, usageDay: this.usageDayKey(harness) },
+      args: {
+        inputId: record.inputId,
+        progress,
+        record: encodeRecord(record),
+        counts: usageCounts(record.usage),
+        model: record.usage.model ?? '',
+      },
+    })
+    return status
+  }
+
   /** The day hash of `harness`'s spend in this session's shard, for a write now (keys.ts usageDayKey). */
   usageDayKey(harness: string): string {
     return usageDayKey(this.stream.prefix, this.stream.shard, this.stream.shards, harness, usageDay(Date.now()))

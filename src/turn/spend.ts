@@ -1,7 +1,8 @@
 import type { ModelMessage } from '@tanstack/ai'
 import { costNanos, fromNanos, type Harness } from '../core/index.js'
 import { estimateTextTokens, estimateTokens } from '../compaction/index.js'
-import type { ModelUsage } from '../log/index.js'
+import type { ModelUsage, SessionLog } from '../log/index.js'
+import type { TurnFold } from './fold.js'
 
 /**
  * The usage a model call try is counted with (docs/spend.md): the provider's counts when it reported
@@ -51,4 +52,25 @@ export function sumUsage(a: ModelUsage | undefined, b: ModelUsage): ModelUsage {
     ...((b.costFrom ?? a.costFrom) ? { costFrom: (b.costFrom ?? a.costFrom)! } : {}),
     ...(a.estimated || b.estimated ? { estimated: true as const } : {}),
   }
+}
+
+/**
+ * Counts a model call try of a turn that has no model response in the log (docs/spend.md): one the
+ * provider failed ('failed'), or whose response another run of the turn logged first ('dropped').
+ * With the usage the provider reported before it failed, else estimated. Once per state of the turn.
+ */
+export async function countUnloggedTry(
+  harness: Harness,
+  log: SessionLog,
+  inputId: string,
+  fold: TurnFold,
+  reason: 'failed' | 'dropped',
+  sent: { messages: ReadonlyArray<ModelMessage>; output: string; reported?: ModelUsage | undefined },
+): Promise<void> {
+  const usage = billedUsage(harness, sent.reported, sent)
+  await log.inputs.logUsage(
+    { type: 'harness.usage', inputId, reason, usage, at: Date.now() },
+    fold.responses.length + fold.turnRecords,
+    harness.name,
+  )
 }

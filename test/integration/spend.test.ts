@@ -181,11 +181,54 @@ describe('spend', () => {
     expect(await session.usage()).toEqual(whole)
     expect(whole.total).toMatchObject({ calls: 2, promptTokens: 31, completionTokens: 5, totalTokens: 36 })
     expect(whole.byPrincipal).toEqual({ bob: whole.total })
+    // the log read once, then the seeding write (seedUsage.lua), before the next read
     await until(async () => sent.some((line) => line.startsWith('"xrange"')), 'the log read on MONITOR')
+    await until(async () => sent.some((line) => /^"eval(sha)?" /.test(line) && line.includes(':older:usage')), 'the seeding on MONITOR')
     sent.length = 0
     expect(await session.usage()).toEqual(whole)
     await until(async () => sent.length > 0, 'the read on MONITOR')
     await new Promise((resolve) => setTimeout(resolve, 100))
     expect(sent).toEqual([expect.stringMatching(/^"hgetall" /)])
+  })
+
+  it('R25 a failed model call try counts: each retry try once, estimated from the prompt when the provider reported nothing, and priced', async () => {
+    let tries = 0
+    const harness = defineHarness({
+      name: 'outage',
+      adapter: scriptedModel(
+        [
+          () => {
+            tries++
+            if (tries <= 2) throw new Error('503 service unavailable')
+            return { text: 'back', usage: { promptTokens: 40, completionTokens: 4, totalTokens: 44 } }
+          },
+        ],
+        { model: 'gpt-test' },
+      ),
+      pricing,
+      turn: { onModelError: ({ retries }) => (retries < 5 ? { action: 'retry', delayMs: 0 } : { action: 'fail' }) },
+    })
+    const { host } = hosts.start(harness, 'spend-outage')
+    const session = host.open(harness, { sessionId: 'outage' })
+    const { inputId } = await session.prompt('are you there?', { principal: 'carol' })
+    expect((await session.settled(inputId)).outcome).toBe('completed')
+    const entries = await session.log.read()
+    const failed = records(entries, 'harness.usage')
+    expect(failed).toHaveLength(2)
+    for (const record of failed) {
+      expect(record).toMatchObject({
+        inputId,
+        reason: 'failed',
+        usage: { model: 'gpt-test', completionTokens: 0, estimated: true, costFrom: 'pricing' },
+      })
+      expect(record.usage.promptTokens).toBeGreaterThan(0)
+    }
+    const estimated = failed.reduce((n, r) => n + r.usage.promptTokens, 0)
+    const usage = await session.usage()
+    expect(usage.total).toMatchObject({ calls: 3, estimatedCalls: 2, promptTokens: 40 + estimated, completionTokens: 4 })
+    // priced per token in nano-USD: $2 per million input, $8 per million output
+    expect(usage.total.cost).toBe(((40 + estimated) * 2_000 + 4 * 8_000) / 1e9)
+    expect(usage.byPrincipal.carol).toEqual(usage.total)
+    expect(usage.turns[inputId]).toEqual(usage.total)
   })
 })

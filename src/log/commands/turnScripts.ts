@@ -128,3 +128,10 @@ export const seedUsage = defineScript({
   trailingArgs: 'fieldsAndValues',
   reply: reply<['ok'] | ['moved'] | ['whole']>(),
 })
+
+export const logUsage = defineScript({
+  name: 'logUsage',
+  keys: ['log', 'inputs', 'usage', 'usageDay'],
+  args: { inputId: text, progress: num, record: text, counts: text, model: text },
+  reply: reply<['ok', string] | ['counted'] | ['unknown']>(),
+})
