@@ -17,4 +17,4 @@ export type {
   ResolvedCompaction,
   SummarizeRequest,
 } from './compaction.js'
-export { costNanos, fromNanos, pricingProblem, toNanos, type ModelPrice, type Pricing, type PricedCounts } from './pricing.js'
+export { costNanos, fromNanos, pricingProblem, toNanos, type Pricing } from './pricing.js'

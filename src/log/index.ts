@@ -69,5 +69,5 @@ export {
   type NamedConnection,
 } from './workerLiveness.js'
 export { readSessionUsage } from './sessionUsage.js'
-export { groupsOf, zeroFigures, type UsageFigures, type UsageGroups } from './usageTotals.js'
+export { FIGURE_OF, zeroFigures, type UsageFigures } from './usageTotals.js'
 export { usageDay, usageDayKey } from './keys.js'

@@ -1,11 +1,9 @@
 import { scripts } from './commands/index.js'
 import { isRecord, type LogStream } from './stream.js'
 import { compareIds } from './sharedReader.js'
-import { groupsOf, usageCounts, type UsageGroups } from './usageTotals.js'
+import { groupsOf, usageCounts, USAGE_METRICS, type UsageGroups } from './usageTotals.js'
 import type { ModelUsage } from './usageRecord.js'
 
-/** The metrics of includes/usage.lua, in the order of a counts argument. */
-const METRICS = ['calls', 'in', 'out', 'cached', 'cw', 'reason', 'total', 'cost', 'est']
 /** Tries to seed an older session's totals before returning the sums unsaved (the log kept moving). */
 const SEED_TRIES = 3
 
@@ -42,7 +40,7 @@ async function sumLog(stream: LogStream, lastId: string): Promise<Record<string,
     if (usage?.model) scopes.push(['m', usage.model])
     if (principal) scopes.push(['p', principal])
     if (inputId) scopes.push(['i', inputId])
-    METRICS.forEach((metric, k) => {
+    USAGE_METRICS.forEach((metric, k) => {
       const value = Number(values[k])
       if (value === 0) return
       for (const [scope, name] of scopes) sums.set(`${scope}/${metric}/${name}`, (sums.get(`${scope}/${metric}/${name}`) ?? 0) + value)

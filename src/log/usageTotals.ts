@@ -18,9 +18,10 @@ export interface UsageFigures {
 }
 
 /** The metrics of the totals hash (includes/usage.lua), in the order of a counts argument. */
-const METRICS = ['calls', 'in', 'out', 'cached', 'cw', 'reason', 'total', 'cost', 'est'] as const
-type Metric = (typeof METRICS)[number]
-const FIGURE: Record<Metric, keyof UsageFigures> = {
+export const USAGE_METRICS = ['calls', 'in', 'out', 'cached', 'cw', 'reason', 'total', 'cost', 'est'] as const
+type Metric = (typeof USAGE_METRICS)[number]
+/** The figure each metric of the totals hash sums into. */
+const USAGE_FIGURE: Record<Metric, keyof UsageFigures> = {
   calls: 'calls',
   in: 'promptTokens',
   out: 'completionTokens',
@@ -31,6 +32,9 @@ const FIGURE: Record<Metric, keyof UsageFigures> = {
   cost: 'cost',
   est: 'estimatedCalls',
 }
+
+/** The figure of a metric read back from a hash field (a Map: the field is data). */
+export const FIGURE_OF: ReadonlyMap<string, keyof UsageFigures> = new Map(Object.entries(USAGE_FIGURE))
 
 export const zeroFigures = (): UsageFigures => ({
   calls: 0,
@@ -61,16 +65,6 @@ export function usageCounts(usage: ModelUsage | undefined, calls = 1): string {
   ].join(' ')
 }
 
-/** Adds one usage (a record's) to figures, as the totals hash counts it: cost summed in nano-USD. */
-export function addUsage(into: UsageFigures & { costNanos?: number }, usage: ModelUsage | undefined, calls = 1): void {
-  const values = usageCounts(usage, calls).split(' ').map(Number)
-  METRICS.forEach((metric, i) => {
-    if (metric === 'cost') into.costNanos = (into.costNanos ?? 0) + values[i]!
-    else into[FIGURE[metric]] += values[i]!
-  })
-  into.cost = fromNanos(into.costNanos ?? 0)
-}
-
 /** Session spend by group, as the totals hash holds it. */
 export interface UsageGroups {
   total: UsageFigures
@@ -89,9 +83,9 @@ export function groupsOf(fields: Record<string, string>): UsageGroups {
     const second = field.indexOf('/', first + 1)
     if (first < 0 || second < 0) continue
     const scope = field.slice(0, first)
-    const metric = field.slice(first + 1, second) as Metric
+    const metric = field.slice(first + 1, second)
     const name = field.slice(second + 1)
-    const key = FIGURE[metric]
+    const key = FIGURE_OF.get(metric)
     if (!key) continue
     let figures: UsageFigures | undefined
     if (scope === 't') figures = total

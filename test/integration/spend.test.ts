@@ -103,6 +103,17 @@ describe('spend', () => {
       byPrincipal: { alice: figures },
       turns: { [inputId]: figures },
     })
+    // the harness's day hashes: by day, model and principal, narrowed by the filter
+    const today = new Date().toISOString().slice(0, 10)
+    expect(await host.usage({ principal: 'alice' })).toEqual({
+      total: figures,
+      byDay: { [today]: figures },
+      byModel: { 'gpt-test': figures },
+      byPrincipal: { alice: figures },
+    })
+    expect((await host.usage({ principal: 'nobody' })).total.calls).toBe(0)
+    expect((await host.usage({ model: 'gpt-test', harness: 'priced', since: Date.now() - 60_000 })).total).toEqual(figures)
+    await expect(host.usage({ since: Date.now(), until: Date.now() - 3 * 86_400_000 })).rejects.toThrow(/since must be before until/)
   })
 
   it('R25 defineHarness refuses a pricing it cannot price with: a clear ConfigError naming the model and the field', () => {

@@ -100,6 +100,7 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'HarnessRecordType',
     'HostOperations',
     'HostStats',
+    'HostUsage',
     'LimitStats',
     'LogEntry',
     'LogReader',
@@ -119,6 +120,8 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'TurnSummary',
     'TurnsFilter',
     'TurnsPage',
+    'UsageFigures',
+    'UsageFilter',
     'principalId',
   ],
   './hooks': [
