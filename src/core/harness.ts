@@ -2,6 +2,7 @@ import type { AnyServerTool, AnyTextAdapter, ChatMiddleware, ModelMessage, Syste
 import type { BusyMode } from './busy.js'
 import type { ToolErrorPayload } from './toolError.js'
 import type { ResolvedCompaction } from './compaction.js'
+import type { Pricing } from './pricing.js'
 
 /**
  * What a hook sees after a tool call; its `replaceResult` wins, also on an error (R12). It carries
@@ -202,6 +203,8 @@ export interface Harness {
   readonly priority?: number
   /** The token budget of the model's view and how it is compacted (docs/compaction.md). Absent: never compacted. */
   readonly compaction?: ResolvedCompaction
+  /** Prices by model, for the calls whose provider reports no cost (docs/spend.md). */
+  readonly pricing?: Pricing
   readonly [TOOLS_BY_NAME]: ReadonlyMap<string, AnyServerTool>
   readonly [LEGACY_TOOLS]: ReadonlyMap<string, AnyServerTool>
 }

@@ -17,3 +17,4 @@ export type {
   ResolvedCompaction,
   SummarizeRequest,
 } from './compaction.js'
+export { costNanos, fromNanos, pricingProblem, toNanos, type Pricing } from './pricing.js'

@@ -9,6 +9,8 @@ export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef, L
 /** Incidents: turns by status and tags (`host.turns`), bulk replay and cancel, pause and resume of a harness. */
 export type { TurnsFilter, TurnSummary, TurnsPage } from '../ops/index.js'
 export type { HostOperations, BulkOptions } from '../harness/hostOps.js'
+export type { HostUsage, UsageFilter } from '../harness/hostUsage.js'
+export type { UsageFigures } from '../log/index.js'
 export type { TurnStatus } from '../log/index.js'
 /** The sweeper: `host.sweep` and what it repaired. */
 export type { Repair, SweepOptions } from '../recovery/sweeper.js'

@@ -105,6 +105,7 @@ export class EventMapper {
       case 'harness.compaction':
       case 'harness.recovery':
       case 'harness.fork':
+      case 'harness.usage':
         return [{ type: EventType.CUSTOM, name: record.type, value: record }]
     }
   }

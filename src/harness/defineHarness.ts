@@ -3,6 +3,8 @@ import { ConfigError } from '../errors/index.js'
 import {
   LEGACY_TOOLS,
   TOOLS_BY_NAME,
+  pricingProblem,
+  type Pricing,
   type AfterToolCallHook,
   type BeforeFinishHook,
   type DurabilityOptions,
@@ -89,6 +91,8 @@ export interface HarnessOptions {
    * `{ maxTokens, contextWindow?, countTokens?, strategy?, background? }`. Also heals a context overflow.
    */
   compaction?: CompactionOptions
+  /** USD per million tokens by model, for calls whose provider reports no cost: `{ [model]: { inputPerMTok, outputPerMTok, cachedInputPerMTok? } }` (docs/spend.md). */
+  pricing?: Pricing
 }
 
 export type { Harness }
@@ -217,6 +221,8 @@ export function defineHarness(options: HarnessOptions): Harness {
   const subagents = resolveSubagents(options.name, options.subagents)
   const priority = options.priority === undefined ? undefined : checkPriority(options.priority, `defineHarness "${options.name}"`)
   const compaction = resolveCompaction(options.name, options.compaction)
+  const badPricing = pricingProblem(options.pricing)
+  if (badPricing) throw new ConfigError(`defineHarness "${options.name}": ${badPricing}.`)
   return {
     name: options.name,
     adapter: options.adapter,
@@ -241,5 +247,6 @@ export function defineHarness(options: HarnessOptions): Harness {
     subagents,
     ...(priority !== undefined ? { priority } : {}),
     ...(compaction ? { compaction } : {}),
+    ...(options.pricing ? { pricing: { ...options.pricing } } : {}),
   }
 }

@@ -4,6 +4,7 @@ import { listTurns, type TurnsFilter, type TurnsPage, type TurnSummary } from '.
 import { pauseQueues, queuesPaused, resumeQueues, type HarnessQueues } from '../queue/index.js'
 import type { Harness } from './defineHarness.js'
 import type { Session } from './session.js'
+import { hostUsage, type HostUsage, type UsageFilter } from './hostUsage.js'
 
 /** Options of `host.replay` / `host.cancel`: the batch size, progress, who does it. */
 export interface BulkOptions {
@@ -38,6 +39,8 @@ export interface HostOperations {
   resume(harnessName: string): Promise<void>
   /** Whether a harness is paused. */
   paused(harnessName: string): Promise<boolean>
+  /** Spend by UTC day, model and principal, from the harnesses' day hashes (docs/spend.md): O(days × shards), never the sessions. */
+  usage(filter?: UsageFilter): Promise<HostUsage>
 }
 
 export interface HostOpsDeps {
@@ -93,5 +96,6 @@ export function hostOperations(deps: HostOpsDeps): HostOperations {
     pause: (name) => pauseQueues(queuesNamed(name)),
     resume: (name) => resumeQueues(queuesNamed(name)),
     paused: (name) => queuesPaused(queuesNamed(name)),
+    usage: (filter) => hostUsage(deps.redis, deps.prefix, deps.shards, names(), filter),
   }
 }

@@ -242,10 +242,9 @@ export class Session {
   }
 
   /**
-   * Token usage summed from the `usage` of the session's logged model responses: per turn (every turn
-   * with a model response, in log order) and for the session. A response whose adapter reported no
-   * usage counts zero; a model call whose response was never logged (a worker died before, or another
-   * run of the turn logged first) is not in the log, so it is not counted.
+   * The session's spend (docs/spend.md): `{ total, byModel, byPrincipal, turns }`, each with calls,
+   * tokens (prompt, completion, total, cached, cache write, reasoning), cost in USD and the calls whose
+   * counts are estimated. Every model call try counts once, failed and cut ones too. One Redis command.
    */
   usage(): Promise<SessionUsage> {
     return usageOf(this.deps.log)

@@ -1,6 +1,8 @@
 import { scripts } from './commands/index.js'
 import type { RecordOf } from './records.js'
 import { encodeRecord, type LogStream } from './stream.js'
+import { usageDay, usageDayKey } from './keys.js'
+import { usageCounts } from './usageTotals.js'
 
 /**
  * The compactions of a session's model view (docs/compaction.md): each a `harness.compaction` record
@@ -14,10 +16,20 @@ export class SessionCompactions {
    * 'ok' with its entry id, or 'stale' with the latest one's (another compaction landed first; this
    * one is dropped). The view's reads start after the cut's last turn from then on (logCompaction.lua).
    */
-  async log(record: RecordOf<'harness.compaction'>): Promise<{ status: 'ok' | 'stale'; entryId: string }> {
+  async log(record: RecordOf<'harness.compaction'>, harness = '', calls = 0): Promise<{ status: 'ok' | 'stale'; entryId: string }> {
+    const day = usageDayKey(this.stream.prefix, this.stream.shard, this.stream.shards, harness, usageDay(Date.now()))
     const [status, entryId] = await this.stream.script(scripts.logCompaction, {
-      keys: this.stream.scriptKeys,
-      args: { base: record.base ?? '', throughEntry: record.through?.entryId ?? '', record: encodeRecord(record) },
+      keys: { ...this.stream.scriptKeys, usageDay: day },
+      args: {
+        base: record.base ?? '',
+        throughEntry: record.through?.entryId ?? '',
+        record: encodeRecord(record),
+        // its summary calls count like any model call (docs/spend.md)
+        counts: calls > 0 ? usageCounts(record.usage, calls) : '',
+        model: record.usage?.model ?? '',
+        inputId: record.inputId ?? '',
+        principal: record.principal ?? '',
+      },
     })
     return { status, entryId }
   }

@@ -71,3 +71,6 @@ export {
   type NamedConnection,
 } from './workerLiveness.js'
 export { parentOfChild, type ChildPlace, type FanoutLedger } from './fanout.js'
+export { readSessionUsage } from './sessionUsage.js'
+export { FIGURE_OF, zeroFigures, type UsageFigures } from './usageTotals.js'
+export { usageDay, usageDayKey } from './keys.js'

@@ -1,7 +1,8 @@
 import { StorageError } from '../errors/index.js'
 import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
-import { assertInputId, assertQuestionId, requestField, turnTagIndexKey, turnToolIndexKey } from './keys.js'
+import { assertInputId, assertQuestionId, requestField, turnTagIndexKey, turnToolIndexKey, usageDay, usageDayKey } from './keys.js'
+import { usageCounts } from './usageTotals.js'
 import type { BusyMode } from '../core/index.js'
 import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord, type TurnRecordType } from './records.js'
 import { encodeRecord, isRecord, type LogEntry, type LogStream } from './stream.js'
@@ -178,13 +179,15 @@ export class SessionInputs {
       })
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input, { inputId, inputTooLarge: c.inputTooLarge })])
       const [status] = await this.stream.script(scripts.logModelResponse, {
-        keys: { ...this.stream.scriptKeys, toolIndexes },
+        keys: { ...this.stream.scriptKeys, usageDay: this.usageDayKey(harness), toolIndexes },
         args: {
           inputId,
           expected,
           record,
           member: openMember(this.stream.sessionId, inputId),
           tools: JSON.stringify(tools),
+          counts: usageCounts(response.usage),
+          model: response.usage?.model ?? '',
           idsAndFingerprints: used,
         },
       })
@@ -218,6 +221,29 @@ export class SessionInputs {
       },
     })
     return reply[0] === 'ok' ? { status: 'ok', entryId: reply[1] } : { status: reply[0] }
+  }
+
+  /**
+   * Counts a model call try that has no model response in the log (a harness.usage record and the
+   * totals, logUsage.lua), once per `progress` of the turn: 'counted' when a try from there was already.
+   */
+  async logUsage(record: RecordOf<'harness.usage'>, progress: number, harness: string): Promise<'ok' | 'counted' | 'unknown'> {
+    const [status] = await this.stream.script(scripts.logUsage, {
+      keys: { ...this.stream.scriptKeys, usageDay: this.usageDayKey(harness) },
+      args: {
+        inputId: record.inputId,
+        progress,
+        record: encodeRecord(record),
+        counts: usageCounts(record.usage),
+        model: record.usage.model ?? '',
+      },
+    })
+    return status
+  }
+
+  /** The day hash of `harness`'s spend in this session's shard, for a write now (keys.ts usageDayKey). */
+  usageDayKey(harness: string): string {
+    return usageDayKey(this.stream.prefix, this.stream.shard, this.stream.shards, harness, usageDay(Date.now()))
   }
 
   private async storedCallIds(inputId: string, calls: ModelToolCall[], response: number): Promise<ToolCallRecord[]> {

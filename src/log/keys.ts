@@ -49,6 +49,8 @@ export interface SessionKeys {
    * `<rootId>\0n` -> the tree's children in all. A parked parent's wait set is `<tree>:w:<parentId>`.
    */
   tree: string
+  /** Spend totals of the session (hash, commands/includes/usage.lua): written with each model call try's record. */
+  usage: string
 }
 
 /** The start of every key of shard `shard`: `<prefix>:{<shard tag>}`. */
@@ -70,6 +72,7 @@ export function sessionKeys(prefix: string, sessionId: string, shards: number): 
     live: `${base}:live`,
     conversation: `${base}:conv`,
     tree: `${base}:tree`,
+    usage: `${base}:usage`,
   }
 }
 
@@ -120,6 +123,17 @@ export function turnIndexKey(prefix: string, shard: number, shards: number, harn
  * lone surrogate).
  */
 const keyPart = (name: string) => name.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+
+/**
+ * The spend of one harness in one shard on one UTC day (hash, commands/includes/usage.lua; host.usage):
+ * field '<metric>/<model length>/<model><principal>'. Written with each model call try's record; kept.
+ */
+export function usageDayKey(prefix: string, shard: number, shards: number, harness: string, day: string): string {
+  return `${shardBase(prefix, shard, shards)}:usage-day:${keyPart(harness)}:${day}`
+}
+
+/** The UTC day of a time, as the day hashes name it: YYYY-MM-DD. */
+export const usageDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
 
 /**
  * The tool index of one harness in one shard (sorted set; host.turns({ tool })): member `<sid>|<inputId>`

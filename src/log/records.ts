@@ -2,6 +2,7 @@ import { RESERVED_PREFIX, type ToolErrorPayload } from '../core/index.js'
 import { z } from 'zod'
 import { isJsonData } from './jsonData.js'
 import { forkRecord } from './forkRecord.js'
+import { usageRecordSchema, usageSchema } from './usageRecord.js'
 
 /**
  * The record types of the session log. Every record is validated by these schemas on write and on
@@ -30,10 +31,7 @@ const toolCallSchema = z.object({
 export type ToolCallRecord = z.infer<typeof toolCallSchema>
 
 const tokenCount = z.number().int().nonnegative()
-/** A model call's token usage, with the names of `@tanstack/ai`'s TokenUsage (RUN_FINISHED `usage`). */
-const usageSchema = z.object({ promptTokens: tokenCount, completionTokens: tokenCount, totalTokens: tokenCount })
-/** Token usage of a model response, in `@tanstack/ai`'s TokenUsage names. */
-export type ModelUsage = z.infer<typeof usageSchema>
+export type { ModelUsage } from './usageRecord.js'
 
 /** A turn, by its input: the id and the stream id of its `harness.input` entry. */
 const turnRef = z.object({ inputId: z.string(), entryId: z.string() })
@@ -191,6 +189,7 @@ export const harnessRecordSchemas = {
   'harness.recovery': z.object({ reason: z.string(), toolCallId: z.string().optional(), inputId: z.string().optional() }),
   /** A fork's origin (host.fork, docs/compaction.md): the entries before it are `from`'s turns' copies, under their ids there. */
   'harness.fork': forkRecord,
+  'harness.usage': usageRecordSchema,
 } as const
 
 /** The `type` of a harness record. */

@@ -1,4 +1,4 @@
-import { EventType, type AdapterYieldChunk, type AnyTextAdapter, type ModelMessage } from '@tanstack/ai'
+import { EventType, type AdapterYieldChunk, type AnyTextAdapter, type ModelMessage, type TokenUsage } from '@tanstack/ai'
 
 /** A tool call a scripted model response makes. */
 export interface ScriptedToolCall {
@@ -12,8 +12,8 @@ export interface ScriptedToolCall {
 export interface ScriptedResponse {
   text?: string
   toolCalls?: ScriptedToolCall[]
-  /** Token usage reported on RUN_FINISHED, in `@tanstack/ai`'s TokenUsage names. Default: none reported. */
-  usage?: { promptTokens: number; completionTokens: number; totalTokens: number }
+  /** Token usage reported on RUN_FINISHED, `@tanstack/ai`'s TokenUsage (details and `cost` included). Default: none reported. */
+  usage?: TokenUsage
 }
 
 /** A script entry: a response, or a function of the messages the model is shown and the model call number. */
@@ -22,6 +22,8 @@ export type ScriptEntry = ScriptedResponse | ((context: { messages: ModelMessage
 /** Options of `scriptedModel`: its name, and whether it streams text in pieces. */
 export interface ScriptedModelOptions {
   name?: string
+  /** The adapter's `model` (what spend is counted under, docs/spend.md). Default: 'scripted'. */
+  model?: string
   /** Stream each text in pieces of `chars` characters, `delayMs` apart, as a real model writes. Default: one piece. */
   stream?: { chars: number; delayMs: number }
 }
@@ -43,7 +45,7 @@ export function scriptedModel(script: ReadonlyArray<ScriptEntry>, options: Scrip
   return {
     kind: 'text',
     name: options.name ?? 'scripted',
-    model: 'scripted',
+    model: options.model ?? 'scripted',
     // type-only in @tanstack/ai (never read at run time); an adapter of any options
     '~types': {
       providerOptions: {},

@@ -117,6 +117,12 @@ function recordLine(r: HarnessRecord): Line | null {
       // a call that waits for its limit (R17) holds no slot: shown as waiting, not as a park of the tool
       if (r.kind === 'limit') return { kind: 'park', toolCallId: r.toolCallId, text: `${r.toolCallId} waiting for limit` }
       return { kind: 'park', toolCallId: r.toolCallId, text: `${r.toolCallId} parked (${r.kind})` }
+    case 'harness.usage': {
+      const u = r.usage
+      const cost = u.cost !== undefined ? `, $${u.cost.toFixed(6)}` : ''
+      const counts = `${u.promptTokens} in, ${u.completionTokens} out${u.estimated ? ' (estimated)' : ''}${cost}`
+      return { kind: 'record', inputId: r.inputId, text: `model call ${r.reason} counted: ${counts}` }
+    }
     case 'harness.recovery':
       return {
         kind: 'recovery',

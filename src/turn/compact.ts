@@ -7,6 +7,7 @@ import { countView, overheadTokens, viewTurns } from './compactCount.js'
 import { callModel } from './model.js'
 import { ModelCallError } from './modelErrors.js'
 import { turnView, type TurnView } from './view.js'
+import { billedUsage, sumUsage } from './spend.js'
 
 /** One compaction of a view: of the running turn's next model call, or of session.compact(). */
 export interface CompactionRun {
@@ -32,15 +33,6 @@ export type CompactionOutcome =
   | { status: 'model_error'; error: ModelCallError; before: number }
   | { status: 'failed'; error: unknown; before: number }
 
-const sum = (a: ModelUsage | undefined, b: ModelUsage | undefined): ModelUsage | undefined =>
-  !b
-    ? a
-    : {
-        promptTokens: (a?.promptTokens ?? 0) + b.promptTokens,
-        completionTokens: (a?.completionTokens ?? 0) + b.completionTokens,
-        totalTokens: (a?.totalTokens ?? 0) + b.totalTokens,
-      }
-
 /**
  * Runs the harness's strategy over a view and logs the result once (R22): the plan is made for the
  * view's latest compaction (its `base`), and logCompaction writes it only while that is still the
@@ -55,6 +47,7 @@ export async function runCompaction(run: CompactionRun): Promise<CompactionOutco
   const before = countView(harness, view, 'estimate').tokens
   if (!options) return { status: 'nothing', before }
   let usage: ModelUsage | undefined
+  let calls = 0
   const model = async (request: SummarizeRequest): Promise<string> => {
     const summarizer: Harness = {
       ...harness,
@@ -63,7 +56,8 @@ export async function runCompaction(run: CompactionRun): Promise<CompactionOutco
       systemPrompts: request.systemPrompts ?? [],
     }
     const response = await callModel(summarizer, request.messages, run.signal, undefined, undefined, run.hold)
-    usage = sum(usage, response.usage)
+    calls++
+    usage = sumUsage(usage, billedUsage(summarizer, response.usage, { messages: request.messages, output: response.text ?? '' }))
     return response.text ?? ''
   }
   const { turns, currentTokens } = viewTurns(view)
@@ -106,7 +100,7 @@ export async function runCompaction(run: CompactionRun): Promise<CompactionOutco
       ),
       'estimate',
     ).tokens
-    const logged = await log.compactions.log({ ...record, tokens: { before, after } })
+    const logged = await log.compactions.log({ ...record, tokens: { before, after } }, harness.name, calls)
     if (logged.status === 'stale') {
       run.logger.info({ latest: logged.entryId, base: record.base }, 'compaction dropped: a newer compaction landed first')
       return { status: 'stale', before }

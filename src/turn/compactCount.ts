@@ -48,7 +48,7 @@ export function countView(
       const entry = view.entries[i]!
       if (!isRecord(entry, 'harness.model.response')) continue
       const { usage } = entry.record
-      if (!usage || (since !== undefined && compareIds(entry.id, since) < 0)) break
+      if (!usage || usage.estimated || (since !== undefined && compareIds(entry.id, since) < 0)) break
       // buildMessages is prefix-stable: the messages of entries[0..i] start the whole view's
       const upTo = buildMessages(view.entries.slice(0, i + 1)).length
       return { tokens: usage.promptTokens + usage.completionTokens + estimateTokens(messages.slice(upTo)), by: 'usage' }

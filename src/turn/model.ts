@@ -99,6 +99,8 @@ export async function callModel(
       if (hooks && raw.type === 'RUN_FINISHED') await hooks.finished(raw)
     }
   } catch (error) {
+    // what the try got before it failed counts (docs/spend.md)
+    if (error instanceof ModelCallError) error.sofar = { text: text + calls.map((c) => c.name + c.args).join(''), usage }
     // a hook's ctx.abort stopped the stream: the adapter may throw its own AbortError
     throw hooks?.signal.aborted ? hooks.signal.reason : error
   }
@@ -152,12 +154,27 @@ async function* fromAdapter(signal: AbortSignal, open: () => AsyncIterable<Strea
   }
 }
 
-/** RUN_FINISHED usage: TanStack's TokenUsage from an adapter, or AG-UI's `usage[]` (read as TanStack reads it). Kept: the three token counts. */
+/**
+ * RUN_FINISHED usage: TanStack's TokenUsage from an adapter, or AG-UI's `usage[]` (read as TanStack
+ * reads it). Kept: the three counts, the cache and reasoning counts and the provider's cost, where reported.
+ */
 function usageOf(chunk: Extract<StreamChunk, { type: 'RUN_FINISHED' }>): ModelUsage | undefined {
   const usage = Array.isArray(chunk.usage) ? fromSpecTokenUsage(chunk.usage) : chunk.usage
   if (!usage) return undefined
-  const count = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.round(n) : 0)
-  return { promptTokens: count(usage.promptTokens), completionTokens: count(usage.completionTokens), totalTokens: count(usage.totalTokens) }
+  const count = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.round(n) : undefined)
+  const cachedTokens = count(usage.promptTokensDetails?.cachedTokens)
+  const cacheWriteTokens = count(usage.promptTokensDetails?.cacheWriteTokens)
+  const reasoningTokens = count(usage.completionTokensDetails?.reasoningTokens)
+  const cost = typeof usage.cost === 'number' && Number.isFinite(usage.cost) && usage.cost >= 0 ? usage.cost : undefined
+  return {
+    promptTokens: count(usage.promptTokens) ?? 0,
+    completionTokens: count(usage.completionTokens) ?? 0,
+    totalTokens: count(usage.totalTokens) ?? 0,
+    ...(cachedTokens !== undefined ? { cachedTokens } : {}),
+    ...(cacheWriteTokens !== undefined ? { cacheWriteTokens } : {}),
+    ...(reasoningTokens !== undefined ? { reasoningTokens } : {}),
+    ...(cost !== undefined ? { cost, costFrom: 'provider' as const } : {}),
+  }
 }
 
 /** A call whose input is over the size limit keeps only its size: the tool then gets a `value_too_large` error. */

@@ -1,4 +1,5 @@
 import type { ModelError, ModelErrorPolicy } from '../core/index.js'
+import type { ModelUsage } from '../log/index.js'
 import { MAX_SLEEP_MS } from '../tool/index.js'
 
 /** The longest wait a `turn.onModelError` policy may ask for: the bound of every durable wait (sleeps, step backoffs). */
@@ -9,6 +10,8 @@ export const MAX_MODEL_RETRY_DELAY_MS = MAX_SLEEP_MS
  * turn hands it to `turn.onModelError`; every other error of a turn is an attempt of its job.
  */
 export class ModelCallError extends Error {
+  /** What the call got before it failed: its text so far, and the usage the provider reported, if any (docs/spend.md). */
+  sofar: { text: string; usage?: ModelUsage | undefined } = { text: '' }
   constructor(readonly info: ModelError) {
     super(`Model error: ${info.message}`)
   }

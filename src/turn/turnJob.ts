@@ -18,6 +18,7 @@ import { MiddlewareAbort, modelCallHooks } from './middleware.js'
 import { settleTurn } from './settle.js'
 import { turnView } from './view.js'
 import { nextTurnMove } from './nextMove.js'
+import { billedUsage, countUnloggedTry } from './spend.js'
 import { takeTurnSlot } from './limitedTurn.js'
 import { holdingSlot, type HeldSlot } from '../limits/slot.js'
 import { isContextOverflowError } from '../compaction/index.js'
@@ -181,6 +182,9 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       } catch (error) {
         // the provider failed the call: turn.onModelError decides (not a BullMQ attempt)
         if (!(error instanceof ModelCallError) || signal.aborted) throw error
+        // the failed try counts: what the provider reported, else an estimate (docs/spend.md)
+        const { text, usage } = error.sofar
+        await countUnloggedTry(harness, log, inputId, fold, 'failed', { messages, output: text, reported: usage })
         // a context the provider refused for its size: compact once and call again (docs/compaction.md)
         if (harness.compaction && isContextOverflowError(error.info)) {
           const healing = await healContextOverflow(compaction, error, overflowHealedAt === fold.responses.length)
@@ -195,13 +199,19 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         if (failure) return await settle(failure)
         continue
       }
+      // counted with the model, its cost, or an estimate when the provider reported nothing (docs/spend.md)
+      response.usage = billedUsage(harness, response.usage, { messages, output: response.text ?? '' })
       const logged = await log.inputs.logModelResponse(
         inputId,
         { ...response, ...(response.text ? { messageId } : {}), ...(harness.busy === 'steer' ? { joined: view.unseenJoined } : {}) },
         fold.responses.length,
         harness.name,
       )
-      if (!logged) continue // another run of this turn logged first: fold again
+      if (!logged) {
+        // another run of this turn logged first: this try was made all the same; fold again
+        await countUnloggedTry(harness, log, inputId, fold, 'dropped', { messages, output: response.text ?? '', reported: response.usage })
+        continue
+      }
       ephemeral = []
       logger.debug({ toolCalls: response.toolCalls.length }, 'model responded')
       // (with 'steer', fold again first: an input that joined meanwhile gets another model call)

@@ -174,8 +174,9 @@ describe('TanStack middleware in a durable turn', () => {
     const { settled, responses } = await runTurn(harness, 'mw-usage')
     expect(settled).toMatchObject({ outcome: 'completed' })
     expect(usages).toEqual([u1, u2])
-    expect(responses.map((r) => (r as { usage?: unknown }).usage)).toEqual([u1, u2])
-    expect(finishUsage).toEqual(u2)
+    // the log keeps the model it was sent to as well (docs/spend.md)
+    expect(responses.map((r) => (r as { usage?: unknown }).usage)).toEqual([u1, u2].map((u) => ({ ...u, model: 'scripted' })))
+    expect(finishUsage).toEqual({ ...u2, model: 'scripted' })
   })
 
   it('ctx.abort from a model-call hook settles the turn as aborted and runs onAbort once', async () => {

@@ -125,16 +125,16 @@ describe('a real provider adapter (@tanstack/ai-openai Chat Completions) over wo
     const quito = sent('city:Quito')
     expect([lima.length, quito.length]).toEqual([2, 2])
     const responses = records(await session.log.read(), 'harness.model.response')
-    expect(responses.map((r) => r.usage)).toEqual([...lima, ...quito])
+    expect(responses.map((r) => r.usage)).toMatchObject([...lima, ...quito])
 
     const sum = (list: typeof lima) => ({
       promptTokens: list.reduce((n, u) => n + u.promptTokens, 0),
       completionTokens: list.reduce((n, u) => n + u.completionTokens, 0),
       totalTokens: list.reduce((n, u) => n + u.totalTokens, 0),
     })
-    expect(await session.usage()).toEqual({
-      turns: { [turns[0]!]: sum(lima), [turns[1]!]: sum(quito) },
-      total: sum([...lima, ...quito]),
+    expect(await session.usage()).toMatchObject({
+      turns: { [turns[0]!]: { ...sum(lima), calls: 2 }, [turns[1]!]: { ...sum(quito), calls: 2 } },
+      total: { ...sum([...lima, ...quito]), calls: 4, estimatedCalls: 0 },
     })
     // the second turn's calls read the whole history: more prompt tokens than the first turn's
     expect(quito[0]!.promptTokens).toBeGreaterThan(lima[0]!.promptTokens)
@@ -171,7 +171,7 @@ describe('a real provider adapter in process', () => {
 describe('usage from scriptedModel', () => {
   const hosts = useInProcessHosts()
 
-  it('session.usage() sums the usage scriptedModel reports; a response that reports none counts zero', async () => {
+  it('R25 session.usage() sums the usage scriptedModel reports; a response that reports none is counted as an estimate', async () => {
     const harness = defineHarness({
       name: 'scriptedUsage',
       adapter: scriptedModel([
@@ -188,17 +188,20 @@ describe('usage from scriptedModel', () => {
     const second = await session.prompt('two')
     expect(await session.settled(second.inputId)).toEqual({ outcome: 'completed', text: 'second' })
     const responses = records(await session.log.read(), 'harness.model.response')
+    const [, , third] = responses.map((r) => r.usage)
     expect(responses.map((r) => r.usage)).toEqual([
-      { promptTokens: 11, completionTokens: 3, totalTokens: 14 },
-      { promptTokens: 20, completionTokens: 2, totalTokens: 22 },
-      undefined,
+      { promptTokens: 11, completionTokens: 3, totalTokens: 14, model: 'scripted' },
+      { promptTokens: 20, completionTokens: 2, totalTokens: 22, model: 'scripted' },
+      // reported none: the prompt's size and the text's, estimated (docs/spend.md)
+      { promptTokens: expect.any(Number), completionTokens: 2, totalTokens: expect.any(Number), model: 'scripted', estimated: true },
     ])
-    expect(await session.usage()).toEqual({
-      turns: {
-        [first.inputId]: { promptTokens: 31, completionTokens: 5, totalTokens: 36 },
-        [second.inputId]: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
-      },
-      total: { promptTokens: 31, completionTokens: 5, totalTokens: 36 },
+    const estimate = { promptTokens: third!.promptTokens, completionTokens: 2, totalTokens: third!.totalTokens }
+    const usage = await session.usage()
+    expect(usage.turns).toMatchObject({
+      [first.inputId]: { promptTokens: 31, completionTokens: 5, totalTokens: 36, calls: 2, estimatedCalls: 0 },
+      [second.inputId]: { ...estimate, calls: 1, estimatedCalls: 1 },
     })
+    expect(usage.total).toMatchObject({ promptTokens: 31 + estimate.promptTokens, calls: 3, estimatedCalls: 1, cost: 0 })
+    expect(usage.byModel).toEqual({ scripted: usage.total })
   })
 })

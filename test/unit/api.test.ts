@@ -101,6 +101,7 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'HarnessRecordType',
     'HostOperations',
     'HostStats',
+    'HostUsage',
     'LimitStats',
     'LogEntry',
     'LogReader',
@@ -121,6 +122,8 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'TurnSummary',
     'TurnsFilter',
     'TurnsPage',
+    'UsageFigures',
+    'UsageFilter',
     'principalId',
   ],
   './hooks': [

@@ -81,7 +81,7 @@ describe('Lua scripts are declared once', () => {
     expect(drift(stageRecords, fileOf(stageRecords).replace('ARGV[4..] records:', 'ARGV[4..] values:'))).toEqual([
       expect.stringMatching(/^stageRecords: trailing ARGV /),
     ])
-    expect(drift(addInput, fileOf(addInput).replace('KEYS[8..] tagIndexes:', 'KEYS[8] tagIndexes:'))).not.toEqual([])
+    expect(drift(addInput, fileOf(addInput).replace('KEYS[9..] tagIndexes:', 'KEYS[9] tagIndexes:'))).not.toEqual([])
     expect(drift(saveStep, lua.replace('ARGV[1] toolCallId', 'ARGV[1] the toolCallId'))).toContainEqual(
       expect.stringMatching(/malformed header line: ARGV\[1\] the toolCallId$/),
     )

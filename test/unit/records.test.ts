@@ -117,6 +117,13 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
     principal: 'ops',
     at: 1_700_000_000_000,
   },
+  'harness.usage': {
+    type: 'harness.usage',
+    inputId: 'in_1',
+    reason: 'failed',
+    usage: { promptTokens: 10, completionTokens: 0, totalTokens: 10, model: 'm', estimated: true },
+    at: 1,
+  },
 }
 
 /** One invalid variant of every harness type, with why. */

@@ -12,8 +12,9 @@
     KEYS[4] openTurns: open turns index (sorted set, member = the open turn member, score = start ms)
     KEYS[5] line: the session's open inputs in line (sorted set, score = arrival order)
     KEYS[6] conversation: the session's conversation projection (includes/conversation.lua)
-    KEYS[7] openIndex: the turns index of the harness, status 'open' (keys.ts turnIndexKey: host.turns reads it)
-    KEYS[8..] tagIndexes: the tag indexes of the harness, one per tag of the metadata (keys.ts turnTagIndexKey)
+    KEYS[7] usage: the session's spend totals (includes/usage.lua): a new session's gets 'x/v/' (its totals are whole)
+    KEYS[8] openIndex: the turns index of the harness, status 'open' (keys.ts turnIndexKey: host.turns reads it)
+    KEYS[9..] tagIndexes: the tag indexes of the harness, one per tag of the metadata (keys.ts turnTagIndexKey)
     ARGV[1] inputId
     ARGV[2] text
     ARGV[3] record: harness.input record JSON
@@ -33,7 +34,7 @@
     {'added', entryId, 'run' | 'queued' | 'steered', runningInputId or ''} | {'busy', runningInputId}
     | {'exists', entryId, status, 'first' | ''} | {'conflict'}
 ]]
-local logKey, inputsKey, sessionsKey, openTurnsKey, lineKey, convKey, openIndexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local logKey, inputsKey, sessionsKey, openTurnsKey, lineKey, convKey, usageKey, openIndexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local inputId, text, record, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local sessionId, openMember, harness, parent, busy, context = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local metadata, principal, priority = ARGV[11], ARGV[12], ARGV[13]
@@ -51,6 +52,8 @@ local running = redis.call('ZRANGE', lineKey, 0, 0)[1]
 if running and busy == 'reject' then return {'busy', running} end
 local id = redis.call('XADD', logKey, '*', 'r', record)
 indexConversation(convKey, logKey, id)
+-- a session born with its totals: every model call of it is counted in them (session.usage reads no log)
+if redis.call('XLEN', logKey) == 1 then redis.call('HSET', usageKey, 'x/v/', '1') end
 local input = {text = text, entryId = id, status = 'open', harness = harness, at = tonumber(now)}
 if parent ~= '' then input.parent = cjson.decode(parent) end
 if context ~= '' then input.context = context end
@@ -74,5 +77,5 @@ redis.call('HSET', inputsKey, inputId, cjson.encode(input))
 redis.call('ZADD', sessionsKey, now, sessionId)
 redis.call('ZADD', openTurnsKey, now, openMember)
 redis.call('ZADD', openIndexKey, now, openMember)
-for k = 8, #KEYS do redis.call('ZADD', KEYS[k], now, openMember) end
+for k = 9, #KEYS do redis.call('ZADD', KEYS[k], now, openMember) end
 return {'added', id, disposition, running or ''}

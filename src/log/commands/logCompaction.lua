@@ -14,17 +14,24 @@
     KEYS[2] inputs: inputs hash ("\0compaction" -> {id, from, at}: the latest compaction's entry id,
             and the projection entry (and its index, a hint) the view's reads start at)
     KEYS[3] conversation: the session's conversation projection (includes/conversation.lua)
+    KEYS[4] usage: the session's spend totals (includes/usage.lua)
+    KEYS[5] usageDay: the harness's spend of the day in the session's shard (keys.ts usageDayKey)
     ARGV[1] base: the entry id of the compaction the plan built on ('' for none)
     ARGV[2] throughEntry: the harness.input entry id of the last turn cut ('' when no turn is cut)
     ARGV[3] record: harness.compaction record JSON
+    ARGV[4] counts: its summary calls' usage counts (includes/usage.lua; '' none): counted with the record, once
+    ARGV[5] model: the model of its summary calls ('' unknown)
+    ARGV[6] inputId: the turn it counts with ('' for session.compact's)
+    ARGV[7] principal: who it counts for ('' nobody named)
 
   Output:
     {'ok', entryId} | {'stale', latestEntryId}
 ]]
-local logKey, inputsKey, convKey = KEYS[1], KEYS[2], KEYS[3]
-local base, throughEntry, record = ARGV[1], ARGV[2], ARGV[3]
+local logKey, inputsKey, convKey, usageKey, usageDayKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local base, throughEntry, record, counts, model, inputId, principal = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
 --@include conversation
+--@include usage
 local raw = redis.call('HGET', inputsKey, '\0compaction')
 local latest = raw and cjson.decode(raw)
 local latestId = (latest and latest.id) or ''
@@ -44,4 +51,5 @@ if throughEntry ~= '' then
   end
 end
 redis.call('HSET', inputsKey, '\0compaction', cjson.encode(pointer))
+if counts ~= '' then countUsage(usageKey, usageDayKey, counts, inputId, principal, model) end
 return {'ok', id}

@@ -8,7 +8,7 @@ import { arg, defineScript, num, reply, text } from './script.js'
  */
 export const addInput = defineScript({
   name: 'addInput',
-  keys: ['log', 'inputs', 'sessions', 'openTurns', 'line', 'conversation', 'openIndex'],
+  keys: ['log', 'inputs', 'sessions', 'openTurns', 'line', 'conversation', 'usage', 'openIndex'],
   trailingKeys: 'tagIndexes',
   args: {
     inputId: text,
@@ -35,9 +35,9 @@ export const addInput = defineScript({
 
 export const logModelResponse = defineScript({
   name: 'logModelResponse',
-  keys: ['log', 'inputs', 'calls', 'conversation'],
+  keys: ['log', 'inputs', 'calls', 'conversation', 'usage', 'usageDay'],
   trailingKeys: 'toolIndexes',
-  args: { inputId: text, expected: num, record: text, member: text, tools: text },
+  args: { inputId: text, expected: num, record: text, member: text, tools: text, counts: text, model: text },
   /** pairs of stored call id and fingerprint */
   trailingArgs: 'idsAndFingerprints',
   reply: reply<['ok', string] | ['stale'] | ['unknown'] | ['taken', string]>(),
@@ -92,8 +92,8 @@ export const readConversation = defineScript({
 
 export const logCompaction = defineScript({
   name: 'logCompaction',
-  keys: ['log', 'inputs', 'conversation'],
-  args: { base: text, throughEntry: text, record: text },
+  keys: ['log', 'inputs', 'conversation', 'usage', 'usageDay'],
+  args: { base: text, throughEntry: text, record: text, counts: text, model: text, inputId: text, principal: text },
   reply: reply<['ok', string] | ['stale', string]>(),
 })
 
@@ -126,4 +126,19 @@ export const removeSession = defineScript({
   trailingKeys: 'turnIndexes',
   args: { mode: arg<'check' | 'remove'>(), exportedLastId: text, sessionId: text },
   reply: reply<['open', 'turn' | 'call'] | ['idle', string, ...names: string[]] | ['moved', string] | ['removed']>(),
+})
+
+export const seedUsage = defineScript({
+  name: 'seedUsage',
+  keys: ['log', 'usage'],
+  args: { lastId: text },
+  trailingArgs: 'fieldsAndValues',
+  reply: reply<['ok'] | ['moved'] | ['whole']>(),
+})
+
+export const logUsage = defineScript({
+  name: 'logUsage',
+  keys: ['log', 'inputs', 'usage', 'usageDay'],
+  args: { inputId: text, progress: num, record: text, counts: text, model: text },
+  reply: reply<['ok', string] | ['counted'] | ['unknown']>(),
 })
