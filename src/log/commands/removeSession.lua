@@ -16,7 +16,9 @@
     KEYS[7] conversation: the session's conversation projection
     KEYS[8] live: the session's live stream
     KEYS[9] sessions: the shard's sessions index (sorted set)
-    KEYS[10..] turnIndexes: ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named, and
+    KEYS[10] usage: the session's spend totals (the harness's day totals stay)
+    KEYS[11] tree: the session's fan-out trees
+    KEYS[12..] turnIndexes: ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named, and
             the tool and tag indexes (turnToolIndexKey, turnTagIndexKey) it named: the session's turns
             leave them in the same write
     ARGV[1] mode: 'check' | 'remove'
@@ -33,6 +35,7 @@
 ]]
 local logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey, sessionsKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local usageKey, treeKey = KEYS[10], KEYS[11]
 local mode, exported, sessionId = ARGV[1], ARGV[2], ARGV[3]
 
 if redis.call('ZCARD', lineKey) > 0 then return {'open', 'turn'} end
@@ -83,9 +86,9 @@ end
 if lastId ~= exported then return {'moved', lastId} end
 for i = 1, #inputs, 2 do
   if string.byte(inputs[i], 1) ~= 0 then
-    for k = 10, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputs[i]) end
+    for k = 12, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputs[i]) end
   end
 end
-redis.call('DEL', logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey)
+redis.call('DEL', logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey, usageKey, treeKey)
 redis.call('ZREM', sessionsKey, sessionId)
 return {'removed'}

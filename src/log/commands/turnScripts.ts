@@ -122,7 +122,7 @@ export const appendRecords = defineScript({
 
 export const removeSession = defineScript({
   name: 'removeSession',
-  keys: ['log', 'steps', 'calls', 'questions', 'inputs', 'line', 'conversation', 'live', 'sessions'],
+  keys: ['log', 'steps', 'calls', 'questions', 'inputs', 'line', 'conversation', 'live', 'sessions', 'usage', 'tree'],
   trailingKeys: 'turnIndexes',
   args: { mode: arg<'check' | 'remove'>(), exportedLastId: text, sessionId: text },
   reply: reply<['open', 'turn' | 'call'] | ['idle', string, ...names: string[]] | ['moved', string] | ['removed']>(),
