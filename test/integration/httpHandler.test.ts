@@ -135,9 +135,9 @@ describe('refused requests', () => {
       expect(response.status).toBe(status)
       expect((await response.json()).error).toEqual(expect.any(String))
     }
-    // the queues' own keys (BullMQ's meta, made when the workers start), the shard count and the call-mark key are not a session's
+    // the queues' own keys (BullMQ's meta, made when the workers start), the shard count, the call-mark key and the record format are the deployment's, not a session's
     const sessionKeys = (await scanKeys(url, prefix)).filter(
-      (k) => !k.includes('}:jobs:') && k !== `${prefix}:shards` && k !== `${prefix}:call-mark-key`,
+      (k) => !k.includes('}:jobs:') && ![`${prefix}:shards`, `${prefix}:call-mark-key`, `${prefix}:record-format`].includes(k),
     )
     expect(sessionKeys).toEqual([])
   })

@@ -16,9 +16,11 @@ import { scanKeys } from '../rig.js'
 const hosts = useInProcessHosts()
 const { serve } = httpServers(hosts)
 
-/** The keys of sessions under a prefix: the queues' own keys (BullMQ meta) and the shard count are not one's. */
+/** The keys of sessions under a prefix: the queues' own keys (BullMQ meta), the shard count, the call-mark key and the record format are not one's. */
 const sessionKeys = async (url: string, prefix: string) =>
-  (await scanKeys(url, prefix)).filter((k) => !k.includes('}:jobs:') && k !== `${prefix}:shards` && k !== `${prefix}:call-mark-key`)
+  (await scanKeys(url, prefix)).filter(
+    (k) => !k.includes('}:jobs:') && ![`${prefix}:shards`, `${prefix}:call-mark-key`, `${prefix}:record-format`].includes(k),
+  )
 
 /** The chat handler on a real server with these options; `sockets` holds every connection it accepted. */
 async function listen(host: HarnessHost, options: Partial<HarnessHandlerOptions> = {}) {
