@@ -26,6 +26,7 @@ import { runCompaction } from '../../src/turn/compact.js'
 import { CLEARED_RESULT } from '../../src/compaction/index.js'
 import { toolDefinition } from '@tanstack/ai'
 import { z } from 'zod'
+import { rebuiltViews } from '../helpers/modelViews.js'
 import { patient } from '../helpers/patience.js'
 
 /** A reply of about `chars` characters that names the prompt it answers. */
@@ -58,17 +59,6 @@ const summarizer = (calls: ModelMessage[][]) =>
       }
     }),
   )
-
-/** The view each logged model response was made from, rebuilt from the whole conversation as a fresh host reads it. */
-function rebuiltViews(conversation: LogEntry[]): ModelMessage[][] {
-  const views: ModelMessage[][] = []
-  for (const [at, entry] of conversation.entries()) {
-    if (entry.record.type !== 'harness.model.response') continue
-    const inputId = (entry.record as { inputId: string }).inputId
-    views.push(buildMessages(turnView(conversation.slice(0, at), inputId, []).entries))
-  }
-  return views
-}
 
 async function runTurns(host: HarnessHost, harness: Harness, sessionId: string, turns: number) {
   const session = host.open(harness, { sessionId })

@@ -1,5 +1,4 @@
 import { toolDefinition } from '@tanstack/ai'
-import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, retryTransientErrors, type Harness } from '../../src/index.js'
@@ -8,6 +7,7 @@ import { scriptedModel } from '../../src/testing/index.js'
 import { shop } from '../fixtures/shop.js'
 import { quiet, useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { lockOfTool } from '../helpers/lockOf.js'
+import { monitorCommands as watchCommands } from '../helpers/monitor.js'
 import { batch, records, until } from '../helpers/log.js'
 import { scanKeys, rigClient } from '../rig.js'
 import { scriptShas } from '../../src/log/commands/index.js'
@@ -202,27 +202,7 @@ describe('harness in process', () => {
     }
   })
 
-  /** The commands naming `prefix` that clients send from now on, by MONITOR on a plain socket (`+<time> [<db> <addr>] "<arg>" ...`). */
-  async function monitorCommands(prefix: string): Promise<Array<{ source: string; line: string }>> {
-    const { hostname, port } = new URL(url())
-    const monitor = connect(Number(port), hostname)
-    hosts.defer(() => monitor.destroy())
-    const sent: Array<{ source: string; line: string }> = []
-    let rest = ''
-    monitor.on('data', (chunk: Buffer) => {
-      const lines = (rest + chunk.toString('latin1')).split('\r\n')
-      rest = lines.pop()!
-      for (const line of lines) {
-        const match = /^\+\S+ \[\d+ (\S+)\] (.*)$/.exec(line)
-        if (match && match[1] !== 'lua' && match[2]!.includes(prefix)) sent.push({ source: match[1]!, line: match[2]! })
-      }
-    })
-    await new Promise<void>((resolve) => {
-      monitor.write('MONITOR\r\n')
-      monitor.once('data', () => resolve())
-    })
-    return sent
-  }
+  const monitorCommands = (prefix: string) => watchCommands(url(), prefix, (close) => hosts.defer(close))
   const shaOf = (script: string) => [...scriptShas()].find(([, name]) => name === script)![0]
   // a script's first use on a connection is an EVAL of its source, later ones EVALSHA
   const runs = (line: string, script: string, opening: string) =>

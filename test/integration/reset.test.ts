@@ -5,14 +5,12 @@ import type { ModelMessage } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
 import { defineHarness, summarizeOldest, type Harness, type HarnessHost } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { buildMessages } from '../../src/turn/model.js'
-import { turnView } from '../../src/turn/view.js'
-import type { LogEntry } from '../../src/log/index.js'
 import { createHarnessHandler } from '../../src/http/index.js'
 import { Timeline } from '../../src/timeline/items.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { records } from '../helpers/log.js'
 import { startPrivateRedis } from '../rig.js'
+import { rebuiltViews } from '../helpers/modelViews.js'
 import { patient } from '../helpers/patience.js'
 
 /** A model that answers every call with text and keeps what it was sent. */
@@ -24,17 +22,6 @@ function echoModel(seen: ModelMessage[][], words = 40) {
       return { text: `answer to ${last.slice(0, 30)} ${'words '.repeat(words)}` }
     }),
   )
-}
-
-/** The view each logged model response was made from, rebuilt from the whole conversation as a fresh host reads it. */
-function rebuiltViews(conversation: LogEntry[]): ModelMessage[][] {
-  const views: ModelMessage[][] = []
-  for (const [at, entry] of conversation.entries()) {
-    if (entry.record.type !== 'harness.model.response') continue
-    const inputId = (entry.record as { inputId: string }).inputId
-    views.push(buildMessages(turnView(conversation.slice(0, at), inputId, []).entries))
-  }
-  return views
 }
 
 async function runTurns(host: HarnessHost, harness: Harness, sessionId: string, texts: string[]) {

@@ -2,7 +2,6 @@
 // (the provider's, else the harness's pricing), and the session's totals kept in the same write: one
 // Redis command to read, whatever the log holds.
 import { toolDefinition } from '@tanstack/ai'
-import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { defineHarness } from '../../src/index.js'
@@ -11,6 +10,7 @@ import { defaultShards } from '../../src/log/index.js'
 import { sessionKeys } from '../../src/log/keys.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
+import { monitorCommands as watchCommands } from '../helpers/monitor.js'
 import { records, until } from '../helpers/log.js'
 import { rigClient } from '../rig.js'
 
@@ -20,27 +20,8 @@ const pricing = { 'gpt-test': { inputPerMTok: 2, outputPerMTok: 8, cachedInputPe
 describe('spend', () => {
   const hosts = useInProcessHosts()
 
-  /** The commands naming `prefix` that clients send from now on (MONITOR on a plain socket). */
-  async function monitorCommands(prefix: string): Promise<string[]> {
-    const { hostname, port } = new URL(hosts.url())
-    const monitor = connect(Number(port), hostname)
-    hosts.defer(() => monitor.destroy())
-    const sent: string[] = []
-    let rest = ''
-    monitor.on('data', (chunk: Buffer) => {
-      const lines = (rest + chunk.toString('latin1')).split('\r\n')
-      rest = lines.pop()!
-      for (const line of lines) {
-        const match = /^\+\S+ \[\d+ (\S+)\] (.*)$/.exec(line)
-        if (match && match[1] !== 'lua' && match[2]!.includes(prefix)) sent.push(match[2]!)
-      }
-    })
-    await new Promise<void>((resolve) => {
-      monitor.write('MONITOR\r\n')
-      monitor.once('data', () => resolve())
-    })
-    return sent
-  }
+  /** The command lines naming `prefix` that clients send from now on (MONITOR). */
+  const monitorCommands = (prefix: string) => watchCommands(hosts.url(), prefix, (close) => hosts.defer(close))
 
   it('R25 each model call record keeps the cache and reasoning counts, the model and the cost: the provider cost, else priced by `pricing`', async () => {
     const harness = defineHarness({
@@ -159,7 +140,7 @@ describe('spend', () => {
       // MONITOR shows a command after it ran: the read is done, its line may still be on the way
       await until(async () => sent.length > 0, 'the read on MONITOR')
       await new Promise((resolve) => setTimeout(resolve, 100))
-      return { sent: [...sent], usage, entries: await client.xlen(logKey) }
+      return { sent: sent.map(({ line }) => line), usage, entries: await client.xlen(logKey) }
     }
     const small = await countAt(10)
     const large = await countAt(10_000)
@@ -193,13 +174,13 @@ describe('spend', () => {
     expect(whole.total).toMatchObject({ calls: 2, promptTokens: 31, completionTokens: 5, totalTokens: 36 })
     expect(whole.byPrincipal).toEqual({ bob: whole.total })
     // the log read once, then the seeding write (seedUsage.lua), before the next read
-    await until(async () => sent.some((line) => line.startsWith('"xrange"')), 'the log read on MONITOR')
-    await until(async () => sent.some((line) => /^"eval(sha)?" /.test(line) && line.includes(':older:usage')), 'the seeding on MONITOR')
+    await until(async () => sent.some(({ line }) => line.startsWith('"xrange"')), 'the log read on MONITOR')
+    await until(async () => sent.some(({ line }) => /^"eval(sha)?" /.test(line) && line.includes(':older:usage')), 'the seeding on MONITOR')
     sent.length = 0
     expect(await session.usage()).toEqual(whole)
     await until(async () => sent.length > 0, 'the read on MONITOR')
     await new Promise((resolve) => setTimeout(resolve, 100))
-    expect(sent).toEqual([expect.stringMatching(/^"hgetall" /)])
+    expect(sent.map(({ line }) => line)).toEqual([expect.stringMatching(/^"hgetall" /)])
   })
 
   it('R25 a failed model call try counts: each retry try once, estimated from the prompt when the provider reported nothing, and priced', async () => {
