@@ -212,12 +212,14 @@ export async function settleWithin(work: Promise<unknown>, timeoutMs: number | u
 }
 
 /**
- * Closes workers, gracefully unless `timeoutMs` is 0. A graceful BullMQ close can hang: after a Redis outage
- * or a refused password the blocking connection waits out a reconnect backoff, and close() waits for an 'end'
- * that disconnecting it then never emits. BullMQ memoizes close(), so close(true) cannot rescue that one:
- * past the deadline we stop waiting for it and report its queue.
+ * Closes workers, gracefully unless `timeoutMs` is 0. A BullMQ close waits for its blocking connection's
+ * 'end', which a connection waiting out a reconnect backoff (Redis restarted or down) never emits
+ * (bullmq#4656): `endBackoff` first turns such a connection into a ready or an ended one. Past
+ * `timeoutMs` we stop waiting for a close (BullMQ memoizes close(), so close(true) cannot rescue one)
+ * and report its queue.
  */
 export async function closeWorkers(workers: readonly Worker[], { timeoutMs }: CloseOptions = {}): Promise<CloseResult> {
+  await Promise.all(workers.map(endBackoff))
   if (timeoutMs === 0) {
     await Promise.all(workers.map((w) => w.close(true)))
     return { forced: workers.map((w) => w.name) }
@@ -225,4 +227,18 @@ export async function closeWorkers(workers: readonly Worker[], { timeoutMs }: Cl
   const open = new Set(workers)
   await settleWithin(Promise.allSettled(workers.map((w) => w.close().then(() => open.delete(w)))), timeoutMs)
   return { forced: [...open].map((w) => w.name) }
+}
+
+/**
+ * A blocking connection in ioredis' `reconnecting` state has no socket: disconnecting it only clears its
+ * timer and it stays `reconnecting` for good. Cleared here (disconnect marks the close as ours) and tried once
+ * at once: it comes up ready, which BullMQ's close then ends as usual, or fails and ends.
+ */
+async function endBackoff(worker: Worker): Promise<void> {
+  const connection = worker.backend.blockingConnection
+  // a connection that never came up leaves its client promise pending: do not wait for it
+  const client = connection && (await Promise.race([connection.client, new Promise<undefined>((r) => setImmediate(() => r(undefined)))]))
+  if (client?.status !== 'reconnecting') return
+  client.disconnect()
+  await client.connect().catch(() => {})
 }

@@ -6,6 +6,9 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RedisServerHandle } from '../../src/testing/redisServer.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/workerProcess.js'
+import { createHarnessHost } from '../../src/index.js'
+import { shop } from '../fixtures/shop.js'
+import { quiet } from '../helpers/hosts.js'
 import { patient } from '../helpers/patience.js'
 import { startPrivateRedis, uniquePrefix } from '../rig.js'
 
@@ -148,5 +151,27 @@ describe('worker shutdown and Redis credentials', { timeout: patient(150_000) },
     expect(lines[0]).toContain(wrongUrl.replace(OTHER, '***'))
     expect(lines[0]).not.toContain('Cannot reach Redis')
     expect(stderr).not.toContain(OTHER)
+  })
+})
+
+describe('closing workers after a Redis restart', { timeout: patient(120_000) }, () => {
+  it('a blocking connection still waiting out its reconnect backoff when Redis is back: workers.close() resolves and forces nothing (bullmq#4656)', async () => {
+    const server = await startPrivateRedis({ appendonly: false })
+    const host = createHarnessHost({ redis: server.url, harnesses: [shop], prefix: uniquePrefix('close-backoff'), logger: quiet })
+    const workers = host.startWorkers({ concurrency: 2, sweepEveryMs: 0 })
+    try {
+      const blocking = await Promise.all(workers.workers.map(async (w) => (await w.waitUntilReady(), w.backend.blockingConnection!.client)))
+      await server.kill()
+      // BullMQ's backoff grows to seconds after a few refused tries: wait until every blocking connection is in one
+      while ((await Promise.all(blocking)).some((c) => c.status !== 'reconnecting')) await sleep(50)
+      await sleep(3_000)
+      await server.restart()
+      // a close left waiting for an 'end' never settles: the test's own timeout is the bound
+      expect(await workers.close()).toEqual({ forced: [] })
+      expect((await Promise.all(blocking)).map((c) => c.status)).toEqual(blocking.map(() => 'end'))
+    } finally {
+      await host.close()
+      await server.stop()
+    }
   })
 })
