@@ -2,7 +2,7 @@ import type { CompactionOptions, CompactionStrategy, ResolvedCompaction } from '
 import { CompactionConfigError } from '../errors/index.js'
 import { summarizeOldest } from './strategies.js'
 
-const KEYS = new Set(['maxTokens', 'contextWindow', 'countTokens', 'strategy', 'background'])
+const KEYS = new Set(['maxTokens', 'contextWindow', 'countTokens', 'strategy', 'background', 'trimAfter'])
 
 const positive = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value) && value > 0
 
@@ -11,7 +11,12 @@ const positive = (value: unknown): value is number => typeof value === 'number' 
  * `maxTokens`, `background.atTokens` and the strategy's `keepRecentTokens` under `maxTokens`, a
  * strategy with `compact`. Anything else is a CompactionConfigError naming the option (no harness is made).
  */
-export function resolveCompaction(harness: string, options: CompactionOptions | undefined): ResolvedCompaction | undefined {
+export function resolveCompaction(
+  harness: string,
+  options: CompactionOptions | undefined,
+  /** Parses `trimAfter` to ms (the harness's duration parser), throwing on a bad one. */
+  toMs: (duration: NonNullable<CompactionOptions['trimAfter']>) => number,
+): ResolvedCompaction | undefined {
   if (options === undefined) return undefined
   const where = `defineHarness "${harness}" compaction`
   if (typeof options !== 'object' || options === null) throw new CompactionConfigError(where, 'must be an object { maxTokens, ... }')
@@ -50,11 +55,19 @@ export function resolveCompaction(harness: string, options: CompactionOptions | 
       where,
       `the strategy's keepRecentTokens (${JSON.stringify(keep)}) must be under maxTokens (${maxTokens})`,
     )
+  let trimAfterMs: number | undefined
+  try {
+    trimAfterMs = options.trimAfter === undefined ? undefined : toMs(options.trimAfter)
+  } catch (error) {
+    throw new CompactionConfigError(where, `trimAfter ${error instanceof Error ? error.message : String(error)}`)
+  }
+  if (trimAfterMs === 0) throw new CompactionConfigError(where, 'trimAfter must be longer than 0 (leave it out to keep the whole log)')
   return {
     maxTokens,
     ...(contextWindow !== undefined ? { contextWindow } : {}),
     countTokens,
     strategy,
     ...(background ? { background: { atTokens: background.atTokens } } : {}),
+    ...(trimAfterMs === undefined ? {} : { trimAfterMs }),
   }
 }

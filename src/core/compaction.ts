@@ -84,6 +84,11 @@ export interface CompactionOptions {
   strategy?: CompactionStrategy
   /** Prepare the compaction beside the turn once the count passes `atTokens` (< maxTokens); it applies at the next model call. */
   background?: { atTokens: number }
+  /**
+   * Trim the log before a compaction's cut from Redis this long after the compaction (ms, or '7d'),
+   * once the host's `retention.export` has the span (docs/compaction.md, "Trimming").
+   */
+  trimAfter?: number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`
 }
 
 /** The compaction options as defineHarness checked them. */
@@ -93,4 +98,6 @@ export interface ResolvedCompaction {
   readonly countTokens: 'estimate' | 'usage'
   readonly strategy: CompactionStrategy
   readonly background?: { readonly atTokens: number }
+  /** compaction.trimAfter in ms. */
+  readonly trimAfterMs?: number
 }

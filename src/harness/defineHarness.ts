@@ -15,7 +15,7 @@ import {
   type CompactionOptions,
 } from '../core/index.js'
 import { retryTransientErrors } from '../turn/modelErrors.js'
-import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS } from '../tool/index.js'
+import { DEFAULT_MAX_VALUE_BYTES, MAX_TIMER_MS, parseDuration } from '../tool/index.js'
 import { defaultVersion } from './version.js'
 import { checkPriority, resolveLimits, resolveSubagents } from './limitOptions.js'
 import { resolveCompaction } from '../compaction/index.js'
@@ -220,7 +220,7 @@ export function defineHarness(options: HarnessOptions): Harness {
   const limits = resolveLimits(options.name, options.limits, new Set(toolsByName.keys()))
   const subagents = resolveSubagents(options.name, options.subagents)
   const priority = options.priority === undefined ? undefined : checkPriority(options.priority, `defineHarness "${options.name}"`)
-  const compaction = resolveCompaction(options.name, options.compaction)
+  const compaction = resolveCompaction(options.name, options.compaction, parseDuration)
   const badPricing = pricingProblem(options.pricing)
   if (badPricing) throw new ConfigError(`defineHarness "${options.name}": ${badPricing}.`)
   return {

@@ -20,7 +20,7 @@ import {
   type RedisClient,
 } from '../log/index.js'
 import { connectionErrorLogger, probeRedis, resolveRedis } from './connection.js'
-import { createQueues, type HarnessQueues } from '../queue/index.js'
+import { clearTrimmedJobs, createQueues, type HarnessQueues, type TrimmedJobs } from '../queue/index.js'
 import { createLocalLane, localLaneEnabled } from '../lane/index.js'
 import { startHostWorkers, type WorkersHandle } from './hostWorkers.js'
 import type { HostOptions } from './hostOptions.js'
@@ -214,8 +214,9 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     if (harness) await openSession(harness, sessionId).abort(inputId, reason)
   }
   const schedules = createSchedules({ redis, prefix, shards, harnesses, open: openSession, logFor, logger })
+  const clearJobs = (sessionId: string, jobs: TrimmedJobs) => clearTrimmedJobs(queuesByName, sessionId, jobs)
   const retain = async (retainOptions?: { limit?: number; shards?: readonly number[] }) =>
-    retention ? retainOnce({ redis, prefix, shards, logFor, retention, logger }, retainOptions) : []
+    retention ? retainOnce({ redis, prefix, shards, logFor, retention, logger, clearJobs }, retainOptions) : []
 
   return {
     ...hostOperations({ redis, prefix, shards, harnesses, queuesOf, open: openSession }),

@@ -236,8 +236,9 @@ export async function closeWorkers(workers: readonly Worker[], { timeoutMs }: Cl
  */
 async function endBackoff(worker: Worker): Promise<void> {
   const connection = worker.backend.blockingConnection
-  // a connection that never came up leaves its client promise pending: do not wait for it
-  const client = connection && (await Promise.race([connection.client, new Promise<undefined>((r) => setImmediate(() => r(undefined)))]))
+  // a connection that never came up leaves its client promise pending, or rejected: neither is waited for
+  const pending = new Promise<undefined>((r) => setImmediate(() => r(undefined)))
+  const client = connection && (await Promise.race([connection.client.catch(() => undefined), pending]))
   if (client?.status !== 'reconnecting') return
   client.disconnect()
   await client.connect().catch(() => {})

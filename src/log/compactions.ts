@@ -15,8 +15,14 @@ export class SessionCompactions {
    * Logs the compaction if the session's latest compaction is still `record.base` (none: no base):
    * 'ok' with its entry id, or 'stale' with the latest one's (another compaction landed first; this
    * one is dropped). The view's reads start after the cut's last turn from then on (logCompaction.lua).
+   * `trimAfterMs`: the harness's compaction.trimAfter; the cut's span is due for trimming that long after.
    */
-  async log(record: RecordOf<'harness.compaction'>, harness = '', calls = 0): Promise<{ status: 'ok' | 'stale'; entryId: string }> {
+  async log(
+    record: RecordOf<'harness.compaction'>,
+    harness = '',
+    calls = 0,
+    trimAfterMs?: number,
+  ): Promise<{ status: 'ok' | 'stale'; entryId: string }> {
     const day = usageDayKey(this.stream.prefix, this.stream.shard, this.stream.shards, harness, usageDay(Date.now()))
     const [status, entryId] = await this.stream.script(scripts.logCompaction, {
       keys: { ...this.stream.scriptKeys, usageDay: day },
@@ -29,6 +35,9 @@ export class SessionCompactions {
         model: record.usage?.model ?? '',
         inputId: record.inputId ?? '',
         principal: record.principal ?? '',
+        trimAfter: trimAfterMs === undefined ? '' : String(trimAfterMs),
+        trimDue: trimAfterMs === undefined ? '' : String(record.at + trimAfterMs),
+        sessionId: this.stream.sessionId,
       },
     })
     return { status, entryId }

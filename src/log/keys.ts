@@ -90,6 +90,11 @@ export function indexKeys(prefix: string, shard: number, shards: number) {
      * enqueue a call's job when it is due (hostWorkers.ts), a sender when its event arrives.
      */
     eventTimers: `${base}:event-timers`,
+    /**
+     * The sessions whose log has a span to trim (compaction.trimAfter, sessionTrim.ts): member the
+     * session id, score = when its oldest compaction not trimmed yet is due (ms).
+     */
+    trims: `${base}:trims`,
     corrupt: `${base}:corrupt-sessions`,
     /** String, PX: the worker process that looks at the shard's active jobs for gone processes this moment (lookAtShard.lua). */
     lookClaim: `${base}:liveness-look`,

@@ -3,7 +3,7 @@ import { assertShards, shardOf } from './shards.js'
 
 /** A session's keys and its shard's indexes by the names the scripts' declarations give them (no staged list: a call's is its own). */
 export type ScriptKeys = Omit<SessionKeys, 'staged'> &
-  Pick<IndexKeys, 'sessions' | 'openCalls' | 'openQuestions' | 'openTurns' | 'eventTimers'>
+  Pick<IndexKeys, 'sessions' | 'openCalls' | 'openQuestions' | 'openTurns' | 'eventTimers' | 'trims'>
 
 /** Where one session's keys lie: made once a session (a log is made per job, per runTool, per view). */
 interface SessionLayout {
@@ -27,9 +27,9 @@ export function layoutOf(prefix: string, sessionId: string, shards: number): Ses
   const shard = shardOf(sessionId, shards)
   const index = indexKeys(prefix, shard, shards)
   const { staged: _perCall, ...session } = keys
-  const { sessions, openCalls, openQuestions, openTurns, eventTimers } = index
+  const { sessions, openCalls, openQuestions, openTurns, eventTimers, trims } = index
   // shared by every log of the session: frozen, so no part can change another's keys
-  const scriptKeys = Object.freeze({ ...session, sessions, openCalls, openQuestions, openTurns, eventTimers })
+  const scriptKeys = Object.freeze({ ...session, sessions, openCalls, openQuestions, openTurns, eventTimers, trims })
   layout = { keys: Object.freeze(keys), shard, index: Object.freeze(index), scriptKeys }
   if (layouts.size >= MAX_LAYOUTS) layouts.clear()
   layouts.set(id, layout)

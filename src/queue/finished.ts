@@ -15,7 +15,31 @@ async function removeFinished(job: Job | undefined): Promise<void> {
  * exists would make the add a no-op). A call job that is still running or parked is kept.
  */
 export async function clearFinishedTurn(queues: HarnessQueues, sessionId: string, inputId: string, toolCallIds: readonly string[]) {
+  await clearFinishedJobs(queues, sessionId, [inputId], toolCallIds)
+}
+
+async function clearFinishedJobs(
+  queues: HarnessQueues,
+  sessionId: string,
+  inputIds: readonly string[],
+  toolCallIds: readonly string[],
+): Promise<void> {
   const { turns, tools } = queues.of(sessionId)
-  await removeFinished(await Job.fromId(turns, turnJobId(sessionId, inputId)))
+  for (const id of inputIds) await removeFinished(await Job.fromId(turns, turnJobId(sessionId, id)))
   for (const id of toolCallIds) await removeFinished(await Job.fromId(tools, toolJobId(sessionId, id)))
+}
+
+/** The turns and calls of a trimmed span by harness (src/log/sessionTrim.ts `TrimPlan.jobs`). */
+export type TrimmedJobs = ReadonlyArray<{ harness: string; inputIds: readonly string[]; toolCallIds: readonly string[] }>
+
+/** After trimming (docs/compaction.md): the finished jobs of the span's turns and calls go, so an id used again runs. */
+export async function clearTrimmedJobs(
+  queuesByName: (harness: string) => HarnessQueues | undefined,
+  sessionId: string,
+  jobs: TrimmedJobs,
+): Promise<void> {
+  for (const { harness, inputIds, toolCallIds } of jobs) {
+    const queues = queuesByName(harness)
+    if (queues) await clearFinishedJobs(queues, sessionId, inputIds, toolCallIds)
+  }
 }

@@ -18,5 +18,5 @@ export {
 export { createQueues, HarnessQueues } from './queues.js'
 export { wakeCallByName } from './wake.js'
 export { enqueueParkedCall, parkedToolJob, wakeEventWait, type ToolQueueOf } from './parked.js'
-export { clearFinishedTurn } from './finished.js'
+export { clearFinishedTurn, clearTrimmedJobs, type TrimmedJobs } from './finished.js'
 export { pauseQueues, resumeQueues, queuesPaused } from './pause.js'

@@ -1,4 +1,6 @@
 import { RetentionConfigError } from '../errors/index.js'
+import type { Logger } from 'pino'
+import type { RedisClient, SessionLog, TrimPlan } from '../log/index.js'
 
 /**
  * What is kept for how long (docs/retention.md). Without it nothing of a session is ever removed, and
@@ -13,9 +15,11 @@ export interface RetentionOptions {
   sessionMs: number
   /**
    * Gets the session's whole log as JSON Lines (`{"id","record"}` a line) before anything of it is
-   * removed. If it throws, nothing is removed and a later pass tries again.
+   * removed. If it throws, nothing is removed and a later pass tries again. With `span`, a trimmed
+   * span (compaction.trimAfter): the entries before `span.before`, which leave Redis while the session
+   * goes on; append them, since a session's spans and its final export follow each other in log order.
    */
-  export(sessionId: string, jsonl: string): void | Promise<void>
+  export(sessionId: string, jsonl: string, span?: { before: string }): void | Promise<void>
   /** How long BullMQ keeps a completed job (default 24 h; 0: removed when it completes). */
   completedJobsMs?: number
   /** How long BullMQ keeps a failed job (default 7 days). */
@@ -24,7 +28,7 @@ export interface RetentionOptions {
 
 export interface Retention {
   sessionMs: number
-  export(sessionId: string, jsonl: string): void | Promise<void>
+  export(sessionId: string, jsonl: string, span?: { before: string }): void | Promise<void>
   keepJobs: { completedMs: number; failedMs: number }
 }
 
@@ -48,4 +52,17 @@ export function retentionOf(options: RetentionOptions): Retention {
       failedMs: ms('failedJobsMs', options.failedJobsMs ?? 7 * DAY, 0),
     },
   }
+}
+
+/** What a retention pass works with (pass.ts, trim.ts). */
+export interface RetentionDeps {
+  redis: RedisClient
+  prefix: string
+  /** The deployment's shard count: each shard has its own sessions index. */
+  shards: number
+  logFor(sessionId: string): SessionLog
+  retention: Retention
+  logger: Logger
+  /** Removes the finished BullMQ jobs of a trimmed span's turns and calls (the host's queues). */
+  clearJobs?(sessionId: string, jobs: TrimPlan['jobs']): Promise<void>
 }

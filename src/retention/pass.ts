@@ -1,23 +1,14 @@
-import type { Logger } from 'pino'
-import { indexKeys, type RedisClient, type SessionLog } from '../log/index.js'
-import type { Retention } from './options.js'
+import { indexKeys } from '../log/index.js'
+import type { RetentionDeps } from './options.js'
+import { trimShard } from './trim.js'
 
-export interface RetentionDeps {
-  redis: RedisClient
-  prefix: string
-  /** The deployment's shard count: each shard has its own sessions index. */
-  shards: number
-  logFor(sessionId: string): SessionLog
-  retention: Retention
-  logger: Logger
-}
 
 /**
  * One retention pass over the sessions index (score: last activity known), oldest first, at most
  * `limit` sessions: a session idle for `sessionMs` with nothing open is exported, then removed in one
  * script that checks again that nothing is open and that its log did not grow since the export. A
  * session that is not due gets its true last activity as its score and is looked at again then.
- * Returns the ids of the sessions removed.
+ * Then the shard's sessions due for trimming are trimmed (trim.ts). Returns the ids of the sessions removed.
  */
 export async function retainOnce(
   deps: RetentionDeps,
@@ -25,7 +16,10 @@ export async function retainOnce(
 ): Promise<string[]> {
   const removed: string[] = []
   const shards = options.shards ?? Array.from({ length: deps.shards }, (_, shard) => shard)
-  for (const shard of shards) removed.push(...(await retainShard(deps, indexKeys(deps.prefix, shard, deps.shards).sessions, options)))
+  for (const shard of shards) {
+    removed.push(...(await retainShard(deps, indexKeys(deps.prefix, shard, deps.shards).sessions, options)))
+    await trimShard(deps, shard, options)
+  }
   return removed
 }
 

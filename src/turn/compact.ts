@@ -100,7 +100,7 @@ export async function runCompaction(run: CompactionRun): Promise<CompactionOutco
       ),
       'estimate',
     ).tokens
-    const logged = await log.compactions.log({ ...record, tokens: { before, after } }, harness.name, calls)
+    const logged = await log.compactions.log({ ...record, tokens: { before, after } }, harness.name, calls, harness.compaction?.trimAfterMs)
     if (logged.status === 'stale') {
       run.logger.info({ latest: logged.entryId, base: record.base }, 'compaction dropped: a newer compaction landed first')
       return { status: 'stale', before }
@@ -154,6 +154,6 @@ export async function runReset(run: ResetRun): Promise<{ status: 'ok' | 'stale';
   }
   const pending = { id: 'pending', record: { ...record, tokens: { before, after: 0 } } }
   const after = countView(harness, turnView([...run.conversation, pending], run.inputId ?? '', run.joined), 'estimate').tokens
-  const logged = await log.compactions.log({ ...record, tokens: { before, after } })
+  const logged = await log.compactions.log({ ...record, tokens: { before, after } }, '', 0, harness.compaction?.trimAfterMs)
   return { ...logged, before, after }
 }

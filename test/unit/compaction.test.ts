@@ -18,6 +18,7 @@ import type { CompactionInput } from '../../src/core/index.js'
 import type { LogEntry, LogRecord } from '../../src/log/index.js'
 import { buildMessages } from '../../src/turn/model.js'
 import { turnView } from '../../src/turn/view.js'
+import { parseDuration } from '../../src/tool/index.js'
 import { defineHarness } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 
@@ -36,7 +37,10 @@ describe('compaction options', () => {
     ],
     [{ maxTokens: 1_000, strategy: evictOldest({ keepRecentTokens: 2_000 }) }, /keepRecentTokens \(2000\) must be under maxTokens/],
     [{ maxTokens: 1_000, strategy: { name: 'x' } }, /strategy must be evictOldest\(\)/],
-    [{ maxTokens: 1_000, trimAfter: '30d' }, /unknown option "trimAfter"/],
+    [{ maxTokens: 1_000, trimAfter: '30 days' }, /trimAfter .*not a number of ms or a string like 90s/],
+    [{ maxTokens: 1_000, trimAfter: 0 }, /trimAfter must be longer than 0/],
+    [{ maxTokens: 1_000, trimAfter: '400d' }, /trimAfter .*over 365 days/],
+    [{ maxTokens: 1_000, trim: '30d' }, /unknown option "trim"/],
     ['8000', /must be an object/],
   ])('defineHarness refuses %j with a CompactionConfigError (code config)', (compaction, message) => {
     expect(harness(compaction)).toThrow(message)
@@ -54,12 +58,15 @@ describe('compaction options', () => {
       /summarize must be a @tanstack\/ai text adapter or a function/,
     )
     expect(() => clearToolResults({ keepRecentTokens: 0 })).toThrow(/clearToolResults: keepRecentTokens/)
-    expect(resolveCompaction('h', { maxTokens: 8_000 })).toMatchObject({
+    expect(resolveCompaction('h', { maxTokens: 8_000, trimAfter: '2d' }, parseDuration)).toMatchObject({
+      trimAfterMs: 2 * 86_400_000,
+    })
+    expect(resolveCompaction('h', { maxTokens: 8_000 }, parseDuration)).toMatchObject({
       maxTokens: 8_000,
       countTokens: 'estimate',
       strategy: { name: 'summarizeOldest', keepRecentTokens: 4_000 },
     })
-    expect(resolveCompaction('h', undefined)).toBeUndefined()
+    expect(resolveCompaction('h', undefined, parseDuration)).toBeUndefined()
   })
 })
 

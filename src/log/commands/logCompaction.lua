@@ -16,6 +16,7 @@
     KEYS[3] conversation: the session's conversation projection (includes/conversation.lua)
     KEYS[4] usage: the session's spend totals (includes/usage.lua)
     KEYS[5] usageDay: the harness's spend of the day in the session's shard (keys.ts usageDayKey)
+    KEYS[6] trims: the shard's trim index (member sessionId, score: when its oldest untrimmed compaction is due)
     ARGV[1] base: the entry id of the compaction the plan built on ('' for none)
     ARGV[2] throughEntry: the harness.input entry id of the last turn cut ('' when no turn is cut)
     ARGV[3] record: harness.compaction record JSON
@@ -23,12 +24,16 @@
     ARGV[5] model: the model of its summary calls ('' unknown)
     ARGV[6] inputId: the turn it counts with ('' for session.compact's)
     ARGV[7] principal: who it counts for ('' nobody named)
+    ARGV[8] trimAfter: the harness's compaction.trimAfter in ms ('' none: a later one keeps the latest's)
+    ARGV[9] trimDue: when this compaction's span is due for trimming (ms; '' none)
+    ARGV[10] sessionId: the session id (its member in the trim index)
 
   Output:
     {'ok', entryId} | {'stale', latestEntryId}
 ]]
-local logKey, inputsKey, convKey, usageKey, usageDayKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local logKey, inputsKey, convKey, usageKey, usageDayKey, trimsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local base, throughEntry, record, counts, model, inputId, principal = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local trimAfter, trimDue, sessionId = ARGV[8], ARGV[9], ARGV[10]
 
 --@include conversation
 --@include usage
@@ -41,8 +46,9 @@ local id = redis.call('XADD', logKey, '*', 'r', record)
 indexConversation(convKey, logKey, id)
 local pointer = {id = id, from = '', at = 1}
 if latest then
-  pointer.from, pointer.at = latest.from, latest.at
+  pointer.from, pointer.at, pointer.trimAfter = latest.from, latest.at, latest.trimAfter
 end
+if trimAfter ~= '' then pointer.trimAfter = tonumber(trimAfter) end
 if throughEntry ~= '' then
   local at = redis.call('LPOS', convKey, throughEntry, 'RANK', -1)
   if at then
@@ -51,5 +57,7 @@ if throughEntry ~= '' then
   end
 end
 redis.call('HSET', inputsKey, '\0compaction', cjson.encode(pointer))
+-- the oldest compaction not trimmed yet sets when the session is due (trimming moves it on)
+if trimDue ~= '' and throughEntry ~= '' then redis.call('ZADD', trimsKey, 'NX', trimDue, sessionId) end
 if counts ~= '' then countUsage(usageKey, usageDayKey, counts, inputId, principal, model) end
 return {'ok', id}

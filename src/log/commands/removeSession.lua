@@ -18,7 +18,8 @@
     KEYS[9] sessions: the shard's sessions index (sorted set)
     KEYS[10] usage: the session's spend totals (the harness's day totals stay)
     KEYS[11] tree: the session's fan-out trees
-    KEYS[12..] turnIndexes: ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named, and
+    KEYS[12] trims: the shard's trim index (the session leaves it)
+    KEYS[13..] turnIndexes: ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named, and
             the tool and tag indexes (turnToolIndexKey, turnTagIndexKey) it named: the session's turns
             leave them in the same write
     ARGV[1] mode: 'check' | 'remove'
@@ -86,9 +87,10 @@ end
 if lastId ~= exported then return {'moved', lastId} end
 for i = 1, #inputs, 2 do
   if string.byte(inputs[i], 1) ~= 0 then
-    for k = 12, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputs[i]) end
+    for k = 13, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputs[i]) end
   end
 end
 redis.call('DEL', logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey, usageKey, treeKey)
 redis.call('ZREM', sessionsKey, sessionId)
+redis.call('ZREM', KEYS[12], sessionId)
 return {'removed'}

@@ -92,8 +92,19 @@ export const readConversation = defineScript({
 
 export const logCompaction = defineScript({
   name: 'logCompaction',
-  keys: ['log', 'inputs', 'conversation', 'usage', 'usageDay'],
-  args: { base: text, throughEntry: text, record: text, counts: text, model: text, inputId: text, principal: text },
+  keys: ['log', 'inputs', 'conversation', 'usage', 'usageDay', 'trims'],
+  args: {
+    base: text,
+    throughEntry: text,
+    record: text,
+    counts: text,
+    model: text,
+    inputId: text,
+    principal: text,
+    trimAfter: text,
+    trimDue: text,
+    sessionId: text,
+  },
   reply: reply<['ok', string] | ['stale', string]>(),
 })
 
@@ -122,10 +133,18 @@ export const appendRecords = defineScript({
 
 export const removeSession = defineScript({
   name: 'removeSession',
-  keys: ['log', 'steps', 'calls', 'questions', 'inputs', 'line', 'conversation', 'live', 'sessions', 'usage', 'tree'],
+  keys: ['log', 'steps', 'calls', 'questions', 'inputs', 'line', 'conversation', 'live', 'sessions', 'usage', 'tree', 'trims'],
   trailingKeys: 'turnIndexes',
   args: { mode: arg<'check' | 'remove'>(), exportedLastId: text, sessionId: text },
   reply: reply<['open', 'turn' | 'call'] | ['idle', string, ...names: string[]] | ['moved', string] | ['removed']>(),
+})
+
+export const trimSession = defineScript({
+  name: 'trimSession',
+  keys: ['log', 'inputs', 'calls', 'steps', 'questions', 'conversation', 'trims'],
+  trailingKeys: 'turnIndexes',
+  args: { sessionId: text, cut: text, inputIds: text, toolCallIds: text, steps: text, questionIds: text, nextDue: text },
+  reply: reply<['trimmed', number] | ['open', string]>(),
 })
 
 export const seedUsage = defineScript({

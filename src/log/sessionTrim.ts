@@ -1,0 +1,156 @@
+import { scripts } from './commands/index.js'
+import { namedIndexKeys } from './keys.js'
+import { objectJson } from './storedRecords.js'
+import { compareIds } from './sharedReader.js'
+import type { LogStream } from './stream.js'
+
+/**
+ * Trimming (compaction.trimAfter, docs/compaction.md "Trimming"): the log entries before the input of
+ * the last turn an old enough compaction took out of the model's view leave Redis, with the inputs,
+ * calls, steps and questions only they used, after the host's retention export got them.
+ */
+export interface TrimPlan {
+  /** The first entry id kept. */
+  cut: string
+  /** The entries before the cut, as retention exports them (`{"id","record"}` a line). */
+  jsonl: string
+  entries: number
+  inputIds: string[]
+  toolCallIds: string[]
+  steps: Array<[toolCallId: string, step: string]>
+  questionIds: string[]
+  /** The turns, tool and tag index names of the inputs removed (removeSession.lua's 'check' names). */
+  names: string[]
+  /** When the session is due again: its next compaction's time plus the period (undefined: none waits). */
+  nextDue?: number
+  /** The BullMQ jobs of the inputs and calls removed, by harness: finished ones go too, so an id used again runs. */
+  jobs: Array<{ harness: string; inputIds: string[]; toolCallIds: string[] }>
+}
+
+/** When nothing can be trimmed yet: when to look again (undefined: never, until a compaction asks). */
+export interface TrimLater {
+  later?: number
+}
+
+const STEP_TYPES = new Set(['harness.tool.step', 'harness.tool.step.retry', 'harness.tool.sleep', 'harness.tool.ask', 'harness.tool.wait', 'harness.tool.event'])
+/** An open item holds its entries in Redis: looked at again this much later. */
+const OPEN_RETRY_MS = 3600_000
+
+interface Span {
+  first: string
+  last: string
+}
+
+/** Reads the session's log and picks what a trim of the compactions made before `olderThan` removes. */
+export async function planTrim(stream: LogStream, olderThan: number, now: number): Promise<TrimPlan | TrimLater> {
+  const pointer = await stream.command('trim', () => stream.redis.hget(stream.keys.inputs, '\0compaction'))
+  const period = pointer ? (JSON.parse(pointer) as { trimAfter?: number }).trimAfter : undefined
+  if (!period) return {}
+  const raw: Array<[string, string[]]> = []
+  for (let from = '-'; ; ) {
+    const page = await stream.command('trim', () => stream.redis.xrange(stream.keys.log, from, '+', 'COUNT', 1000))
+    raw.push(...page)
+    if (page.length < 1000) break
+    from = `(${page.at(-1)![0]}`
+  }
+  const inputs = new Map<string, Span>()
+  const calls = new Map<string, Span>()
+  const steps = new Map<string, Set<string>>()
+  const questions = new Map<string, string>()
+  const cuts: Array<{ at: number; entryId: string }> = []
+  const touch = (items: Map<string, Span>, key: string, id: string) => {
+    const span = items.get(key)
+    if (span) span.last = id
+    else items.set(key, { first: id, last: id })
+  }
+  for (const entry of raw) {
+    const parsed = stream.parseEntry(entry)
+    if (!parsed) continue
+    const record = parsed.record as Record<string, unknown> & { type: string }
+    if (typeof record.inputId === 'string') touch(inputs, record.inputId, parsed.id)
+    if (typeof record.toolCallId === 'string') {
+      touch(calls, record.toolCallId, parsed.id)
+      if (STEP_TYPES.has(record.type) && typeof record.name === 'string')
+        (steps.get(record.toolCallId) ?? steps.set(record.toolCallId, new Set()).get(record.toolCallId)!).add(record.name)
+      if (typeof record.questionId === 'string') questions.set(record.questionId, record.toolCallId)
+    }
+    if (record.type === 'harness.compaction') {
+      const through = record.through as { entryId: string } | undefined
+      if (through) cuts.push({ at: record.at as number, entryId: through.entryId })
+    }
+  }
+  const due = cuts.filter((c) => c.at <= olderThan).at(-1)
+  const next = cuts.find((c) => c.at > olderThan)
+  if (!due) return next ? { later: next.at + period } : {}
+  let cut = due.entryId
+  // an item still open keeps its entries: the cut stops at its first one
+  const inputIds = [...inputs].filter(([, s]) => compareIds(s.first, cut) < 0).map(([id]) => id)
+  const callIds = [...calls].filter(([, s]) => compareIds(s.first, cut) < 0).map(([id]) => id)
+  const states = inputIds.length ? await stream.redis.hmget(stream.keys.inputs, ...inputIds) : []
+  const callStates = callIds.length
+    ? await stream.redis.hmget(stream.keys.calls, ...callIds.flatMap((id) => [id, `${id}\0req`, `${id}\0names`]))
+    : []
+  type Tags = { status: string; harness?: string; tools?: string[]; metadata?: Record<string, unknown> }
+  const settled = new Map<string, Tags>()
+  inputIds.forEach((id, i) => {
+    const state = states[i] ? (JSON.parse(states[i]) as Tags) : undefined
+    if (state?.status === 'settled') settled.set(id, state)
+    else if (state && compareIds(inputs.get(id)!.first, cut) < 0) cut = inputs.get(id)!.first
+  })
+  const landed = new Set<string>()
+  const harnessOf = new Map<string, string>()
+  callIds.forEach((id, i) => {
+    const state = callStates[3 * i] ? (JSON.parse(callStates[3 * i]!) as { s?: string }).s : undefined
+    const names = callStates[3 * i + 2]
+    if (names) harnessOf.set(id, (JSON.parse(names) as string[])[1] ?? '')
+    const open = state ? state !== 'done' && state !== 'again' : callStates[3 * i + 1] !== null
+    if (!open) landed.add(id)
+    else if (compareIds(calls.get(id)!.first, cut) < 0) cut = calls.get(id)!.first
+  })
+  const before = (s: Span) => compareIds(s.last, cut) < 0
+  const kept = raw.filter(([id]) => compareIds(id, cut) < 0)
+  if (kept.length === 0) return { later: now + OPEN_RETRY_MS }
+  const removedInputs = [...settled.keys()].filter((id) => before(inputs.get(id)!))
+  const removedCalls = [...landed].filter((id) => before(calls.get(id)!))
+  const removed = new Set(removedCalls)
+  const names = new Set<string>()
+  for (const id of removedInputs) {
+    const { harness, tools = [], metadata } = settled.get(id)!
+    if (!harness) continue
+    names.add(harness)
+    for (const tool of tools) names.add(`\0tool\0${harness}\0${tool}`)
+    for (const [key, value] of Object.entries(metadata ?? {})) names.add(`\0tag\0${harness}\0${key}\0${String(value)}`)
+  }
+  const jobs = new Map<string, { harness: string; inputIds: string[]; toolCallIds: string[] }>()
+  const jobsOf = (harness: string) => jobs.get(harness) ?? jobs.set(harness, { harness, inputIds: [], toolCallIds: [] }).get(harness)!
+  for (const id of removedInputs) if (settled.get(id)!.harness) jobsOf(settled.get(id)!.harness!).inputIds.push(id)
+  for (const id of removedCalls) if (harnessOf.get(id)) jobsOf(harnessOf.get(id)!).toolCallIds.push(id)
+  return {
+    cut,
+    jobs: [...jobs.values()],
+    jsonl: kept.map(([id, fields]) => `{"id":${JSON.stringify(id)},"record":${objectJson(fields[1])}}\n`).join(''),
+    entries: kept.length,
+    inputIds: removedInputs,
+    toolCallIds: removedCalls,
+    steps: removedCalls.flatMap((id) => [...(steps.get(id) ?? [])].map((name): [string, string] => [id, name])),
+    questionIds: [...questions].filter(([, call]) => removed.has(call)).map(([id]) => id),
+    names: [...names],
+    ...(next ? { nextDue: next.at + period } : {}),
+  }
+}
+
+/** Removes what `plan` names in one write (trimSession.lua): 'open' when an item of it opened again since. */
+export async function applyTrim(stream: LogStream, plan: TrimPlan): Promise<['trimmed', number] | ['open', string]> {
+  return stream.script(scripts.trimSession, {
+    keys: { ...stream.scriptKeys, turnIndexes: namedIndexKeys(stream.prefix, stream.shard, stream.shards, plan.names) },
+    args: {
+      sessionId: stream.sessionId,
+      cut: plan.cut,
+      inputIds: JSON.stringify(plan.inputIds),
+      toolCallIds: JSON.stringify(plan.toolCallIds),
+      steps: JSON.stringify(plan.steps),
+      questionIds: JSON.stringify(plan.questionIds),
+      nextDue: plan.nextDue === undefined ? '' : String(plan.nextDue),
+    },
+  })
+}

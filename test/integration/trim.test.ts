@@ -1,0 +1,122 @@
+// compaction.trimAfter (issue 53 item 7; docs/compaction.md, "Trimming"): the span before an old
+// enough compaction's cut is exported through retention.export and leaves Redis with the inputs,
+// calls, steps and index entries only it used; the session goes on with the same model view.
+import type { ModelMessage } from '@tanstack/ai'
+import { toolDefinition } from '@tanstack/ai'
+import { z } from 'zod'
+import { describe, expect, it } from 'vitest'
+import { defineHarness, durableTool, evictOldest, type Harness, type HarnessHost } from '../../src/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
+import { useInProcessHosts } from '../helpers/hosts.js'
+import { patient } from '../helpers/patience.js'
+import { rigClient, scanKeys, startPrivateRedis } from '../rig.js'
+
+/** Each user turn: a call of `charge` (two steps), then a text answer; the views the model was sent are kept. */
+function trimmingHarness(name: string, seen: ModelMessage[][], charged: Map<string, number>): Harness {
+  const charge = durableTool(
+    toolDefinition({ name: 'charge', description: 'Charges an order', inputSchema: z.object({ order: z.string() }) }),
+    async ({ order }, { step }) => {
+      const id = await step.do(`charge:${order}`, async ({ idempotencyKey }) => {
+        charged.set(idempotencyKey, (charged.get(idempotencyKey) ?? 0) + 1)
+        return `ch_${order}`
+      })
+      await step.do('receipt', async () => `receipt for ${id}`)
+      return { id }
+    },
+  )
+  return defineHarness({
+    name,
+    tools: [charge],
+    adapter: scriptedModel(
+      Array.from({ length: 400 }, (_, call) => ({ messages }: { messages: ModelMessage[] }) => {
+        seen.push(messages)
+        const last = messages.at(-1)!
+        return last.role === 'tool'
+          ? { text: `charged ${call} ${'words '.repeat(30)}` }
+          : { toolCalls: [{ name: 'charge', input: { order: String(last.content) } }] }
+      }),
+    ),
+    compaction: { maxTokens: 900, strategy: evictOldest({ keepRecentTokens: 400 }), trimAfter: 1 },
+  })
+}
+
+async function runTurns(host: HarnessHost, harness: Harness, sessionId: string, texts: string[]) {
+  const session = host.open(harness, { sessionId })
+  for (const text of texts) {
+    const { inputId } = await session.prompt(text)
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
+  }
+  return session
+}
+
+const orders = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `o${from + i}`)
+
+describe('compaction.trimAfter', () => {
+  const hosts = useInProcessHosts()
+
+  it('R21: the span before an old compaction is exported then trimmed with its inputs, calls and steps; the next turn sees the same view; no side effect runs again', async () => {
+    const seen: ModelMessage[][] = []
+    const charged = new Map<string, number>()
+    const exported: Array<{ jsonl: string; before?: string }> = []
+    const harness = trimmingHarness('trimming', seen, charged)
+    const { host, url, prefix } = hosts.start(harness, 'trim', {
+      retention: { sessionMs: 30 * 86_400_000, export: (_sid, jsonl, span) => void exported.push({ jsonl, ...span }) },
+    })
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    const session = await runTurns(host, harness, 't1', orders(0, 30))
+    const full = await session.log.read()
+    const all = await scanKeys(url, prefix)
+    const keyOf = (suffix: string) => all.find((k) => k.endsWith(`:t1:${suffix}`))!
+    const keys = { log: keyOf('log'), inputs: keyOf('inputs'), calls: keyOf('calls'), steps: keyOf('steps') }
+    const sizes = async () => ({
+      log: await redis.xlen(keys.log),
+      inputs: (await redis.hkeys(keys.inputs)).filter((field) => !field.startsWith('\0')).length,
+      calls: await redis.hlen(keys.calls),
+      steps: await redis.hlen(keys.steps),
+    })
+    const before = await sizes()
+    expect(await host.retain()).toEqual([])
+    expect(exported).toHaveLength(1)
+    const span = exported[0]!
+    const lines = span.jsonl.trimEnd().split('\n').map((l) => JSON.parse(l) as { id: string; record: { type: string } })
+    const after = await sizes()
+    // the export and what is left are the log: nothing lost, nothing twice
+    const left = await session.log.read()
+    expect([...lines.map((l) => l.id), ...left.map((e) => e.id)]).toEqual(full.map((e) => e.id))
+    expect(left[0]!.id).toBe(span.before)
+    expect(after.log).toBe(before.log - lines.length)
+    expect(lines.length).toBeGreaterThan(before.log / 2)
+    for (const key of ['inputs', 'calls', 'steps'] as const) expect(after[key]).toBeLessThan(before[key] / 2)
+    // the trimmed turns leave host.turns
+    const listed = await host.turns({ harness: 'trimming', limit: 100 })
+    expect(listed.items.length).toBe(after.inputs)
+    // the session goes on: the next view is the one the compaction left, and no charge runs twice
+    await runTurns(host, harness, 't1', orders(30, 44))
+    expect(seen.at(-1)![0]).toMatchObject({ role: 'user', content: expect.stringMatching(/earlier turns of this conversation are not shown/) })
+    expect([...charged.values()].every((n) => n === 1)).toBe(true)
+    expect(charged.size).toBe(44)
+    // a second pass trims the next span, appended after the first
+    await host.retain()
+    expect(exported.length).toBeGreaterThanOrEqual(2)
+    const second = exported[1]!.jsonl.trimEnd().split('\n').map((l) => (JSON.parse(l) as { id: string }).id)
+    expect(second[0]).toBe(span.before)
+  })
+
+  it('R21: Redis SIGKILLed and restarted from its AOF after a trim: the trimmed state holds and the next turn works', async () => {
+    const server = await startPrivateRedis()
+    hosts.defer(() => server.stop())
+    const seen: ModelMessage[][] = []
+    const charged = new Map<string, number>()
+    const harness = trimmingHarness('trimAof', seen, charged)
+    const { host } = hosts.start(harness, 'trim-aof', { redis: server.url, retention: { sessionMs: 30 * 86_400_000, export: () => {} } })
+    const session = await runTurns(host, harness, 'a1', orders(0, 16))
+    await host.retain()
+    const kept = await session.log.read()
+    await server.kill()
+    await server.restart()
+    expect(await session.log.read()).toEqual(kept)
+    await runTurns(host, harness, 'a1', orders(16, 18))
+    expect([...charged.values()].every((n) => n === 1)).toBe(true)
+  })
+})
