@@ -2,7 +2,7 @@ import { scripts } from './commands/index.js'
 import { namedIndexKeys } from './keys.js'
 import { objectJson } from './storedRecords.js'
 import { compareIds } from './sharedReader.js'
-import type { LogStream } from './stream.js'
+import { isRecord, type LogStream } from './stream.js'
 
 /**
  * Trimming (compaction.trimAfter, docs/compaction.md "Trimming"): the log entries before the input of
@@ -32,7 +32,14 @@ export interface TrimLater {
   later?: number
 }
 
-const STEP_TYPES = new Set(['harness.tool.step', 'harness.tool.step.retry', 'harness.tool.sleep', 'harness.tool.ask', 'harness.tool.wait', 'harness.tool.event'])
+const STEP_TYPES = new Set([
+  'harness.tool.step',
+  'harness.tool.step.retry',
+  'harness.tool.sleep',
+  'harness.tool.ask',
+  'harness.tool.wait',
+  'harness.tool.event',
+])
 /** An open item holds its entries in Redis: looked at again this much later. */
 const OPEN_RETRY_MS = 3600_000
 
@@ -41,13 +48,19 @@ interface Span {
   last: string
 }
 
+/** The trim period a session's read pointer (its "\0compaction" field) holds, in ms; undefined: none. */
+export function trimPeriod(pointer: string | null | undefined): number | undefined {
+  const parsed: { trimAfter?: unknown } | null = pointer ? JSON.parse(pointer) : null
+  return typeof parsed?.trimAfter === 'number' && parsed.trimAfter > 0 ? parsed.trimAfter : undefined
+}
+
 /** Reads the session's log and picks what a trim of the compactions made before `olderThan` removes. */
 export async function planTrim(stream: LogStream, olderThan: number, now: number): Promise<TrimPlan | TrimLater> {
   const pointer = await stream.command('trim', () => stream.redis.hget(stream.keys.inputs, '\0compaction'))
-  const period = pointer ? (JSON.parse(pointer) as { trimAfter?: number }).trimAfter : undefined
+  const period = trimPeriod(pointer)
   if (!period) return {}
   const raw: Array<[string, string[]]> = []
-  for (let from = '-'; ; ) {
+  for (let from = '-'; ;) {
     const page = await stream.command('trim', () => stream.redis.xrange(stream.keys.log, from, '+', 'COUNT', 1000))
     raw.push(...page)
     if (page.length < 1000) break
@@ -66,18 +79,20 @@ export async function planTrim(stream: LogStream, olderThan: number, now: number
   for (const entry of raw) {
     const parsed = stream.parseEntry(entry)
     if (!parsed) continue
-    const record = parsed.record as Record<string, unknown> & { type: string }
-    if (typeof record.inputId === 'string') touch(inputs, record.inputId, parsed.id)
-    if (typeof record.toolCallId === 'string') {
-      touch(calls, record.toolCallId, parsed.id)
-      if (STEP_TYPES.has(record.type) && typeof record.name === 'string')
-        (steps.get(record.toolCallId) ?? steps.set(record.toolCallId, new Set()).get(record.toolCallId)!).add(record.name)
-      if (typeof record.questionId === 'string') questions.set(record.questionId, record.toolCallId)
+    const { record } = parsed
+    const inputId: unknown = Reflect.get(record, 'inputId')
+    const toolCallId: unknown = Reflect.get(record, 'toolCallId')
+    if (typeof inputId === 'string') touch(inputs, inputId, parsed.id)
+    if (typeof toolCallId === 'string') {
+      touch(calls, toolCallId, parsed.id)
+      const name: unknown = Reflect.get(record, 'name')
+      const questionId: unknown = Reflect.get(record, 'questionId')
+      if (STEP_TYPES.has(record.type) && typeof name === 'string')
+        (steps.get(toolCallId) ?? steps.set(toolCallId, new Set()).get(toolCallId)!).add(name)
+      if (typeof questionId === 'string') questions.set(questionId, toolCallId)
     }
-    if (record.type === 'harness.compaction') {
-      const through = record.through as { entryId: string } | undefined
-      if (through) cuts.push({ at: record.at as number, entryId: through.entryId })
-    }
+    if (isRecord(parsed, 'harness.compaction') && parsed.record.through)
+      cuts.push({ at: parsed.record.at, entryId: parsed.record.through.entryId })
   }
   const due = cuts.filter((c) => c.at <= olderThan).at(-1)
   const next = cuts.find((c) => c.at > olderThan)
@@ -93,16 +108,17 @@ export async function planTrim(stream: LogStream, olderThan: number, now: number
   type Tags = { status: string; harness?: string; tools?: string[]; metadata?: Record<string, unknown> }
   const settled = new Map<string, Tags>()
   inputIds.forEach((id, i) => {
-    const state = states[i] ? (JSON.parse(states[i]) as Tags) : undefined
+    const state: Tags | undefined = states[i] ? JSON.parse(states[i]) : undefined
     if (state?.status === 'settled') settled.set(id, state)
     else if (state && compareIds(inputs.get(id)!.first, cut) < 0) cut = inputs.get(id)!.first
   })
   const landed = new Set<string>()
   const harnessOf = new Map<string, string>()
   callIds.forEach((id, i) => {
-    const state = callStates[3 * i] ? (JSON.parse(callStates[3 * i]!) as { s?: string }).s : undefined
-    const names = callStates[3 * i + 2]
-    if (names) harnessOf.set(id, (JSON.parse(names) as string[])[1] ?? '')
+    const stored: { s?: string } | undefined = callStates[3 * i] ? JSON.parse(callStates[3 * i]!) : undefined
+    const state = stored?.s
+    const names: string[] | undefined = callStates[3 * i + 2] ? JSON.parse(callStates[3 * i + 2]!) : undefined
+    if (names) harnessOf.set(id, names[1] ?? '')
     const open = state ? state !== 'done' && state !== 'again' : callStates[3 * i + 1] !== null
     if (!open) landed.add(id)
     else if (compareIds(calls.get(id)!.first, cut) < 0) cut = calls.get(id)!.first

@@ -2,7 +2,6 @@ import { indexKeys } from '../log/index.js'
 import type { RetentionDeps } from './options.js'
 import { trimShard } from './trim.js'
 
-
 /**
  * One retention pass over the sessions index (score: last activity known), oldest first, at most
  * `limit` sessions: a session idle for `sessionMs` with nothing open is exported, then removed in one

@@ -1,4 +1,4 @@
-import { applyTrim, indexKeys, planTrim } from '../log/index.js'
+import { applyTrim, indexKeys, planTrim, trimPeriod } from '../log/index.js'
 import type { RetentionDeps } from './options.js'
 
 /**
@@ -21,7 +21,7 @@ export async function trimShard(
     const stream = deps.logFor(sessionId).stream
     // the period is the session's own (its latest compaction's trimAfter); a due score was set with it
     const pointer = await redis.hget(stream.keys.inputs, '\0compaction')
-    const period = pointer ? (JSON.parse(pointer) as { trimAfter?: number }).trimAfter : undefined
+    const period = trimPeriod(pointer)
     const plan = period ? await planTrim(stream, now - period, now) : {}
     if (!('cut' in plan)) {
       await (plan.later === undefined ? redis.zrem(index, sessionId) : redis.zadd(index, 'XX', plan.later, sessionId))

@@ -79,7 +79,10 @@ describe('compaction.trimAfter', () => {
     expect(await host.retain()).toEqual([])
     expect(exported).toHaveLength(1)
     const span = exported[0]!
-    const lines = span.jsonl.trimEnd().split('\n').map((l) => JSON.parse(l) as { id: string; record: { type: string } })
+    const lines = span.jsonl
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: string; record: { type: string } })
     const after = await sizes()
     // the export and what is left are the log: nothing lost, nothing twice
     const left = await session.log.read()
@@ -93,13 +96,19 @@ describe('compaction.trimAfter', () => {
     expect(listed.items.length).toBe(after.inputs)
     // the session goes on: the next view is the one the compaction left, and no charge runs twice
     await runTurns(host, harness, 't1', orders(30, 44))
-    expect(seen.at(-1)![0]).toMatchObject({ role: 'user', content: expect.stringMatching(/earlier turns of this conversation are not shown/) })
+    expect(seen.at(-1)![0]).toMatchObject({
+      role: 'user',
+      content: expect.stringMatching(/earlier turns of this conversation are not shown/),
+    })
     expect([...charged.values()].every((n) => n === 1)).toBe(true)
     expect(charged.size).toBe(44)
     // a second pass trims the next span, appended after the first
     await host.retain()
     expect(exported.length).toBeGreaterThanOrEqual(2)
-    const second = exported[1]!.jsonl.trimEnd().split('\n').map((l) => (JSON.parse(l) as { id: string }).id)
+    const second = exported[1]!.jsonl
+      .trimEnd()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { id: string }).id)
     expect(second[0]).toBe(span.before)
   })
 
