@@ -1,44 +1,17 @@
 // compaction.trimAfter (issue 53 item 7; docs/compaction.md, "Trimming"): the span before an old
 // enough compaction's cut is exported through retention.export and leaves Redis with the inputs,
 // calls, steps and index entries only it used; the session goes on with the same model view.
+import { spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { ModelMessage } from '@tanstack/ai'
-import { toolDefinition } from '@tanstack/ai'
-import { z } from 'zod'
 import { describe, expect, it } from 'vitest'
-import { defineHarness, durableTool, evictOldest, type Harness, type HarnessHost } from '../../src/index.js'
-import { scriptedModel } from '../../src/testing/index.js'
+import type { Harness, HarnessHost } from '../../src/index.js'
+import { trimmingHarness } from '../fixtures/trimming.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { patient } from '../helpers/patience.js'
 import { rigClient, scanKeys, startPrivateRedis } from '../rig.js'
-
-/** Each user turn: a call of `charge` (two steps), then a text answer; the views the model was sent are kept. */
-function trimmingHarness(name: string, seen: ModelMessage[][], charged: Map<string, number>): Harness {
-  const charge = durableTool(
-    toolDefinition({ name: 'charge', description: 'Charges an order', inputSchema: z.object({ order: z.string() }) }),
-    async ({ order }, { step }) => {
-      const id = await step.do(`charge:${order}`, async ({ idempotencyKey }) => {
-        charged.set(idempotencyKey, (charged.get(idempotencyKey) ?? 0) + 1)
-        return `ch_${order}`
-      })
-      await step.do('receipt', async () => `receipt for ${id}`)
-      return { id }
-    },
-  )
-  return defineHarness({
-    name,
-    tools: [charge],
-    adapter: scriptedModel(
-      Array.from({ length: 400 }, (_, call) => ({ messages }: { messages: ModelMessage[] }) => {
-        seen.push(messages)
-        const last = messages.at(-1)!
-        return last.role === 'tool'
-          ? { text: `charged ${call} ${'words '.repeat(30)}` }
-          : { toolCalls: [{ name: 'charge', input: { order: String(last.content) } }] }
-      }),
-    ),
-    compaction: { maxTokens: 900, strategy: evictOldest({ keepRecentTokens: 400 }), trimAfter: 1 },
-  })
-}
 
 async function runTurns(host: HarnessHost, harness: Harness, sessionId: string, texts: string[]) {
   const session = host.open(harness, { sessionId })
@@ -126,6 +99,36 @@ describe('compaction.trimAfter', () => {
     await server.restart()
     expect(await session.log.read()).toEqual(kept)
     await runTurns(host, harness, 'a1', orders(16, 18))
+    expect([...charged.values()].every((n) => n === 1)).toBe(true)
+  })
+
+  it('R21: the process trimming is SIGKILLed after the export and before the trim: nothing is trimmed, and the next pass exports the same span again and trims it', async () => {
+    const charged = new Map<string, number>()
+    const harness = trimmingHarness('trimKill', [], charged)
+    const exported: Array<{ jsonl: string; before?: string }> = []
+    const { host, url, prefix } = hosts.start(harness, 'trim-kill', {
+      retention: { sessionMs: 30 * 86_400_000, export: (_sid, jsonl, span) => void exported.push({ jsonl, ...span }) },
+    })
+    const session = await runTurns(host, harness, 'k1', orders(0, 20))
+    const full = await session.log.read()
+    const file = join(tmpdir(), `trim-kill-${process.pid}-${Date.now()}.json`)
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/trimming.ts'], {
+      env: { ...process.env, REDIS_URL: url, DH_PREFIX: prefix, DH_TRIM_EXPORT_FILE: file },
+      stdio: 'ignore',
+    })
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    hosts.defer(() => child.kill('SIGKILL'))
+    const deadline = Date.now() + patient(60_000)
+    while (!existsSync(file) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    const first = JSON.parse(readFileSync(file, 'utf8')) as { sessionId: string; jsonl: string; before: string }
+    child.kill('SIGKILL')
+    await exited
+    expect(first.sessionId).toBe('k1')
+    expect(await session.log.read()).toEqual(full)
+    await host.retain()
+    expect(exported[0]).toEqual({ jsonl: first.jsonl, before: first.before })
+    expect((await session.log.read())[0]!.id).toBe(first.before)
+    await runTurns(host, harness, 'k1', orders(20, 24))
     expect([...charged.values()].every((n) => n === 1)).toBe(true)
   })
 })
