@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction,fanout]`
+// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction,trimming,fanout]`
 // `npm run bench -- --only million [--calls N] [--park-budget <seconds>] [--quick]`: a million waiting calls (million.ts,
 // its own redis-server; not in the default run; --quick parks 20,000; its row limit is 3 h unless --row-limit says)
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
@@ -21,6 +21,7 @@ import { againstMain } from './against.js'
 import { measureAppendThroughput } from './appendThroughput.js'
 import { measureCrash } from './crash.js'
 import { measureCompaction, type CompactionResult } from './compaction.js'
+import { measureTrimming, type TrimmingResult } from './trimming.js'
 import { measureEvents } from './events.js'
 import { measureFanout, type FanoutResult } from './fanout.js'
 import { measureEventWaits } from './eventWaits.js'
@@ -53,6 +54,7 @@ const MEASUREMENTS = [
   'retention',
   'turns-index',
   'compaction',
+  'trimming',
   'fanout',
 ] as const
 /** Rows only `--only` runs (not in the default run). */
@@ -139,6 +141,7 @@ async function withinRowLimit<T>(name: string, work: Promise<T>, limitMs: number
 }
 
 const ms = (x: number) => (x >= 100 ? `${x.toFixed(0)} ms` : x >= 10 ? `${x.toFixed(1)} ms` : `${x.toFixed(3)} ms`)
+const kib = (bytes: number) => `${Math.round(bytes / 1024).toLocaleString('en-US')} KiB`
 const perSec = (x: number) => `${Math.round(x).toLocaleString('en-US')}/s`
 /** The ratio to 2 decimals, or 3 where 2 would round it onto its bound (0.797 shows 0.797x, not 0.80x). */
 const x = (r: number | null, limit?: number) => {
@@ -235,6 +238,8 @@ async function main(): Promise<void> {
       retention: () => measureRetention(url, { quick, progress }),
       'turns-index': () => measureTurnsIndex(url, { quick, progress }),
       compaction: () => measureCompaction(url, { quick, progress }),
+      // its own private redis-server: the bytes are of its sessions alone
+      trimming: () => measureTrimming({ quick, progress }),
       // its own private redis-server: the memory figure is of its calls alone
       million: () =>
         measureMillion({
@@ -312,6 +317,7 @@ type Results = {
   retention?: Awaited<ReturnType<typeof measureRetention>>
   'turns-index'?: Awaited<ReturnType<typeof measureTurnsIndex>>
   compaction?: CompactionResult
+  trimming?: TrimmingResult
   million?: MillionResult
   fanout?: FanoutResult
 }
@@ -661,6 +667,24 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       )
     }
   } else missing('9a', 'largest model input with compaction', '<= 1x', 'compaction')
+  if (r.trimming) {
+    const t = r.trimming
+    atMost(
+      '9c',
+      `Redis bytes of a session of ${t.turns.toLocaleString('en-US')} turns, compacted and trimmed (${t.inputsLeft} turns, ${t.entriesLeft} entries left)`,
+      kib(t.trimmedBytes),
+      `its last 100 turns alone ${kib(t.recentBytes)}`,
+      t.trimmedBytes / t.recentBytes,
+      1.2,
+    )
+    info(
+      '9c',
+      'capped streams apart (queue events, live deltas): trimmed / last 100 turns',
+      kib(t.cappedBytes.trimmed),
+      kib(t.cappedBytes.recent),
+      t.cappedBytes.trimmed / t.cappedBytes.recent,
+    )
+  } else missing('9c', 'Redis bytes of a trimmed session of 10,000 turns', '<= 1.2x', 'trimming')
   if (r.million) millionRows(r.million, atMost, info)
   else if (only.includes('million')) missing('10a', 'a million waiting calls', '(see 10a-10f)', 'million')
   // 11. fan-out (issue 54): collecting 1,000 child calls against 1,000 runTool calls; a parked parent's memory per child

@@ -41,7 +41,7 @@ describe('compaction.trimAfter', () => {
     const full = await session.log.read()
     const all = await scanKeys(url, prefix)
     const keyOf = (suffix: string) => all.find((k) => k.endsWith(`:t1:${suffix}`))!
-    const keys = { log: keyOf('log'), inputs: keyOf('inputs'), calls: keyOf('calls'), steps: keyOf('steps') }
+    const keys = { log: keyOf('log'), inputs: keyOf('inputs'), calls: keyOf('calls'), steps: keyOf('steps'), usage: keyOf('usage') }
     const sizes = async () => ({
       log: await redis.xlen(keys.log),
       inputs: (await redis.hkeys(keys.inputs)).filter((field) => !field.startsWith('\0')).length,
@@ -49,6 +49,7 @@ describe('compaction.trimAfter', () => {
       steps: await redis.hlen(keys.steps),
     })
     const before = await sizes()
+    const usageBefore = await redis.hgetall(keys.usage)
     expect(await host.retain()).toEqual([])
     expect(exported).toHaveLength(1)
     const span = exported[0]!
@@ -64,6 +65,18 @@ describe('compaction.trimAfter', () => {
     expect(after.log).toBe(before.log - lines.length)
     expect(lines.length).toBeGreaterThan(before.log / 2)
     for (const key of ['inputs', 'calls', 'steps'] as const) expect(after[key]).toBeLessThan(before[key] / 2)
+    // the trimmed turns' spend leaves the usage hash; the session's totals stay
+    const usageAfter = await redis.hgetall(keys.usage)
+    const trimmedInputs = new Set(
+      lines.flatMap((l) => (l.record.type === 'harness.input' ? [(l.record as { inputId?: string }).inputId] : [])),
+    )
+    expect(trimmedInputs.size).toBeGreaterThan(0)
+    const perTurn = (usage: Record<string, string>) => Object.keys(usage).filter((f) => f.startsWith('i/'))
+    expect(perTurn(usageBefore).some((f) => trimmedInputs.has(f.split('/')[2]))).toBe(true)
+    expect(perTurn(usageAfter).filter((f) => trimmedInputs.has(f.split('/')[2]))).toEqual([])
+    expect(perTurn(usageAfter).length).toBeGreaterThan(0)
+    const totals = (usage: Record<string, string>) => Object.fromEntries(Object.entries(usage).filter(([f]) => !f.startsWith('i/')))
+    expect(totals(usageAfter)).toEqual(totals(usageBefore))
     // the trimmed turns leave host.turns
     const listed = await host.turns({ harness: 'trimming', limit: 100 })
     expect(listed.items.length).toBe(after.inputs)

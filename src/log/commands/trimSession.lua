@@ -1,8 +1,9 @@
 --[[
   Trimming (compaction.trimAfter): removes from Redis a session's log entries before `cut`, after the
   caller exported them, with what only they used: the settled inputs, landed calls, their steps and
-  questions whose every entry lies before the cut, their entries in the turns indexes and their ids
-  in the conversation projection. Nothing is removed when one of those items is open again (a rerun
+  questions whose every entry lies before the cut, their entries in the turns indexes, their turns'
+  spend in the session's usage hash (the session's totals stay) and their ids in the conversation
+  projection. Nothing is removed when one of those items is open again (a rerun
   since the caller looked): the caller looks again later. The view never reads before the cut: the
   caller cuts at or before the input of the last turn a compaction took out of the view.
 
@@ -14,7 +15,8 @@
     KEYS[5] questions: questions hash
     KEYS[6] conversation: the session's conversation projection
     KEYS[7] trims: the shard's trim index (member sessionId, score: when it is due)
-    KEYS[8..] turnIndexes: the turns, tool and tag indexes the trimmed inputs are in (keys.ts namedIndexKeys)
+    KEYS[8] usage: the session's spend totals (includes/usage.lua): the removed turns' fields go
+    KEYS[9..] turnIndexes: the turns, tool and tag indexes the trimmed inputs are in (keys.ts namedIndexKeys)
     ARGV[1] sessionId: the session id
     ARGV[2] cut: the first entry id kept
     ARGV[3] inputIds: JSON array of the input ids removed
@@ -26,11 +28,13 @@
   Output:
     {'trimmed', entriesRemoved} | {'open', id} (an item is open again: nothing removed)
 ]]
-local logKey, inputsKey, callsKey, stepsKey, questionsKey, convKey, trimsKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local logKey, inputsKey, callsKey, stepsKey, questionsKey, convKey, trimsKey, usageKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local sessionId, cut, nextDue = ARGV[1], ARGV[2], ARGV[7]
 local inputIds, callIds, steps, questionIds =
   cjson.decode(ARGV[3]), cjson.decode(ARGV[4]), cjson.decode(ARGV[5]), cjson.decode(ARGV[6])
+
+--@include usage
 
 local function before(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
@@ -75,8 +79,9 @@ if raw and popped > 0 then
 end
 for i, inputId in ipairs(inputIds) do
   if inputs[i] then
-    for k = 8, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputId) end
+    for k = 9, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputId) end
     redis.call('HDEL', inputsKey, inputId)
+    for _, metric in ipairs(USAGE_METRICS) do redis.call('HDEL', usageKey, 'i/' .. metric .. '/' .. inputId) end
   end
 end
 for _, toolCallId in ipairs(callIds) do
