@@ -11,12 +11,17 @@
 //   view from the pointer = whole    the next turn's view from the compaction's read pointer equals the one
 //                                    from the whole conversation
 //   turns completed                  every turn completed
+// With --trim, the harness trims 1 ms after each compaction (compaction.trimAfter) and the chaos process
+// runs a retention pass every 200 ms through the kills and the Redis restart, then one at the end; the
+// checks above read each session's whole log as the exports and Redis hold it together, and:
+//   spans exported once, in order   the exported entries (a re-export of a span repeats them exactly) and
+//                                    then Redis's form one log, ids increasing; every session was trimmed
 // The exit code is 1 if any fails.
 import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { pino } from 'pino'
 import { createHarnessHost, createRedisClient } from '../../src/index.js'
-import { SessionLog, isRecord, type LogEntry } from '../../src/log/index.js'
+import { SessionLog, conversationOf, isRecord, parseRecord, type LogEntry } from '../../src/log/index.js'
 import { spawnWorker, startRedisServer, type WorkerProcess } from '../../src/testing/index.js'
 import { buildMessages } from '../../src/turn/model.js'
 import { turnView } from '../../src/turn/view.js'
@@ -42,7 +47,19 @@ export async function compactionChaos(argv: string[]): Promise<number> {
   const redis = await startRedisServer({ appendonly: true, hz: 100 })
   const prefix = `chaos-compaction-${randomBytes(3).toString('hex')}`
   const logger = pino({ level: 'silent' })
-  const host = createHarnessHost({ redis: redis.url, harnesses: [compactingChaos], prefix, logger })
+  const trim = process.env.DH_CHAOS_TRIM === '1'
+  const exported = new Map<string, string[]>()
+  const retention = {
+    sessionMs: 30 * 86_400_000,
+    export: (sessionId: string, jsonl: string) =>
+      void exported.set(sessionId, [...(exported.get(sessionId) ?? []), ...jsonl.split('\n').filter(Boolean)]),
+  }
+  const host = createHarnessHost({ redis: redis.url, harnesses: [compactingChaos], prefix, logger, ...(trim ? { retention } : {}) })
+  let trimming = trim
+  const passes = (async () => {
+    // a pass caught by the Redis restart fails: the next one goes on
+    while (trimming) await Promise.all([host.retain().catch(() => {}), sleep(200)])
+  })()
   const spawn = () => spawnWorker({ redisUrl: redis.url, prefix, module: MODULE, concurrency: 4 })
   let worker: WorkerProcess = await spawn()
   const results: Round[] = []
@@ -83,16 +100,22 @@ export async function compactionChaos(argv: string[]): Promise<number> {
       }
       if (round.recordsAtKill === undefined) round.failures.push('no summary call started: the round killed nothing')
     }
+    trimming = false
+    await passes
+    if (trim) await host.retain()
     // ---- a fresh reader checks every session ----
     const client = createRedisClient(redis.url)
     const calls = readLines<SeenCall>(prefix, 'calls')
     try {
-      for (const round of results)
-        round.failures.push(...(await checkCompactedSession(new SessionLog(client, prefix, round.sessionId), calls)))
+      for (const round of results) {
+        const log = new SessionLog(client, prefix, round.sessionId)
+        round.failures.push(...(await checkCompactedSession(log, calls, TURNS, trim ? await wholeLog(log, exported) : undefined)))
+      }
     } finally {
       client.disconnect()
     }
   } finally {
+    trimming = false
     await worker.kill('SIGKILL').catch(() => {})
     await host.close().catch(() => {})
     await redis.stop()
@@ -107,6 +130,7 @@ export async function compactionChaos(argv: string[]): Promise<number> {
     ['views rebuilt = views live (R21)', ok(results, 'view'), ''],
     ['view from the pointer = whole (R21)', ok(results, 'pointer'), ''],
     ['turns completed', ok(results, 'turn'), ''],
+    ...(trim ? [['spans exported once, in order', ok(results, 'span'), `${[...exported.values()].flat().length} lines exported`]] : []),
   ]
   process.stdout.write(`${rows.map((row) => row.join(' | ')).join('\n')}\n`)
   for (const round of failed) for (const f of round.failures) process.stdout.write(`FAIL ${round.sessionId}: ${f}\n`)
@@ -119,10 +143,49 @@ const ok = (results: Round[], what: string) => {
   return bad.length === 0 ? 'ok' : `${bad.length} sessions failed`
 }
 
-/** The invariants of one session of `turns` turns, from its log alone (and the calls the model recorded): the failures, each prefixed by its row. */
-export async function checkCompactedSession(log: SessionLog, calls: SeenCall[], turns = TURNS): Promise<string[]> {
+/**
+ * A trimmed session's whole log: its exported lines (a span exported twice must repeat itself) and
+ * then what Redis holds; `failures` of the 'span' row when they do not form one log in id order.
+ */
+async function wholeLog(log: SessionLog, exported: Map<string, string[]>): Promise<{ entries: LogEntry[]; failures: string[] }> {
   const failures: string[] = []
-  const conversation = await log.inputs.conversation()
+  const byId = new Map<string, string>()
+  for (const line of exported.get(log.sessionId) ?? []) {
+    const { id } = JSON.parse(line) as { id: string }
+    if (byId.has(id) && byId.get(id) !== line) failures.push(`span: entry ${id} was exported twice, differently`)
+    byId.set(id, line)
+  }
+  if (byId.size === 0) failures.push('span: nothing of the session was trimmed')
+  const kept = await log.stream.read()
+  const entries: LogEntry[] = []
+  for (const line of byId.values()) {
+    const { id, record } = JSON.parse(line) as { id: string; record: unknown }
+    const parsed = parseRecord(record, 'read')
+    if (parsed !== 'skip') entries.push({ id, record: parsed })
+  }
+  entries.push(...kept)
+  const ids = [...byId.keys(), ...kept.map((e) => e.id)]
+  const order = (id: string) => id.split('-').map(BigInt)
+  for (let i = 1; i < ids.length; i++) {
+    const [a, b] = [order(ids[i - 1]!), order(ids[i]!)]
+    if (!(a[0]! < b[0]! || (a[0] === b[0] && a[1]! < b[1]!))) failures.push(`span: entry ${ids[i]} follows ${ids[i - 1]}, out of order`)
+  }
+  return { entries, failures }
+}
+
+/**
+ * The invariants of one session of `turns` turns, from its log alone (and the calls the model
+ * recorded): the failures, each prefixed by its row. `whole`: a trimmed session's exported and kept
+ * entries, read in place of Redis's conversation.
+ */
+export async function checkCompactedSession(
+  log: SessionLog,
+  calls: SeenCall[],
+  turns = TURNS,
+  whole?: { entries: LogEntry[]; failures: string[] },
+): Promise<string[]> {
+  const failures: string[] = [...(whole?.failures ?? [])]
+  const conversation = whole ? conversationOf(whole.entries) : await log.inputs.conversation()
   const compactions = conversation.filter((e) => isRecord(e, 'harness.compaction'))
   const cuts = compactions.map((e) => (isRecord(e, 'harness.compaction') ? (e.record.through?.inputId ?? '') : ''))
   if (new Set(cuts).size !== cuts.length) failures.push(`cut: two compactions cut through the same turn (${cuts.join(', ')})`)

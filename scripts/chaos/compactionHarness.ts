@@ -3,6 +3,7 @@
 // answers to a file under the OS temp dir (named by DH_PREFIX), so the chaos process can compare the
 // view each live call got with the one a fresh reader rebuilds from the log. The summarizer marks its
 // start in another file and streams its text slowly (about 1.7 s), so a SIGKILL lands inside it.
+// With DH_CHAOS_TRIM=1 (`--compaction --trim`) its compactions trim the span before their cut.
 import { appendFileSync, existsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -59,5 +60,10 @@ export const compactingChaos = defineHarness({
   name: 'chaos-compaction',
   adapter: main,
   durability: { lockMs: 1_000, stalledMs: 500 },
-  compaction: { maxTokens: 800, strategy: summarizeOldest({ keepRecentTokens: 350, summarize: summarizer }) },
+  compaction: {
+    maxTokens: 800,
+    strategy: summarizeOldest({ keepRecentTokens: 350, summarize: summarizer }),
+    // --trim (DH_CHAOS_TRIM, set before this module loads, workers included): each cut is due for trimming at once
+    ...(process.env.DH_CHAOS_TRIM === '1' ? { trimAfter: 1 } : {}),
+  },
 })

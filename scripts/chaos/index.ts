@@ -1,5 +1,5 @@
 // `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults] [--liveness]`
-// `npm run chaos -- --compaction [--rounds N] [--quick]`: SIGKILLs during compaction summary calls (compaction.ts)
+// `npm run chaos -- --compaction [--trim] [--rounds N] [--quick]`: SIGKILLs during compaction summary calls (compaction.ts)
 //
 // --liveness: the workers' lock is 30 s (CHAOS_LOCK_MS), so a killed worker's calls and turns run again
 // soon only when the other workers find it gone (worker liveness, docs/recovery.md): the run must
@@ -124,6 +124,8 @@ function parseArgs(argv: string[]) {
 
 // --compaction: the compaction variant, a run of its own (compaction.ts)
 if (process.argv.includes('--compaction')) {
+  // --trim: the harness module reads it when it loads, here and in the worker processes
+  if (process.argv.includes('--trim')) process.env.DH_CHAOS_TRIM = '1'
   const { compactionChaos } = await import('./compaction.js')
   process.exit(await compactionChaos(process.argv.slice(2)))
 }

@@ -207,6 +207,9 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     return sweep({ openWork, harnesses, queuesOf, logFor, endParkedCalls, logger }, sweepOptions)
   }
   const retention = options.retention ? retentionOf(options.retention) : undefined
+  const trimming = all.filter((h) => h.compaction?.trimAfterMs !== undefined).map((h) => h.name)
+  if (!retention && trimming.length > 0)
+    logger.warn({ harnesses: trimming }, 'compaction.trimAfter needs the host option retention (its export): nothing is trimmed')
   const eventRetentionMs = options.events?.retention === undefined ? DEFAULT_EVENT_RETENTION_MS : parseDuration(options.events.retention)
   const waits = new EventWaits(logRedis, prefix, eventRetentionMs)
   const abortTurn = async (name: string, sessionId: string, inputId: string, reason: string) => {
