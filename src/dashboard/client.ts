@@ -140,7 +140,7 @@ li.error .kind { color: #b3261e; } li.step .kind, li.attempt .kind { color: #1a5
 form.answer label { display: block; margin-top: 8px; font-weight: 600; } form.answer label.check { font-weight: 400; }
 form.answer input[type=text], form.answer input[type=number], form.answer select, form.answer textarea { width: 100%; max-width: 420px; padding: 4px; }
 form.answer button { margin-top: 10px; margin-right: 8px; padding: 5px 14px; }
-form.answer .status { margin-left: 8px; color: #555; } .hint { display: block; color: #666; }
+form.answer .status, form.resume .status, form.context .status { margin-left: 8px; color: #555; } .hint { display: block; color: #666; }
 .muted { color: #778; }
 form.op { display: inline; margin-right: 6px; } form.op .status { margin-left: 6px; color: #555; } form.filter, .harnesses, form.bulk { display: block; margin: 8px 0; }
 `

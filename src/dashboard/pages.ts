@@ -144,7 +144,8 @@ export function sessionPage(
       data-op="reset"
       data-confirm="Start the model's context over from the note?"
     >
-      <input type="text" name="note" placeholder="note the model sees instead (optional)" />
+      Start the model's context over from a note
+      <input type="text" name="note" size="40" aria-label="note" placeholder="the note the model sees instead (optional)" />
       <button type="submit">Reset</button><span class="status"></span>
     </form>
     ${

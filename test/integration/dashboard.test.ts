@@ -145,6 +145,7 @@ describe('the dashboard in headless Chromium', () => {
       .locator('#timeline li', { hasText: "the model's context starts over from the note: the user <b>wants</b> a refund" })
       .waitFor()
     expect(await page.locator('#timeline b').count()).toBe(0)
+    if (SHOTS) await page.screenshot({ path: 'docs/dashboard-context.png', fullPage: true })
     expect(records(await session.log.read(), 'harness.compaction')).toEqual([
       expect.objectContaining({ strategy: 'evictOldest', reason: 'manual' }),
       expect.objectContaining({ strategy: 'reset', reason: 'reset', summary: 'the user <b>wants</b> a refund' }),
