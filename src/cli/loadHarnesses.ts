@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url'
 import { z } from 'zod'
 import { ConfigError } from '../errors/index.js'
 import { TOOLS_BY_NAME, type Harness } from '../core/index.js'
+import type { HostOptions } from '../harness/host.js'
 
 // TOOLS_BY_NAME is a Symbol.for key, so a harness made by another copy of the package (the user's
 // node_modules, while this bin is global or npx's) is recognised too.
@@ -74,6 +75,17 @@ async function importModule(specifier: string): Promise<Record<string, unknown>>
  * modules load as they are; a TypeScript module loads when `tsx` is installed in the user's project.
  */
 export async function loadHarnesses(specifier: string | undefined): Promise<Harness[]> {
+  return (await loadHostModule(specifier)).harnesses
+}
+
+/**
+ * A harness module as the worker and sweeper processes load it: its harnesses (loadHarnesses) and,
+ * when it exports one, its `retention` (the host option, docs/retention.md: its `export` is code,
+ * so it lives in the module), checked by createHarnessHost.
+ */
+export async function loadHostModule(
+  specifier: string | undefined,
+): Promise<{ harnesses: Harness[]; retention?: HostOptions['retention'] }> {
   if (!specifier) throw new ConfigError('Name a harness module: worker <path-or-package> (or set HARNESS_MODULE).')
   const mod = await importModule(specifier)
   const candidates = [mod.default, mod.harnesses].flatMap((v) => (Array.isArray(v) ? v : [v])).filter(isHarness)
@@ -82,5 +94,17 @@ export async function loadHarnesses(specifier: string | undefined): Promise<Harn
     throw new ConfigError(
       `Module ${specifier} exports no harness: export one made by defineHarness (default, named, or in a "harnesses" array).`,
     )
-  return [...new Set(found)]
+  const harnesses = [...new Set(found)]
+  const { retention } = mod
+  if (retention === undefined) return { harnesses }
+  if (!isRetention(retention))
+    throw new ConfigError(
+      `Module ${specifier} exports a "retention" that is not the host option: export { sessionMs, export(sessionId, jsonl, span?) } (docs/retention.md), or nothing.`,
+    )
+  return { harnesses, retention }
+}
+
+/** The host's retention option, as far as the loader checks it (createHarnessHost checks the values). */
+function isRetention(value: unknown): value is NonNullable<HostOptions['retention']> {
+  return typeof value === 'object' && value !== null && 'export' in value && typeof value.export === 'function'
 }

@@ -5,7 +5,7 @@ import { parseClusterNodes, type RedisConnection } from '../harness/connection.j
 import { createHarnessHost, type CloseOptions, type CloseResult, type HarnessHost } from '../harness/host.js'
 import { createLogger } from '../logger.js'
 import { serveMetrics } from '../telemetry/index.js'
-import { loadHarnesses } from './loadHarnesses.js'
+import { loadHostModule } from './loadHarnesses.js'
 import { messageOf } from './command.js'
 import { terminalSafe } from '../terminalText.js'
 
@@ -13,14 +13,17 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 /** Time SIGTERM gives active jobs; below docker compose's stop_grace_period (30 s), so we leave before SIGKILL. */
 const DEFAULT_SHUTDOWN_GRACE_MS = 25_000
 
-function shutdownGraceMs(): number {
-  const raw = process.env.SHUTDOWN_GRACE_MS
-  if (raw === undefined || raw === '') return DEFAULT_SHUTDOWN_GRACE_MS
+/** A duration in ms from the environment variable `name`: `fallback` when unset, a ConfigError when it is no whole number of 0 or more. */
+export function msFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
   const ms = Number(raw)
   if (!Number.isInteger(ms) || ms < 0)
-    throw new ConfigError(`SHUTDOWN_GRACE_MS must be a whole number of milliseconds (0 or more), not ${JSON.stringify(raw)}.`)
+    throw new ConfigError(`${name} must be a whole number of milliseconds (0 or more), not ${JSON.stringify(terminalSafe(raw))}.`)
   return ms
 }
+
+const shutdownGraceMs = () => msFromEnv('SHUTDOWN_GRACE_MS', DEFAULT_SHUTDOWN_GRACE_MS)
 
 function metricsPort(raw: string): number {
   const port = Number(raw)
@@ -82,9 +85,17 @@ export async function startProcess(
   let host: HarnessHost | undefined
   try {
     const graceMs = shutdownGraceMs()
-    const harnesses = await loadHarnesses(argv[0] ?? process.env.HARNESS_MODULE)
+    const { harnesses, retention } = await loadHostModule(argv[0] ?? process.env.HARNESS_MODULE)
     const { redis, shown } = redisFromEnv()
-    host = createHarnessHost({ redis, harnesses, prefix: process.env.DH_PREFIX ?? 'dh', logger, ...waitReplicasFromEnv() })
+    const prefix = process.env.DH_PREFIX ?? 'dh'
+    host = createHarnessHost({
+      redis,
+      harnesses,
+      prefix,
+      logger,
+      ...waitReplicasFromEnv(),
+      ...(retention === undefined ? {} : { retention }),
+    })
     await host.ready()
     const running = run(host, logger)
     const metrics = process.env.METRICS_PORT ? await serveMetrics(host, metricsPort(process.env.METRICS_PORT)) : undefined

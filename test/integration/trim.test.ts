@@ -2,16 +2,18 @@
 // enough compaction's cut is exported through retention.export and leaves Redis with the inputs,
 // calls, steps and index entries only it used; the session goes on with the same model view.
 import { spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ModelMessage } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
-import type { Harness, HarnessHost } from '../../src/index.js'
+import { createHarnessHost, type Harness, type HarnessHost } from '../../src/index.js'
+import { compareIds } from '../../src/log/index.js'
 import { trimmingHarness } from '../fixtures/trimming.js'
-import { useInProcessHosts } from '../helpers/hosts.js'
+import { quiet, useInProcessHosts } from '../helpers/hosts.js'
+import { spawnWorker } from '../helpers/workerProcess.js'
 import { patient } from '../helpers/patience.js'
-import { rigClient, scanKeys, startPrivateRedis } from '../rig.js'
+import { rigClient, scanKeys, startPrivateRedis, uniquePrefix } from '../rig.js'
 
 async function runTurns(host: HarnessHost, harness: Harness, sessionId: string, texts: string[]) {
   const session = host.open(harness, { sessionId })
@@ -96,6 +98,48 @@ describe('compaction.trimAfter', () => {
       .split('\n')
       .map((l) => (JSON.parse(l) as { id: string }).id)
     expect(second[0]).toBe(span.before)
+  })
+
+  it('R21: a worker process (harness worker) on a module that exports retention trims on its sweep; the export appended and what is left form the log', async () => {
+    const file = join(tmpdir(), `trim-worker-${process.pid}-${Date.now()}.jsonl`)
+    hosts.defer(() => rmSync(file, { force: true }))
+    const prefix = uniquePrefix('trim-worker')
+    const worker = await spawnWorker({
+      redisUrl: hosts.url(),
+      prefix,
+      module: 'test/fixtures/trimmingWorker.ts',
+      env: { SWEEP_EVERY_MS: '200', DH_TRIM_APPEND_FILE: file },
+    })
+    hosts.defer(() => worker.kill('SIGKILL'))
+    const { harnesses } = await import('../fixtures/trimmingWorker.js')
+    const host = createHarnessHost({ redis: hosts.url(), harnesses, prefix, logger: quiet })
+    hosts.defer(() => host.close())
+    const session = host.open(harnesses[0]!, { sessionId: 'w1' })
+    for (const text of orders(0, 20)) {
+      const { inputId } = await session.prompt(text)
+      expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
+    }
+    const ids = (text: string) =>
+      text
+        .trimEnd()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { id: string }).id)
+    // the worker's pass appends the span, then trims: Redis then starts after the last exported entry
+    const exported = () => (existsSync(file) ? [...new Set(ids(readFileSync(file, 'utf8')))] : [])
+    // passes go on every 200 ms: wait for one after the last compaction that could be trimmed
+    const trimmed = async () => {
+      const kept = await session.log.read()
+      return exported().length > kept.length && compareIds(kept[0]!.id, exported().at(-1)!) > 0
+    }
+    const deadline = Date.now() + patient(30_000)
+    while (!(await trimmed()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    expect(await trimmed()).toBe(true)
+    const left = (await session.log.read()).map((e) => e.id)
+    const whole = [...exported(), ...left]
+    expect(whole).toEqual([...whole].sort(compareIds))
+    const { inputId } = await session.prompt('o20')
+    expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
   })
 
   it('R21: Redis SIGKILLed and restarted from its AOF after a trim: the trimmed state holds and the next turn works', async () => {

@@ -2,20 +2,21 @@ import { startSweepTimer } from '../../harness/sweepTimer.js'
 import { stringOption, type Command, type CommandInput } from '../command.js'
 import { withHost } from '../connect.js'
 import { jsonLine, print } from '../output.js'
-import { startProcess, workerShards } from '../processEnv.js'
+import { msFromEnv, startProcess, workerShards } from '../processEnv.js'
 
 /** The worker process: turn and tool workers of a harness module (workers/worker.ts, `harness worker`). */
 export function runWorker(argv: string[]): Promise<void> {
   return startProcess('worker', argv, (host) => {
     const shards = workerShards()
-    return host.startWorkers({ concurrency: Number(process.env.CONCURRENCY ?? 10), ...(shards ? { shards } : {}) })
+    const sweepEveryMs = msFromEnv('SWEEP_EVERY_MS', 30_000)
+    return host.startWorkers({ concurrency: Number(process.env.CONCURRENCY ?? 10), sweepEveryMs, ...(shards ? { shards } : {}) })
   })
 }
 
 /** The sweeper process: a recovery pass every SWEEP_EVERY_MS (workers/sweeper.ts, `harness sweep`). */
 export function runSweeper(argv: string[]): Promise<void> {
   return startProcess('sweeper', argv, (host, logger) => {
-    const timer = startSweepTimer(() => host.sweep(), Number(process.env.SWEEP_EVERY_MS ?? 10_000), logger)
+    const timer = startSweepTimer(() => host.sweep(), msFromEnv('SWEEP_EVERY_MS', 10_000), logger)
     return { close: async () => timer.stop() }
   })
 }
@@ -34,7 +35,10 @@ export const worker: Command = {
   name: 'worker',
   args: '[harness-module]',
   summary: 'Runs the turn and tool workers of a harness module until SIGTERM/SIGINT (active jobs get SHUTDOWN_GRACE_MS).',
-  details: ['Env: REDIS_URL, DH_PREFIX, HARNESS_MODULE, CONCURRENCY, SHUTDOWN_GRACE_MS, LOG_LEVEL, METRICS_PORT (serves /metrics).'],
+  details: [
+    'Env: REDIS_URL, DH_PREFIX, HARNESS_MODULE, CONCURRENCY, SWEEP_EVERY_MS (its sweep and retention pass; default 30000, 0: none), SHUTDOWN_GRACE_MS, LOG_LEVEL, METRICS_PORT (serves /metrics).',
+    'A module that exports `retention` (the host option) has its sessions exported, removed and trimmed by the workers.',
+  ],
   options: {
     concurrency: { type: 'string', help: 'jobs at once per queue (env CONCURRENCY; default 10)' },
   },
