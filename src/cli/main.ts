@@ -3,6 +3,7 @@ import { redactCredentials } from '../credentials.js'
 import { DurableHarnessError, UsageError } from '../errors/index.js'
 import { commandHelp, messageOf, parseCommand, type Command } from './command.js'
 import { abort, compact, fork, reset, resume, stats } from './commands/admin.js'
+import { usage } from './commands/usage.js'
 import { dashboard } from './commands/dashboard.js'
 import { checkDeployCommand } from './commands/deploys.js'
 import { worker, sweep } from './commands/processes.js'
@@ -28,6 +29,7 @@ const COMMANDS: Command[] = [
   reset,
   fork,
   stats,
+  usage,
   event,
   schedules,
   dashboard,

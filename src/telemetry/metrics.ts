@@ -101,6 +101,50 @@ export const observeTurn = (harness: string, sinceMs: number) => turnSeconds.obs
 export const observeLimitWait = (harness: string, limit: string, waitedMs: number) =>
   limitWaitSeconds.observe({ harness, limit }, Math.max(0, waitedMs) / 1000)
 export const countRecovery = (reason: string) => recoveries.inc({ reason })
+
+const modelCalls = new Counter({
+  name: 'harness_model_calls_total',
+  help: 'Model call tries this process counted (docs/spend.md: failed, dropped and compaction summary tries included).',
+  labelNames: ['harness', 'model', 'estimated'],
+  registers: [registry],
+})
+const modelTokens = new Counter({
+  name: 'harness_model_tokens_total',
+  help: 'Tokens of the model call tries this process counted, by kind.',
+  labelNames: ['harness', 'model', 'kind'],
+  registers: [registry],
+})
+const modelCost = new Counter({
+  name: 'harness_model_cost_usd_total',
+  help: "USD of the model call tries this process counted: the provider's cost, else the harness's pricing.",
+  labelNames: ['harness', 'model'],
+  registers: [registry],
+})
+/** A model call try's usage as the log counted it (log/records.ts ModelUsage; declared here: telemetry sits below log/). */
+export interface CountedUsage {
+  model?: string
+  promptTokens: number
+  completionTokens: number
+  cachedTokens?: number
+  cacheWriteTokens?: number
+  reasoningTokens?: number
+  cost?: number
+  estimated?: boolean
+}
+/** Counts a try whose usage the log counted (its write landed): Prometheus's view of the Redis totals, per process. */
+export function countModelUsage(harness: string, usage: CountedUsage): void {
+  const model = usage.model ?? ''
+  modelCalls.inc({ harness, model, estimated: usage.estimated ? 'true' : 'false' })
+  const kinds = {
+    input: usage.promptTokens,
+    output: usage.completionTokens,
+    cached: usage.cachedTokens,
+    cache_write: usage.cacheWriteTokens,
+    reasoning: usage.reasoningTokens,
+  }
+  for (const [kind, n] of Object.entries(kinds)) if (n) modelTokens.inc({ harness, model, kind }, n)
+  if (usage.cost) modelCost.inc({ harness, model }, usage.cost)
+}
 export const countFenced = () => fenced.inc()
 export const countLockLost = () => lockLost.inc()
 

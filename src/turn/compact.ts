@@ -8,6 +8,7 @@ import { callModel } from './model.js'
 import { ModelCallError } from './modelErrors.js'
 import { turnView, type TurnView } from './view.js'
 import { billedUsage, sumUsage } from './spend.js'
+import { countModelUsage } from '../telemetry/index.js'
 
 /** One compaction of a view: of the running turn's next model call, or of session.compact(). */
 export interface CompactionRun {
@@ -105,6 +106,7 @@ export async function runCompaction(run: CompactionRun): Promise<CompactionOutco
       run.logger.info({ latest: logged.entryId, base: record.base }, 'compaction dropped: a newer compaction landed first')
       return { status: 'stale', before }
     }
+    if (record.usage) countModelUsage(harness.name, record.usage)
     run.logger.info(
       { entryId: logged.entryId, reason, strategy: record.strategy, before, after, through: record.through?.inputId },
       'compacted',

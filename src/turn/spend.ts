@@ -2,6 +2,7 @@ import type { ModelMessage } from '@tanstack/ai'
 import { costNanos, fromNanos, type Harness } from '../core/index.js'
 import { estimateTextTokens, estimateTokens } from '../compaction/index.js'
 import type { ModelUsage, SessionLog } from '../log/index.js'
+import { countModelUsage } from '../telemetry/index.js'
 import type { TurnFold } from './fold.js'
 
 /**
@@ -68,9 +69,10 @@ export async function countUnloggedTry(
   sent: { messages: ReadonlyArray<ModelMessage>; output: string; reported?: ModelUsage | undefined },
 ): Promise<void> {
   const usage = billedUsage(harness, sent.reported, sent)
-  await log.inputs.logUsage(
+  const counted = await log.inputs.logUsage(
     { type: 'harness.usage', inputId, reason, usage, at: Date.now() },
     fold.responses.length + fold.turnRecords,
     harness.name,
   )
+  if (counted === 'ok') countModelUsage(harness.name, usage)
 }

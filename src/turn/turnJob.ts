@@ -12,7 +12,7 @@ import { beforeFinish } from './finish.js'
 import { ModelCallError } from './modelErrors.js'
 import { decideModelError, waitForModelCall } from './modelRetry.js'
 import type { FinishMessage } from '../core/index.js'
-import { modelSpan } from '../telemetry/index.js'
+import { countModelUsage, modelSpan } from '../telemetry/index.js'
 import { LimitKeyError, LockLostError, MiddlewareToolError } from '../errors/index.js'
 import { MiddlewareAbort, modelCallHooks } from './middleware.js'
 import { settleTurn } from './settle.js'
@@ -212,6 +212,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         await countUnloggedTry(harness, log, inputId, fold, 'dropped', { messages, output: response.text ?? '', reported: response.usage })
         continue
       }
+      countModelUsage(harness.name, response.usage)
       ephemeral = []
       logger.debug({ toolCalls: response.toolCalls.length }, 'model responded')
       // (with 'steer', fold again first: an input that joined meanwhile gets another model call)

@@ -231,6 +231,25 @@ describe('the harness CLI', () => {
     expect((await runBin(['fork', 'cli-fork', '--as', 'cli-forked'], env)).code).toBe(1)
   })
 
+  it('usage prints the spend by model, principal and day (host.usage), a principal chosen by a caller escaped; --json is host.usage', async () => {
+    const session = host.open(ops, { sessionId: 'cli-usage' })
+    for (const principal of ['cli-usage@acme', 'cli-usage\u001b[2J'])
+      await session.settled((await session.prompt('hello', { principal })).inputId)
+    const json = JSON.parse((await runBin(['usage', '--principal', 'cli-usage@acme', '--json'], env)).stdout) as {
+      total: { calls: number; estimatedCalls: number }
+      byPrincipal: Record<string, { calls: number }>
+    }
+    expect(json).toEqual(await host.usage({ principal: 'cli-usage@acme' }))
+    expect(json.total.calls).toBeGreaterThanOrEqual(1)
+    expect(Object.keys(json.byPrincipal)).toEqual(['cli-usage@acme'])
+    const text = await runBin(['usage', '--since', '1d'], env)
+    expect(text.code).toBe(0)
+    expect(text.stdout).toMatch(/^SPEND\s+CALLS\s+INPUT\s+OUTPUT.*\nall\s+\d/)
+    expect(text.stdout).toContain('cli-usage@acme')
+    expect(text.stdout).not.toContain('\u001b')
+    expect((await runBin(['usage', '--since', 'yesterday'], env)).code).toBe(2)
+  })
+
   it('approve runs a needsApproval call; deny lands its tool error with the reason', async () => {
     const session = host.open(ops, { sessionId: 'cli-refund' })
     const first = await session.prompt('refund:7')

@@ -1,7 +1,7 @@
 // OpenTelemetry and metrics across processes: a turn starts in one worker process, parks on a
 // question, and finishes in another after the first is stopped. With the OTel SDK registered (the
 // in-memory exporter, test/fixtures/tracedOps.ts), the spans of both processes and the prompt's span
-// form one trace; the second worker's /metrics (METRICS_PORT) counts the landed call.
+// form one trace; the second worker's /metrics (METRICS_PORT) counts the landed call and its model call.
 import { context, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
@@ -95,5 +95,8 @@ describe('traces and metrics across worker processes', () => {
     expect(metrics).toMatch(/^harness_call_duration_seconds_count\{harness="ops",tool="deploy",outcome="result"\} 1$/m)
     expect(metrics).toMatch(/^harness_queue_jobs\{shard="\d+",queue="tools.ops",state="completed"\} 1$/m)
     expect(metrics).toMatch(/^harness_open_turns 0$/m)
+    // the model call try this process made and logged, counted as the log counted it (estimated: the script reports no usage)
+    expect(metrics).toMatch(/^harness_model_calls_total\{harness="ops",model="[^"]*",estimated="true"\} [1-9]\d*$/m)
+    expect(metrics).toMatch(/^harness_model_tokens_total\{harness="ops",model="[^"]*",kind="input"\} [1-9]\d*$/m)
   })
 })

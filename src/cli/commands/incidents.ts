@@ -16,7 +16,7 @@ const isTurnStatus = (value: string): value is TurnStatus => Object.hasOwn(STATU
 const UNITS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 
 /** `--since 1h` (30s, 15m, 2d: that long ago) or an ISO time (`2026-12-01T14:00:00Z`), as ms since the epoch. */
-function timeOption(value: unknown, name: string, now = Date.now()): number | undefined {
+export function timeOption(value: unknown, name: string, now = Date.now()): number | undefined {
   if (value === undefined) return undefined
   const text = String(value)
   const ago = /^(\d+)([smhd])$/.exec(text)
