@@ -10,6 +10,7 @@ import { CLIENT_JS, CSS } from './client.js'
 import { layout, questionList, questionsPage, sessionPage, sessionsPage } from './pages.js'
 import { schedulesPage } from './schedulesPage.js'
 import { limitsPage } from './limitsPage.js'
+import { usagePage } from './usagePage.js'
 import { hostRefusal, originRefusal, tokenExchange, tokenPrincipal } from './guard.js'
 import { mountQueueViews } from './queues.js'
 import { mountIncidents, type Env, type Permissions } from './incidents.js'
@@ -208,6 +209,12 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     if (!(await c.get('may').operate()))
       return c.json({ error: 'Forbidden: the limits page is for operators (canOperate).', code: 'forbidden' }, 403)
     return c.html(layout(base, 'Limits', limitsPage((await host.stats()).limits)))
+  })
+  // the deployment's spend across all sessions (host.usage): for operators only
+  app.get('/usage', async (c) => {
+    if (!(await c.get('may').operate()))
+      return c.json({ error: 'Forbidden: the usage page is for operators (canOperate).', code: 'forbidden' }, 403)
+    return c.html(layout(base, 'Usage', usagePage(await host.usage({ since: Date.now() - 29 * 86_400_000 }), 30)))
   })
   mountIncidents(app, { host, base, layout: (title, body) => layout(base, title, body) })
   mountQueueViews(

@@ -20,7 +20,7 @@ export function layout(base: string, title: string, body: Html, session?: string
         <header>
           <strong>durable-harness</strong><a href="${base}/">Sessions</a><a href="${base}/questions">Questions</a
           ><a href="${base}/turns">Turns</a><a href="${base}/schedules">Schedules</a><a href="${base}/queues">Queues</a
-          ><a href="${base}/limits">Limits</a><a href="${base}/metrics">Metrics</a>
+          ><a href="${base}/limits">Limits</a><a href="${base}/usage">Usage</a><a href="${base}/metrics">Metrics</a>
         </header>
         <main>${body}</main>
         <script src="${base}/assets/dashboard.js"></script>

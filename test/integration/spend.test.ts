@@ -5,6 +5,7 @@ import { toolDefinition } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { defineHarness } from '../../src/index.js'
+import { createDashboard } from '../../src/dashboard/index.js'
 import { ConfigError } from '../../src/errors/index.js'
 import { defaultShards } from '../../src/log/index.js'
 import { sessionKeys } from '../../src/log/keys.js'
@@ -95,6 +96,29 @@ describe('spend', () => {
     expect((await host.usage({ principal: 'nobody' })).total.calls).toBe(0)
     expect((await host.usage({ model: 'gpt-test', harness: 'priced', since: Date.now() - 60_000 })).total).toEqual(figures)
     await expect(host.usage({ since: Date.now(), until: Date.now() - 3 * 86_400_000 })).rejects.toThrow(/since must be before until/)
+  })
+
+  it("R25 the dashboard's usage page shows host.usage by model, principal and day, to operators only, a caller's principal escaped", async () => {
+    const harness = defineHarness({
+      name: 'spend-page',
+      adapter: scriptedModel([{ text: 'hi', usage: { promptTokens: 1_000, completionTokens: 10, totalTokens: 1_010 } }], {
+        model: 'gpt-test',
+      }),
+      pricing,
+    })
+    const { host } = hosts.start(harness, 'spend-page')
+    const session = host.open(harness, { sessionId: 'page' })
+    await session.settled((await session.prompt('go', { principal: '<b>x</b>' })).inputId)
+    const dashboard = createDashboard({
+      host,
+      authorize: (r) => ({ user: r.headers.get('x-user') ?? '' }),
+      canOperate: (p) => p.user === 'ops',
+    })
+    expect((await dashboard.request('/usage', { headers: { 'x-user': 'alice' } })).status).toBe(403)
+    const page = await (await dashboard.request('/usage', { headers: { 'x-user': 'ops' } })).text()
+    for (const shown of ['gpt-test', '&lt;b&gt;x&lt;/b&gt;', new Date().toISOString().slice(0, 10), '1,000', '0.0021'])
+      expect(page).toContain(shown)
+    expect(page).not.toContain('<b>x</b>')
   })
 
   it('R25 defineHarness refuses a pricing it cannot price with: a clear ConfigError naming the model and the field', () => {
