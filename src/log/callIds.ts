@@ -15,9 +15,13 @@ const sha =
     ? (text: string, chars: number) => crypto.hash('sha256', text, 'hex').slice(0, chars)
     : (text: string, chars: number) => crypto.createHash('sha256').update(text).digest('hex').slice(0, chars)
 
-/** The model's id as is when it is safe in keys and messages, else a hash of it (no control characters, no `|`). */
+/**
+ * The model's id as is when it is safe in keys and messages, else a hash of it (no control characters,
+ * no `|`). A `.` is hashed too: `<parent>.<name>` is a fan-out child's id (fanout/names.ts), which a
+ * model's id must never take before the child.
+ */
 export function baseCallId(modelId: string): string {
-  return isSafeId(modelId) && modelId.length <= 100 ? modelId : `h-${sha(modelId, 24)}`
+  return isSafeId(modelId) && !modelId.includes('.') && modelId.length <= 100 ? modelId : `h-${sha(modelId, 24)}`
 }
 
 /**

@@ -129,6 +129,32 @@ describe('ids the model controls', () => {
     expect((await session.settled(next.inputId, { timeoutMs: patient(20_000) })).outcome).toBe('completed')
   })
 
+  it("a model's call id shaped as a fan-out child's (<parent>.<name>) is stored under a hashed id: the child it names still runs as the parent's child", async () => {
+    const fanner = durableTool(
+      toolDefinition({ name: 'fanner', description: 'one child', inputSchema: z.object({}) }),
+      async (_input, { tools }) => tools.run(echo, { text: 'child' }, { name: 'c0' }),
+    )
+    const harness = defineHarness({
+      name: 'dotted',
+      adapter: scriptedModel(
+        batchModel(() => [
+          { id: 'p', name: 'fanner', input: {} },
+          { id: 'p.c0', name: 'echo', input: { text: 'model' } },
+        ]),
+      ),
+      tools: [echo, fanner],
+    })
+    const { host } = start(harness, 'dotted')
+    const session = host.open(harness, { sessionId: 'dotted' })
+    const { inputId } = await session.prompt('go')
+    expect(await session.settled(inputId, { timeoutMs: patient(20_000) })).toEqual({
+      outcome: 'completed',
+      text: '{"echo":"child"} | {"echo":"model"}',
+    })
+    const [, dotted] = records(await session.log.read(), 'harness.model.response')[0]!.toolCalls
+    expect(dotted).toMatchObject({ modelToolCallId: 'p.c0', toolCallId: expect.stringMatching(/^h-[0-9a-f]{24}$/) })
+  })
+
   it('a caller id with a control character is refused before anything is written (runTool, answer, settled)', async () => {
     const harness = defineHarness({ name: 'callerids', adapter: scriptedModel([]), tools: [echo] })
     const { host } = start(harness, 'callerids')
