@@ -45,7 +45,7 @@ export interface SessionKeys {
   /** The conversation projection: ids of the log's conversation records (commands/includes/conversation.lua). */
   conversation: string
   /**
-   * The session's fan-out trees (hash, src/log/fanout.ts): `<childId>` -> `<depth>|<rootId>|<parentId>`,
+   * The session's fan-out trees (hash, src/log/fanout.ts): `<childId>` -> `<depth>|<rootId>|` (the parent is in the child's id),
    * `<rootId>\0n` -> the tree's children in all. A parked parent's wait set is `<tree>:w:<parentId>`.
    */
   tree: string

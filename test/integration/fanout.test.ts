@@ -6,6 +6,8 @@ import { ToolCallError } from '../../src/index.js'
 import { fanout, fanoutTurn } from '../fixtures/fanout.js'
 import { until } from '../helpers/log.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
+import { SessionLog } from '../../src/log/index.js'
+import { rigClient } from '../rig.js'
 import { startProvider, type TestProvider } from '../helpers/provider.js'
 
 describe('fan-out in one process', () => {
@@ -32,6 +34,20 @@ describe('fan-out in one process', () => {
     const again = await session.runTool({ name: 'fanner', input: { count: 20 }, toolCallId: 'root' })
     expect(again).toEqual(result)
     expect(provider.starts).toHaveLength(20)
+  })
+
+  it('R24 a tree value as older versions wrote it (<depth>|<root>|<parent>) reads the same: its child gets the next depth and the same root', async () => {
+    const { url, prefix } = hosts.start(fanout, 'fanout-old-values')
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    const log = new SessionLog(redis, prefix, 'old-1')
+    await redis.hset(log.stream.keys.tree, 'root.a', '1|root|root')
+    const limits = { maxDepth: 5, maxCalls: 10, timeoutMs: 60_000 }
+    expect(await log.fanout.addChild('root.a.b', 'root.a', limits)).toEqual({ status: 'added', depth: 2, root: 'root' })
+    expect(await redis.hget(log.stream.keys.tree, 'root.a.b')).toBe('2|root|')
+    expect(await log.fanout.addChild('root.a', 'root', limits)).toEqual({ status: 'exists', depth: 1, root: 'root' })
+    expect(await log.fanout.childAtBegin('root.a.b')).toEqual({ root: 'root' })
+    expect((await log.fanout.descendants('root')).sort()).toEqual(['root.a', 'root.a.b'])
   })
 
   it("R24 maxDepth 2 refuses a grandchild's child with the typed error tree_limit", async () => {
