@@ -7,7 +7,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ModelMessage } from '@tanstack/ai'
 import { describe, expect, it } from 'vitest'
-import { createHarnessHost, type Harness, type HarnessHost } from '../../src/index.js'
+import { toolDefinition } from '@tanstack/ai'
+import { z } from 'zod'
+import { createHarnessHost, defineHarness, durableTool, evictOldest, type Harness, type HarnessHost } from '../../src/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
 import { compareIds } from '../../src/log/index.js'
 import { trimmingHarness } from '../fixtures/trimming.js'
 import { quiet, useInProcessHosts } from '../helpers/hosts.js'
@@ -140,6 +143,48 @@ describe('compaction.trimAfter', () => {
     expect(whole).toEqual([...whole].sort(compareIds))
     const { inputId } = await session.prompt('o20')
     expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
+  })
+
+  it("R21: a trimmed fan-out call's children leave the session's tree hash with it; the kept ones stay", async () => {
+    const leaf = durableTool(
+      toolDefinition({ name: 'leaf', description: 'A child', inputSchema: z.object({ n: z.number() }) }),
+      async ({ n }, { step }) => step.do('double', async () => n * 2),
+    )
+    const fan = durableTool(
+      toolDefinition({ name: 'fan', description: 'Fans out', inputSchema: z.object({ order: z.string() }) }),
+      async (_input, { tools }) => {
+        const group = tools.group()
+        for (const n of [1, 2]) await group.start(leaf, { n }, { name: `l${n}` })
+        return (await group.settled()).length
+      },
+    )
+    const harness = defineHarness({
+      name: 'trimFan',
+      tools: [leaf, fan],
+      adapter: scriptedModel(
+        Array.from({ length: 200 }, (_, call) => ({ messages }: { messages: ModelMessage[] }) => {
+          const last = messages.at(-1)!
+          return last.role === 'tool'
+            ? { text: `fanned ${call} ${'words '.repeat(30)}` }
+            : { toolCalls: [{ name: 'fan', input: { order: String(last.content) } }] }
+        }),
+      ),
+      compaction: { maxTokens: 900, strategy: evictOldest({ keepRecentTokens: 400 }), trimAfter: 1 },
+    })
+    const { host, url, prefix } = hosts.start(harness, 'trim-fan', { retention: { sessionMs: 30 * 86_400_000, export: () => {} } })
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    const session = await runTurns(host, harness, 'f1', orders(0, 20))
+    const treeKey = (await scanKeys(url, prefix)).find((k) => k.endsWith(':f1:tree'))!
+    const before = Object.keys(await redis.hgetall(treeKey))
+    expect(before.length).toBeGreaterThanOrEqual(40)
+    await host.retain()
+    const kept = new Set((await session.log.read()).flatMap((e) => [Reflect.get(e.record, 'toolCallId')]))
+    const after = Object.keys(await redis.hgetall(treeKey))
+    expect(after.length).toBeLessThan(before.length / 2)
+    // every place left is of a call whose entries Redis still holds
+    for (const field of after) expect(kept.has(field.split('\0')[0])).toBe(true)
+    await runTurns(host, harness, 'f1', orders(20, 22))
   })
 
   it('R21: Redis SIGKILLed and restarted from its AOF after a trim: the trimmed state holds and the next turn works', async () => {

@@ -2,8 +2,8 @@
   Trimming (compaction.trimAfter): removes from Redis a session's log entries before `cut`, after the
   caller exported them, with what only they used: the settled inputs, landed calls, their steps and
   questions whose every entry lies before the cut, their entries in the turns indexes, their turns'
-  spend in the session's usage hash (the session's totals stay) and their ids in the conversation
-  projection. Nothing is removed when one of those items is open again (a rerun
+  spend in the session's usage hash (the session's totals stay), their calls' places in the fan-out
+  trees and their ids in the conversation projection. Nothing is removed when one of those items is open again (a rerun
   since the caller looked): the caller looks again later. The view never reads before the cut: the
   caller cuts at or before the input of the last turn a compaction took out of the view.
 
@@ -16,7 +16,9 @@
     KEYS[6] conversation: the session's conversation projection
     KEYS[7] trims: the shard's trim index (member sessionId, score: when it is due)
     KEYS[8] usage: the session's spend totals (includes/usage.lua): the removed turns' fields go
-    KEYS[9..] turnIndexes: the turns, tool and tag indexes the trimmed inputs are in (keys.ts namedIndexKeys)
+    KEYS[9] tree: the session's fan-out trees (addChild.lua): a removed call's place, cancel mark and,
+      for a root, its count and start go (its tree settled: the call landed)
+    KEYS[10..] turnIndexes: the turns, tool and tag indexes the trimmed inputs are in (keys.ts namedIndexKeys)
     ARGV[1] sessionId: the session id
     ARGV[2] cut: the first entry id kept
     ARGV[3] inputIds: JSON array of the input ids removed
@@ -28,8 +30,8 @@
   Output:
     {'trimmed', entriesRemoved} | {'open', id} (an item is open again: nothing removed)
 ]]
-local logKey, inputsKey, callsKey, stepsKey, questionsKey, convKey, trimsKey, usageKey =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local logKey, inputsKey, callsKey, stepsKey, questionsKey, convKey, trimsKey, usageKey, treeKey =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local sessionId, cut, nextDue = ARGV[1], ARGV[2], ARGV[7]
 local inputIds, callIds, steps, questionIds =
   cjson.decode(ARGV[3]), cjson.decode(ARGV[4]), cjson.decode(ARGV[5]), cjson.decode(ARGV[6])
@@ -79,13 +81,14 @@ if raw and popped > 0 then
 end
 for i, inputId in ipairs(inputIds) do
   if inputs[i] then
-    for k = 9, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputId) end
+    for k = 10, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputId) end
     redis.call('HDEL', inputsKey, inputId)
     for _, metric in ipairs(USAGE_METRICS) do redis.call('HDEL', usageKey, 'i/' .. metric .. '/' .. inputId) end
   end
 end
 for _, toolCallId in ipairs(callIds) do
   redis.call('HDEL', callsKey, toolCallId, toolCallId .. '\0req', toolCallId .. '\0names', toolCallId .. '\0result')
+  redis.call('HDEL', treeKey, toolCallId, toolCallId .. '\0x', toolCallId .. '\0n', toolCallId .. '\0t')
 end
 for _, step in ipairs(steps) do
   redis.call('HDEL', stepsKey, step[1] .. '\0' .. step[2], '\0retry\0' .. step[1] .. '\0' .. step[2])

@@ -141,7 +141,7 @@ export const removeSession = defineScript({
 
 export const trimSession = defineScript({
   name: 'trimSession',
-  keys: ['log', 'inputs', 'calls', 'steps', 'questions', 'conversation', 'trims', 'usage'],
+  keys: ['log', 'inputs', 'calls', 'steps', 'questions', 'conversation', 'trims', 'usage', 'tree'],
   trailingKeys: 'turnIndexes',
   args: { sessionId: text, cut: text, inputIds: text, toolCallIds: text, steps: text, questionIds: text, nextDue: text },
   reply: reply<['trimmed', number] | ['open', string]>(),
