@@ -16,7 +16,7 @@ import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, summarizeOldest, type Harness } from '../../src/index.js'
 import { estimateTokens } from '../../src/compaction/index.js'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
-import { benchPrefix, silentLogger, stderrProgress, type Progress } from './lib.js'
+import { benchPrefix, keySizes, silentLogger, stderrProgress, type Progress } from './lib.js'
 
 const MAX_TOKENS = 8_000
 const RECENT_TURNS = 100
@@ -74,21 +74,16 @@ function harness(name: string, trimAfter: number | undefined): Harness {
 
 /** MEMORY USAGE of every key of the prefix, the capped streams apart. */
 async function prefixBytes(redis: Redis, prefix: string): Promise<{ bytes: number; capped: number; byKind: Record<string, number> }> {
-  let cursor = '0'
   let bytes = 0
   let capped = 0
   const byKind: Record<string, number> = {}
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000)
-    cursor = next
-    for (const key of keys) {
-      const used = Number((await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) ?? 0)
-      if (/:(events|live)$/.test(key) && (await redis.type(key)) === 'stream') capped += used
-      else bytes += used
-      const kind = key.slice(prefix.length).replace(/(jobs:[^:]+:)[^:]*\|.*$/, '$1<job>')
-      byKind[kind] = (byKind[kind] ?? 0) + used
-    }
-  } while (cursor !== '0')
+  for (const [key, used] of await keySizes(redis, prefix)) {
+    // a tool named "events" has an index key ending so too: streams only
+    if (/:(events|live)$/.test(key) && (await redis.type(key)) === 'stream') capped += used
+    else bytes += used
+    const kind = key.slice(prefix.length).replace(/(jobs:[^:]+:)[^:]*\|.*$/, '$1<job>')
+    byKind[kind] = (byKind[kind] ?? 0) + used
+  }
   return { bytes, capped, byKind }
 }
 

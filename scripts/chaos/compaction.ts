@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { pino } from 'pino'
 import { createHarnessHost, createRedisClient } from '../../src/index.js'
-import { SessionLog, conversationOf, isRecord, parseRecord, type LogEntry } from '../../src/log/index.js'
+import { SessionLog, compareIds, conversationOf, isRecord, parseRecord, type LogEntry } from '../../src/log/index.js'
 import { spawnWorker, startRedisServer, type WorkerProcess } from '../../src/testing/index.js'
 import { buildMessages } from '../../src/turn/model.js'
 import { turnView } from '../../src/turn/view.js'
@@ -165,10 +165,8 @@ async function wholeLog(log: SessionLog, exported: Map<string, string[]>): Promi
   }
   entries.push(...kept)
   const ids = [...byId.keys(), ...kept.map((e) => e.id)]
-  const order = (id: string) => id.split('-').map(BigInt)
   for (let i = 1; i < ids.length; i++) {
-    const [a, b] = [order(ids[i - 1]!), order(ids[i]!)]
-    if (!(a[0]! < b[0]! || (a[0] === b[0] && a[1]! < b[1]!))) failures.push(`span: entry ${ids[i]} follows ${ids[i - 1]}, out of order`)
+    if (compareIds(ids[i - 1]!, ids[i]!) >= 0) failures.push(`span: entry ${ids[i]} follows ${ids[i - 1]}, out of order`)
   }
   return { entries, failures }
 }

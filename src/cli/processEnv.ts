@@ -87,11 +87,10 @@ export async function startProcess(
     const graceMs = shutdownGraceMs()
     const { harnesses, retention } = await loadHostModule(argv[0] ?? process.env.HARNESS_MODULE)
     const { redis, shown } = redisFromEnv()
-    const prefix = process.env.DH_PREFIX ?? 'dh'
     host = createHarnessHost({
       redis,
       harnesses,
-      prefix,
+      prefix: process.env.DH_PREFIX ?? 'dh',
       logger,
       ...waitReplicasFromEnv(),
       ...(retention === undefined ? {} : { retention }),

@@ -10,7 +10,7 @@ import { CLIENT_JS, CSS } from './client.js'
 import { layout, questionList, questionsPage, sessionPage, sessionsPage } from './pages.js'
 import { schedulesPage } from './schedulesPage.js'
 import { limitsPage } from './limitsPage.js'
-import { usagePage } from './usagePage.js'
+import { USAGE_DAYS, usagePage } from './usagePage.js'
 import { hostRefusal, originRefusal, tokenExchange, tokenPrincipal } from './guard.js'
 import { mountQueueViews } from './queues.js'
 import { mountIncidents, type Env, type Permissions } from './incidents.js'
@@ -214,7 +214,9 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
   app.get('/usage', async (c) => {
     if (!(await c.get('may').operate()))
       return c.json({ error: 'Forbidden: the usage page is for operators (canOperate).', code: 'forbidden' }, 403)
-    return c.html(layout(base, 'Usage', usagePage(await host.usage({ since: Date.now() - 29 * 86_400_000 }), 30)))
+    // since the first of the last USAGE_DAYS UTC days (host.usage sums whole days)
+    const since = Date.now() - (USAGE_DAYS - 1) * 86_400_000
+    return c.html(layout(base, 'Usage', usagePage(await host.usage({ since }), USAGE_DAYS)))
   })
   mountIncidents(app, { host, base, layout: (title, body) => layout(base, title, body) })
   mountQueueViews(

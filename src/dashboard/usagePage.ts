@@ -1,25 +1,18 @@
 import { html } from 'hono/html'
 import type { HtmlEscapedString } from 'hono/utils/html'
-import type { HostUsage } from '../harness/hostUsage.js'
+import { costliestFirst, USAGE_COLUMNS, usageCells, type HostUsage } from '../harness/hostUsage.js'
 
 type Figures = HostUsage['total']
 
-const HEADS = ['Calls', 'Input', 'Output', 'Cached', 'Cache write', 'Reasoning', 'Cost (USD)', 'Estimated']
-const count = (n: number) => n.toLocaleString('en-US')
+/** The days the Usage page sums, today's included. */
+export const USAGE_DAYS = 30
 
 function rows(groups: Array<[string, Figures]>) {
   return groups.map(
     ([name, f]) =>
       html`<tr>
         <td>${name || '(none)'}</td>
-        <td>${count(f.calls)}</td>
-        <td>${count(f.promptTokens)}</td>
-        <td>${count(f.completionTokens)}</td>
-        <td>${count(f.cachedTokens)}</td>
-        <td>${count(f.cacheWriteTokens)}</td>
-        <td>${count(f.reasoningTokens)}</td>
-        <td>${f.cost.toFixed(4)}</td>
-        <td>${count(f.estimatedCalls)}</td>
+        ${usageCells(f).map((cell) => html`<td>${cell}</td>`)}
       </tr>`,
   )
 }
@@ -28,13 +21,13 @@ function rows(groups: Array<[string, Figures]>) {
 function grouped(title: string, label: string, groups: Record<string, Figures>, order: 'cost' | 'name') {
   const sorted = Object.entries(groups)
     .filter(([, f]) => f.calls > 0)
-    .sort(([a, fa], [b, fb]) => (order === 'name' ? a.localeCompare(b) : fb.cost - fa.cost || fb.totalTokens - fa.totalTokens))
+    .sort((a, b) => (order === 'name' ? a[0].localeCompare(b[0]) : costliestFirst(a, b)))
   return html`<h2>${title}</h2>
     <table>
       <thead>
         <tr>
           <th>${label}</th>
-          ${HEADS.map((h) => html`<th>${h}</th>`)}
+          ${USAGE_COLUMNS.map((h) => html`<th>${h}</th>`)}
         </tr>
       </thead>
       <tbody>
@@ -42,7 +35,7 @@ function grouped(title: string, label: string, groups: Record<string, Figures>, 
           sorted.length
             ? rows(sorted)
             : html`<tr>
-                <td colspan="9" class="muted">No model call in these days.</td>
+                <td colspan="${USAGE_COLUMNS.length + 1}" class="muted">No model call in these days.</td>
               </tr>`
         }
       </tbody>

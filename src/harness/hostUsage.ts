@@ -104,3 +104,16 @@ export async function hostUsage(
     byPrincipal: Object.fromEntries(groups.principal),
   }
 }
+
+/** The columns `harness usage` and the dashboard's Usage page show of a group's figures, in order. */
+export const USAGE_COLUMNS = ['Calls', 'Input', 'Output', 'Cached', 'Cache write', 'Reasoning', 'Cost (USD)', 'Estimated'] as const
+
+/** A group's figures as the cells of USAGE_COLUMNS. */
+export function usageCells(f: UsageFigures): string[] {
+  const counts = [f.calls, f.promptTokens, f.completionTokens, f.cachedTokens, f.cacheWriteTokens, f.reasoningTokens]
+  return [...counts.map((n) => n.toLocaleString('en-US')), f.cost.toFixed(4), f.estimatedCalls.toLocaleString('en-US')]
+}
+
+/** The order groups are shown in: the costliest first, then the most tokens. */
+export const costliestFirst = ([, a]: [string, UsageFigures], [, b]: [string, UsageFigures]) =>
+  b.cost - a.cost || b.totalTokens - a.totalTokens

@@ -1,5 +1,5 @@
 // Spend (docs/spend.md): `harness usage`, host.usage's day totals as a table or JSON.
-import type { HostUsage } from '../../harness/hostUsage.js'
+import { costliestFirst, USAGE_COLUMNS, usageCells, type HostUsage } from '../../harness/hostUsage.js'
 import type { Command } from '../command.js'
 import { withHost } from '../connect.js'
 import { jsonLine, print, table } from '../output.js'
@@ -8,21 +8,15 @@ import { timeOption } from './incidents.js'
 
 type Figures = HostUsage['total']
 
-const HEADER = ['CALLS', 'INPUT', 'OUTPUT', 'CACHED', 'CACHE-WRITE', 'REASONING', 'COST (USD)', 'ESTIMATED']
-const cells = (f: Figures) => [
-  ...[f.calls, f.promptTokens, f.completionTokens, f.cachedTokens, f.cacheWriteTokens, f.reasoningTokens].map((n) =>
-    n.toLocaleString('en-US'),
-  ),
-  f.cost.toFixed(4),
-  String(f.estimatedCalls),
-]
+// one word a heading, so a column splits on whitespace (CACHE-WRITE)
+const HEADER = USAGE_COLUMNS.map((h) => h.toUpperCase().replace(' WRITE', '-WRITE'))
 /** One table of a grouping; names are the model's or caller's (printed terminal-safe), sorted by cost. */
 const grouped = (label: string, groups: Record<string, Figures>) =>
   table(
     [label, ...HEADER],
     Object.entries(groups)
-      .sort(([, a], [, b]) => b.cost - a.cost || b.totalTokens - a.totalTokens)
-      .map(([name, f]) => [terminalSafe(name || '(none)'), ...cells(f)]),
+      .sort(costliestFirst)
+      .map(([name, f]) => [terminalSafe(name || '(none)'), ...usageCells(f)]),
   )
 
 export const usage: Command = {
@@ -58,14 +52,14 @@ export const usage: Command = {
       print(jsonLine(spend))
       return 0
     }
-    print(table(['SPEND', ...HEADER], [['all', ...cells(spend.total)]]))
+    print(table(['SPEND', ...HEADER], [['all', ...usageCells(spend.total)]]))
     if (spend.total.calls === 0) return 0
     print(`\n${grouped('MODEL', spend.byModel)}\n\n${grouped('PRINCIPAL', spend.byPrincipal)}`)
     const days = Object.fromEntries(Object.entries(spend.byDay).filter(([, f]) => f.calls > 0))
     print(
       `\n${table(
         ['DAY', ...HEADER],
-        Object.entries(days).map(([day, f]) => [day, ...cells(f)]),
+        Object.entries(days).map(([day, f]) => [day, ...usageCells(f)]),
       )}`,
     )
     return 0
