@@ -111,10 +111,18 @@ describe('spend', () => {
     await session.settled((await session.prompt('go', { principal: '<b>x</b>' })).inputId)
     const dashboard = createDashboard({
       host,
-      authorize: (r) => ({ user: r.headers.get('x-user') ?? '' }),
+      authorize: (r) => (r.headers.get('x-user') ? { user: r.headers.get('x-user')! } : null),
       canOperate: (p) => p.user === 'ops',
     })
-    expect((await dashboard.request('/usage', { headers: { 'x-user': 'alice' } })).status).toBe(403)
+    // no principal: 401, and an authorized non-operator: 403; neither sees a figure
+    for (const [headers, status] of [
+      [{}, 401],
+      [{ 'x-user': 'alice' }, 403],
+    ] as const) {
+      const refused = await dashboard.request('/usage', { headers })
+      expect(refused.status).toBe(status)
+      expect(await refused.text()).not.toContain('gpt-test')
+    }
     const page = await (await dashboard.request('/usage', { headers: { 'x-user': 'ops' } })).text()
     for (const shown of ['gpt-test', '&lt;b&gt;x&lt;/b&gt;', new Date().toISOString().slice(0, 10), '1,000', '0.0021'])
       expect(page).toContain(shown)
