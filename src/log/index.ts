@@ -1,6 +1,6 @@
 export { SessionLog } from './sessionLog.js'
 export { writeFork } from './forks.js'
-export { planTrim, applyTrim, trimPeriod, type TrimPlan } from './sessionTrim.js'
+export { planTrim, applyTrim, rescheduleTrim, type TrimPlan } from './sessionTrim.js'
 export type { CallLedger } from './callLedger.js'
 export type { StepRetryState } from './callState.js'
 export type { BeginResult, CallState, Fence, ParkedJob, ParkOptions } from './callState.js'

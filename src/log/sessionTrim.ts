@@ -23,6 +23,8 @@ export interface TrimPlan {
   names: string[]
   /** When the session is due again: its next compaction's time plus the period (undefined: none waits). */
   nextDue?: number
+  /** The entry id of the latest compaction the plan read ('' none): the index is set only while it is still the latest. */
+  latest: string
   /** The BullMQ jobs of the inputs and calls removed, by harness: finished ones go too, so an id used again runs. */
   jobs: Array<{ harness: string; inputIds: string[]; toolCallIds: string[] }>
 }
@@ -30,6 +32,7 @@ export interface TrimPlan {
 /** When nothing can be trimmed yet: when to look again (undefined: never, until a compaction asks). */
 export interface TrimLater {
   later?: number
+  latest: string
 }
 
 const STEP_TYPES = new Set([
@@ -49,16 +52,20 @@ interface Span {
 }
 
 /** The trim period a session's read pointer (its "\0compaction" field) holds, in ms; undefined: none. */
-export function trimPeriod(pointer: string | null | undefined): number | undefined {
+function trimPeriod(pointer: string | null | undefined): number | undefined {
   const parsed: { trimAfter?: unknown } | null = pointer ? JSON.parse(pointer) : null
   return typeof parsed?.trimAfter === 'number' && parsed.trimAfter > 0 ? parsed.trimAfter : undefined
 }
 
-/** Reads the session's log and picks what a trim of the compactions made before `olderThan` removes. */
-export async function planTrim(stream: LogStream, olderThan: number, now: number): Promise<TrimPlan | TrimLater> {
+/**
+ * Reads the session's log and picks what a trim of its compactions older than its trim period (the
+ * read pointer's, the latest compaction's trimAfter) removes at `now`.
+ */
+export async function planTrim(stream: LogStream, now: number): Promise<TrimPlan | TrimLater> {
   const pointer = await stream.command('trim', () => stream.redis.hget(stream.keys.inputs, '\0compaction'))
   const period = trimPeriod(pointer)
-  if (!period) return {}
+  // no period any more (a harness without trimAfter compacted last): the session leaves the index
+  if (!period) return { latest: pointer ? String(JSON.parse(pointer).id ?? '') : '' }
   const raw: Array<[string, string[]]> = []
   for (let from = '-'; ;) {
     const page = await stream.command('trim', () => stream.redis.xrange(stream.keys.log, from, '+', 'COUNT', 1000))
@@ -71,6 +78,7 @@ export async function planTrim(stream: LogStream, olderThan: number, now: number
   const steps = new Map<string, Set<string>>()
   const questions = new Map<string, string>()
   const cuts: Array<{ at: number; entryId: string }> = []
+  let latest = ''
   const touch = (items: Map<string, Span>, key: string, id: string) => {
     const span = items.get(key)
     if (span) span.last = id
@@ -91,12 +99,15 @@ export async function planTrim(stream: LogStream, olderThan: number, now: number
         (steps.get(toolCallId) ?? steps.set(toolCallId, new Set()).get(toolCallId)!).add(name)
       if (typeof questionId === 'string') questions.set(questionId, toolCallId)
     }
-    if (isRecord(parsed, 'harness.compaction') && parsed.record.through)
-      cuts.push({ at: parsed.record.at, entryId: parsed.record.through.entryId })
+    if (isRecord(parsed, 'harness.compaction')) {
+      latest = parsed.id
+      if (parsed.record.through) cuts.push({ at: parsed.record.at, entryId: parsed.record.through.entryId })
+    }
   }
+  const olderThan = now - period
   const due = cuts.filter((c) => c.at <= olderThan).at(-1)
   const next = cuts.find((c) => c.at > olderThan)
-  if (!due) return next ? { later: next.at + period } : {}
+  if (!due) return next ? { later: next.at + period, latest } : { latest }
   let cut = due.entryId
   // an item still open keeps its entries: the cut stops at its first one
   const inputIds = [...inputs].filter(([, s]) => compareIds(s.first, cut) < 0).map(([id]) => id)
@@ -125,7 +136,7 @@ export async function planTrim(stream: LogStream, olderThan: number, now: number
   })
   const before = (s: Span) => compareIds(s.last, cut) < 0
   const kept = raw.filter(([id]) => compareIds(id, cut) < 0)
-  if (kept.length === 0) return { later: now + OPEN_RETRY_MS }
+  if (kept.length === 0) return { later: now + OPEN_RETRY_MS, latest }
   const removedInputs = [...settled.keys()].filter((id) => before(inputs.get(id)!))
   const removedCalls = [...landed].filter((id) => before(calls.get(id)!))
   const removed = new Set(removedCalls)
@@ -152,6 +163,7 @@ export async function planTrim(stream: LogStream, olderThan: number, now: number
     questionIds: [...questions].filter(([, call]) => removed.has(call)).map(([id]) => id),
     names: [...names],
     ...(next ? { nextDue: next.at + period } : {}),
+    latest,
   }
 }
 
@@ -167,6 +179,18 @@ export async function applyTrim(stream: LogStream, plan: TrimPlan): Promise<['tr
       steps: JSON.stringify(plan.steps),
       questionIds: JSON.stringify(plan.questionIds),
       nextDue: plan.nextDue === undefined ? '' : String(plan.nextDue),
+      latest: plan.latest,
     },
+  })
+}
+
+/**
+ * When a pass that trims nothing looks at the session again (`later`; undefined: it leaves the trim
+ * index), set only while the latest compaction is still the one the pass read (rescheduleTrim.lua).
+ */
+export async function rescheduleTrim(stream: LogStream, plan: TrimLater): Promise<void> {
+  await stream.script(scripts.rescheduleTrim, {
+    keys: { inputs: stream.keys.inputs, trims: stream.scriptKeys.trims },
+    args: { sessionId: stream.sessionId, latest: plan.latest, due: plan.later === undefined ? '' : String(plan.later) },
   })
 }

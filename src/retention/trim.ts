@@ -1,4 +1,4 @@
-import { applyTrim, indexKeys, planTrim, trimPeriod } from '../log/index.js'
+import { applyTrim, indexKeys, planTrim, rescheduleTrim } from '../log/index.js'
 import type { RetentionDeps } from './options.js'
 
 /**
@@ -20,11 +20,9 @@ export async function trimShard(
     const sessionId = due[i]!
     const stream = deps.logFor(sessionId).stream
     // the period is the session's own (its latest compaction's trimAfter); a due score was set with it
-    const pointer = await redis.hget(stream.keys.inputs, '\0compaction')
-    const period = trimPeriod(pointer)
-    const plan = period ? await planTrim(stream, now - period, now) : {}
+    const plan = await planTrim(stream, now)
     if (!('cut' in plan)) {
-      await (plan.later === undefined ? redis.zrem(index, sessionId) : redis.zadd(index, 'XX', plan.later, sessionId))
+      await rescheduleTrim(stream, plan)
       continue
     }
     try {

@@ -11,7 +11,7 @@ import { toolDefinition } from '@tanstack/ai'
 import { z } from 'zod'
 import { createHarnessHost, defineHarness, durableTool, evictOldest, type Harness, type HarnessHost } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { compareIds } from '../../src/log/index.js'
+import { applyTrim, compareIds, planTrim, SessionLog, type TrimPlan } from '../../src/log/index.js'
 import { trimmingHarness } from '../fixtures/trimming.js'
 import { quiet, useInProcessHosts } from '../helpers/hosts.js'
 import { spawnWorker } from '../helpers/workerProcess.js'
@@ -143,6 +143,30 @@ describe('compaction.trimAfter', () => {
     expect(whole).toEqual([...whole].sort(compareIds))
     const { inputId } = await session.prompt('o20')
     expect(await session.settled(inputId, { timeoutMs: patient(30_000) })).toMatchObject({ outcome: 'completed' })
+  })
+
+  it("R21: a compaction logged between a pass's plan and its trim keeps the session in the trim index: the next pass trims up to it", async () => {
+    const exported: string[] = []
+    const harness = trimmingHarness('trimRace')
+    const { host, url, prefix } = hosts.start(harness, 'trim-race', {
+      retention: { sessionMs: 30 * 86_400_000, export: (_sid, jsonl) => void exported.push(jsonl) },
+    })
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    const session = await runTurns(host, harness, 'race-1', orders(0, 12))
+    const compactions = async () => (await session.log.read({ types: ['harness.compaction'] })).length
+    // a pass's plan, read now, when no compaction waits after the one it trims up to ...
+    const { stream } = new SessionLog(redis, prefix, 'race-1')
+    const plan = await planTrim(stream, Date.now())
+    expect('cut' in plan && plan.nextDue).toBe(undefined)
+    // ... a turn logs a newer compaction before the pass's write ...
+    const seen = await compactions()
+    for (let n = 12; (await compactions()) === seen; n++) await runTurns(host, harness, 'race-1', orders(n, n + 1))
+    expect(await applyTrim(stream, plan as TrimPlan)).toEqual(['trimmed', expect.any(Number)])
+    // ... and the next pass still finds the session due, and trims up to the newer one
+    await new Promise((r) => setTimeout(r, 5))
+    await host.retain()
+    expect(exported).toHaveLength(1)
   })
 
   it("R21: a trimmed fan-out call's children leave the session's tree hash with it; the kept ones stay", async () => {

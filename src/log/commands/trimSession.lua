@@ -26,17 +26,19 @@
     ARGV[5] steps: JSON array of [toolCallId, stepName] pairs removed
     ARGV[6] questionIds: JSON array of the question ids removed
     ARGV[7] nextDue: when the session is due again (ms; '' when no compaction waits: it leaves the index)
+    ARGV[8] latest: the entry id of the latest compaction the caller read (includes/trimIndex.lua)
 
   Output:
     {'trimmed', entriesRemoved} | {'open', id} (an item is open again: nothing removed)
 ]]
 local logKey, inputsKey, callsKey, stepsKey, questionsKey, convKey, trimsKey, usageKey, treeKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local sessionId, cut, nextDue = ARGV[1], ARGV[2], ARGV[7]
+local sessionId, cut, nextDue, latest = ARGV[1], ARGV[2], ARGV[7], ARGV[8]
 local inputIds, callIds, steps, questionIds =
   cjson.decode(ARGV[3]), cjson.decode(ARGV[4]), cjson.decode(ARGV[5]), cjson.decode(ARGV[6])
 
 --@include usage
+--@include trimIndex
 
 local function before(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
@@ -97,9 +99,5 @@ for _, questionId in ipairs(questionIds) do redis.call('HDEL', questionsKey, que
 local trimmed = cjson.decode(redis.call('HGET', inputsKey, '\0trimmed') or '{"entries":0}')
 trimmed.before, trimmed.entries = cut, trimmed.entries + removed
 redis.call('HSET', inputsKey, '\0trimmed', cjson.encode(trimmed))
-if nextDue == '' then
-  redis.call('ZREM', trimsKey, sessionId)
-else
-  redis.call('ZADD', trimsKey, nextDue, sessionId)
-end
+rescheduleTrim(inputsKey, trimsKey, sessionId, latest, nextDue)
 return {'trimmed', removed}

@@ -143,8 +143,15 @@ export const trimSession = defineScript({
   name: 'trimSession',
   keys: ['log', 'inputs', 'calls', 'steps', 'questions', 'conversation', 'trims', 'usage', 'tree'],
   trailingKeys: 'turnIndexes',
-  args: { sessionId: text, cut: text, inputIds: text, toolCallIds: text, steps: text, questionIds: text, nextDue: text },
+  args: { sessionId: text, cut: text, inputIds: text, toolCallIds: text, steps: text, questionIds: text, nextDue: text, latest: text },
   reply: reply<['trimmed', number] | ['open', string]>(),
+})
+
+export const rescheduleTrim = defineScript({
+  name: 'rescheduleTrim',
+  keys: ['inputs', 'trims'],
+  args: { sessionId: text, latest: text, due: text },
+  reply: reply<'ok'>(),
 })
 
 export const seedUsage = defineScript({
