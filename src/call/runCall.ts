@@ -1,7 +1,7 @@
 import { FencedError, InvalidToolInputError, UnknownToolError, ValueTooLargeError } from '../errors/index.js'
 import { toolNames, toolOfCall, type Harness } from '../core/index.js'
 import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
-import { createChildTools } from '../fanout/index.js'
+import { createFanout, type AgentHost } from '../fanout/index.js'
 import type { HarnessQueues } from '../queue/index.js'
 import {
   createDurableContext,
@@ -43,7 +43,7 @@ export async function runCall(
   secrets: SecretStore,
   abort: AttemptSignal,
   hold?: AttemptHold,
-  queues?: HarnessQueues,
+  fanout?: { queues: HarnessQueues; logFor(sessionId: string): SessionLog; agents?: AgentHost | undefined },
 ): Promise<CallOutcome> {
   const tool = toolOfCall(harness, call.name, begin.version ?? '')
   if (!tool) return { error: toToolError(new UnknownToolError(call.name, toolNames(harness))) }
@@ -81,11 +81,11 @@ export async function runCall(
     }
   }
   const handle = stepContext(harness, log, call.toolCallId, begin, secrets, abort, tool[DURABLE].retry, hold)
-  // ctx.tools: child calls of this one (docs/fan-out.md), made only where there are queues to start them on
-  const children = queues ? createChildTools({ harness, log, queues, parentId: call.toolCallId }) : undefined
+  // ctx.tools and ctx.agents: children of this call (docs/fan-out.md), made only where there are queues to start them on
+  const children = fanout ? createFanout({ harness, log, parentId: call.toolCallId, ...fanout }) : undefined
   const parkOf = () => handle.parked ?? children?.parked
   try {
-    const fields = children ? { ...handle.fields, tools: children.tools } : handle.fields
+    const fields = children ? { ...handle.fields, tools: children.tools, agents: children.agents } : handle.fields
     const result = await tool[DURABLE].execute(input, Object.assign(ctx, fields))
     const flushing = handle.flush()
     if (flushing) await flushing

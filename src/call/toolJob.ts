@@ -3,9 +3,8 @@ import { FencedError, LockLostError, StorageError } from '../errors/index.js'
 import { lazyChild, type LineLogger, type Logger } from '../logger.js'
 import { isAgentTool, toolOfCall, type Harness } from '../core/index.js'
 import { contextOf, type BeginResult, type CallMarks, type Fence, type RedisClient, type SessionLog, type ToolEnd } from '../log/index.js'
-import { enqueueParkedCall, parkedToolJob, type HarnessQueues, type ToolJobData } from '../queue/index.js'
+import type { HarnessQueues, ToolJobData } from '../queue/index.js'
 import {
-  APPROVAL_STEP,
   NO_SECRETS,
   questionIdOf,
   resolverErrorName,
@@ -15,7 +14,8 @@ import {
   type AttemptHold,
   type Park,
 } from '../tool/index.js'
-import { childSettled, runAgentCall } from './agentCall.js'
+import { agentToolOf, childSettled, runAgentCall } from './agentCall.js'
+import type { AgentHost } from '../fanout/index.js'
 import { approvalDecided, decideApproval, needsApproval } from './approval.js'
 import { bounded } from './bounded.js'
 import { abortedTurn, cancelledByAbort, cancelledError, type AttemptAbort, type CallAborts } from './callAborts.js'
@@ -28,6 +28,7 @@ import { slotsOf, wakeParent } from './childCall.js'
 import { holdingSlot, type HeldSlot } from '../limits/slot.js'
 import { callBegan, callLanded, callLanding, countFenced, countLockLost } from '../telemetry/index.js'
 import type { AttemptLock } from './attemptLock.js'
+import { park, parksWithoutJob, parkWithoutJob } from './parking.js'
 
 export interface ToolJobDeps {
   harness: Harness
@@ -46,6 +47,8 @@ export interface ToolJobDeps {
   startedHere?: boolean | undefined
   /** The job lock of this attempt: user code starts only while it is held (attemptLock.ts). */
   lock?: AttemptLock | undefined
+  /** The host's harnesses, for child agents (ctx.agents, docs/fan-out.md). */
+  agents?: AgentHost | undefined
 }
 
 /**
@@ -180,8 +183,9 @@ async function attemptOutcome(
       duration: 0,
     }
   }
-  if (isAgentTool(tool)) {
-    const outcome = await runAgentCall(tool, call, begin, deps, interrupted)
+  const agent = isAgentTool(tool) ? tool : await agentToolOf(call, log, deps.agents)
+  if (agent) {
+    const outcome = await runAgentCall(agent, call, begin, { ...deps, log }, interrupted)
     return { outcome, secrets, duration: 0, toolEnd: outcome === interrupted ? 'unknown' : '' }
   }
   const beforeItsTool = begin.kind === 'cut' && needsApproval(tool) && !(await approvalDecided(log, call.toolCallId))
@@ -206,7 +210,12 @@ async function attemptOutcome(
     secrets,
     { abort: attempt, fence, hold },
     {
-      run: (input) => runCall(harness, log, callWithInput(call, input), begin, secrets, attempt, hold, deps.queuesOf(harness)),
+      run: (input) =>
+        runCall(harness, log, callWithInput(call, input), begin, secrets, attempt, hold, {
+          queues: deps.queuesOf(harness),
+          logFor: deps.logFor,
+          agents: deps.agents,
+        }),
       limit: (running) => bounded(running, attempt, call.name, timeoutMs),
     },
   )
@@ -232,67 +241,4 @@ async function woken(p: Park, call: ToolCall, fence: Fence, deps: ToolJobDeps): 
   if (p.kind === 'agent') return childSettled(deps.logFor, call)
   if (p.kind !== 'ask') return false
   return !!(await deps.logFor(call.sessionId).inputs.getQuestion(questionIdOf(fence.toolCallId, p.stepName)))?.answer.found
-}
-
-/** A park of the tool itself (its tool began), not of its limit or its approval before it ran. */
-function parkedInTool(p: Park): boolean {
-  return p.kind !== 'limit' && !(p.kind === 'ask' && p.stepName === APPROVAL_STEP)
-}
-
-/**
- * Parks the call as a BullMQ delayed job: the slot is freed at once and the job runs again from the
- * top at `until`, or earlier when an answer (or a child agent's answer) wakes it. The park slims the
- * job's hash (parkedToolJob). A wake-up that landed before our moveToDelayed would have promoted
- * nothing, so `isWoken` is re-checked after it (R8: no answer is lost).
- */
-async function park(
-  job: Job<ToolJobData>,
-  token: string | undefined,
-  call: ToolCall,
-  log: SessionLog,
-  fence: Fence,
-  p: Park,
-  logger: LineLogger,
-  isWoken: () => Promise<boolean>,
-): Promise<never> {
-  await log.calls.parkCall(fence, p.kind, p.until, { inTool: parkedInTool(p), job: parkedToolJob(job, call) })
-  await job.moveToDelayed(p.until, token)
-  logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
-  if (await isWoken()) await job.promote().catch(() => {})
-  throw new DelayedError()
-}
-
-/**
- * A runTool call's event wait parks without its BullMQ job (issue 29, row 5f: the job hash and its
- * delayed member were a third of a wait's memory). Not a call of a turn: its job is a child the turn
- * job waits on.
- */
-function parksWithoutJob(job: Job<ToolJobData>, p: Park): boolean {
-  return p.kind === 'event' && !job.parentKey
-}
-
-/**
- * Parks the call with an event timer instead of a delayed job (src/log/eventTimers.ts): parkCall
- * lists its wake-up time with the park, then the job completes and is removed with its completion.
- * Its event's sender, or the shard's workers at its timeout, enqueue its job again
- * (queue/parked.ts). A wake-up that came while the job still ran found a job and did nothing, so it
- * is re-checked once the job is gone, as is a timeout the timer loop saw while the job still existed.
- */
-async function parkWithoutJob(
-  job: Job<ToolJobData>,
-  token: string | undefined,
-  log: SessionLog,
-  fence: Fence,
-  p: Park,
-  logger: LineLogger,
-  isWoken: () => Promise<boolean>,
-  deps: ToolJobDeps,
-): Promise<never> {
-  await log.calls.parkCall(fence, p.kind, p.until, { withoutJob: true, inTool: parkedInTool(p) })
-  job.opts.removeOnComplete = true
-  await job.moveToCompleted(null, token ?? '', false)
-  logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked without its job')
-  if (Date.now() >= p.until || (await isWoken()))
-    await enqueueParkedCall(log, fence.toolCallId, () => deps.queuesOf(deps.harness).of(log.sessionId).tools)
-  throw new DelayedError()
 }

@@ -3,7 +3,16 @@ import { canonical } from '../harness/version.js'
 import { EventTimeoutError } from '../errors/index.js'
 import { WAIT_STEP_PREFIX, waitStepValueOf, type SessionLog } from '../log/index.js'
 import type { DurableToolMarker } from '../tool/durableTool.js'
-import { DURABLE, NO_CHILD_TOOLS, questionIdOf, SecretStore, validateNow, type DurableToolContext, type Step } from '../tool/index.js'
+import {
+  DURABLE,
+  NO_CHILD_AGENTS,
+  NO_CHILD_TOOLS,
+  questionIdOf,
+  SecretStore,
+  validateNow,
+  type DurableToolContext,
+  type Step,
+} from '../tool/index.js'
 
 /** Where a dry replay ended: the code returned or threw, or it stopped at a step it would have to run (or wait on). */
 export type ReplayEnd =
@@ -108,6 +117,7 @@ export async function dryReplay(
     secrets: new SecretStore(),
     emitCustomEvent: () => {},
     tools: NO_CHILD_TOOLS,
+    agents: NO_CHILD_AGENTS,
   }
   // read through a function: the closures above set it, which the compiler does not follow here
   const stoppedEnd = (): ReplayEnd | undefined => stopped?.end

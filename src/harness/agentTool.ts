@@ -1,6 +1,9 @@
 import { chat, streamToText, toolDefinition, type AnyServerTool } from '@tanstack/ai'
 import { z } from 'zod'
 import { AGENT, isAgentTool, type AgentToolMarker, type Harness } from '../core/index.js'
+import { UnknownInputError } from '../errors/index.js'
+import type { AgentHost } from '../fanout/index.js'
+import type { Session } from './session.js'
 
 /** Options of `agentTool`: the tool name and description the parent model sees, and how the input becomes the child prompt. */
 export interface AgentToolOptions {
@@ -42,4 +45,15 @@ export function withAgentHarnesses(harnesses: ReadonlyArray<Harness>): Harness[]
   }
   harnesses.forEach(visit)
   return [...all.values()]
+}
+
+/** The host's child agents (agentTool, ctx.agents): its harnesses by name, and a child's turn aborted as `session.abort` does. */
+export function agentHost(harnesses: ReadonlyMap<string, Harness>, open: (harness: Harness, sessionId: string) => Session): AgentHost {
+  return {
+    harnessByName: (name) => harnesses.get(name),
+    abortChild: (harness, sessionId, inputId, reason) =>
+      open(harness, sessionId)
+        .abort(inputId, reason)
+        .catch((error: unknown) => (error instanceof UnknownInputError ? false : Promise.reject(error))),
+  }
 }

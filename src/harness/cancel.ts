@@ -2,14 +2,14 @@ import { CHILD_INPUT_ID, cancelParkedCall, childSessionId } from '../call/index.
 import { AGENT, isAgentTool, toolOf, type Harness } from '../core/index.js'
 import type { SessionLog } from '../log/index.js'
 import { finishCancelledCall, type HarnessQueues } from '../queue/index.js'
-import { cancelDescendants } from '../fanout/index.js'
+import { cancelDescendants, type AgentHost } from '../fanout/index.js'
 
 export interface CancelDeps {
   harness: Harness
   log: SessionLog
   queues: HarnessQueues
-  /** Aborts the turn of a child session (an agent tool call's), with its own parked calls. */
-  abortChild(harness: Harness, sessionId: string, inputId: string, reason: string): Promise<unknown>
+  /** The host's harnesses, and how the turn of a child session (an agent call's) is aborted, with its own parked calls. */
+  agents: AgentHost
 }
 
 /** A parked call seen again this often under a newer epoch (it woke, asked again, parked) is left to wake. */
@@ -24,26 +24,34 @@ const MAX_TRIES = 3
  * Returns the ids of the calls this pass cancelled.
  */
 export async function cancelParkedCalls(deps: CancelDeps, inputId: string, reason: string): Promise<string[]> {
-  const { log } = deps
   const cancelled: string[] = []
-  for (const toolCallId of await log.turnCallIds(inputId)) {
-    // its fan-out's children, at any depth (docs/fan-out.md): marked, and ended now if parked
-    await cancelDescendants(deps, toolCallId, `its turn was aborted (${reason})`)
-    for (let tries = 0; tries < MAX_TRIES; tries++) {
-      const call = await log.calls.getCall(toolCallId)
-      if (call?.status !== 'parked') break
-      const tool = toolOf(deps.harness, call.name)
-      if (isAgentTool(tool)) {
-        await deps.abortChild(tool[AGENT].harness, childSessionId(log.sessionId, toolCallId), CHILD_INPUT_ID, reason)
-      }
-      const status = await cancelParkedCall(log, { toolCallId, epoch: call.epoch }, call.name, reason)
-      if (status === 'moved') continue
-      if (status === 'ok') {
-        cancelled.push(toolCallId)
-        await finishCancelledCall(deps.queues, log.sessionId, toolCallId)
-      }
-      break
-    }
+  for (const toolCallId of await deps.log.turnCallIds(inputId)) {
+    if (await cancelTree(deps, toolCallId, reason, `its turn was aborted (${reason})`)) cancelled.push(toolCallId)
   }
   return cancelled
+}
+
+/**
+ * Cancels one call and its fan-out (`session.cancelCall`): every descendant, at any depth, is marked
+ * and ended now if parked (a child agent's turn aborted); the call itself lands `cancelled` if it is
+ * parked. True when it did; a call running now is left to land (its children's cancels reach it).
+ */
+export async function cancelTree(deps: CancelDeps, toolCallId: string, reason: string, childReason = reason): Promise<boolean> {
+  const { log } = deps
+  // its fan-out's children, at any depth (docs/fan-out.md): marked, and ended now if parked
+  await cancelDescendants(deps, toolCallId, childReason)
+  for (let tries = 0; tries < MAX_TRIES; tries++) {
+    const call = await log.calls.getCall(toolCallId)
+    if (call?.status !== 'parked') return false
+    const tool = toolOf(deps.harness, call.name)
+    if (isAgentTool(tool)) {
+      await deps.agents.abortChild(tool[AGENT].harness, childSessionId(log.sessionId, toolCallId), CHILD_INPUT_ID, reason)
+    }
+    const status = await cancelParkedCall(log, { toolCallId, epoch: call.epoch }, call.name, reason)
+    if (status === 'moved') continue
+    if (status !== 'ok') return false
+    await finishCancelledCall(deps.queues, log.sessionId, toolCallId)
+    return true
+  }
+  return false
 }

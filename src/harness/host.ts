@@ -31,7 +31,7 @@ import { settleWithin, type CloseOptions, type CloseResult } from './workers.js'
 import { sweep, type Repair, type SweepOptions } from '../recovery/sweeper.js'
 import { retainOnce, retentionOf } from '../retention/index.js'
 import type { Harness } from './defineHarness.js'
-import { withAgentHarnesses } from './agentTool.js'
+import { agentHost, withAgentHarnesses } from './agentTool.js'
 import { Notifier } from './notifier.js'
 import { Session } from './session.js'
 import { sendEvent, type HostEvents } from './machineEvents.js'
@@ -168,6 +168,8 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       : {}),
   }
   const logFor = (sessionId: string) => new SessionLog(logRedis, prefix, sessionId, logOptions)
+  // child agents (agentTool, ctx.agents): the host's harnesses by name, and a child's turn aborted as session.abort does
+  const agents = agentHost(harnesses, (harness, sessionId) => openSession(harness, sessionId))
   const openSession = (harness: Harness, sessionId: string): Session => {
     assertSessionId(sessionId)
     return new Session({
@@ -177,6 +179,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
       notifier,
       lane,
       open: openSession,
+      agents,
       deployment: () => (marks === undefined ? checkShards() : undefined),
       callMarks,
     })
@@ -242,6 +245,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
           logFor,
           queuesOf,
           queuesByName,
+          agents,
           keepJobs: retention?.keepJobs,
           checkShards,
           callMarks,

@@ -1,4 +1,5 @@
 import type { Worker } from 'bullmq'
+import type { AgentHost } from '../fanout/index.js'
 import type { Logger } from 'pino'
 import { CallAborts } from '../call/index.js'
 import { ConfigError } from '../errors/index.js'
@@ -34,6 +35,7 @@ export interface HostWorkersContext {
   logFor(sessionId: string): SessionLog
   queuesOf(harness: Harness): HarnessQueues
   queuesByName(name: string): HarnessQueues | undefined
+  agents: AgentHost
   keepJobs: { completedMs: number; failedMs: number } | undefined
   /** Resolves once the deployment's shard count is known to match (rejects with ShardCountError). */
   checkShards(): Promise<void>
@@ -115,6 +117,7 @@ export function startHostWorkers(
         logFor: host.logFor,
         queuesOf: host.queuesOf,
         queuesByName: host.queuesByName,
+        agents: host.agents,
         aborts,
         logger,
         callMarks: host.callMarks,

@@ -18,7 +18,7 @@ import { checkPrompt, type PromptOptions } from './promptOptions.js'
 import { settleTurn } from '../turn/index.js'
 import { encodeChecked, toJsonCopy } from '../tool/index.js'
 import { assertNoSecrets } from './callerSecrets.js'
-import { cancelParkedCalls } from './cancel.js'
+import { cancelParkedCalls, cancelTree } from './cancel.js'
 import { rerunTurn, type RerunOptions } from './rerun.js'
 import { answerQuestion } from './answer.js'
 import { checkPrincipal } from './tags.js'
@@ -27,6 +27,7 @@ import { WaitCancel, type Notifier } from './notifier.js'
 import { logReader, type LogReader } from './logReader.js'
 import { compactSession, resetSession, type Compacted, type ResetDone } from './compactSession.js'
 import type { LocalLane } from '../lane/index.js'
+import type { AgentHost } from '../fanout/index.js'
 
 /** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
 export interface Settled {
@@ -48,6 +49,8 @@ export interface SessionDeps {
   lane: LocalLane
   /** Another session of the host (an agent tool call's child, whose turn an abort ends too). */
   open(harness: Harness, sessionId: string): Session
+  /** The host's harnesses, and how a child agent's turn is aborted (an abort ends its children's turns too). */
+  agents: AgentHost
   /**
    * Resolves once the deployment's shard count is known to be this host's (checked once a host);
    * rejects with ShardCountError when it is not, so a host with another count writes nothing. Then
@@ -147,10 +150,20 @@ export class Session {
     if (settled?.outcome === 'completed') return false
     // settled already as aborted or failed (a timeout): its parked calls end all the same
     const why = settled?.error?.message ?? reason
-    const abortChild = (child: Harness, sessionId: string, childInput: string, r: string) =>
-      this.deps.open(child, sessionId).abort(childInput, r)
-    await cancelParkedCalls({ harness, log, queues, abortChild }, inputId, why)
+    await cancelParkedCalls({ harness, log, queues, agents: this.deps.agents }, inputId, why)
     return status === 'settled'
+  }
+
+  /**
+   * Cancels a call and all it started, at any depth (docs/fan-out.md "Cancel and failure"); the call
+   * lands `cancelled` if parked, and true comes back. UnknownToolCallError for a call never requested.
+   */
+  async cancelCall(toolCallId: string, reason = 'Cancelled by the caller.'): Promise<boolean> {
+    assertToolCallId(toolCallId)
+    const { log, harness, queues } = this.deps
+    await this.checkDeployment()
+    if (!(await log.calls.getCall(toolCallId)) && !(await log.calls.isRequested(toolCallId))) throw new UnknownToolCallError(toolCallId)
+    return cancelTree({ harness, log, queues, agents: this.deps.agents }, toolCallId, reason)
   }
 
   /**

@@ -9,6 +9,7 @@ import { bullPrefix, finishedJobs, toolQueueName, turnQueueName, type HarnessQue
 import { callAttemptSpan, observeTurn, turnSpan } from '../telemetry/index.js'
 import { FetchLanes } from './fetchLanes.js'
 import type { LocalLane } from '../lane/index.js'
+import type { AgentHost } from '../fanout/index.js'
 import { processTurnJob } from '../turn/index.js'
 
 export interface WorkerSetOptions {
@@ -24,6 +25,8 @@ export interface WorkerSetOptions {
   queuesOf(harness: Harness): HarnessQueues
   /** Queues of a harness by name, if this host runs it. */
   queuesByName(name: string): HarnessQueues | undefined
+  /** The host's harnesses, for child agents (ctx.agents). */
+  agents: AgentHost
   aborts: CallAborts
   logger: Logger
   /** The deployment's call marks (a marked runTool job skips its begin on its first delivery). */
@@ -43,7 +46,8 @@ export interface WorkerSetOptions {
  * failed by BullMQ (maxStalledCount is unbounded): our begin/fold classifies it instead.
  */
 export function startWorkerSet(options: WorkerSetOptions): Worker[] {
-  const { harness, queues, connection, prefix, shard, shards, concurrency, logFor, queuesOf, queuesByName, aborts, logger } = options
+  const { harness, queues, connection, prefix, shard, shards, concurrency, logFor, queuesOf, queuesByName, agents, aborts, logger } =
+    options
   const common = {
     connection,
     prefix: bullPrefix(prefix, shard, shards),
@@ -81,6 +85,7 @@ export function startWorkerSet(options: WorkerSetOptions): Worker[] {
                   harness,
                   logFor,
                   queuesOf,
+                  agents,
                   aborts,
                   logger,
                   marks: options.callMarks?.(),

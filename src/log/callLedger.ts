@@ -90,6 +90,13 @@ export class CallLedger {
     return state ? callStateOf(state, result, names) : null
   }
 
+  /** True when the call was requested (runTool, a fan-out's child): its request is kept, begun or not. */
+  async isRequested(toolCallId: string): Promise<boolean> {
+    return (
+      (await this.stream.command('isRequested', () => this.stream.redis.hexists(this.stream.keys.calls, requestField(toolCallId)))) === 1
+    )
+  }
+
   /** `owner` is kept in the call state so the sweeper can enqueue the call again if its job is lost. */
   async beginCall(toolCallId: string, name: string, replay: 'safe' | 'never', owner?: CallOwner): Promise<BeginResult> {
     const begun = await this.begin(toolCallId, name, replay, owner, '')

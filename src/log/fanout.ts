@@ -18,6 +18,8 @@ export interface TreeLimits {
 
 /** The cancel-siblings mark of a wait set: not a call id (ids are [A-Za-z0-9._-]). */
 const CANCEL_SIBLINGS = '!'
+/** The wait-for-any mark of a wait set. */
+const WAIT_FOR_ANY = '*'
 
 /** The key of a parked parent's wait set: the children it still waits for. */
 function waitsKey(stream: LogStream, parentId: string): string {
@@ -42,9 +44,22 @@ export function parentOfChild(toolCallId: string): string | undefined {
 export class FanoutLedger {
   constructor(private readonly stream: LogStream) {}
 
-  async addChild(childId: string, parentId: string, limits: TreeLimits): Promise<ChildPlace> {
+  /**
+   * Registers a child once, checked against the limits. `base`: the place the parent stands in when
+   * this hash does not know it (a call of a child agent's session stands in its agent's place).
+   */
+  async addChild(childId: string, parentId: string, limits: TreeLimits, base?: { depth: number; root: string }): Promise<ChildPlace> {
     const { maxDepth, maxCalls, timeoutMs } = limits
-    const args = { childId, parentId, maxDepth, maxCalls, timeoutMs, now: Date.now() }
+    const args = {
+      childId,
+      parentId,
+      maxDepth,
+      maxCalls,
+      timeoutMs,
+      now: Date.now(),
+      baseDepth: base?.depth ?? 0,
+      baseRoot: base?.root ?? '',
+    }
     const [status, n, root] = await this.stream.script(scripts.addChild, { keys: { tree: this.stream.keys.tree }, args }, true)
     if (status === 'calls') return { status, count: Number(n), root }
     if (status === 'timeout') return { status, ageMs: Number(n), root }
@@ -58,22 +73,22 @@ export class FanoutLedger {
   }
 
   /**
-   * A child's tree at its begin: its root (undefined: no child of a fan-out) and the reason it was
-   * cancelled, if it was; one command.
+   * A child's tree at its begin: its root and depth in this session's hash (undefined: no child of a
+   * fan-out) and the reason it was cancelled, if it was; one command.
    */
-  async childAtBegin(toolCallId: string): Promise<{ root?: string; cancelled?: string }> {
+  async childAtBegin(toolCallId: string): Promise<{ root?: string; depth?: number; cancelled?: string }> {
     const [place, cancelled] = await this.stream.command('childAtBegin', () =>
       this.stream.redis.hmget(this.stream.keys.tree, toolCallId, `${toolCallId}\0x`),
     )
-    const root = place?.split('|')[1]
-    return { ...(root ? { root } : {}), ...(cancelled ? { cancelled } : {}) }
+    const [depth, root] = place?.split('|') ?? []
+    return { ...(root ? { root, depth: Number(depth) } : {}), ...(cancelled ? { cancelled } : {}) }
   }
 
-  /** Every child in the tree of `rootId`, with its tool's name as its call state holds it (one HGETALL of the session's trees). */
+  /** Every child in this session of the tree of `rootId` (one HGETALL of the session's trees; a place of another session's call, `<session>/<call>`, is not one). */
   async descendants(rootId: string): Promise<string[]> {
     const all = await this.stream.command('treeOf', () => this.stream.redis.hgetall(this.stream.keys.tree))
     return Object.entries(all)
-      .filter(([field, value]) => !field.includes('\0') && value.split('|')[1] === rootId)
+      .filter(([field, value]) => !field.includes('\0') && !field.includes('/') && value.split('|')[1] === rootId)
       .map(([field]) => field)
   }
 
@@ -88,10 +103,27 @@ export class FanoutLedger {
     })
   }
 
-  /** The parent parks waiting for `childIds`: its wait set is these (and the cancel-siblings mark). */
-  async await(parentId: string, childIds: readonly string[], cancelSiblings: boolean): Promise<void> {
+  /** The children's states, and whether each was requested (a group with maxConcurrent holds some back), in one command. */
+  async look(childIds: readonly string[]): Promise<Array<{ state: CallState | null; requested: boolean }>> {
+    if (childIds.length === 0) return []
+    const fields = childIds.flatMap((id) => [id, `${id}\0result`, `${id}\0names`, `${id}\0req`])
+    const values = await this.stream.command('childStates', () => this.stream.redis.hmget(this.stream.keys.calls, ...fields))
+    return childIds.map((_, i) => {
+      const state = values[i * 4]
+      return {
+        state: state ? callStateOf(state, values[i * 4 + 1] ?? null, values[i * 4 + 2] ?? null) : null,
+        requested: !!state || values[i * 4 + 3] !== null,
+      }
+    })
+  }
+
+  /**
+   * The parent parks waiting for `childIds`: its wait set is these, and a mark of how it wakes: at
+   * the first failure too ('cancel-siblings'), or at the first landing ('any': a group waiting for a place).
+   */
+  async await(parentId: string, childIds: readonly string[], wakeAt: 'all' | 'cancel-siblings' | 'any'): Promise<void> {
     const key = waitsKey(this.stream, parentId)
-    const members = cancelSiblings ? [...childIds, CANCEL_SIBLINGS] : [...childIds]
+    const members = wakeAt === 'all' ? [...childIds] : [...childIds, wakeAt === 'any' ? WAIT_FOR_ANY : CANCEL_SIBLINGS]
     await this.stream.command(
       'awaitChildren',
       () =>

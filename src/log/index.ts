@@ -9,7 +9,7 @@ export { startCall, type JobStart, type StartReply } from './callStart.js'
 export { eventTimerOf, clearEventTimer } from './eventTimers.js'
 export { callFingerprint } from './callIds.js'
 export type { Question, ModelToolCall } from './inputs.js'
-export { contextOf, type InputState, type InputTags, type ParentCall } from './inputState.js'
+export { contextOf, type InputState, type InputTags, type ParentCall, type TreeRef } from './inputState.js'
 export type { StepLookup } from './stepValues.js'
 export { encodeRecord, isRecord, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
 export { isStreamId } from './streamIds.js'
@@ -71,7 +71,7 @@ export {
   type LivenessLook,
   type NamedConnection,
 } from './workerLiveness.js'
-export { parentOfChild, type ChildPlace, type FanoutLedger } from './fanout.js'
+export { parentOfChild, type ChildPlace, type FanoutLedger, type TreeLimits } from './fanout.js'
 export { readSessionUsage } from './sessionUsage.js'
 export { FIGURE_OF, zeroFigures, type UsageFigures } from './usageTotals.js'
 export { usageDay, usageDayKey } from './keys.js'

@@ -5,6 +5,18 @@ export interface ParentCall {
   harness: string
   sessionId: string
   toolCallId: string
+  /**
+   * The fan-out tree the child session stands in (docs/fan-out.md "Trees across sessions"): the
+   * session and call at its root, where its limits are counted, and the depth of the agent's place.
+   */
+  tree?: TreeRef
+}
+
+/** A place in a fan-out tree whose root may be in another session. */
+export interface TreeRef {
+  sessionId: string
+  root: string
+  depth: number
 }
 
 export interface InputState {

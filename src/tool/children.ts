@@ -30,6 +30,8 @@ export interface ChildGroupOptions {
    * ToolCallError.
    */
   onFailure?: 'cancel-siblings' | 'collect'
+  /** At most this many of the group's children run at once; the others start, in start order, as places free up. */
+  maxConcurrent?: number
 }
 
 /** A group of child calls: start or run them, then `settled()` (in start order). */
@@ -56,12 +58,73 @@ export interface ChildTools {
   group(options?: ChildGroupOptions): ChildGroup
 }
 
-const outside = () => Promise.reject(new DurableSessionRequiredError('ctx.tools'))
+/** A harness a child agent runs: the host must run it too (createHarnessHost's `harnesses`, or an agentTool of one). */
+export interface ChildAgentHarness {
+  readonly name: string
+}
+
+/** Options of one child agent: its name (as a child call's), and the context its turn gets (`ctx.context` of its tools). */
+export interface ChildAgentOptions extends ChildOptions {
+  context?: unknown
+}
+
+/** How a child agent's turn settled (`session.settled`), and its session. */
+export interface ChildAgentSettled {
+  name: string
+  /** The child agent's session: `harness log <sessionId>` shows its turn. */
+  sessionId: string
+  outcome: 'completed' | 'failed' | 'aborted'
+  text?: string
+  error?: { message: string; code?: string }
+}
+
+/** A child agent a fan-out started: `ctx.agents.wait([handle])` waits for it. */
+export interface ChildAgentHandle {
+  readonly name: string
+  /** `<parent call id>.<name>`: the call in the parent's session that waits for the child agent. */
+  readonly toolCallId: string
+  readonly harness: string
+  readonly sessionId: string
+}
+
+/** `ctx.agents.group(options)`: child agents started together and settled together. */
+export interface ChildAgentGroup {
+  start(harness: ChildAgentHarness, prompt: string, options: ChildAgentOptions): Promise<ChildAgentHandle>
+  /** Starts one child agent and waits for the whole group; its own settled turn. */
+  run(harness: ChildAgentHarness, prompt: string, options: ChildAgentOptions): Promise<ChildAgentSettled>
+  /** Every child's settled turn, in start order; under 'cancel-siblings' the first that did not complete throws its ToolCallError. */
+  settled(): Promise<ChildAgentSettled[]>
+}
+
+/**
+ * `ctx.agents` of a durable tool: a turn of a child session of another harness, run durably on any
+ * worker; the parent waits parked (no worker slot). The child's session is derived from the call and
+ * the name, so a rerun finds the same child; its turn runs once (R23). Children count against the
+ * tree's limits like child calls.
+ */
+export interface ChildAgents {
+  /** Runs a child agent's turn and waits for it: how it settled (a failed turn is an outcome, not a throw). */
+  run(harness: ChildAgentHarness, prompt: string, options: ChildAgentOptions): Promise<ChildAgentSettled>
+  start(harness: ChildAgentHarness, prompt: string, options: ChildAgentOptions): Promise<ChildAgentHandle>
+  /** The settled turns in the handles' order, once all settled. */
+  wait(handles: readonly ChildAgentHandle[]): Promise<ChildAgentSettled[]>
+  group(options?: ChildGroupOptions): ChildAgentGroup
+}
+
+const outside = (what: string) => () => Promise.reject(new DurableSessionRequiredError(what))
 
 /** `ctx.tools` where there is no session to hold children (plain chat(), a middleware's context): each use throws. */
 export const NO_CHILD_TOOLS: ChildTools = {
-  run: outside,
-  start: outside,
-  wait: outside,
-  group: () => ({ run: outside, start: outside, settled: outside }),
+  run: outside('ctx.tools'),
+  start: outside('ctx.tools'),
+  wait: outside('ctx.tools'),
+  group: () => ({ run: outside('ctx.tools'), start: outside('ctx.tools'), settled: outside('ctx.tools') }),
+}
+
+/** `ctx.agents` where there is no session to hold children: each use throws. */
+export const NO_CHILD_AGENTS: ChildAgents = {
+  run: outside('ctx.agents'),
+  start: outside('ctx.agents'),
+  wait: outside('ctx.agents'),
+  group: () => ({ run: outside('ctx.agents'), start: outside('ctx.agents'), settled: outside('ctx.agents') }),
 }

@@ -4,7 +4,7 @@ import type { Duration } from './duration.js'
 import type { JsonChecked } from './json.js'
 import type { RetryPolicy } from './retry.js'
 import type { Secrets } from './secrets.js'
-import type { ChildTools } from './children.js'
+import type { ChildAgents, ChildTools } from './children.js'
 
 /** What happens to a call a crash cut short: `'safe'` runs it again (finished steps return their stored values), `'never'` lands a tool error (`interrupted`). */
 export type Replay = 'safe' | 'never'
@@ -100,6 +100,8 @@ export interface DurableContextFields {
   secrets: Secrets
   /** Other tools of the harness as child calls, each its own durable call (docs/fan-out.md). */
   tools: ChildTools
+  /** Turns of child agents (sessions of other harnesses), each durable (docs/fan-out.md). */
+  agents: ChildAgents
 }
 
 /** What a durable tool's execute gets: the `@tanstack/ai` tool context plus step, append, secrets. */

@@ -37,7 +37,14 @@ export { middlewareRun } from './middlewareContext.js'
 export { customEvents, resolveSecrets, resolverErrorName } from './customEvents.js'
 export { getLogRecords, hookRecords, provideLogRecords, type LogRecordsWriter } from './logRecords.js'
 export {
+  NO_CHILD_AGENTS,
   NO_CHILD_TOOLS,
+  type ChildAgentGroup,
+  type ChildAgentHandle,
+  type ChildAgentHarness,
+  type ChildAgentOptions,
+  type ChildAgents,
+  type ChildAgentSettled,
   type ChildGroup,
   type ChildGroupOptions,
   type ChildHandle,

@@ -4,7 +4,7 @@ import { parseDuration, parseWakeTime } from './duration.js'
 import { toJsonCopy } from './json.js'
 import { waitFor, type RetryPolicy } from './retry.js'
 import { NO_SECRETS } from './secrets.js'
-import { NO_CHILD_TOOLS } from './children.js'
+import { NO_CHILD_AGENTS, NO_CHILD_TOOLS } from './children.js'
 import { policyOf, tryInProcess } from './stepRetry.js'
 
 /**
@@ -49,5 +49,6 @@ export function createPlainContext(toolCallId: string, abortSignal?: AbortSignal
     },
     secrets: NO_SECRETS,
     tools: NO_CHILD_TOOLS,
+    agents: NO_CHILD_AGENTS,
   }
 }

@@ -9,7 +9,7 @@ import type { AppendRecord, DurableContextFields, Step, StepFnOptions, StepOptio
 import { parseDuration, parseWakeTime } from './duration.js'
 import { encodeChecked, toJsonCopy } from './json.js'
 import { Park } from './park.js'
-import { NO_CHILD_TOOLS } from './children.js'
+import { NO_CHILD_AGENTS, NO_CHILD_TOOLS } from './children.js'
 import type { AttemptHold, AttemptSignal, RecordedSteps } from './recordedSteps.js'
 import type { RetryPolicy } from './retry.js'
 import type { SecretStore } from './secrets.js'
@@ -277,7 +277,7 @@ export function createStepCore(steps: RecordedSteps, options: StepCoreOptions, e
   }
 
   return {
-    fields: { step, append, secrets, tools: NO_CHILD_TOOLS },
+    fields: { step, append, secrets, tools: NO_CHILD_TOOLS, agents: NO_CHILD_AGENTS },
     approval(message, expiresAt) {
       if (parked) throw parked
       return ask({ name: APPROVAL_STEP, message, schema: APPROVAL, ...(expiresAt === undefined ? {} : { expiresAt }) }, 'approval')

@@ -73,7 +73,7 @@ export function useWorkerProcesses(options: {
 /** Hosts with in-process workers, one per call of `start`, closed after each test. */
 export function useInProcessHosts(): {
   start(
-    harness: Harness,
+    harness: Harness | Harness[],
     label: string,
     options?: { redis?: string; writeRetryMs?: number; concurrency?: number; retention?: RetentionOptions; localLane?: boolean },
   ): { host: HarnessHost; prefix: string; url: string }
@@ -96,7 +96,7 @@ export function useInProcessHosts(): {
       const redis = options.redis ?? url
       const host = createHarnessHost({
         redis,
-        harnesses: [harness],
+        harnesses: Array.isArray(harness) ? harness : [harness],
         prefix,
         logger: quiet,
         ...(options.writeRetryMs ? { writeRetryMs: options.writeRetryMs } : {}),

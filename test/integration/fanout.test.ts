@@ -46,7 +46,7 @@ describe('fan-out in one process', () => {
     expect(await log.fanout.addChild('root.a.b', 'root.a', limits)).toEqual({ status: 'added', depth: 2, root: 'root' })
     expect(await redis.hget(log.stream.keys.tree, 'root.a.b')).toBe('2|root|')
     expect(await log.fanout.addChild('root.a', 'root', limits)).toEqual({ status: 'exists', depth: 1, root: 'root' })
-    expect(await log.fanout.childAtBegin('root.a.b')).toEqual({ root: 'root' })
+    expect(await log.fanout.childAtBegin('root.a.b')).toEqual({ root: 'root', depth: 2 })
     expect((await log.fanout.descendants('root')).sort()).toEqual(['root.a', 'root.a.b'])
   })
 

@@ -13,6 +13,9 @@
     ARGV[4] maxCalls: the children a tree may have in all
     ARGV[5] timeoutMs: how long after its first child a tree may start more
     ARGV[6] now: now ms
+    ARGV[7] baseDepth: the depth of the place the parent stands in when the hash does not know it (0: a root call);
+      a call of a child agent's session stands in its agent's place (docs/fan-out.md "Trees across sessions")
+    ARGV[8] baseRoot: the tree's root when the hash does not know the parent ('' for the parent itself)
 
   Output:
     {'exists', depth, rootId} | {'added', depth, rootId} | {'depth', depth, rootId} | {'calls', count, rootId}
@@ -21,6 +24,7 @@
 local treeKey = KEYS[1]
 local childId, parentId = ARGV[1], ARGV[2]
 local maxDepth, maxCalls, timeoutMs, now = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local baseDepth, baseRoot = tonumber(ARGV[7]), ARGV[8]
 
 local function placeOf(value)
   local depth, rest = string.match(value, '^(%d+)|(.*)$')
@@ -33,7 +37,8 @@ if own then
   local depth, root = placeOf(own)
   return {'exists', depth, root}
 end
-local depth, root = 1, parentId
+local depth, root = baseDepth + 1, parentId
+if baseRoot ~= '' then root = baseRoot end
 local parent = redis.call('HGET', treeKey, parentId)
 if parent then
   local parentDepth, parentRoot = placeOf(parent)

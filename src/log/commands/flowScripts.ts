@@ -95,7 +95,16 @@ export const deliverEvent = defineScript({
 export const addChild = defineScript({
   name: 'addChild',
   keys: ['tree'],
-  args: { childId: text, parentId: text, maxDepth: num, maxCalls: num, timeoutMs: num, now: num },
+  args: {
+    childId: text,
+    parentId: text,
+    maxDepth: num,
+    maxCalls: num,
+    timeoutMs: num,
+    now: num,
+    baseDepth: arg<number | ''>(),
+    baseRoot: text,
+  },
   reply: reply<[status: 'exists' | 'added' | 'depth' | 'calls' | 'timeout', depthOrCount: number, root: string]>(),
 })
 

@@ -1,0 +1,126 @@
+// Child agents from a durable tool (ctx.agents, R23, R24, docs/fan-out.md) in one process: a turn of
+// a child session per name, run once, in the parent's tree (its limits across sessions), cancelled
+// down the tree; and the model-called agentTool under the same limits.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { agents, boss, crewTurn, helper, nester, researcher } from '../fixtures/fanout.js'
+import { SessionLog } from '../../src/log/index.js'
+import { rigClient } from '../rig.js'
+import { useInProcessHosts } from '../helpers/hosts.js'
+import { until } from '../helpers/log.js'
+import { startProvider, type TestProvider } from '../helpers/provider.js'
+import { childSessionId } from '../../src/fanout/index.js'
+
+describe('child agents from a durable tool', () => {
+  const hosts = useInProcessHosts()
+  let provider: TestProvider
+  beforeAll(async () => {
+    provider = await startProvider(20)
+    process.env.PROVIDER_URL = provider.url
+  })
+  afterAll(async () => provider?.close())
+  const all = [agents, researcher, nester]
+
+  it('R23 a tool starts 10 child tool calls and 8 child agents: results in order, each side effect once', async () => {
+    provider.reset()
+    const { host, prefix, url } = hosts.start(all, 'agents-basic', { concurrency: 4 })
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    const session = host.open(agents, { sessionId: 'crew-1' })
+    const result = await session.runTool({ name: 'crew', input: { tools: 10, agents: 8 }, toolCallId: 'root' })
+    expect(result).toEqual([...Array.from({ length: 10 }, (_, n) => n * 2), ...Array.from({ length: 8 }, (_, j) => `agent ${1000 + j}`)])
+    expect(new Set(provider.starts.map((s) => s.tenant)).size).toBe(18)
+    expect(provider.starts).toHaveLength(18)
+    // the child's session: derived from the call and the name; its turn got the context
+    const input = await new SessionLog(redis, prefix, childSessionId('crew-1', 'root.agent-3')).inputs.getInput('agent-call')
+    expect(input?.text).toBe('1003')
+    expect(JSON.parse(input?.context ?? 'null')).toEqual({ j: 3 })
+    expect(input?.parent?.tree).toEqual({ sessionId: 'crew-1', root: 'root', depth: 1 })
+    // run again: the same children, nothing runs twice (R23)
+    expect(await session.runTool({ name: 'crew', input: { tools: 10, agents: 8 }, toolCallId: 'root' })).toEqual(result)
+    expect(provider.starts).toHaveLength(18)
+  })
+
+  it("the root turn's principal and metadata go to every child agent", async () => {
+    provider.reset()
+    const { host, prefix, url } = hosts.start([crewTurn, researcher], 'agents-tags', { concurrency: 4 })
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    const session = host.open(crewTurn, { sessionId: 'tags-1' })
+    const { inputId } = await session.prompt('go', { principal: 'user-7', metadata: { team: 'red' } })
+    expect((await session.settled(inputId)).outcome).toBe('completed')
+    const [call] = await session.log.read({ types: ['harness.tool.result'] })
+    const parentId = (call!.record as { toolCallId: string }).toolCallId.split('.')[0]!
+    for (const j of [0, 1]) {
+      const input = await new SessionLog(redis, prefix, childSessionId('tags-1', `${parentId}.agent-${j}`)).inputs.getInput('agent-call')
+      expect(input).toMatchObject({ principal: 'user-7', metadata: { team: 'red' }, status: 'settled' })
+    }
+  })
+
+  it("R24 maxDepth holds across child agents' sessions: the third level's start is refused with tree_limit", async () => {
+    const { host } = hosts.start(all, 'agents-depth')
+    const session = host.open(agents, { sessionId: 'nest-1' })
+    const result = await session.runTool({ name: 'nest', input: { level: 0 }, toolCallId: 'n' })
+    expect(result).toMatch(/^refused at 3: .*maxDepth \(2\)/)
+  })
+
+  it('R24 the model-called agentTool obeys the tree limits: 5 asked in one turn under maxCalls 3, two refused with tree_limit', async () => {
+    const { host } = hosts.start([boss, helper], 'agents-tool')
+    const session = host.open(boss, { sessionId: 'boss-1' })
+    const { inputId } = await session.prompt('get help')
+    const settled = await session.settled(inputId)
+    expect(settled).toMatchObject({ outcome: 'completed', text: 'saw 5 results' })
+    const results = await session.log.read({ types: ['harness.tool.result'] })
+    const codes = results.map((e) => (e.record as { error?: { code?: string } }).error?.code ?? 'ok').sort()
+    expect(codes).toEqual(['ok', 'ok', 'ok', 'tree_limit', 'tree_limit'])
+  })
+
+  it('cancel-siblings: a failing child agent aborts the turns of the others, none of their side effects runs after', async () => {
+    provider.reset()
+    const { host } = hosts.start(all, 'agents-cancel', { concurrency: 6 })
+    const session = host.open(agents, { sessionId: 'cancel-1' })
+    const result = await session.runTool({
+      name: 'crew',
+      input: { tools: 0, agents: 4, onFailure: 'cancel-siblings', failAgent: 3, sleep: true },
+      toolCallId: 'cs',
+    })
+    expect(result).toMatchObject({ failed: 'tool_error' })
+    for (const j of [0, 1, 2]) {
+      const child = host.open(researcher, { sessionId: childSessionId('cancel-1', `cs.agent-${j}`) })
+      expect((await child.settled('agent-call')).outcome).toBe('aborted')
+    }
+    expect(provider.starts).toHaveLength(0)
+  })
+
+  it('a group with maxConcurrent 2 runs at most 2 of its child agents at once, in start order', async () => {
+    provider.reset()
+    const { host } = hosts.start(all, 'agents-width', { concurrency: 8 })
+    const session = host.open(agents, { sessionId: 'width-1' })
+    const result = await session.runTool({ name: 'crew', input: { tools: 0, agents: 6, maxConcurrent: 2 }, toolCallId: 'w' })
+    expect(result).toEqual(Array.from({ length: 6 }, (_, j) => `agent ${1000 + j}`))
+    expect(provider.maxInFlight).toBeLessThanOrEqual(2)
+    expect(
+      provider.starts
+        .map((s) => s.n)
+        .slice(0, 2)
+        .sort(),
+    ).toEqual([1000, 1001])
+  })
+
+  it('abort of the root call while its child agents sleep: every child turn ends aborted, nothing of theirs runs after', async () => {
+    provider.reset()
+    const { host } = hosts.start(all, 'agents-abort', { concurrency: 8 })
+    const session = host.open(agents, { sessionId: 'abort-1' })
+    const running = session.runTool({ name: 'crew', input: { tools: 0, agents: 5, sleep: true }, toolCallId: 'a' }).catch((e: unknown) => e)
+    const children = Array.from({ length: 5 }, (_, j) => host.open(researcher, { sessionId: childSessionId('abort-1', `a.agent-${j}`) }))
+    const asleep = async () => {
+      let n = 0
+      for (const c of children) n += (await c.log.read({ types: ['harness.tool.suspended'] })).length
+      return n
+    }
+    await until(async () => (await asleep()) === 5, '5 child agents asleep')
+    expect(await session.cancelCall('a', 'stop the crew')).toBe(true)
+    for (const c of children) expect((await c.settled('agent-call')).outcome).toBe('aborted')
+    expect(provider.starts).toHaveLength(0)
+    await running
+  })
+})
