@@ -225,7 +225,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     retention ? retainOnce({ redis, prefix, shards, logFor, retention, logger, clearJobs }, retainOptions) : []
 
   return {
-    ...hostOperations({ redis, prefix, shards, harnesses, queuesOf, open: openSession }),
+    ...hostOperations({ redis, prefix, shards, harnesses, queuesOf, open: openSession, logFor }),
     prefix,
     logger,
     async ready(timeoutMs = 3_000) {

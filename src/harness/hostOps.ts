@@ -1,10 +1,11 @@
 import { InvalidTurnFilterError, UnknownHarnessError } from '../errors/index.js'
-import type { RedisClient } from '../log/index.js'
+import { assertSessionId, type RedisClient, type SessionLog } from '../log/index.js'
 import { listTurns, type TurnsFilter, type TurnsPage, type TurnSummary } from '../ops/index.js'
 import { pauseQueues, queuesPaused, resumeQueues, type HarnessQueues } from '../queue/index.js'
 import type { Harness } from './defineHarness.js'
 import type { Session } from './session.js'
 import { hostUsage, type HostUsage, type UsageFilter } from './hostUsage.js'
+import { readTree, type TreeNode } from './fanoutTree.js'
 
 /** Options of `host.replay` / `host.cancel`: the batch size, progress, who does it. */
 export interface BulkOptions {
@@ -41,6 +42,11 @@ export interface HostOperations {
   paused(harnessName: string): Promise<boolean>
   /** Spend by UTC day, model and principal, from the harnesses' day hashes (docs/spend.md): O(days × shards), never the sessions. */
   usage(filter?: UsageFilter): Promise<HostUsage>
+  /**
+   * The fan-out trees of a session (docs/fan-out.md "Seen from above"): each call that started
+   * children, with them, and each child agent's session with its own tree; `[]` for none.
+   */
+  tree(sessionId: string): Promise<TreeNode[]>
 }
 
 export interface HostOpsDeps {
@@ -50,6 +56,7 @@ export interface HostOpsDeps {
   harnesses: ReadonlyMap<string, Harness>
   queuesOf(harness: Harness): HarnessQueues
   open(harness: Harness, sessionId: string): Session
+  logFor(sessionId: string): SessionLog
 }
 
 /** The host's operator API over its harnesses' turns indexes and queues. */
@@ -97,5 +104,9 @@ export function hostOperations(deps: HostOpsDeps): HostOperations {
     resume: (name) => resumeQueues(queuesNamed(name)),
     paused: (name) => queuesPaused(queuesNamed(name)),
     usage: (filter) => hostUsage(deps.redis, deps.prefix, deps.shards, names(), filter),
+    tree(sessionId) {
+      assertSessionId(sessionId)
+      return readTree(deps.logFor(sessionId), deps.logFor)
+    },
   }
 }

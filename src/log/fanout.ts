@@ -92,6 +92,17 @@ export class FanoutLedger {
       .map(([field]) => field)
   }
 
+  /** Every place of this session's trees: a child's id, depth and root (a root call's id, or `~<inputId>` for a turn's agentTool calls), one HGETALL. */
+  async places(): Promise<Array<{ id: string; depth: number; root: string }>> {
+    const all = await this.stream.command('treeOf', () => this.stream.redis.hgetall(this.stream.keys.tree))
+    return Object.entries(all)
+      .filter(([field]) => !field.includes('\0') && !field.includes('/'))
+      .map(([id, value]) => {
+        const [depth, root] = value.split('|')
+        return { id, depth: Number(depth), root: root ?? '' }
+      })
+  }
+
   /** The states of the children, in order (null: not begun), read in one command. */
   async states(childIds: readonly string[]): Promise<Array<CallState | null>> {
     if (childIds.length === 0) return []

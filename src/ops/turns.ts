@@ -39,6 +39,8 @@ export interface TurnSummary {
   metadata?: Record<string, string>
   /** Who prompted, when the prompt named one. */
   principal?: string
+  /** A child agent's turn (docs/fan-out.md): the call that started it, and its place in its tree (the root's session and call, its depth). */
+  parent?: { sessionId: string; toolCallId: string; tree?: { sessionId: string; root: string; depth: number } }
 }
 
 /** A page of turns, newest first; `cursor` (absent on the last page) gives the next. */
@@ -220,6 +222,7 @@ async function summarize(
     text: input.text.slice(0, 200),
     ...(input.metadata ? { metadata: input.metadata } : {}),
     ...(input.principal !== undefined ? { principal: input.principal } : {}),
+    ...(input.parent ? { parent: parentOf(input.parent) } : {}),
   }
   return { turn, input }
 }
@@ -230,4 +233,10 @@ function matches({ turn, input }: { turn: TurnSummary; input: InputState }, filt
   if (turn.at < min || turn.at > max) return false
   if (filter.tool !== undefined && !input.tools?.includes(filter.tool)) return false
   return !filter.metadata || Object.entries(filter.metadata).every(([k, v]) => input.metadata?.[k] === v)
+}
+
+/** A child turn's parent, as host.turns lists it: its ids and tree, not its harness. */
+function parentOf(parent: NonNullable<InputState['parent']>): NonNullable<TurnSummary['parent']> {
+  const { sessionId, toolCallId, tree } = parent
+  return { sessionId, toolCallId, ...(tree ? { tree } : {}) }
 }

@@ -16,6 +16,7 @@ import { countModelUsage, modelSpan } from '../telemetry/index.js'
 import { LimitKeyError, LockLostError, MiddlewareToolError } from '../errors/index.js'
 import { MiddlewareAbort, modelCallHooks } from './middleware.js'
 import { settleTurn } from './settle.js'
+import { reportToRoot } from './childProgress.js'
 import { turnView } from './view.js'
 import { nextTurnMove } from './nextMove.js'
 import { billedUsage, countUnloggedTry } from './spend.js'
@@ -59,6 +60,13 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   const settle = async (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>, last?: { usage?: ModelUsage }) => {
     if ((await settleTurn(log, deps.queues, harness, { type: 'harness.input.settled', inputId, ...record }, last)) !== 'settled') return // settled by abort or the sweeper
     logger.info({ outcome: record.outcome, error: record.error?.code }, 'turn settled')
+    const error = record.error?.message === undefined ? {} : { error: record.error.message }
+    reportToRoot(deps.logFor, log, input, {
+      event: 'settled',
+      outcome: record.outcome,
+      ...(record.text ? { text: record.text } : {}),
+      ...error,
+    })
     // the turn of a child session answers an agent tool call: wake that call (it re-checks on its own too)
     const parent = (input ?? (await log.inputs.getInput(inputId)))?.parent
     const queues = parent && deps.queuesByName(parent.harness)
@@ -213,6 +221,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         continue
       }
       countModelUsage(harness.name, response.usage)
+      const tools = response.toolCalls.map((c) => c.name)
+      reportToRoot(deps.logFor, log, input, { event: 'response', ...(response.text ? { text: response.text } : {}), toolCalls: tools })
       ephemeral = []
       logger.debug({ toolCalls: response.toolCalls.length }, 'model responded')
       // (with 'steer', fold again first: an input that joined meanwhile gets another model call)

@@ -9,6 +9,7 @@ import { useInProcessHosts } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
 import { startProvider, type TestProvider } from '../helpers/provider.js'
 import { childSessionId } from '../../src/fanout/index.js'
+import { runBin } from '../helpers/cli.js'
 
 describe('child agents from a durable tool', () => {
   const hosts = useInProcessHosts()
@@ -54,6 +55,53 @@ describe('child agents from a durable tool', () => {
       const input = await new SessionLog(redis, prefix, childSessionId('tags-1', `${parentId}.agent-${j}`)).inputs.getInput('agent-call')
       expect(input).toMatchObject({ principal: 'user-7', metadata: { team: 'red' }, status: 'settled' })
     }
+  })
+
+  it("seen from above: the root follower gets each child agent's progress as CUSTOM events; host.tree, log --tree and host.turns show the tree", async () => {
+    provider.reset()
+    const { host, prefix, url } = hosts.start(all, 'agents-seen', { concurrency: 4 })
+    const session = host.open(agents, { sessionId: 'seen-1' })
+    const stop = new AbortController()
+    const custom: Array<{ name: string; value: { sessionId: string; event: string; depth: number } }> = []
+    const following = (async () => {
+      for await (const { event: e } of session.events({ follow: true, signal: stop.signal }))
+        if (e.type === 'CUSTOM' && e.name === 'harness.child') custom.push(e as never)
+    })().catch(() => {})
+    await session.runTool({ name: 'crew', input: { tools: 2, agents: 3 }, toolCallId: 'r' })
+    await until(async () => custom.filter((c) => c.value.event === 'settled').length === 3, 'three children settled, seen by the root')
+    stop.abort()
+    await following
+    expect(custom.filter((c) => c.value.event === 'response')).toHaveLength(6)
+    expect(new Set(custom.map((c) => c.value.sessionId))).toEqual(new Set([0, 1, 2].map((j) => childSessionId('seen-1', `r.agent-${j}`))))
+    // the tree: the root call, its 2 leaves and 3 agents, each agent with its session
+    const [root, ...others] = await host.tree('seen-1')
+    expect(others).toEqual([])
+    expect(root).toMatchObject({ toolCallId: 'r', tool: 'crew', depth: 0, status: 'done' })
+    expect(root!.children.map((c) => [c.toolCallId, c.tool, c.status, c.result])).toEqual([
+      ['r.agent-0', 'harness.agent:fanout-researcher', 'done', 'ok'],
+      ['r.agent-1', 'harness.agent:fanout-researcher', 'done', 'ok'],
+      ['r.agent-2', 'harness.agent:fanout-researcher', 'done', 'ok'],
+      ['r.leaf-0', 'leaf', 'done', 'ok'],
+      ['r.leaf-1', 'leaf', 'done', 'ok'],
+    ])
+    expect(root!.children[1]!.agent).toMatchObject({
+      sessionId: childSessionId('seen-1', 'r.agent-1'),
+      harness: 'fanout-researcher',
+      outcome: 'completed',
+    })
+    const printed = await runBin(['log', 'seen-1', '--tree'], {
+      REDIS_URL: url,
+      DH_PREFIX: prefix,
+      HARNESS_MODULE: 'test/fixtures/fanout.ts',
+    })
+    expect(printed.code).toBe(0)
+    expect(printed.stdout).toMatch(
+      /^r {2}crew {2}done \(ok\)\n {2}r\.agent-0 {2}harness\.agent:fanout-researcher {2}done \(ok\) {2}→ fanout-researcher seen-1\.agent-\w+ completed/,
+    )
+    // host.turns: a child agent's turn names its parent and its place in the tree
+    const page = await host.turns({ harness: 'fanout-researcher', limit: 10 })
+    expect(page.items).toHaveLength(3)
+    expect(page.items[0]!.parent).toMatchObject({ sessionId: 'seen-1', tree: { sessionId: 'seen-1', root: 'r', depth: 1 } })
   })
 
   it("R24 maxDepth holds across child agents' sessions: the third level's start is refused with tree_limit", async () => {

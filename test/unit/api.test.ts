@@ -118,6 +118,7 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'SessionUsage',
     'SessionsFilter',
     'SweepOptions',
+    'TreeNode',
     'TurnStatus',
     'TurnSummary',
     'TurnsFilter',
