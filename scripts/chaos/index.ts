@@ -1,5 +1,6 @@
 // `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults] [--liveness]`
 // `npm run chaos -- --compaction [--trim] [--rounds N] [--quick]`: SIGKILLs during compaction summary calls (compaction.ts)
+// `npm run chaos -- --fanout [--rounds N] [--quick]`: SIGKILLs and a Redis restart during fan-outs of child calls and agents (fanout.ts)
 //
 // --liveness: the workers' lock is 30 s (CHAOS_LOCK_MS), so a killed worker's calls and turns run again
 // soon only when the other workers find it gone (worker liveness, docs/recovery.md): the run must
@@ -122,6 +123,11 @@ function parseArgs(argv: string[]) {
   return { ...opts, cluster, wait, providerFaults, liveness }
 }
 
+// --fanout: the fan-out variant, a run of its own (fanout.ts)
+if (process.argv.includes('--fanout')) {
+  const { fanoutChaos } = await import('./fanout.js')
+  process.exit(await fanoutChaos(process.argv.slice(2)))
+}
 // --compaction: the compaction variant, a run of its own (compaction.ts)
 if (process.argv.includes('--compaction')) {
   // --trim: the harness module reads it when it loads, here and in the worker processes
