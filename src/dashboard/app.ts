@@ -11,6 +11,7 @@ import { layout, questionList, questionsPage, sessionPage, sessionsPage } from '
 import { schedulesPage } from './schedulesPage.js'
 import { limitsPage } from './limitsPage.js'
 import { USAGE_DAYS, usagePage } from './usagePage.js'
+import { agentSessions, treeSection } from './treeView.js'
 import { hostRefusal, originRefusal, tokenExchange, tokenPrincipal } from './guard.js'
 import { mountQueueViews } from './queues.js'
 import { mountIncidents, type Env, type Permissions } from './incidents.js'
@@ -139,7 +140,18 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     const { session, refused } = await sessionOf(c)
     if (!session) return refused
     const questions = (await session.questions()).map((q) => ({ ...q, sessionId: session.sessionId }))
-    const page = sessionPage(base, session.sessionId, questions, await pausedTurns(session))
+    const tree = await host.tree(session.sessionId)
+    // a child agent's subtree is drawn only where the principal may see its session (canAccess)
+    const agents = [...new Set(agentSessions(tree))]
+    const may = await Promise.all(agents.map((id) => allowed(c, id)))
+    const visible = new Set(agents.filter((_, i) => may[i]))
+    const page = sessionPage(
+      base,
+      session.sessionId,
+      questions,
+      await pausedTurns(session),
+      treeSection(base, tree, (id) => visible.has(id)),
+    )
     return c.html(layout(base, `Session ${session.sessionId}`, page, session.sessionId))
   })
   app.get('/sessions/:id/questions', async (c) => {

@@ -131,6 +131,7 @@ export function sessionPage(
   sessionId: string,
   questions: OpenQuestion[],
   paused: ReadonlyArray<{ inputId: string; error: string }> = [],
+  tree: Html | '' = '',
 ): Html {
   const action = (op: string) => `${base}/sessions/${encodeURIComponent(sessionId)}/${op}`
   return html`<h1>Session ${sessionId}</h1>
@@ -156,6 +157,7 @@ export function sessionPage(
     }
     <h2>Open questions</h2>
     <div id="questions">${questionList(base, questions)}</div>
+    ${tree}
     <h2>Timeline</h2>
     <ol id="timeline"></ol>`
 }
