@@ -1,6 +1,7 @@
 import { ToolTimeoutError } from '../errors/index.js'
 import { toToolError } from '../tool/index.js'
-import type { AttemptAbort } from './callAborts.js'
+import { ChildCancelled, type AttemptAbort } from './callAborts.js'
+import { childCancelledError } from '../fanout/index.js'
 import type { CallOutcome } from './runCall.js'
 
 /**
@@ -27,7 +28,9 @@ export function bounded(run: Promise<CallOutcome>, attempt: AttemptAbort, toolNa
         error:
           reason instanceof ToolTimeoutError
             ? toToolError(reason)
-            : { code: 'aborted', message: `The call was stopped: its turn ended (${toToolError(reason).message}).` },
+            : reason instanceof ChildCancelled
+              ? childCancelledError(reason.why)
+              : { code: 'aborted', message: `The call was stopped: its turn ended (${toToolError(reason).message}).` },
       })
     })
     run.then(

@@ -124,4 +124,21 @@ export class CallAborts {
   abortTurn(turn: string, reason: string): void {
     for (const attempt of this.byTurn.get(turn) ?? []) attempt.abort(new Error(reason))
   }
+
+  /** A fan-out's child was cancelled (a `cancel` message): its attempt running here stops, landing `cancelled`. */
+  cancelChild(sessionId: string, toolCallId: string, reason: string): void {
+    for (const attempt of this.byTurn.get(childAbortKey(sessionId, toolCallId)) ?? []) attempt.abort(new ChildCancelled(reason))
+  }
+}
+
+/** The key a fan-out child's attempts are opened under (`\0` keeps it apart from a turn's `<sid>|<inputId>`). */
+export function childAbortKey(sessionId: string, toolCallId: string): string {
+  return `\0${sessionId}|${toolCallId}`
+}
+
+/** Why an attempt of a fan-out child was stopped: its parent's tree cancelled it. */
+export class ChildCancelled extends Error {
+  constructor(readonly why: string) {
+    super(why)
+  }
 }

@@ -5,7 +5,7 @@ import { callFingerprint, openMember, parseToolJobId, type BeginResult, type Ses
 import type { ToolJobData } from '../queue/index.js'
 import { replayOf } from '../tool/index.js'
 import { needsApproval } from './approval.js'
-import type { AttemptAbort, CallAborts } from './callAborts.js'
+import { childAbortKey, type AttemptAbort, type CallAborts } from './callAborts.js'
 import type { Logger } from '../logger.js'
 import type { CallMarks } from '../log/index.js'
 
@@ -128,7 +128,13 @@ async function begin(log: SessionLog, call: ToolCall, fingerprint: string, deps:
   const owner = { harness: deps.harness.name, version: deps.harness.version, ...(call.inputId ? { inputId: call.inputId } : {}) }
   // opened before the turn's input is read (beginCall returns it): a settle from now on fires its
   // signal, one before it is seen there
-  const attempt = deps.aborts.open(call.inputId ? openMember(call.sessionId, call.inputId) : undefined)
+  // a turn's call stops with its turn; a fan-out's child when its tree cancels it (a `cancel` message)
+  const key = call.inputId
+    ? openMember(call.sessionId, call.inputId)
+    : call.toolCallId.includes('.')
+      ? childAbortKey(call.sessionId, call.toolCallId)
+      : undefined
+  const attempt = deps.aborts.open(key)
   try {
     const begun = await log.calls.beginLoggedCall(call.toolCallId, call.name, tool ? replayOf(tool) : 'never', owner, fingerprint)
     if (begun !== 'unverified') return { call, begin: begun, attempt, log }

@@ -89,9 +89,11 @@ export function startHostWorkers(
 ): WorkersHandle {
   const { notifier, shards, logger } = host
   // a turn that settled (aborted, timed out, from any process) ends its calls still running here:
-  // their ctx.abortSignal fires and each lands an 'aborted' tool error
+  // their ctx.abortSignal fires and each lands an 'aborted' tool error; a cancelled child lands 'cancelled'
   const aborts = new CallAborts()
   const unlisten = notifier.listen((message) => {
+    // a fan-out's child cancelled by its tree (docs/fan-out.md): its attempt running here stops
+    if (message.kind === 'cancel') return aborts.cancelChild(message.sessionId, message.id, message.payload)
     if (message.kind !== 'input') return
     aborts.abortTurn(openMember(message.sessionId, message.id), settledReason(message.payload))
   })

@@ -1,5 +1,6 @@
 import { callStateOf, type CallState } from './callState.js'
 import { scripts } from './commands/index.js'
+import { messageKey } from './formats.js'
 import type { LogStream } from './stream.js'
 
 /** A fan-out child's place in its tree (addChild.lua): registered now or before, or refused by a limit. */
@@ -66,10 +67,19 @@ export class FanoutLedger {
     return { status, depth: Number(n), root }
   }
 
-  /** Marks children cancelled (`<childId>\0x` -> reason): one not begun lands `cancelled` at its begin. */
+  /**
+   * Marks children cancelled (`<childId>\0x` -> reason): one not begun lands `cancelled` at its begin;
+   * and tells every process (a `cancel` message on the shard's channel) to stop the attempt of one
+   * that runs now (its ctx.abortSignal fires, no step starts after).
+   */
   async markCancelled(childIds: readonly string[], reason: string): Promise<void> {
     const fields = childIds.flatMap((id) => [`${id}\0x`, reason])
-    await this.stream.command('cancelChildren', () => this.stream.redis.hset(this.stream.keys.tree, ...fields), true)
+    const { redis, keys, index, publish, sessionId } = this.stream
+    await this.stream.command('cancelChildren', () => redis.hset(keys.tree, ...fields), true)
+    // a hint: a message lost (a reconnect) leaves a running child to its next begin, as before
+    await Promise.all(childIds.map((id) => redis.call(publish, index.events, `${messageKey('cancel', sessionId, id)}\n${reason}`))).catch(
+      () => {},
+    )
   }
 
   /**

@@ -16,9 +16,10 @@ export function parseMember(member: string): { sessionId: string; id: string } {
 
 /**
  * A pub/sub message on the events channel is `<key>\n<record JSON>`: `call|<sid>|<toolCallId>` with
- * the landed harness.tool.result, `input|<sid>|<inputId>` with the harness.input.settled record.
+ * the landed harness.tool.result, `input|<sid>|<inputId>` with the harness.input.settled record,
+ * `cancel|<sid>|<toolCallId>` with the reason a fan-out's child was cancelled (its running attempt stops).
  */
-export type MessageKind = 'call' | 'input'
+export type MessageKind = 'call' | 'input' | 'cancel'
 
 export function messageKey(kind: MessageKind, sessionId: string, id: string): string {
   return `${kind}|${openMember(sessionId, id)}`
@@ -41,7 +42,7 @@ export function parseMessage(message: string): Message {
   const bar = key.indexOf('|')
   const kind = key.slice(0, bar)
   const { sessionId, id } = parseMember(key.slice(bar + 1))
-  return { key, kind: kind === 'call' || kind === 'input' ? kind : null, sessionId, id, payload }
+  return { key, kind: kind === 'call' || kind === 'input' || kind === 'cancel' ? kind : null, sessionId, id, payload }
 }
 
 /** BullMQ job id of a turn (BullMQ refuses ':' in ids). */

@@ -83,6 +83,27 @@ describe('fan-out in one process', () => {
     expect(cancelled).toHaveLength(5)
   })
 
+  it('cancel-siblings stops the running others: their ctx.abortSignal fires, they land cancelled, no step of theirs starts after', async () => {
+    provider.reset()
+    const { host } = hosts.start(fanout, 'fanout-cancel-running', { concurrency: 6 })
+    const session = host.open(fanout, { sessionId: 'cancel-run-1' })
+    const result = await session.runTool({
+      name: 'fanner',
+      input: { count: 3, onFailure: 'cancel-siblings', failAt: 0, hold: 1_500 },
+      toolCallId: 'cr',
+    })
+    expect(result).toMatchObject({ failed: 'tool_error' })
+    const results = async () =>
+      (await session.log.read({ types: ['harness.tool.result'] }))
+        .map((e) => e.record as { toolCallId: string; error?: { code?: string } })
+        .filter((r) => r.toolCallId !== 'cr' && r.toolCallId !== 'cr.leaf-0')
+    await until(async () => (await results()).length === 2, 'the two running children landed')
+    expect((await results()).map((r) => r.error?.code)).toEqual(['cancelled', 'cancelled'])
+    // past their hold: had they gone on, their request would have reached the provider by now
+    await new Promise((r) => setTimeout(r, 2_000))
+    expect(provider.starts).toHaveLength(0)
+  })
+
   it('abort of the root input while 50 children sleep: every child lands cancelled at once, none runs after', async () => {
     provider.reset()
     const { host } = hosts.start(fanoutTurn, 'fanout-abort', { concurrency: 8 })
