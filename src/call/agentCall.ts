@@ -1,5 +1,13 @@
 import { AGENT, DEFAULT_SUBAGENT_LIMITS, type AgentToolMarker, type Harness } from '../core/index.js'
-import type { BeginResult, InputState, InputTags, ParentCall, SessionLog, TreeRef } from '../log/index.js'
+import {
+  rollUpUsage,
+  type BeginResult,
+  type InputState,
+  type InputTags,
+  type ParentCall,
+  type SessionLog,
+  type TreeRef,
+} from '../log/index.js'
 import {
   agentOfCall,
   CHILD_INPUT_ID,
@@ -64,6 +72,9 @@ export async function runAgentCall(
   if (!tool.fromCode && begin.kind === 'cut' && (await childLog.inputs.openQuestions()).length === 0) return interrupted
   const settled = await childLog.inputs.getSettled(CHILD_INPUT_ID)
   if (settled) {
+    // its spend joins the tree's total at the root, once (before the call lands: a rerun does it again, counted once)
+    const tree = (await childLog.inputs.getInput(CHILD_INPUT_ID))?.parent?.tree
+    if (tree) await rollUpUsage(childLog.stream, deps.logFor(tree.sessionId).stream)
     if (settled.outcome === 'completed') return { result: settled.text ?? '' }
     const code = settled.outcome === 'aborted' ? 'aborted' : settled.error?.code
     return { error: { message: settled.error?.message ?? `Agent ${child.name} ${settled.outcome}.`, ...(code ? { code } : {}) } }

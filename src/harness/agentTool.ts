@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { AGENT, isAgentTool, type AgentToolMarker, type Harness } from '../core/index.js'
 import { UnknownInputError } from '../errors/index.js'
 import type { AgentHost } from '../fanout/index.js'
+import { rollUpUsage, type SessionLog } from '../log/index.js'
 import type { Session } from './session.js'
 
 /** Options of `agentTool`: the tool name and description the parent model sees, and how the input becomes the child prompt. */
@@ -47,13 +48,25 @@ export function withAgentHarnesses(harnesses: ReadonlyArray<Harness>): Harness[]
   return [...all.values()]
 }
 
-/** The host's child agents (agentTool, ctx.agents): its harnesses by name, and a child's turn aborted as `session.abort` does. */
-export function agentHost(harnesses: ReadonlyMap<string, Harness>, open: (harness: Harness, sessionId: string) => Session): AgentHost {
+/**
+ * The host's child agents (agentTool, ctx.agents): its harnesses by name, and a child's turn aborted as
+ * `session.abort` does, its spend then rolled up into its tree's total (once: rollUpUsage's marker).
+ */
+export function agentHost(
+  harnesses: ReadonlyMap<string, Harness>,
+  open: (harness: Harness, sessionId: string) => Session,
+  logFor: (sessionId: string) => SessionLog,
+): AgentHost {
   return {
     harnessByName: (name) => harnesses.get(name),
-    abortChild: (harness, sessionId, inputId, reason) =>
-      open(harness, sessionId)
+    async abortChild(harness, sessionId, inputId, reason) {
+      const aborted = await open(harness, sessionId)
         .abort(inputId, reason)
-        .catch((error: unknown) => (error instanceof UnknownInputError ? false : Promise.reject(error))),
+        .catch((error: unknown) => (error instanceof UnknownInputError ? false : Promise.reject(error)))
+      const child = logFor(sessionId)
+      const tree = (await child.inputs.getInput(inputId))?.parent?.tree
+      if (tree) await rollUpUsage(child.stream, logFor(tree.sessionId).stream)
+      return aborted
+    },
   }
 }

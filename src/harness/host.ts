@@ -169,7 +169,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   }
   const logFor = (sessionId: string) => new SessionLog(logRedis, prefix, sessionId, logOptions)
   // child agents (agentTool, ctx.agents): the host's harnesses by name, and a child's turn aborted as session.abort does
-  const agents = agentHost(harnesses, (harness, sessionId) => openSession(harness, sessionId))
+  const agents = agentHost(harnesses, (harness, sessionId) => openSession(harness, sessionId), logFor)
   const openSession = (harness: Harness, sessionId: string): Session => {
     assertSessionId(sessionId)
     return new Session({

@@ -9,6 +9,11 @@ export interface SessionUsage {
   byModel: Record<string, UsageFigures>
   byPrincipal: Record<string, UsageFigures>
   turns: Record<string, UsageFigures>
+  /**
+   * A session whose fan-out started child agents (docs/fan-out.md): its own spend plus every child
+   * agent's at any depth, each added once its turn settled. Absent for a session with none.
+   */
+  tree?: UsageFigures
 }
 
 /** The session's totals hash, read in one command (a session from before the totals: its log summed once). */

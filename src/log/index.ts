@@ -72,6 +72,6 @@ export {
   type NamedConnection,
 } from './workerLiveness.js'
 export { parentOfChild, type ChildPlace, type FanoutLedger, type TreeLimits } from './fanout.js'
-export { readSessionUsage } from './sessionUsage.js'
+export { readSessionUsage, rollUpUsage } from './sessionUsage.js'
 export { FIGURE_OF, zeroFigures, type UsageFigures } from './usageTotals.js'
 export { usageDay, usageDayKey } from './keys.js'

@@ -61,3 +61,13 @@ async function sumLog(stream: LogStream, lastId: string): Promise<Record<string,
   }
   return Object.fromEntries([...sums].map(([field, value]) => [field, String(value)]))
 }
+
+/**
+ * A settled child agent's spend (its session's totals) joins its tree's total at the root session,
+ * once whatever reruns the call that rolls it up (rollUpUsage.lua's marker).
+ */
+export async function rollUpUsage(child: LogStream, root: LogStream): Promise<void> {
+  const fields = await child.command('usage', () => child.redis.hgetall(child.keys.usage))
+  const metricsAndValues = USAGE_METRICS.flatMap((metric) => [metric, fields[`t/${metric}/`] ?? '0'])
+  await root.script(scripts.rollUpUsage, { keys: { usage: root.keys.usage }, args: { child: child.sessionId, metricsAndValues } }, true)
+}

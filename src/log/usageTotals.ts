@@ -71,11 +71,15 @@ export interface UsageGroups {
   byModel: Record<string, UsageFigures>
   byPrincipal: Record<string, UsageFigures>
   turns: Record<string, UsageFigures>
+  /** The session's own spend and every child agent's of its fan-out trees (rolled up as each settled): only where it has one. */
+  tree?: UsageFigures
 }
 
 /** The figures of a totals hash (HGETALL reply, flat): '<scope>/<metric>/<name>' fields. */
 export function groupsOf(fields: Record<string, string>): UsageGroups {
   const total = zeroFigures()
+  // the descendants' spend (rollUpUsage.lua), present once a child agent's settled
+  let descendants: UsageFigures | undefined
   // Maps, then fromEntries: a model, principal or inputId may be "__proto__"
   const groups = { m: new Map<string, UsageFigures>(), p: new Map<string, UsageFigures>(), i: new Map<string, UsageFigures>() }
   for (const [field, raw] of Object.entries(fields)) {
@@ -89,6 +93,7 @@ export function groupsOf(fields: Record<string, string>): UsageGroups {
     if (!key) continue
     let figures: UsageFigures | undefined
     if (scope === 't') figures = total
+    else if (scope === 'd') figures = descendants ??= zeroFigures()
     else if (scope === 'm' || scope === 'p' || scope === 'i') {
       const map = groups[scope]
       figures = map.get(name)
@@ -103,5 +108,12 @@ export function groupsOf(fields: Record<string, string>): UsageGroups {
     byModel: Object.fromEntries(groups.m),
     byPrincipal: Object.fromEntries(groups.p),
     turns: Object.fromEntries(groups.i),
+    ...(descendants ? { tree: sumFigures(total, descendants) } : {}),
   }
+}
+
+function sumFigures(a: UsageFigures, b: UsageFigures): UsageFigures {
+  const sum = zeroFigures()
+  for (const key of FIGURE_OF.values()) sum[key] = key === 'cost' ? fromNanos(toNanos(a.cost) + toNanos(b.cost)) : a[key] + b[key]
+  return sum
 }

@@ -2,8 +2,8 @@
 // a child session per name, run once, in the parent's tree (its limits across sessions), cancelled
 // down the tree; and the model-called agentTool under the same limits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { agents, boss, crewTurn, helper, nester, researcher } from '../fixtures/fanout.js'
-import { SessionLog } from '../../src/log/index.js'
+import { agents, boss, crewTen, crewTurn, helper, nester, researcher } from '../fixtures/fanout.js'
+import { rollUpUsage, SessionLog } from '../../src/log/index.js'
 import { rigClient } from '../rig.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { until } from '../helpers/log.js'
@@ -102,6 +102,32 @@ describe('child agents from a durable tool', () => {
     const page = await host.turns({ harness: 'fanout-researcher', limit: 10 })
     expect(page.items).toHaveLength(3)
     expect(page.items[0]!.parent).toMatchObject({ sessionId: 'seen-1', tree: { sessionId: 'seen-1', root: 'r', depth: 1 } })
+  })
+
+  it("R25 a tree of 10 child agents: the root's tree total is its own spend plus each child's, counted once whatever reruns", async () => {
+    provider.reset()
+    const { host, prefix, url } = hosts.start([crewTen, researcher], 'agents-spend', { concurrency: 6 })
+    const session = host.open(crewTen, { sessionId: 'spend-1' })
+    const { inputId } = await session.prompt('go')
+    expect((await session.settled(inputId)).outcome).toBe('completed')
+    const root = await session.usage()
+    const children = await Promise.all(
+      Array.from({ length: 10 }, async (_, j) => {
+        const [node] = (await host.tree('spend-1'))[0]!.children.filter((c) => c.toolCallId.endsWith(`.agent-${j}`))
+        return (await host.open(researcher, { sessionId: node!.agent!.sessionId }).usage()).total
+      }),
+    )
+    expect(children.every((c) => c.calls === 2)).toBe(true)
+    const sum = (key: 'calls' | 'promptTokens' | 'completionTokens' | 'totalTokens') =>
+      root.total[key] + children.reduce((n, c) => n + c[key], 0)
+    expect(root.tree).toMatchObject({ calls: sum('calls'), promptTokens: sum('promptTokens'), completionTokens: sum('completionTokens') })
+    expect(root.tree!.calls).toBe(22)
+    // the roll-up again (an agent call run again before it landed) adds nothing: it is marked per child session
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    const child = new SessionLog(redis, prefix, (await host.tree('spend-1'))[0]!.children[0]!.agent!.sessionId)
+    await rollUpUsage(child.stream, new SessionLog(redis, prefix, 'spend-1').stream)
+    expect((await session.usage()).tree).toEqual(root.tree)
   })
 
   it("R24 maxDepth holds across child agents' sessions: the third level's start is refused with tree_limit", async () => {

@@ -162,6 +162,15 @@ export const seedUsage = defineScript({
   reply: reply<['ok'] | ['moved'] | ['whole']>(),
 })
 
+/** A settled child agent's spend added to its tree's total at the root, once (src/log/sessionUsage.ts). */
+export const rollUpUsage = defineScript({
+  name: 'rollUpUsage',
+  keys: ['usage'],
+  args: { child: text },
+  trailingArgs: 'metricsAndValues',
+  reply: reply<0 | 1>(),
+})
+
 export const logUsage = defineScript({
   name: 'logUsage',
   keys: ['log', 'inputs', 'usage', 'usageDay'],
