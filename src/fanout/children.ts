@@ -74,7 +74,7 @@ export function createChildren(deps: FanoutDeps) {
     encodeChecked(copy, what, harness.durability.maxValueBytes)
     const place = await placeChild(log, deps.logFor, await (tree ??= treeOf(log)), { id: toolCallId, parent: parentId }, limits)
     if (place.status === 'depth' || place.status === 'calls' || place.status === 'timeout')
-      throw treeLimitError(label, toolCallId, place, limits)
+      throw treeLimitError(callName, toolCallId, place, limits)
     const child: Child = { name: childName, toolCallId, callName, input: copy, now: place.status === 'added' && !held }
     byId.set(toolCallId, child)
     if (child.now) await request(child)

@@ -64,7 +64,9 @@ describe('fan-out in one process', () => {
     // the 251st start throws in the tool (it does not catch it there): the parent lands the error
     const refused = await session.runTool({ name: 'fanner', input: { count: 251 }, toolCallId: 'big' }).catch((e: unknown) => e)
     expect(refused).toBeInstanceOf(ToolCallError)
-    expect((refused as ToolCallError).message).toContain('big.leaf-250) failed: the tree of call big has started 250 children')
+    expect((refused as ToolCallError).message).toContain(
+      'Tool "leaf" (call big.leaf-250) failed: the tree of call big has started 250 children',
+    )
   })
 
   it('cancel-siblings: one failing child cancels the sleeping others, none of them runs after', async () => {
