@@ -53,7 +53,10 @@ describe('machine events over a worker process and a webhook server process', ()
     const queue = new Queue(toolQueueName(orders.name), { connection: ctx.redis, prefix: queuePrefix(ctx.prefix, sessionId) })
     try {
       const job = await Job.fromId(queue, toolJobId(sessionId, toolCallId))
-      return { state: await job!.getState(), delayUntil: job!.timestamp + job!.delay, toolCallId }
+      // the park logs its record, then moves its job to delayed: until then the job is still active
+      let state = await job!.getState()
+      await until(async () => (state = await job!.getState()) !== 'active', 'the parked job to leave active')
+      return { state, delayUntil: job!.timestamp + job!.delay, toolCallId }
     } finally {
       await queue.close()
     }
