@@ -7,6 +7,10 @@ import { SessionLog } from '../../src/log/index.js'
 import { agents, fanout, nester, researcher } from '../fixtures/fanout.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { startProvider, type TestProvider } from '../helpers/provider.js'
+import { until } from '../helpers/log.js'
+
+/** How long a running child's first step takes: far longer than a cancel takes to reach it under load. */
+const HOLD_MS = 5_000
 
 describe('fan-out on a Cluster, two worker processes', () => {
   const ctx = useWorkerProcesses({
@@ -45,17 +49,22 @@ describe('fan-out on a Cluster, two worker processes', () => {
   it('cancel-siblings stops the running others through the Cluster channel: they land cancelled, no step of theirs after', async () => {
     provider.reset()
     const session = ctx.host.open(fanout, { sessionId: 'cl-cancel' })
+    const started = Date.now()
     const result = await session.runTool(
-      { name: 'fanner', input: { count: 3, onFailure: 'cancel-siblings', failAt: 0, hold: 1_500 }, toolCallId: 'cr' },
+      { name: 'fanner', input: { count: 3, onFailure: 'cancel-siblings', failAt: 0, hold: HOLD_MS }, toolCallId: 'cr' },
       { timeoutMs: 60_000 },
     )
     expect(result).toMatchObject({ failed: 'tool_error' })
-    await new Promise((r) => setTimeout(r, 2_500))
-    const codes = (await session.log.read({ types: ['harness.tool.result'] }))
-      .map((e) => e.record as { toolCallId: string; error?: { code?: string } })
-      .filter((r) => r.toolCallId === 'cr.leaf-1' || r.toolCallId === 'cr.leaf-2')
-      .map((r) => r.error?.code)
-    expect(codes).toEqual(['cancelled', 'cancelled'])
+    const codes = async () =>
+      (await session.log.read({ types: ['harness.tool.result'] }))
+        .map((e) => e.record as { toolCallId: string; error?: { code?: string } })
+        .filter((r) => r.toolCallId === 'cr.leaf-1' || r.toolCallId === 'cr.leaf-2')
+        .map((r) => r.error?.code)
+    await until(async () => (await codes()).length === 2, 'the running children landed', 30_000)
+    // landed cancelled, not after their hold: the cancel stopped them
+    expect(await codes()).toEqual(['cancelled', 'cancelled'])
+    // past their hold: had they gone on, their request would have reached the provider by now
+    await new Promise((r) => setTimeout(r, Math.max(0, started + HOLD_MS + 1_000 - Date.now())))
     expect(provider.starts).toHaveLength(0)
   })
 })

@@ -89,9 +89,12 @@ describe('fan-out in one process', () => {
     provider.reset()
     const { host } = hosts.start(fanout, 'fanout-cancel-running', { concurrency: 6 })
     const session = host.open(fanout, { sessionId: 'cancel-run-1' })
+    // a first step far longer than a cancel takes to reach it under load
+    const hold = 4_000
+    const started = Date.now()
     const result = await session.runTool({
       name: 'fanner',
-      input: { count: 3, onFailure: 'cancel-siblings', failAt: 0, hold: 1_500 },
+      input: { count: 3, onFailure: 'cancel-siblings', failAt: 0, hold },
       toolCallId: 'cr',
     })
     expect(result).toMatchObject({ failed: 'tool_error' })
@@ -102,7 +105,7 @@ describe('fan-out in one process', () => {
     await until(async () => (await results()).length === 2, 'the two running children landed')
     expect((await results()).map((r) => r.error?.code)).toEqual(['cancelled', 'cancelled'])
     // past their hold: had they gone on, their request would have reached the provider by now
-    await new Promise((r) => setTimeout(r, 2_000))
+    await new Promise((r) => setTimeout(r, Math.max(0, started + hold + 1_000 - Date.now())))
     expect(provider.starts).toHaveLength(0)
   })
 
