@@ -1,6 +1,6 @@
 import { FencedError, InvalidToolInputError, UnknownToolError, ValueTooLargeError } from '../errors/index.js'
 import { toolNames, toolOfCall, type Harness } from '../core/index.js'
-import type { BeginResult, SessionLog, ToolErrorPayload } from '../log/index.js'
+import { budgetsLeft, type BeginResult, type SessionLog, type ToolErrorPayload } from '../log/index.js'
 import { createFanout, type AgentHost } from '../fanout/index.js'
 import type { HarnessQueues } from '../queue/index.js'
 import {
@@ -85,7 +85,9 @@ export async function runCall(
   const children = fanout ? createFanout({ harness, log, parentId: call.toolCallId, ...fanout }) : undefined
   const parkOf = () => handle.parked ?? children?.parked
   try {
-    const fields = children ? { ...handle.fields, tools: children.tools, agents: children.agents } : handle.fields
+    // ctx.budget(): the budgets of the call's turn (docs/spend.md), read when the tool asks
+    const budget = () => budgetsLeft(harness, log, begin.input ?? null)
+    const fields = { ...handle.fields, budget, ...(children ? { tools: children.tools, agents: children.agents } : {}) }
     const result = await tool[DURABLE].execute(input, Object.assign(ctx, fields))
     const flushing = handle.flush()
     if (flushing) await flushing

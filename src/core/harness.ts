@@ -3,6 +3,7 @@ import type { BusyMode } from './busy.js'
 import type { ToolErrorPayload } from './toolError.js'
 import type { ResolvedCompaction } from './compaction.js'
 import type { Pricing } from './pricing.js'
+import type { ResolvedBudgets } from './budgets.js'
 
 /**
  * What a hook sees after a tool call; its `replaceResult` wins, also on an error (R12). It carries
@@ -205,6 +206,8 @@ export interface Harness {
   readonly compaction?: ResolvedCompaction
   /** Prices by model, for the calls whose provider reports no cost (docs/spend.md). */
   readonly pricing?: Pricing
+  /** Spend ceilings checked before each model call (docs/spend.md, "Budgets"). Absent: none. */
+  readonly budgets?: ResolvedBudgets
   readonly [TOOLS_BY_NAME]: ReadonlyMap<string, AnyServerTool>
   readonly [LEGACY_TOOLS]: ReadonlyMap<string, AnyServerTool>
 }

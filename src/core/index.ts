@@ -18,3 +18,4 @@ export type {
   SummarizeRequest,
 } from './compaction.js'
 export { costNanos, fromNanos, pricingProblem, toNanos, type Pricing } from './pricing.js'
+export { resolveBudgets, type Budget, type Budgets, type BudgetScope, type ResolvedBudget } from './budgets.js'

@@ -118,6 +118,7 @@ export async function dryReplay(
     emitCustomEvent: () => {},
     tools: NO_CHILD_TOOLS,
     agents: NO_CHILD_AGENTS,
+    budget: async () => [],
   }
   // read through a function: the closures above set it, which the compiler does not follow here
   const stoppedEnd = (): ReplayEnd | undefined => stopped?.end

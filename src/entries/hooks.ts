@@ -26,3 +26,6 @@ export type {
 } from '../core/index.js'
 /** The options of `summarizeOldest`, `evictOldest` and `clearToolResults`, and a summarizer of your own. */
 export type { SummarizeOldestOptions, KeepRecentOptions, SummarizeFn, SummarizeInput } from '../compaction/index.js'
+/** `defineHarness({ budgets })`: spend ceilings per session, tree and principal, and what `ctx.budget()` reads (docs/spend.md). */
+export type { Budget, Budgets } from '../core/index.js'
+export type { BudgetLeft } from '../log/index.js'

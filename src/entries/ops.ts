@@ -10,6 +10,8 @@ export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef, L
 export type { TurnsFilter, TurnSummary, TurnsPage } from '../ops/index.js'
 export type { HostOperations, BulkOptions } from '../harness/hostOps.js'
 export type { HostUsage, UsageFilter } from '../harness/hostUsage.js'
+/** A budget refused a model call (`settled.error.code === 'budget_exceeded'`; docs/spend.md, "Budgets"). */
+export { BudgetExceededError } from '../errors/index.js'
 /** `host.tree(sessionId)`: a session's fan-out trees, child agents' sessions included. */
 export type { TreeNode } from '../harness/fanoutTree.js'
 export type { UsageFigures } from '../log/index.js'

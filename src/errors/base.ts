@@ -39,6 +39,7 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'limit_key',
   'tree_limit',
   'compaction_failed',
+  'budget_exceeded',
   // operator APIs (errors/ops.ts)
   'invalid_tags',
   'invalid_turn_filter',

@@ -234,3 +234,25 @@ export class CompactionFailedError extends DurableHarnessError {
     super('compaction_failed', `Session ${sessionId}: the compaction failed, nothing was logged: ${causeText(cause)}`, { cause })
   }
 }
+
+/**
+ * A budget (`defineHarness({ budgets })`, docs/spend.md) refused a model call: its scope's spend and
+ * the calls in flight, plus this call's estimate, would pass the ceiling. A turn whose budget says
+ * `onExceeded: 'fail'` settles failed with it (code `budget_exceeded`); with `'pause'` it waits for
+ * `session.resume` after the budget is raised. Amounts are in USD for `cost`.
+ */
+export class BudgetExceededError extends DurableHarnessError {
+  constructor(
+    readonly scope: 'session' | 'tree' | 'principal',
+    readonly metric: 'cost' | 'tokens' | 'calls',
+    readonly figures: { max: number; spent: number; held: number; estimate: number },
+  ) {
+    const unit = (n: number) => (metric === 'cost' ? `$${n.toFixed(6)}` : `${n} ${metric}`)
+    super(
+      'budget_exceeded',
+      `The ${scope} budget's ${metric} ceiling of ${unit(figures.max)} would be passed: ${unit(figures.spent)} spent, ` +
+        `${unit(figures.held)} held by calls in flight, and ${unit(figures.estimate)} reserved for this model call. ` +
+        `Raise budgets.${scope} in defineHarness (then session.resume a paused turn), or wait for the next period of a principal budget.`,
+    )
+  }
+}

@@ -106,6 +106,7 @@ export class EventMapper {
       case 'harness.recovery':
       case 'harness.fork':
       case 'harness.usage':
+      case 'harness.budget.exceeded':
         return [{ type: EventType.CUSTOM, name: record.type, value: record }]
     }
   }

@@ -4,6 +4,8 @@ import {
   LEGACY_TOOLS,
   TOOLS_BY_NAME,
   pricingProblem,
+  resolveBudgets,
+  type Budgets,
   type Pricing,
   type AfterToolCallHook,
   type BeforeFinishHook,
@@ -93,6 +95,11 @@ export interface HarnessOptions {
   compaction?: CompactionOptions
   /** USD per million tokens by model, for calls whose provider reports no cost: `{ [model]: { inputPerMTok, outputPerMTok, cachedInputPerMTok? } }` (docs/spend.md). */
   pricing?: Pricing
+  /**
+   * Spend ceilings per session, per fan-out tree and per principal per period, checked before each
+   * model call by reserving its estimate across every worker (docs/spend.md, "Budgets").
+   */
+  budgets?: Budgets
 }
 
 export type { Harness }
@@ -223,6 +230,8 @@ export function defineHarness(options: HarnessOptions): Harness {
   const compaction = resolveCompaction(options.name, options.compaction, parseDuration)
   const badPricing = pricingProblem(options.pricing)
   if (badPricing) throw new ConfigError(`defineHarness "${options.name}": ${badPricing}.`)
+  const budgets = resolveBudgets(options.budgets, parseDuration)
+  if (typeof budgets === 'string') throw new ConfigError(`defineHarness "${options.name}": ${budgets}.`)
   return {
     name: options.name,
     adapter: options.adapter,
@@ -248,5 +257,6 @@ export function defineHarness(options: HarnessOptions): Harness {
     ...(priority !== undefined ? { priority } : {}),
     ...(compaction ? { compaction } : {}),
     ...(options.pricing ? { pricing: { ...options.pricing } } : {}),
+    ...(budgets ? { budgets } : {}),
   }
 }

@@ -73,5 +73,21 @@ export {
 } from './workerLiveness.js'
 export { parentOfChild, type ChildPlace, type FanoutLedger, type TreeLimits } from './fanout.js'
 export { readSessionUsage, rollUpUsage } from './sessionUsage.js'
-export { FIGURE_OF, zeroFigures, type UsageFigures } from './usageTotals.js'
+export { FIGURE_OF, zeroFigures, usageCounts, type UsageFigures } from './usageTotals.js'
+export {
+  markModelTry,
+  principalBudget,
+  readBudget,
+  reserveBudget,
+  sessionBudgetKey,
+  settleBudget,
+  turnBudgets,
+  budgetsLeft,
+  type BudgetLeft,
+  type TurnBudget,
+  type BudgetAmount,
+  type BudgetFigures,
+  type BudgetHold,
+  type BudgetRefusal,
+} from './budgets.js'
 export { usageDay, usageDayKey } from './keys.js'

@@ -162,6 +162,7 @@ export class SessionInputs {
     response: { text?: string; messageId?: string; toolCalls: ModelToolCall[]; usage?: ModelUsage; joined?: string[] },
     expected: number,
     harness = '',
+    tryId = '',
   ): Promise<ToolCallRecord[] | null> {
     const tools = harness ? [...new Set(response.toolCalls.map((c) => c.name))].filter((n) => Buffer.from(n).toString() === n) : []
     const toolIndexes = tools.map((tool) => turnToolIndexKey(this.stream.prefix, this.stream.shard, this.stream.shards, harness, tool))
@@ -188,6 +189,7 @@ export class SessionInputs {
           tools: JSON.stringify(tools),
           counts: usageCounts(response.usage),
           model: response.usage?.model ?? '',
+          tryId,
           idsAndFingerprints: used,
         },
       })
@@ -227,7 +229,7 @@ export class SessionInputs {
    * Counts a model call try that has no model response in the log (a harness.usage record and the
    * totals, logUsage.lua), once per `progress` of the turn: 'counted' when a try from there was already.
    */
-  async logUsage(record: RecordOf<'harness.usage'>, progress: number, harness: string): Promise<'ok' | 'counted' | 'unknown'> {
+  async logUsage(record: RecordOf<'harness.usage'>, progress: number, harness: string, tryId = ''): Promise<'ok' | 'counted' | 'unknown'> {
     const [status] = await this.stream.script(scripts.logUsage, {
       keys: { ...this.stream.scriptKeys, usageDay: this.usageDayKey(harness) },
       args: {
@@ -236,6 +238,7 @@ export class SessionInputs {
         record: encodeRecord(record),
         counts: usageCounts(record.usage),
         model: record.usage.model ?? '',
+        tryId,
       },
     })
     return status

@@ -51,6 +51,8 @@ export interface SessionKeys {
   tree: string
   /** Spend totals of the session (hash, commands/includes/usage.lua): written with each model call try's record. */
   usage: string
+  /** Budget counters of the session, and of the fan-out tree it roots (hash, budgets.ts): spent, held, reservations. */
+  budget: string
 }
 
 /** The start of every key of shard `shard`: `<prefix>:{<shard tag>}`. */
@@ -73,6 +75,7 @@ export function sessionKeys(prefix: string, sessionId: string, shards: number): 
     conversation: `${base}:conv`,
     tree: `${base}:tree`,
     usage: `${base}:usage`,
+    budget: `${base}:budget`,
   }
 }
 
@@ -135,6 +138,14 @@ const keyPart = (name: string) => name.replace(/[^A-Za-z0-9._-]/g, (c) => `%${c.
  */
 export function usageDayKey(prefix: string, shard: number, shards: number, harness: string, day: string): string {
   return `${shardBase(prefix, shard, shards)}:usage-day:${keyPart(harness)}:${day}`
+}
+
+/**
+ * The budget counters of one principal of one harness in one period (hash, budgets.ts), in the shard of
+ * the principal's name; it expires two periods after its period starts.
+ */
+export function principalBudgetKey(prefix: string, shards: number, harness: string, principal: string, periodStart: number): string {
+  return `${shardBase(prefix, shardOf(principal, shards), shards)}:budget:${keyPart(harness)}:${periodStart}:${keyPart(principal)}`
 }
 
 /** The UTC day of a time, as the day hashes name it: YYYY-MM-DD. */

@@ -2,7 +2,7 @@ import { RESERVED_PREFIX, type ToolErrorPayload } from '../core/index.js'
 import { z } from 'zod'
 import { isJsonData } from './jsonData.js'
 import { forkRecord } from './forkRecord.js'
-import { usageRecordSchema, usageSchema } from './usageRecord.js'
+import { budgetExceededSchema, usageRecordSchema, usageSchema } from './usageRecord.js'
 
 /**
  * The record types of the session log. Every record is validated by these schemas on write and on
@@ -190,6 +190,7 @@ export const harnessRecordSchemas = {
   /** A fork's origin (host.fork, docs/compaction.md): the entries before it are `from`'s turns' copies, under their ids there. */
   'harness.fork': forkRecord,
   'harness.usage': usageRecordSchema,
+  'harness.budget.exceeded': budgetExceededSchema,
 } as const
 
 /** The `type` of a harness record. */

@@ -40,3 +40,20 @@ export const usageRecordSchema = z.object({
   usage: usageSchema,
   at: z.number(),
 })
+
+/**
+ * A budget refused a model call of a turn (docs/spend.md, "Budgets"): which scope and ceiling, the
+ * scope's spent and held figures then and the call's estimate (cost in USD), and what the turn did.
+ */
+export const budgetExceededSchema = z.object({
+  inputId: z.string(),
+  scope: z.enum(['session', 'tree', 'principal']),
+  metric: z.enum(['cost', 'tokens', 'calls']),
+  max: z.number(),
+  spent: z.number(),
+  held: z.number(),
+  estimate: z.number(),
+  action: z.enum(['pause', 'fail']),
+  principal: z.string().optional(),
+  at: z.number(),
+})

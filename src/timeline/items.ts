@@ -123,6 +123,15 @@ function recordLine(r: HarnessRecord): Line | null {
       const counts = `${u.promptTokens} in, ${u.completionTokens} out${u.estimated ? ' (estimated)' : ''}${cost}`
       return { kind: 'record', inputId: r.inputId, text: `model call ${r.reason} counted: ${counts}` }
     }
+    case 'harness.budget.exceeded': {
+      const figure = (n: number) => (r.metric === 'cost' ? `$${n.toFixed(6)}` : String(n))
+      const who = r.principal === undefined ? '' : ` of ${short(r.principal)}`
+      return {
+        kind: 'error',
+        inputId: r.inputId,
+        text: `${r.scope} budget${who} exceeded (${r.metric}): ${figure(r.spent)} spent + ${figure(r.held)} held + ${figure(r.estimate)} for this call > ${figure(r.max)}; the turn ${r.action === 'pause' ? 'pauses' : 'fails'}`,
+      }
+    }
     case 'harness.recovery':
       return {
         kind: 'recovery',

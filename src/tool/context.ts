@@ -5,6 +5,7 @@ import type { JsonChecked } from './json.js'
 import type { RetryPolicy } from './retry.js'
 import type { Secrets } from './secrets.js'
 import type { ChildAgents, ChildTools } from './children.js'
+import type { BudgetLeft } from '../log/index.js'
 
 /** What happens to a call a crash cut short: `'safe'` runs it again (finished steps return their stored values), `'never'` lands a tool error (`interrupted`). */
 export type Replay = 'safe' | 'never'
@@ -102,6 +103,11 @@ export interface DurableContextFields {
   tools: ChildTools
   /** Turns of child agents (sessions of other harnesses), each durable (docs/fan-out.md). */
   agents: ChildAgents
+  /**
+   * The budgets of the call's turn (`defineHarness({ budgets })`, docs/spend.md) and what is left of
+   * each, read now: `[]` when it has none, or outside a durable session.
+   */
+  budget(): Promise<BudgetLeft[]>
 }
 
 /** What a durable tool's execute gets: the `@tanstack/ai` tool context plus step, append, secrets. */

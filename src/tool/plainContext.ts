@@ -50,5 +50,6 @@ export function createPlainContext(toolCallId: string, abortSignal?: AbortSignal
     secrets: NO_SECRETS,
     tools: NO_CHILD_TOOLS,
     agents: NO_CHILD_AGENTS,
+    budget: async () => [],
   }
 }

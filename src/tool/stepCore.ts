@@ -277,7 +277,7 @@ export function createStepCore(steps: RecordedSteps, options: StepCoreOptions, e
   }
 
   return {
-    fields: { step, append, secrets, tools: NO_CHILD_TOOLS, agents: NO_CHILD_AGENTS },
+    fields: { step, append, secrets, tools: NO_CHILD_TOOLS, agents: NO_CHILD_AGENTS, budget: async () => [] },
     approval(message, expiresAt) {
       if (parked) throw parked
       return ask({ name: APPROVAL_STEP, message, schema: APPROVAL, ...(expiresAt === undefined ? {} : { expiresAt }) }, 'approval')

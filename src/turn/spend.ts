@@ -57,7 +57,8 @@ export function sumUsage(a: ModelUsage | undefined, b: ModelUsage): ModelUsage {
 
 /**
  * Counts a model call try of a turn that has no model response in the log (docs/spend.md): one the
- * provider failed ('failed'), or whose response another run of the turn logged first ('dropped').
+ * provider failed ('failed'), whose response another run of the turn logged first ('dropped'), or
+ * that was stopped after its request was sent ('cut': an abort, a timeout). Returns the usage it counted.
  * With the usage the provider reported before it failed, else estimated. Once per state of the turn.
  */
 export async function countUnloggedTry(
@@ -65,14 +66,16 @@ export async function countUnloggedTry(
   log: SessionLog,
   inputId: string,
   fold: TurnFold,
-  reason: 'failed' | 'dropped',
-  sent: { messages: ReadonlyArray<ModelMessage>; output: string; reported?: ModelUsage | undefined },
-): Promise<void> {
+  reason: 'failed' | 'dropped' | 'cut',
+  sent: { messages: ReadonlyArray<ModelMessage>; output: string; reported?: ModelUsage | undefined; tryId?: string },
+): Promise<ModelUsage> {
   const usage = billedUsage(harness, sent.reported, sent)
   const counted = await log.inputs.logUsage(
     { type: 'harness.usage', inputId, reason, usage, at: Date.now() },
     fold.responses.length + fold.turnRecords,
     harness.name,
+    sent.tryId,
   )
   if (counted === 'ok') countModelUsage(harness.name, usage)
+  return usage
 }

@@ -20,6 +20,7 @@ import { reportToRoot } from './childProgress.js'
 import { turnView } from './view.js'
 import { nextTurnMove } from './nextMove.js'
 import { billedUsage, countUnloggedTry } from './spend.js'
+import { endInFlightTry, reserveModelTry, sendingTry, settleModelTry, type InFlightTry } from './budget.js'
 import { takeTurnSlot } from './limitedTurn.js'
 import { holdingSlot, type HeldSlot } from '../limits/slot.js'
 import { isContextOverflowError } from '../compaction/index.js'
@@ -55,6 +56,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
   const logger = deps.logger.child({ sessionId, inputId, attempt: job.attemptsMade + 1 })
   let input: InputState | null = null
   let held: HeldSlot | undefined
+  // the model call try in flight: a throw while it is out counts it as cut, or releases its budget holds
+  let inFlight: InFlightTry | undefined
   // an abort (or any settle) of this turn from any process stops its model call in flight
   const stop = deps.aborts.open(openMember(sessionId, inputId))
   const settle = async (record: Omit<RecordOf<'harness.input.settled'>, 'type' | 'inputId'>, last?: { usage?: ModelUsage }) => {
@@ -173,8 +176,19 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       if (compacting.next === 'again') continue
       // the text streams to followers under a message id of this model call (a retry streams anew)
       const messageId = `${inputId}.${fold.responses.length}.${randomBytes(4).toString('hex')}`
-      const deltas = textDeltas((at, text) => log.stream.appendLive({ k: 'delta', m: messageId, inputId, at, text }))
       const messages = [...buildMessages(view.entries), ...ephemeral]
+      // each budget of the turn reserves the call's estimate first (docs/spend.md, "Budgets")
+      const reserved = await reserveModelTry(harness, log, { input, inputId, fold, logger }, messages)
+      if ('exceeded' in reserved) {
+        if (reserved.exceeded) return await settle(reserved.exceeded)
+        continue // paused: the next pass parks the job until session.resume
+      }
+      const flight = (inFlight = reserved)
+      const { modelTry } = flight
+      const deltas = textDeltas((at, text) => {
+        flight.output += text
+        return log.stream.appendLive({ k: 'delta', m: messageId, inputId, at, text })
+      })
       // middleware runs around each model call made (one made again after a crash runs it again)
       const hooks = await modelCallHooks(harness, log, {
         inputId,
@@ -183,7 +197,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         messages,
         context: contextOf(input),
       })
-      const call = () => callModel(harness, messages, signal, deltas.push, hooks, hold)
+      // the try is marked on its input right before the request goes out (a cut one is counted then)
+      const call = () => callModel(harness, messages, signal, deltas.push, hooks, sendingTry(harness, log, inputId, flight, hold))
       let response
       try {
         response = await modelSpan({ sessionId, inputId, iteration: fold.responses.length }, call).finally(() => deltas.close())
@@ -192,7 +207,14 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         if (!(error instanceof ModelCallError) || signal.aborted) throw error
         // the failed try counts: what the provider reported, else an estimate (docs/spend.md)
         const { text, usage } = error.sofar
-        await countUnloggedTry(harness, log, inputId, fold, 'failed', { messages, output: text, reported: usage })
+        inFlight = undefined
+        const counted = await countUnloggedTry(harness, log, inputId, fold, 'failed', {
+          messages,
+          output: text,
+          reported: usage,
+          tryId: modelTry.id,
+        })
+        await settleModelTry(log, modelTry, counted)
         // a context the provider refused for its size: compact once and call again (docs/compaction.md)
         if (harness.compaction && isContextOverflowError(error.info)) {
           const healing = await healContextOverflow(compaction, error, overflowHealedAt === fold.responses.length)
@@ -209,15 +231,24 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       }
       // counted with the model, its cost, or an estimate when the provider reported nothing (docs/spend.md)
       response.usage = billedUsage(harness, response.usage, { messages, output: response.text ?? '' })
+      inFlight = undefined
       const logged = await log.inputs.logModelResponse(
         inputId,
         { ...response, ...(response.text ? { messageId } : {}), ...(harness.busy === 'steer' ? { joined: view.unseenJoined } : {}) },
         fold.responses.length,
         harness.name,
+        modelTry.id,
       )
+      await settleModelTry(log, modelTry, response.usage)
       if (!logged) {
         // another run of this turn logged first: this try was made all the same; fold again
-        await countUnloggedTry(harness, log, inputId, fold, 'dropped', { messages, output: response.text ?? '', reported: response.usage })
+        const reported = response.usage
+        await countUnloggedTry(harness, log, inputId, fold, 'dropped', {
+          messages,
+          output: response.text ?? '',
+          reported,
+          tryId: modelTry.id,
+        })
         continue
       }
       countModelUsage(harness.name, response.usage)
@@ -231,6 +262,9 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       }
     }
   } catch (error) {
+    // a try stopped after its request went out (an abort, a timeout) counts; one never sent releases its holds
+    if (inFlight)
+      await endInFlightTry(harness, log, inputId, inFlight).catch((err: unknown) => logger.warn({ err }, 'counting a cut try failed'))
     if (error instanceof WaitingChildrenError || error instanceof DelayedError) throw error
     if (error instanceof LockLostError) {
       logger.warn({ err: error }, 'turn attempt lost its job lock to another worker; it made no model call and wrote nothing more')

@@ -93,6 +93,7 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
   ],
   './ops': [
     'AppRecord',
+    'BudgetExceededError',
     'BulkOptions',
     'Compacted',
     'FollowOptions',
@@ -132,6 +133,9 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'AfterToolCallHook',
     'AfterToolCallInfo',
     'BeforeFinishHook',
+    'Budget',
+    'BudgetLeft',
+    'Budgets',
     'CompactionInput',
     'CompactionOptions',
     'CompactionPlan',

@@ -124,6 +124,19 @@ const valid: { [K in HarnessRecordType]: Extract<HarnessRecord, { type: K }> } =
     usage: { promptTokens: 10, completionTokens: 0, totalTokens: 10, model: 'm', estimated: true },
     at: 1,
   },
+  'harness.budget.exceeded': {
+    type: 'harness.budget.exceeded',
+    inputId: 'in_1',
+    scope: 'principal',
+    metric: 'cost',
+    max: 1,
+    spent: 0.9,
+    held: 0.05,
+    estimate: 0.1,
+    action: 'pause',
+    principal: 'alice',
+    at: 1,
+  },
 }
 
 /** One invalid variant of every harness type, with why. */

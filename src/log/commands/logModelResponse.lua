@@ -20,14 +20,16 @@
     ARGV[5] tools: the tool names of KEYS[5..] as a JSON array (kept on the input: retention names their indexes)
     ARGV[6] counts: the call's usage counts (includes/usage.lua): counted with the record, once
     ARGV[7] model: the model the call was sent to ('' unknown)
-    ARGV[8..] idsAndFingerprints: pairs: stored tool call id, fingerprint
+    ARGV[8] tryId: the model call try (beginModelTry.lua), or '': its mark leaves the input; a try
+            counted as cut already (`input.cut`) logs its response but counts nothing more
+    ARGV[9..] idsAndFingerprints: pairs: stored tool call id, fingerprint
 
   Output:
     {'ok', entryId} | {'stale'} | {'unknown'} | {'taken', toolCallId}
 ]]
 local logKey, inputsKey, callsKey, convKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local usageKey, usageDayKey = KEYS[5], KEYS[6]
-local inputId, expected, record, member, tools, counts, model = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local inputId, expected, record, member, tools, counts, model, tryId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 
 --@include conversation
 --@include usage
@@ -35,10 +37,10 @@ local raw = redis.call('HGET', inputsKey, inputId)
 if not raw then return {'unknown'} end
 local input = cjson.decode(raw)
 if input.status == 'settled' or tostring(input.responses or 0) ~= expected then return {'stale'} end
-for i = 8, #ARGV, 2 do
+for i = 9, #ARGV, 2 do
   if redis.call('HEXISTS', callsKey, ARGV[i] .. '\0req') == 1 then return {'taken', ARGV[i]} end
 end
-for i = 8, #ARGV, 2 do redis.call('HSET', callsKey, ARGV[i] .. '\0req', ARGV[i + 1]) end
+for i = 9, #ARGV, 2 do redis.call('HSET', callsKey, ARGV[i] .. '\0req', ARGV[i + 1]) end
 local id = redis.call('XADD', logKey, '*', 'r', record)
 indexConversation(convKey, logKey, id)
 input.responses = (input.responses or 0) + 1
@@ -54,6 +56,8 @@ if #KEYS > 6 then
   end
   for k = 7, #KEYS do redis.call('ZADD', KEYS[k], input.at or 0, member) end
 end
+local counted = tryId == '' or input.cut ~= tryId
+if tryId ~= '' and type(input.trying) == 'table' and input.trying.id == tryId then input.trying = nil end
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))
-countUsage(usageKey, usageDayKey, counts, inputId, input.principal or '', model)
+if counted then countUsage(usageKey, usageDayKey, counts, inputId, input.principal or '', model) end
 return {'ok', id}

@@ -14,18 +14,24 @@
     ARGV[3] record: harness.usage record JSON
     ARGV[4] counts: the try's usage counts (includes/usage.lua)
     ARGV[5] model: the model the try was sent to ('' unknown)
+    ARGV[6] tryId: the model call try (beginModelTry.lua), or '': its mark leaves the input; a try
+            counted as cut already counts nothing more
 
   Output:
     {'ok', entryId} | {'counted'} | {'unknown'}
 ]]
 local logKey, inputsKey, usageKey, usageDayKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local inputId, progress, record, counts, model = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local inputId, progress, record, counts, model, tryId = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 
 --@include usage
 local raw = redis.call('HGET', inputsKey, inputId)
 if not raw then return {'unknown'} end
 local input = cjson.decode(raw)
-if input.counted and tonumber(input.counted) >= tonumber(progress) then return {'counted'} end
+if tryId ~= '' and type(input.trying) == 'table' and input.trying.id == tryId then input.trying = nil end
+if (input.counted and tonumber(input.counted) >= tonumber(progress)) or (tryId ~= '' and input.cut == tryId) then
+  redis.call('HSET', inputsKey, inputId, cjson.encode(input))
+  return {'counted'}
+end
 local id = redis.call('XADD', logKey, '*', 'r', record)
 input.counted = tonumber(progress)
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))

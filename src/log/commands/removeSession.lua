@@ -19,7 +19,8 @@
     KEYS[10] usage: the session's spend totals (the harness's day totals stay)
     KEYS[11] tree: the session's fan-out trees
     KEYS[12] trims: the shard's trim index (the session leaves it)
-    KEYS[13..] turnIndexes: ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named, and
+    KEYS[13] budget: the session's budget counters (and its tree's, when it roots one)
+    KEYS[14..] turnIndexes: ('remove') the turns indexes (keys.ts turnIndexKey) of the harnesses 'check' named, and
             the tool and tag indexes (turnToolIndexKey, turnTagIndexKey) it named: the session's turns
             leave them in the same write
     ARGV[1] mode: 'check' | 'remove'
@@ -36,7 +37,7 @@
 ]]
 local logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey, sessionsKey =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local usageKey, treeKey = KEYS[10], KEYS[11]
+local usageKey, treeKey, budgetKey = KEYS[10], KEYS[11], KEYS[13]
 local mode, exported, sessionId = ARGV[1], ARGV[2], ARGV[3]
 
 if redis.call('ZCARD', lineKey) > 0 then return {'open', 'turn'} end
@@ -87,10 +88,10 @@ end
 if lastId ~= exported then return {'moved', lastId} end
 for i = 1, #inputs, 2 do
   if string.byte(inputs[i], 1) ~= 0 then
-    for k = 13, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputs[i]) end
+    for k = 14, #KEYS do redis.call('ZREM', KEYS[k], sessionId .. '|' .. inputs[i]) end
   end
 end
-redis.call('DEL', logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey, usageKey, treeKey)
+redis.call('DEL', logKey, stepsKey, callsKey, questionsKey, inputsKey, lineKey, convKey, liveKey, usageKey, treeKey, budgetKey)
 redis.call('ZREM', sessionsKey, sessionId)
 redis.call('ZREM', KEYS[12], sessionId)
 return {'removed'}

@@ -37,7 +37,7 @@ export const logModelResponse = defineScript({
   name: 'logModelResponse',
   keys: ['log', 'inputs', 'calls', 'conversation', 'usage', 'usageDay'],
   trailingKeys: 'toolIndexes',
-  args: { inputId: text, expected: num, record: text, member: text, tools: text, counts: text, model: text },
+  args: { inputId: text, expected: num, record: text, member: text, tools: text, counts: text, model: text, tryId: text },
   /** pairs of stored call id and fingerprint */
   trailingArgs: 'idsAndFingerprints',
   reply: reply<['ok', string] | ['stale'] | ['unknown'] | ['taken', string]>(),
@@ -133,7 +133,7 @@ export const appendRecords = defineScript({
 
 export const removeSession = defineScript({
   name: 'removeSession',
-  keys: ['log', 'steps', 'calls', 'questions', 'inputs', 'line', 'conversation', 'live', 'sessions', 'usage', 'tree', 'trims'],
+  keys: ['log', 'steps', 'calls', 'questions', 'inputs', 'line', 'conversation', 'live', 'sessions', 'usage', 'tree', 'trims', 'budget'],
   trailingKeys: 'turnIndexes',
   args: { mode: arg<'check' | 'remove'>(), exportedLastId: text, sessionId: text },
   reply: reply<['open', 'turn' | 'call'] | ['idle', string, ...names: string[]] | ['moved', string] | ['removed']>(),
@@ -174,6 +174,27 @@ export const rollUpUsage = defineScript({
 export const logUsage = defineScript({
   name: 'logUsage',
   keys: ['log', 'inputs', 'usage', 'usageDay'],
-  args: { inputId: text, progress: num, record: text, counts: text, model: text },
+  args: { inputId: text, progress: num, record: text, counts: text, model: text, tryId: text },
   reply: reply<['ok', string] | ['counted'] | ['unknown']>(),
+})
+
+export const beginModelTry = defineScript({
+  name: 'beginModelTry',
+  keys: ['log', 'inputs', 'usage', 'usageDay'],
+  args: { inputId: text, try: text },
+  reply: reply<['ok', string] | ['settled'] | ['unknown']>(),
+})
+
+export const reserveBudget = defineScript({
+  name: 'reserveBudget',
+  keys: ['budget'],
+  args: { scope: text, tryId: text, estimate: text, max: text, storeMax: text, leaseMs: num, ttlMs: text },
+  reply: reply<['ok'] | ['held'] | ['over', string, string, string, string, string]>(),
+})
+
+export const settleBudget = defineScript({
+  name: 'settleBudget',
+  keys: ['budget'],
+  args: { scope: text, tryId: text, actual: text },
+  reply: reply<['ok'] | ['none']>(),
 })
