@@ -42,6 +42,8 @@ export interface FaultReply {
 export interface ModelServerOptions {
   /** Decides, before each answer, whether the request fails instead (undefined: answer it). */
   fault?: (request: ChatRequest) => FaultReply | undefined
+  /** Waits this long after the headers before the answer's chunks (a slow provider: a kill then cuts the request). */
+  delayMs?: number
 }
 
 export interface ModelServer {
@@ -94,6 +96,8 @@ export async function startModelServer(
       cut.push(request)
       for (const wake of cutWaiters) wake()
     })
+    if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs))
+    if (res.destroyed) return
     const sse = replyChunks(request, reply, `chatcmpl-${requests.length}`)
     // a stalled reply sends its role and text chunks, then waits for the client to close
     for (const chunk of reply.stall ? sse.slice(0, 1 + (reply.text?.length ?? 0)) : sse) res.write(`data: ${JSON.stringify(chunk)}\n\n`)
