@@ -31,6 +31,8 @@ export interface BudgetFigures {
 
 /** Why a reservation was refused: the metric whose ceiling it would pass, with the scope's figures then. */
 export interface BudgetRefusal {
+  /** What the turn does: the budget's own, else (a child of a tree) the root's stored one. */
+  onExceeded: 'pause' | 'fail'
   metric: keyof BudgetAmount
   max: number
   spent: number
@@ -73,7 +75,13 @@ export async function reserveBudget(
   hold: BudgetHold,
   tryId: string,
   estimate: BudgetAmount,
-  options: { max?: Partial<BudgetAmount> | undefined; storeMax?: boolean; leaseMs: number; ttlMs?: number },
+  options: {
+    max?: Partial<BudgetAmount> | undefined
+    onExceeded?: 'pause' | 'fail' | undefined
+    storeMax?: boolean
+    leaseMs: number
+    ttlMs?: number
+  },
 ): Promise<'ok' | 'held' | BudgetRefusal> {
   const reply = await stream.command('reserveBudget', () =>
     runScript(stream.redis, scripts.reserveBudget, {
@@ -86,12 +94,14 @@ export async function reserveBudget(
         storeMax: options.storeMax ? '1' : '',
         leaseMs: options.leaseMs,
         ttlMs: options.ttlMs === undefined ? '' : String(options.ttlMs),
+        onExceeded: options.onExceeded ?? '',
       },
     }),
   )
   if (reply[0] !== 'over') return reply[0]
-  const [, metric, max, spent, held, est] = reply
+  const [, metric, max, spent, held, est, on] = reply
   return {
+    onExceeded: on === 'fail' ? 'fail' : 'pause',
     metric: METRICS.find((m) => m === metric) ?? 'cost',
     max: Number(max),
     spent: Number(spent),

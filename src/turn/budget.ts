@@ -68,6 +68,7 @@ export async function reserveModelTry(
   for (const turnBudget of budgets) {
     const reply = await reserveBudget(log.stream, turnBudget.hold, id, estimate, {
       max: turnBudget.budget?.max,
+      onExceeded: turnBudget.budget?.onExceeded,
       storeMax: turnBudget.storeMax === true,
       leaseMs: RESERVATION_LEASE_MS,
       ...(turnBudget.ttlMs !== undefined ? { ttlMs: turnBudget.ttlMs } : {}),
@@ -125,7 +126,7 @@ async function budgetExceeded(
   refused: TurnBudget,
   why: BudgetRefusal,
 ): Promise<BudgetFailure | undefined> {
-  const action = refused.budget?.onExceeded ?? 'pause'
+  const action = why.onExceeded
   const usd = (n: number) => (why.metric === 'cost' ? fromNanos(n) : n)
   const figures = { max: usd(why.max), spent: usd(why.spent), held: usd(why.held), estimate: usd(why.estimate) }
   const error = new BudgetExceededError(refused.scope, why.metric, figures)

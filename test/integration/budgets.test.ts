@@ -7,6 +7,11 @@ import { defineHarness, type HarnessHost } from '../../src/index.js'
 import { ConfigError } from '../../src/errors/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { budgeted, BUDGET_USAGE, CALL_USD } from '../fixtures/budgets.js'
+import { crew, leaf, researcher } from '../fixtures/fanout.js'
+import { startProvider, type TestProvider } from '../helpers/provider.js'
+import { childSessionId } from '../../src/fanout/index.js'
+import { SessionLog } from '../../src/log/index.js'
+import { rigClient } from '../rig.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 import { startModelServer, type ChatRequest, type ModelReply, type ModelServer } from '../helpers/openaiServer.js'
@@ -164,5 +169,50 @@ describe('budgets in process', () => {
     expect(make({ principal: { maxCost: 1, per: 'soon' } })).toThrow(/budgets\.principal\.per/)
     expect(make({ tree: { maxTokens: 5, onExceeded: 'stop' } })).toThrow(/budgets\.tree\.onExceeded must be 'pause' or 'fail'/)
     expect(make({ team: { maxCost: 1 } })).toThrow(/budgets\.team is not a budget scope/)
+  })
+})
+
+describe('a tree budget', () => {
+  const hosts = useInProcessHosts()
+  let provider: TestProvider
+  beforeAll(async () => {
+    provider = await startProvider(5)
+    process.env.PROVIDER_URL = provider.url
+  })
+  afterAll(async () => provider?.close())
+
+  it("R25 a tree budget counts every child agent's model calls at the root: none starts past maxModelCalls, the refused ones fail", async () => {
+    // the root's first call starts 10 researcher agents (2 model calls each), then it answers: 22 calls asked, 12 allowed
+    const root = defineHarness({
+      name: 'tree-budgeted',
+      adapter: scriptedModel([{ toolCalls: [{ name: 'crew', input: { tools: 0, agents: 10 } }] }, { text: 'done' }]),
+      tools: [leaf, crew],
+      subagents: { limits: { maxConcurrent: 10 } },
+      budgets: { tree: { maxModelCalls: 12, onExceeded: 'fail' } },
+    })
+    const { host, prefix, url } = hosts.start([root, researcher], 'budget-tree', { concurrency: 4 })
+    const session = host.open(root, { sessionId: 'tree-1' })
+    const { inputId } = await session.prompt('go')
+    const settled = await session.settled(inputId)
+    // the children's calls used the tree's budget up: the root's own last call is refused too
+    expect(settled).toMatchObject({ outcome: 'failed', error: { code: 'budget_exceeded' } })
+    const results = (await session.log.read({ types: ['harness.tool.result'] })).map(
+      (e) => e.record as { toolCallId: string; result: string[] },
+    )
+    // the crew call's (its children's results are in the log too, under `<crew>.<name>`)
+    const record = results.find((r) => !r.toolCallId.includes('.'))!
+    const refused = record.result.filter((r) => r === 'failed: budget_exceeded')
+    expect(refused.length).toBeGreaterThan(0)
+    // every model call of the tree, at any session, counted once in the root's tree figures: 12 at most
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    let calls = 1
+    for (let j = 0; j < 10; j++) {
+      const child = new SessionLog(redis, prefix, childSessionId('tree-1', `${record.toolCallId}.agent-${j}`))
+      calls += (await child.stream.read()).filter((e) => e.record.type === 'harness.model.response').length
+    }
+    expect(calls).toBe(12)
+    const budget = await redis.hgetall(new SessionLog(redis, prefix, 'tree-1').stream.keys.budget)
+    expect(budget).toMatchObject({ 't/spent/calls': '12', 't/held/calls': '0', 't/max/calls': '12' })
   })
 })

@@ -17,12 +17,14 @@
     ARGV[5] storeMax: '1' to store max as the scope's ceilings (a tree's root), else ''
     ARGV[6] leaseMs: how long the reservation holds before it is counted as spent
     ARGV[7] ttlMs: the key's expiry (a principal's period), or ''
+    ARGV[8] onExceeded: 'pause' | 'fail' | '' (none given: a tree's stored one is used, else 'pause');
+            stored with the ceilings (S/on)
 
   Output:
-    {'ok'} | {'held'} (this try reserved already) | {'over', metric, max, spent, held, estimate}
+    {'ok'} | {'held'} (this try reserved already) | {'over', metric, max, spent, held, estimate, onExceeded}
 ]]
 local key = KEYS[1]
-local scope, tryId, estimate, max, storeMax, leaseMs, ttlMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local scope, tryId, estimate, max, storeMax, leaseMs, ttlMs, onExceeded = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local METRICS = {'cost', 'tokens', 'calls'}
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -60,7 +62,9 @@ for k, metric in ipairs(METRICS) do
     local spent = tonumber(redis.call('HGET', key, scope .. '/spent/' .. metric) or '0')
     local held = tonumber(redis.call('HGET', key, scope .. '/held/' .. metric) or '0')
     if spent + held + tonumber(est[k]) > tonumber(ceiling) then
-      return {'over', metric, tostring(ceiling), tostring(spent), tostring(held), est[k]}
+      local on = onExceeded
+      if on == '' then on = redis.call('HGET', key, scope .. '/on') or 'pause' end
+      return {'over', metric, tostring(ceiling), tostring(spent), tostring(held), est[k], on}
     end
   end
 end
@@ -71,6 +75,7 @@ for k, metric in ipairs(METRICS) do
     else redis.call('HDEL', key, scope .. '/max/' .. metric) end
   end
 end
+if storeMax == '1' and onExceeded ~= '' then redis.call('HSET', key, scope .. '/on', onExceeded) end
 redis.call('HSET', key, prefix .. tryId, 'h ' .. estimate .. ' ' .. (now + tonumber(leaseMs)))
 if ttlMs ~= '' then redis.call('PEXPIRE', key, ttlMs) end
 return {'ok'}

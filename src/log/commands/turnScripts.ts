@@ -188,8 +188,8 @@ export const beginModelTry = defineScript({
 export const reserveBudget = defineScript({
   name: 'reserveBudget',
   keys: ['budget'],
-  args: { scope: text, tryId: text, estimate: text, max: text, storeMax: text, leaseMs: num, ttlMs: text },
-  reply: reply<['ok'] | ['held'] | ['over', string, string, string, string, string]>(),
+  args: { scope: text, tryId: text, estimate: text, max: text, storeMax: text, leaseMs: num, ttlMs: text, onExceeded: text },
+  reply: reply<['ok'] | ['held'] | ['over', string, string, string, string, string, string]>(),
 })
 
 export const settleBudget = defineScript({
