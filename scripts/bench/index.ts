@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction,trimming,fanout]`
+// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction,trimming,fanout,spend]`
 // `npm run bench -- --only million [--calls N] [--park-budget <seconds>] [--quick]`: a million waiting calls (million.ts,
 // its own redis-server; not in the default run; --quick parks 20,000; its row limit is 3 h unless --row-limit says)
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
@@ -24,6 +24,7 @@ import { measureCompaction, type CompactionResult } from './compaction.js'
 import { measureTrimming, type TrimmingResult } from './trimming.js'
 import { measureEvents } from './events.js'
 import { measureFanout, type FanoutResult } from './fanout.js'
+import { measureSpend, type SpendResult } from './spend.js'
 import { measureEventWaits } from './eventWaits.js'
 import { measureIdle } from './idleCommands.js'
 import { redisVersion, stderrProgress } from './lib.js'
@@ -56,6 +57,7 @@ const MEASUREMENTS = [
   'compaction',
   'trimming',
   'fanout',
+  'spend',
 ] as const
 /** Rows only `--only` runs (not in the default run). */
 const OPT_IN = ['million'] as const
@@ -249,6 +251,7 @@ async function main(): Promise<void> {
           ...(parkBudget === undefined ? {} : { parkBudgetMs: parkBudget * 1000 }),
         }),
       fanout: () => measureFanout(url, { quick, progress }),
+      spend: () => measureSpend(url, { quick, progress }),
     }
     for (const name of ALL) {
       if (!only.includes(name)) continue
@@ -320,6 +323,7 @@ type Results = {
   trimming?: TrimmingResult
   million?: MillionResult
   fanout?: FanoutResult
+  spend?: SpendResult
 }
 
 function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name[]): Row[] {
@@ -708,6 +712,32 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       1,
     )
   } else missing('11a', 'fan-out of 1,000 child tool calls', '<= 1.2x', 'fanout')
+  // 12. spend (issue 55): a model call with a session and a principal budget against none
+  if (r.spend) {
+    const s = r.spend
+    info(
+      '12a',
+      `a one-call turn with 2 budgets, a model answering at once (p50 of ${s.turns})`,
+      ms(s.budgetedMs),
+      `without budgets ${ms(s.plainMs)}`,
+      s.budgetedMs / s.plainMs,
+    )
+    atMost(
+      '12c',
+      `the same, a model answering in 20 ms (p50 of ${s.turns})`,
+      ms(s.budgetedProviderMs),
+      `without budgets ${ms(s.plainProviderMs)}`,
+      s.budgetedProviderMs / s.plainProviderMs,
+      1.03,
+    )
+    info(
+      '12b',
+      'client commands of that turn, with the budgets',
+      String(s.budgetedCommands),
+      `without ${s.plainCommands}`,
+      s.budgetedCommands / s.plainCommands,
+    )
+  } else missing('12c', 'a model call with 2 budgets', '<= 1.03x', 'spend')
   return rows
 }
 
