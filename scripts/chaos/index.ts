@@ -1,6 +1,7 @@
 // `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults] [--liveness]`
 // `npm run chaos -- --compaction [--trim] [--rounds N] [--quick]`: SIGKILLs during compaction summary calls (compaction.ts)
 // `npm run chaos -- --fanout [--rounds N] [--quick]`: SIGKILLs and a Redis restart during fan-outs of child calls and agents (fanout.ts)
+// `npm run chaos -- --budgets [--rounds N] [--quick]`: SIGKILLs while 30 turns race for a $1.00 principal budget (budgets.ts)
 //
 // --liveness: the workers' lock is 30 s (CHAOS_LOCK_MS), so a killed worker's calls and turns run again
 // soon only when the other workers find it gone (worker liveness, docs/recovery.md): the run must
@@ -127,6 +128,11 @@ function parseArgs(argv: string[]) {
 if (process.argv.includes('--fanout')) {
   const { fanoutChaos } = await import('./fanout.js')
   process.exit(await fanoutChaos(process.argv.slice(2)))
+}
+// --budgets: the budgets variant, a run of its own (budgets.ts)
+if (process.argv.includes('--budgets')) {
+  const { budgetsChaos } = await import('./budgets.js')
+  process.exit(await budgetsChaos(process.argv.slice(2)))
 }
 // --compaction: the compaction variant, a run of its own (compaction.ts)
 if (process.argv.includes('--compaction')) {

@@ -56,12 +56,19 @@ export async function hostUsage(
   if (filter.harness !== undefined && !harnesses.includes(filter.harness)) throw new UnknownHarnessError(filter.harness)
   const names = filter.harness !== undefined ? [filter.harness] : harnesses
   const keys: Array<{ day: string; key: string }> = []
-  for (const name of names)
-    for (let shard = 0; shard < shards; shard++)
-      for (const day of days) keys.push({ day, key: usageDayKey(prefix, shard, shards, name, day) })
-  const pipeline = redis.pipeline()
-  for (const { key } of keys) pipeline.hgetall(key)
-  const replies = (await pipeline.exec()) ?? []
+  // one pipeline a shard: a shard's keys share its hash tag, so each pipeline stays in one Cluster slot
+  const pipelines: Array<Promise<Array<[Error | null, unknown]>>> = []
+  for (let shard = 0; shard < shards; shard++) {
+    const pipeline = redis.pipeline()
+    for (const name of names)
+      for (const day of days) {
+        const key = usageDayKey(prefix, shard, shards, name, day)
+        keys.push({ day, key })
+        pipeline.hgetall(key)
+      }
+    pipelines.push(pipeline.exec().then((replies) => replies ?? []))
+  }
+  const replies = (await Promise.all(pipelines)).flat()
   const nanos = new Map<UsageFigures, number>()
   const add = (into: UsageFigures, metric: keyof UsageFigures, value: number) => {
     if (metric === 'cost') {
