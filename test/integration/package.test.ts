@@ -71,14 +71,19 @@ import {
 import { createHarnessHandler } from 'durable-harness/http'
 import { createDashboard } from 'durable-harness/dashboard'
 import { scriptedModel } from 'durable-harness/testing'
-import { principalId, type TurnsPage, type LogEntry } from 'durable-harness/ops'
-import type { ModelErrorPolicy, ModelErrorDecision } from 'durable-harness/hooks'
+import { BudgetExceededError, principalId, type TurnsPage, type LogEntry } from 'durable-harness/ops'
+import type { ModelErrorPolicy, ModelErrorDecision, Budgets, BudgetLeft } from 'durable-harness/hooks'
 
 const add = durableTool(
   toolDefinition({ name: 'add', description: 'Add', inputSchema: z.object({ a: z.number(), b: z.number() }) }),
-  async ({ a, b }, { step }) => step.do('sum', () => ({ sum: a + b })),
+  async ({ a, b }, { step, budget }) => {
+    const left: BudgetLeft[] = await budget()
+    return step.do('sum', () => ({ sum: a + b, budgets: left.length }))
+  },
 )
-const harness = defineHarness({ name: 'ts/adder', adapter: scriptedModel([]), tools: [add] })
+const budgets: Budgets = { session: { maxModelCalls: 50 }, principal: { maxCost: 5, per: '1d', onExceeded: 'fail' } }
+const harness = defineHarness({ name: 'ts/adder', adapter: scriptedModel([]), tools: [add], budgets })
+export const overBudget = (error: unknown): boolean => error instanceof BudgetExceededError && error.scope === 'principal'
 const host: HarnessHost = createHarnessHost({ redis: 'redis://127.0.0.1:6379', harnesses: [harness] })
 const session: Session = host.open(harness, { sessionId: 's1' })
 export const settled: Promise<Settled> = session.prompt('x').then(({ inputId }) => session.settled(inputId))
@@ -216,7 +221,7 @@ describe('installed with npm install <tarball>', () => {
     expect(names['/http']).toContain('createHarnessHandler')
     expect(names['/dashboard']).toContain('createDashboard')
     expect(names['/testing']).toContain('scriptedModel')
-    expect(names['/ops']).toEqual(['principalId'])
+    expect(names['/ops']).toEqual(['BudgetExceededError', 'principalId'])
     expect(names['/hooks']).toEqual([]) // types only
     // the classes a caller catches, and no internal one
     expect(names['.']).toEqual(expect.arrayContaining(['SessionBusyError', 'ToolCallError', 'NonRetryableError']))
