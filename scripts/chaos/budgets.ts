@@ -5,18 +5,21 @@
 // out tokens, $0.02; BUDGET_USD=1 a day, reserveOutputTokens 100) and prompts 30 turns of 5 calls for
 // one principal ($3.00 asked of $1.00). Twice while requests are out it SIGKILLs a worker (a
 // replacement starts), then waits until every turn completed or paused at the budget. Checked per round:
+//   tries cut by the kills     some try marked sent was cut (counted 'cut' by its turn's next try)
 //   budget never passed        what the server answered (requests - cut) x $0.02 <= $1.00, and the
 //                              principal's hash spent (p/spent/cost) <= $1.00 + one call's reservation
 //   no reservation held live   every reservation still held (p/r/<tryId> 'h') once all turns stopped is
 //                              a killed process's: a cut try still marked on its paused turn (its next
-//                              try settles it), or one reserved before a kill and never sent (its lease,
-//                              15 min, counts it); none reserved after the last kill. After the resume
-//                              the marked ones are settled.
+//                              try settles it), or one reserved before a kill whose settle never came
+//                              (its lease, 15 min, counts it); none reserved after the last kill. After
+//                              the resume the marked ones are settled.
 //   every request counted once host.usage({ principal }) calls (+ cut tries still marked on paused
 //                              turns, counted by their next try) >= the server's requests, and at most
 //                              the turns in flight at the kills (each killed worker's concurrency) more
 //   resumed turns complete     the workers restart with BUDGET_USD=100, session.resume of every paused
 //                              turn, and every turn completes with exactly 5 harness.model.response
+//   settled = counted          the hash's p/spent/calls are the tries counted (but those whose settle a
+//                              kill stopped, still held)
 // The exit code is 1 if any fails.
 import { randomBytes } from 'node:crypto'
 import { pino } from 'pino'
@@ -119,10 +122,10 @@ async function round(redisUrl: string, prefix: string, out: (line: string) => vo
       }),
     )
 
-    // ---- two SIGKILLs while requests are out: one in the first wave of calls, one later ----
+    // ---- two SIGKILLs while requests are out: in the first two waves of calls (requests ~12-34) ----
     const kills: Array<{ at: number; requests: number; cut: number }> = []
     const replacements: Array<Promise<WorkerProcess>> = []
-    let target = rand(5, 20)
+    let target = rand(12, 22)
     for (let k = 0; k < 2; k++) {
       // the target-th request has just arrived (it waits 100 ms for its answer); a stall ends the wait
       let last = server.requests.length
@@ -140,7 +143,7 @@ async function round(redisUrl: string, prefix: string, out: (line: string) => vo
       replacements.push(spawn(BUDGET_USD))
       await sleep(150)
       kill.cut = server.cut.length - cutBefore
-      target = server.requests.length + rand(5, 15)
+      target = server.requests.length + rand(6, 12)
     }
     const lastKill = Math.max(...kills.map((k) => k.at))
     out(`killed 2 workers at requests ${kills.map((k) => k.requests).join(', ')} (cut ${kills.map((k) => k.cut).join(' + ')})`)
@@ -168,11 +171,6 @@ async function round(redisUrl: string, prefix: string, out: (line: string) => vo
     const reservation = estimates.length ? Math.max(...estimates) : CALL_USD
     const overshoot = spentNanos / 1e9 - BUDGET_USD
     rows.push(
-      [
-        'workers SIGKILLed while requests were out',
-        kills.map((k) => `at request ${k.requests}: ${k.cut} cut`).join('; '),
-        kills.some((k) => k.cut > 0),
-      ],
       [
         'turns stopped at the budget',
         `${stopped.completed.length} completed, ${stopped.paused.length} paused, ${stopped.other.length} other, ${stopped.running.length} running`,
@@ -221,9 +219,21 @@ async function round(redisUrl: string, prefix: string, out: (line: string) => vo
     const responses = await Promise.all(
       turns.map(async ({ sessionId }) => {
         const entries = await host.open(budgeted, { sessionId }).log.read()
-        return { responses: records(entries, 'harness.model.response').length, settled: records(entries, 'harness.input.settled').length }
+        return {
+          responses: records(entries, 'harness.model.response').length,
+          settled: records(entries, 'harness.input.settled').length,
+          cut: records(entries, 'harness.usage').filter((u) => u.reason === 'cut').length,
+        }
       }),
     )
+    // the kills cut tries out: each counted once as 'cut' by its turn's next try (the server saw some of
+    // them cut; the others were marked sent, their request not yet received)
+    const cutTries = responses.reduce((n, t) => n + t.cut, 0)
+    rows.unshift([
+      'workers SIGKILLed with tries out',
+      `${kills.map((k) => `at request ${k.requests} (server: ${k.cut} cut)`).join(', ')}; tries counted 'cut': ${cutTries}`,
+      cutTries > 0,
+    ])
     const fiveEach = responses.filter((t) => t.responses === CALLS_A_TURN && t.settled === 1).length
     rows.push([
       '(4) resumed with $100: every turn completes',

@@ -135,18 +135,19 @@ export async function readBudget(stream: LogStream, hold: BudgetHold): Promise<B
 }
 
 /**
- * Marks a try as begun on its input; returns the mark of a try it found still there (cut: counted
- * now), whose reservations the caller settles. 'settled': the turn is over, no try begins.
+ * Marks a try as begun on its input (no mark: only counts a cut one); returns the mark of a try it
+ * found still there (cut: counted now), whose reservations the caller settles. 'settled': the turn
+ * is over, no try begins.
  */
 export async function markModelTry(
   stream: LogStream,
   inputId: string,
-  mark: TryMark,
+  mark: TryMark | undefined,
   usageDay: string,
 ): Promise<TryMark | undefined | 'settled'> {
   const reply = await stream.script(scripts.beginModelTry, {
     keys: { ...stream.scriptKeys, usageDay },
-    args: { inputId, try: JSON.stringify(mark) },
+    args: { inputId, try: mark ? JSON.stringify(mark) : '' },
   })
   if (reply[0] === 'settled') return 'settled'
   if (reply[0] !== 'ok' || !reply[1]) return undefined

@@ -89,5 +89,6 @@ export {
   type BudgetFigures,
   type BudgetHold,
   type BudgetRefusal,
+  type TryMark,
 } from './budgets.js'
 export { usageDay, usageDayKey } from './keys.js'

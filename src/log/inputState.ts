@@ -49,6 +49,8 @@ export interface InputState {
   reruns?: string[]
   /** The tools its model responses called: the tool indexes it is in (host.turns({ tool })). */
   tools?: string[]
+  /** The model call try whose request may be out (beginModelTry.lua, docs/spend.md): cut if still here when the next begins. */
+  trying?: { id: string }
 }
 
 /** What a prompt is tagged with: operator tags, and who prompted (a principal's string id). */

@@ -5,6 +5,7 @@ import { costNanos, fromNanos, toNanos, type Harness } from '../core/index.js'
 import { estimateTokens } from '../compaction/index.js'
 import { BudgetExceededError } from '../errors/index.js'
 import {
+  asHarnessRecord,
   encodeRecord,
   markModelTry,
   reserveBudget,
@@ -18,6 +19,7 @@ import {
   type ModelUsage,
   type RecordOf,
   type SessionLog,
+  type TryMark,
   type TurnBudget,
 } from '../log/index.js'
 import { countModelUsage } from '../telemetry/index.js'
@@ -51,6 +53,11 @@ export async function reserveModelTry(
   messages: ReadonlyArray<ModelMessage>,
 ): Promise<InFlightTry | { exceeded: BudgetFailure | undefined }> {
   const { input, fold } = turn
+  // a try a crash cut (its mark still on the input this job read) counts first: its spend is then in the budgets
+  if (input.trying) {
+    await countCutTry(harness, log, turn.inputId, undefined)
+    delete input.trying
+  }
   const id = randomBytes(8).toString('hex')
   const cutUsage = billedUsage(harness, undefined, { messages, output: '' })
   const budgets = turnBudgets(harness, log, input)
@@ -97,10 +104,22 @@ async function markTrySent(harness: Harness, log: SessionLog, inputId: string, m
     model: usage.model ?? '',
     holds: modelTry.holds.map((h): [string, BudgetHold['scope']] => [h.key, h.scope]),
   }
+  await countCutTry(harness, log, inputId, mark)
+}
+
+/** The usage a cut try's mark counted it with. */
+function usageOf(cut: TryMark): ModelUsage | undefined {
+  const record = asHarnessRecord(JSON.parse(cut.record))
+  return record?.type === 'harness.usage' ? record.usage : undefined
+}
+
+/** Marks a try (or, with none, only clears a cut one); a cut try found marked is counted, and its reservations settle at its estimate. */
+async function countCutTry(harness: Harness, log: SessionLog, inputId: string, mark: TryMark | undefined): Promise<void> {
   const cut = await markModelTry(log.stream, inputId, mark, log.inputs.usageDayKey(harness.name))
   if (cut === undefined || cut === 'settled') return
-  countModelUsage(harness.name, usage)
-  const spent = budgetAmount(usage)
+  const usage = usageOf(cut)
+  if (usage) countModelUsage(harness.name, usage)
+  const spent = usage ? budgetAmount(usage) : { cost: 0, tokens: 0, calls: 1 }
   for (const [key, scope] of cut.holds) await settleBudget(log.stream, { key, scope }, cut.id, spent)
 }
 

@@ -13,7 +13,8 @@
     KEYS[3] usage: the session's spend totals (includes/usage.lua)
     KEYS[4] usageDay: the harness's spend of the day in the session's shard (keys.ts usageDayKey)
     ARGV[1] inputId
-    ARGV[2] try: JSON { id, record: the 'cut' usage record JSON, counts, model, holds: [[key, scope], ...] }
+    ARGV[2] try: JSON { id, record: the 'cut' usage record JSON, counts, model, holds: [[key, scope], ...] },
+            or '' to count a cut try's mark only (before a reservation: its spend is then in the budget)
 
   Output:
     {'ok', cutTryJson or ''} | {'settled'} | {'unknown'}
@@ -25,7 +26,7 @@ local inputId, try = ARGV[1], ARGV[2]
 local raw = redis.call('HGET', inputsKey, inputId)
 if not raw then return {'unknown'} end
 local input = cjson.decode(raw)
-if input.status == 'settled' then return {'settled'} end
+if input.status == 'settled' and try ~= '' then return {'settled'} end
 local cut = ''
 local before = input.trying
 if type(before) == 'table' then
@@ -34,6 +35,6 @@ if type(before) == 'table' then
   input.cut = before.id
   cut = cjson.encode(before)
 end
-input.trying = cjson.decode(try)
-redis.call('HSET', inputsKey, inputId, cjson.encode(input))
+if try ~= '' then input.trying = cjson.decode(try) else input.trying = nil end
+if cut ~= '' or try ~= '' then redis.call('HSET', inputsKey, inputId, cjson.encode(input)) end
 return {'ok', cut}
