@@ -174,11 +174,16 @@ export interface InFlightTry {
   fold: TurnFold
   output: string
   sent: boolean
+  /** The try's mark on its way to Redis (waited for after the write that counts the try, for its failure). */
+  marked?: Promise<void>
 }
 
 /**
  * The hold callModel confirms right before it sends the request: the attempt's lock and slot first,
  * then the try's mark on its input (markTrySent), so a try is counted only once its request can go out.
+ * The mark is sent, not waited for: it lands while the request is on its way, and the write that
+ * counts the try follows it on the same connection (a mark that lands late, after a resend, sets
+ * nothing: beginModelTry.lua). The turn waits for it (`marked`) after that write, to see its failure.
  */
 export function sendingTry(
   harness: Harness,
@@ -190,7 +195,9 @@ export function sendingTry(
   return {
     async confirm() {
       await hold?.confirm()
-      await markTrySent(harness, log, inputId, flight.modelTry)
+      flight.marked = markTrySent(harness, log, inputId, flight.modelTry)
+      // awaited by the write that counts the try; a failure surfaces there
+      flight.marked.catch(() => {})
       flight.sent = true
     },
   }
@@ -199,6 +206,7 @@ export function sendingTry(
 /** A try a throw stopped: counted as cut with what it streamed when its request went out, else its holds released. */
 export async function endInFlightTry(harness: Harness, log: SessionLog, inputId: string, flight: InFlightTry): Promise<void> {
   if (!flight.sent) return settleModelTry(log, flight.modelTry, undefined)
+  await flight.marked?.catch(() => {})
   const { messages, output, modelTry } = flight
   const usage = await countUnloggedTry(harness, log, inputId, flight.fold, 'cut', { messages, output, tryId: modelTry.id })
   await settleModelTry(log, modelTry, usage)

@@ -214,6 +214,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
           reported: usage,
           tryId: modelTry.id,
         })
+        await flight.marked
         await settleModelTry(log, modelTry, counted)
         // a context the provider refused for its size: compact once and call again (docs/compaction.md)
         if (harness.compaction && isContextOverflowError(error.info)) {
@@ -239,6 +240,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         harness.name,
         modelTry.id,
       )
+      await flight.marked
       await settleModelTry(log, modelTry, response.usage)
       if (!logged) {
         // another run of this turn logged first: this try was made all the same; fold again

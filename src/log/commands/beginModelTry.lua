@@ -5,7 +5,8 @@
   begins was cut (its process died, or it was stopped, after the request was sent): it is counted here,
   once, as a 'cut' harness.usage record with its estimate, and the input remembers it (`cut`), so a
   late write of that try (a zombie) counts nothing more. It is written right before the request is
-  sent, so a try refused by a budget or stopped before sending is never counted.
+  sent, so a try refused by a budget or stopped before sending is never counted; it is sent without
+  waiting, and a mark that arrives after the write that counted its try (`input.last`) sets nothing.
 
   Input:
     KEYS[1] log: session log stream
@@ -35,6 +36,10 @@ if type(before) == 'table' then
   input.cut = before.id
   cut = cjson.encode(before)
 end
-if try ~= '' then input.trying = cjson.decode(try) else input.trying = nil end
+local mark = nil
+if try ~= '' then mark = cjson.decode(try) end
+-- a mark that arrives after the write that counted its try (it was sent without waiting) sets nothing
+if mark and mark.id == input.last then mark = nil end
+input.trying = mark
 if cut ~= '' or try ~= '' then redis.call('HSET', inputsKey, inputId, cjson.encode(input)) end
 return {'ok', cut}

@@ -20,8 +20,9 @@
     ARGV[5] tools: the tool names of KEYS[5..] as a JSON array (kept on the input: retention names their indexes)
     ARGV[6] counts: the call's usage counts (includes/usage.lua): counted with the record, once
     ARGV[7] model: the model the call was sent to ('' unknown)
-    ARGV[8] tryId: the model call try (beginModelTry.lua), or '': its mark leaves the input; a try
-            counted as cut already (`input.cut`) logs its response but counts nothing more
+    ARGV[8] tryId: the model call try (beginModelTry.lua), or '': its mark leaves the input (`last`
+            remembers it: a mark that lands after this write sets nothing); a try counted as cut
+            already (`input.cut`) logs its response but counts nothing more
     ARGV[9..] idsAndFingerprints: pairs: stored tool call id, fingerprint
 
   Output:
@@ -57,7 +58,10 @@ if #KEYS > 6 then
   for k = 7, #KEYS do redis.call('ZADD', KEYS[k], input.at or 0, member) end
 end
 local counted = tryId == '' or input.cut ~= tryId
-if tryId ~= '' and type(input.trying) == 'table' and input.trying.id == tryId then input.trying = nil end
+if tryId ~= '' then
+  if type(input.trying) == 'table' and input.trying.id == tryId then input.trying = nil end
+  input.last = tryId
+end
 redis.call('HSET', inputsKey, inputId, cjson.encode(input))
 if counted then countUsage(usageKey, usageDayKey, counts, inputId, input.principal or '', model) end
 return {'ok', id}

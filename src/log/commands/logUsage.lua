@@ -14,8 +14,8 @@
     ARGV[3] record: harness.usage record JSON
     ARGV[4] counts: the try's usage counts (includes/usage.lua)
     ARGV[5] model: the model the try was sent to ('' unknown)
-    ARGV[6] tryId: the model call try (beginModelTry.lua), or '': its mark leaves the input; a try
-            counted as cut already counts nothing more
+    ARGV[6] tryId: the model call try (beginModelTry.lua), or '': its mark leaves the input (`last`
+            remembers it); a try counted as cut already counts nothing more
 
   Output:
     {'ok', entryId} | {'counted'} | {'unknown'}
@@ -27,7 +27,10 @@ local inputId, progress, record, counts, model, tryId = ARGV[1], ARGV[2], ARGV[3
 local raw = redis.call('HGET', inputsKey, inputId)
 if not raw then return {'unknown'} end
 local input = cjson.decode(raw)
-if tryId ~= '' and type(input.trying) == 'table' and input.trying.id == tryId then input.trying = nil end
+if tryId ~= '' then
+  if type(input.trying) == 'table' and input.trying.id == tryId then input.trying = nil end
+  input.last = tryId
+end
 if (input.counted and tonumber(input.counted) >= tonumber(progress)) or (tryId ~= '' and input.cut == tryId) then
   redis.call('HSET', inputsKey, inputId, cjson.encode(input))
   return {'counted'}
