@@ -102,6 +102,7 @@ export class SessionInputs {
         ...this.stream.scriptKeys,
         openIndex: this.stream.turnIndex(harness, 'open'),
         outcomeIndex: this.stream.turnIndex(harness, record.outcome),
+        usageDay: this.usageDayKey(harness),
       },
       args: {
         inputId: record.inputId,

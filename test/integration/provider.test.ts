@@ -9,7 +9,7 @@ import { defineHarness } from '../../src/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
 import { provider } from '../fixtures/provider.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
-import { records } from '../helpers/log.js'
+import { records, until } from '../helpers/log.js'
 import { startModelServer, type ChatRequest, type ModelReply, type ModelServer } from '../helpers/openaiServer.js'
 import { spawnWorker } from '../helpers/workerProcess.js'
 
@@ -165,6 +165,39 @@ describe('a real provider adapter in process', () => {
     await server.cuts(1) // the adapter's request was aborted, not left open
     expect(server.cut).toHaveLength(server.requests.length)
     expect(records(await session.log.read(), 'harness.model.response')).toEqual([])
+    // R25: the cut try counts once, estimated (its streamed text included)
+    await until(async () => records(await session.log.read(), 'harness.usage').length === server.requests.length, 'the cut tries counted')
+    expect(records(await session.log.read(), 'harness.usage').map((r) => [r.reason, r.usage.estimated])).toEqual(
+      server.requests.map(() => ['cut', true]),
+    )
+    expect((await session.usage()).total.calls).toBe(server.requests.length)
+  })
+
+  it('R25 a turn aborted while its model call streams counts that try once, as cut: the settle counts it, the stopped worker adds nothing', async () => {
+    const server = await startModelServer(() => ({
+      text: ['Thinking'],
+      stall: true,
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    }))
+    hosts.defer(() => server.close())
+    const harness = defineHarness({
+      name: 'aborted-stream',
+      adapter: createOpenaiChatCompletions('gpt-4o-mini', 'sk-test', { baseURL: server.baseURL, maxRetries: 0 }),
+    })
+    const { host } = hosts.start(harness, 'provider-abort')
+    const session = host.open(harness, { sessionId: 'abort' })
+    const { inputId } = await session.prompt('hello')
+    await until(async () => server.requests.length === 1, 'the request went out')
+    expect(await session.abort(inputId)).toBe(true)
+    await server.cuts(1)
+    const counted = async () => records(await session.log.read(), 'harness.usage')
+    await until(async () => (await counted()).length === 1, 'the cut try counted')
+    // the stopped worker's own count comes after the settle's: give it time, it must add nothing
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect((await counted()).map((r) => r.reason)).toEqual(['cut'])
+    // the settle's count (the mark's estimate: the prompt, no output), not the worker's (its streamed text)
+    expect((await counted())[0]!.usage.completionTokens).toBe(0)
+    expect((await session.usage()).total).toMatchObject({ calls: 1, estimatedCalls: 1 })
   })
 })
 

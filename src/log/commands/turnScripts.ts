@@ -58,7 +58,7 @@ export const turnRecord = defineScript({
 
 export const settleInput = defineScript({
   name: 'settleInput',
-  keys: ['log', 'inputs', 'openTurns', 'line', 'conversation', 'openIndex', 'outcomeIndex'],
+  keys: ['log', 'inputs', 'openTurns', 'line', 'conversation', 'openIndex', 'outcomeIndex', 'usage', 'usageDay'],
   args: {
     inputId: text,
     record: text,
