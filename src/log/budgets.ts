@@ -110,13 +110,14 @@ export async function reserveBudget(
   }
 }
 
-/** Settles a try's reservation with what it spent (settleBudget.lua); once per reservation. Nothing spent releases it. */
-export async function settleBudget(stream: LogStream, hold: BudgetHold, tryId: string, actual: BudgetAmount): Promise<void> {
+/**
+ * Settles a try's reservation with what it spent (settleBudget.lua); once per reservation. Nothing
+ * spent releases it; 'reserved' counts it as spent at its reservation (a try cut by a crash).
+ */
+export async function settleBudget(stream: LogStream, hold: BudgetHold, tryId: string, actual: BudgetAmount | 'reserved'): Promise<void> {
+  const spent = actual === 'reserved' ? '-' : words(actual, '0')
   await stream.command('settleBudget', () =>
-    runScript(stream.redis, scripts.settleBudget, {
-      keys: { budget: hold.key },
-      args: { scope: hold.scope, tryId, actual: words(actual, '0') },
-    }),
+    runScript(stream.redis, scripts.settleBudget, { keys: { budget: hold.key }, args: { scope: hold.scope, tryId, actual: spent } }),
   )
 }
 

@@ -113,14 +113,14 @@ function usageOf(cut: TryMark): ModelUsage | undefined {
   return record?.type === 'harness.usage' ? record.usage : undefined
 }
 
-/** Marks a try (or, with none, only clears a cut one); a cut try found marked is counted, and its reservations settle at its estimate. */
+/** Marks a try (or, with none, only clears a cut one); a cut try found marked is counted, and its reservations stay spent as reserved. */
 async function countCutTry(harness: Harness, log: SessionLog, inputId: string, mark: TryMark | undefined): Promise<void> {
   const cut = await markModelTry(log.stream, inputId, mark, log.inputs.usageDayKey(harness.name))
   if (cut === undefined || cut === 'settled') return
   const usage = usageOf(cut)
   if (usage) countModelUsage(harness.name, usage)
-  const spent = usage ? budgetAmount(usage) : { cost: 0, tokens: 0, calls: 1 }
-  for (const [key, scope] of cut.holds) await settleBudget(log.stream, { key, scope }, cut.id, spent)
+  // what a cut try cost is unknown (the provider may have answered it whole): its budgets keep what it reserved
+  for (const [key, scope] of cut.holds) await settleBudget(log.stream, { key, scope }, cut.id, 'reserved')
 }
 
 /** Settles a try's reservations with what it spent (undefined: nothing, a release). */

@@ -9,7 +9,8 @@
     KEYS[1] budget: the budget hash (reserveBudget.lua)
     ARGV[1] scope: 's' | 't' | 'p'
     ARGV[2] tryId
-    ARGV[3] actual: '<cost> <tokens> <calls>'
+    ARGV[3] actual: '<cost> <tokens> <calls>', or '-': spent as reserved (a try cut by a crash: what it
+            cost is unknown, and its reservation is what it could cost)
 
   Output:
     {'ok'} | {'none'}
@@ -22,6 +23,7 @@ local value = redis.call('HGET', key, field)
 if not value then return {'none'} end
 local w, spent = {}, {}
 for x in string.gmatch(value, '%S+') do table.insert(w, x) end
+if actual == '-' then actual = w[2] .. ' ' .. w[3] .. ' ' .. w[4] end
 for x in string.gmatch(actual, '%S+') do table.insert(spent, x) end
 for k, metric in ipairs(METRICS) do
   local est = tonumber(w[k + 1])
