@@ -2,19 +2,10 @@
 // principal's name, apart from the sessions that spend it; reservations from two worker processes race
 // there, and the paused turns resume once the budget is raised.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { budgeted, BUDGET_USAGE, CALL_USD } from '../fixtures/budgets.js'
+import { answerTicks as answer, budgeted, CALL_USD, CALLS_A_TURN } from '../fixtures/budgets.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
-import { startModelServer, type ChatRequest, type ModelReply, type ModelServer } from '../helpers/openaiServer.js'
-
-const CALLS_A_TURN = 5
-
-function answer(request: ChatRequest): ModelReply {
-  const last = request.messages.map((m) => m.role).lastIndexOf('user')
-  const results = request.messages.slice(last + 1).filter((m) => m.role === 'tool').length
-  if (results >= CALLS_A_TURN - 1) return { text: ['done'], usage: BUDGET_USAGE }
-  return { toolCalls: [{ id: `call_tick_${results}`, name: 'tick', arguments: [JSON.stringify({ n: results })] }], usage: BUDGET_USAGE }
-}
+import { startModelServer, type ModelServer } from '../helpers/openaiServer.js'
 
 describe('budgets on a Cluster, two worker processes', () => {
   const ctx = useWorkerProcesses({ label: 'cl-budgets', harnesses: [budgeted], module: 'test/fixtures/budgets.ts', workers: 0 })

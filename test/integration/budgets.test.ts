@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { defineHarness, type HarnessHost } from '../../src/index.js'
 import { ConfigError } from '../../src/errors/index.js'
 import { scriptedModel } from '../../src/testing/index.js'
-import { budgeted, BUDGET_USAGE, CALL_USD } from '../fixtures/budgets.js'
+import { answerTicks as answer, budgeted, BUDGET_USAGE, CALL_USD, CALLS_A_TURN } from '../fixtures/budgets.js'
 import { crew, leaf, researcher } from '../fixtures/fanout.js'
 import { startProvider, type TestProvider } from '../helpers/provider.js'
 import { childSessionId } from '../../src/fanout/index.js'
@@ -14,19 +14,9 @@ import { SessionLog } from '../../src/log/index.js'
 import { rigClient } from '../rig.js'
 import { useInProcessHosts, useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
-import { startModelServer, type ChatRequest, type ModelReply, type ModelServer } from '../helpers/openaiServer.js'
+import { startModelServer, type ModelServer } from '../helpers/openaiServer.js'
 
 const MODULE = 'test/fixtures/budgets.ts'
-/** Model calls a turn makes: four `tick` calls, one at a time, then a text. */
-const CALLS_A_TURN = 5
-
-/** The model: `tick` n (n = the tool results since the prompt) until four have run, then a text; always BUDGET_USAGE. */
-function answer(request: ChatRequest): ModelReply {
-  const last = request.messages.map((m) => m.role).lastIndexOf('user')
-  const results = request.messages.slice(last + 1).filter((m) => m.role === 'tool').length
-  if (results >= CALLS_A_TURN - 1) return { text: ['done'], usage: BUDGET_USAGE }
-  return { toolCalls: [{ id: `call_tick_${results}`, name: 'tick', arguments: [JSON.stringify({ n: results })] }], usage: BUDGET_USAGE }
-}
 
 /** Settled or paused: where each turn stopped. */
 async function stopsOf(host: HarnessHost, turns: Array<{ sessionId: string; inputId: string }>) {

@@ -3,21 +3,13 @@
 // the provider saw is counted exactly once: answered ones with the usage it reported (to the token and
 // the nano-dollar), failed and cut ones as estimates; a try never counted twice, by a rerun or a zombie.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { budgeted, BUDGET_USAGE, CALL_USD } from '../fixtures/budgets.js'
+import { answerTicks as answer, budgeted, BUDGET_USAGE, CALL_USD, CALLS_A_TURN } from '../fixtures/budgets.js'
 import { useWorkerProcesses } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
-import { startModelServer, type ChatRequest, type ModelReply, type ModelServer } from '../helpers/openaiServer.js'
+import { startModelServer, type ModelServer } from '../helpers/openaiServer.js'
 
 const MODULE = 'test/fixtures/budgets.ts'
 const TURNS = 100
-const CALLS_A_TURN = 5
-
-function answer(request: ChatRequest): ModelReply {
-  const last = request.messages.map((m) => m.role).lastIndexOf('user')
-  const results = request.messages.slice(last + 1).filter((m) => m.role === 'tool').length
-  if (results >= CALLS_A_TURN - 1) return { text: ['done'], usage: BUDGET_USAGE }
-  return { toolCalls: [{ id: `call_tick_${results}`, name: 'tick', arguments: [JSON.stringify({ n: results })] }], usage: BUDGET_USAGE }
-}
 
 describe('spend under SIGKILLs and a provider outage', () => {
   const ctx = useWorkerProcesses({ label: 'spend-killed', harnesses: [budgeted], module: MODULE, workers: 0 })
