@@ -230,14 +230,20 @@ export class SessionInputs {
    * Counts a model call try that has no model response in the log (a harness.usage record and the
    * totals, logUsage.lua), once per `progress` of the turn: 'counted' when a try from there was already.
    */
-  async logUsage(record: RecordOf<'harness.usage'>, progress: number, harness: string, tryId = ''): Promise<'ok' | 'counted' | 'unknown'> {
+  async logUsage(
+    record: RecordOf<'harness.usage'>,
+    progress: number,
+    harness: string,
+    tryId = '',
+    calls = 1,
+  ): Promise<'ok' | 'counted' | 'unknown'> {
     const [status] = await this.stream.script(scripts.logUsage, {
       keys: { ...this.stream.scriptKeys, usageDay: this.usageDayKey(harness) },
       args: {
         inputId: record.inputId,
         progress,
         record: encodeRecord(record),
-        counts: usageCounts(record.usage),
+        counts: usageCounts(record.usage, calls),
         model: record.usage.model ?? '',
         tryId,
       },

@@ -32,11 +32,12 @@ export type ModelUsage = z.infer<typeof usageSchema>
  * A model call try counted without a model response of it in the log (docs/spend.md): 'failed' the
  * provider failed it (the turn's policy decided the rest), 'cut' its run ended before its end was
  * written (a crash; counted by the next try of the turn), 'dropped' its response was not logged (another
- * run of the turn logged first).
+ * run of the turn logged first), 'refused' the provider answered it with an HTTP error status before any
+ * output (not billed: zero usage, and no call in the totals).
  */
 export const usageRecordSchema = z.object({
   inputId: z.string(),
-  reason: z.enum(['failed', 'cut', 'dropped']),
+  reason: z.enum(['failed', 'cut', 'dropped', 'refused']),
   usage: usageSchema,
   at: z.number(),
 })

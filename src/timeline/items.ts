@@ -118,6 +118,7 @@ function recordLine(r: HarnessRecord): Line | null {
       if (r.kind === 'limit') return { kind: 'park', toolCallId: r.toolCallId, text: `${r.toolCallId} waiting for limit` }
       return { kind: 'park', toolCallId: r.toolCallId, text: `${r.toolCallId} parked (${r.kind})` }
     case 'harness.usage': {
+      if (r.reason === 'refused') return { kind: 'record', inputId: r.inputId, text: 'model call refused by the provider: not billed' }
       const u = r.usage
       const cost = u.cost !== undefined ? `, $${u.cost.toFixed(6)}` : ''
       const counts = `${u.promptTokens} in, ${u.completionTokens} out${u.estimated ? ' (estimated)' : ''}${cost}`

@@ -17,6 +17,17 @@ export class ModelCallError extends Error {
   }
 }
 
+/**
+ * True for a try the provider refused before any output: its error carries an HTTP error status (the
+ * code, or the status an SDK puts first in its message: "503 The service is overloaded") and the try
+ * got no text and no usage. Providers bill no such request (docs/spend.md, "Honest counting").
+ */
+export function refusedBeforeOutput(error: ModelCallError): boolean {
+  if (error.sofar.text !== '' || error.sofar.usage) return false
+  const { code, message } = error.info
+  return (code !== undefined && /^[45]\d\d$/.test(code)) || /^[45]\d\d\s/.test(message)
+}
+
 // The status codes need word boundaries, or the 500 in "250000 tokens" would match. A context
 // overflow, a refused key or a bad request is none of these: it fails at once.
 const TRANSIENT =

@@ -55,10 +55,13 @@ export function sumUsage(a: ModelUsage | undefined, b: ModelUsage): ModelUsage {
   }
 }
 
+const NOT_BILLED: ModelUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0 }
+
 /**
  * Counts a model call try of a turn that has no model response in the log (docs/spend.md): one the
  * provider failed ('failed'), whose response another run of the turn logged first ('dropped'), or
- * that was stopped after its request was sent ('cut': an abort, a timeout). Returns the usage it counted.
+ * that was stopped after its request was sent ('cut': an abort, a timeout), or that the provider refused
+ * with an HTTP error status before any output ('refused': not billed). Returns the usage it counted.
  * With the usage the provider reported before it failed, else estimated. Once per state of the turn.
  */
 export async function countUnloggedTry(
@@ -66,16 +69,18 @@ export async function countUnloggedTry(
   log: SessionLog,
   inputId: string,
   fold: TurnFold,
-  reason: 'failed' | 'dropped' | 'cut',
+  reason: 'failed' | 'dropped' | 'cut' | 'refused',
   sent: { messages: ReadonlyArray<ModelMessage>; output: string; reported?: ModelUsage | undefined; tryId?: string },
 ): Promise<ModelUsage> {
-  const usage = billedUsage(harness, sent.reported, sent)
+  // a refused try was not billed: its record clears its mark and adds no call (docs/spend.md)
+  const usage = reason === 'refused' ? NOT_BILLED : billedUsage(harness, sent.reported, sent)
   const counted = await log.inputs.logUsage(
     { type: 'harness.usage', inputId, reason, usage, at: Date.now() },
     fold.responses.length + fold.turnRecords,
     harness.name,
     sent.tryId,
+    reason === 'refused' ? 0 : 1,
   )
-  if (counted === 'ok') countModelUsage(harness.name, usage)
+  if (counted === 'ok' && reason !== 'refused') countModelUsage(harness.name, usage)
   return usage
 }

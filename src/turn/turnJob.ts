@@ -9,7 +9,7 @@ import { foldTurn } from './fold.js'
 import { textDeltas } from './deltas.js'
 import { buildMessages, callModel } from './model.js'
 import { beforeFinish } from './finish.js'
-import { ModelCallError } from './modelErrors.js'
+import { ModelCallError, refusedBeforeOutput } from './modelErrors.js'
 import { decideModelError, waitForModelCall } from './modelRetry.js'
 import type { FinishMessage } from '../core/index.js'
 import { countModelUsage, modelSpan } from '../telemetry/index.js'
@@ -208,7 +208,7 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
         // the failed try counts: what the provider reported, else an estimate (docs/spend.md)
         const { text, usage } = error.sofar
         inFlight = undefined
-        const counted = await countUnloggedTry(harness, log, inputId, fold, 'failed', {
+        const counted = await countUnloggedTry(harness, log, inputId, fold, refusedBeforeOutput(error) ? 'refused' : 'failed', {
           messages,
           output: text,
           reported: usage,

@@ -215,7 +215,7 @@ describe('spend', () => {
     expect(sent.map(({ line }) => line)).toEqual([expect.stringMatching(/^"hgetall" /)])
   })
 
-  it('R25 a failed model call try counts: each retry try once, estimated from the prompt when the provider reported nothing, and priced', async () => {
+  it('R25 a failed model call try counts: each retry try once, estimated from the prompt when the provider reported nothing, and priced; a refused one (an HTTP error status) is not billed', async () => {
     let tries = 0
     const harness = defineHarness({
       name: 'outage',
@@ -223,7 +223,9 @@ describe('spend', () => {
         [
           () => {
             tries++
-            if (tries <= 2) throw new Error('503 service unavailable')
+            // a connection lost while the request was out (billed or not: estimated), then a 503 (not billed)
+            if (tries <= 2) throw new Error('socket hang up')
+            if (tries === 3) throw new Error('503 service unavailable')
             return { text: 'back', usage: { promptTokens: 40, completionTokens: 4, totalTokens: 44 } }
           },
         ],
@@ -237,8 +239,9 @@ describe('spend', () => {
     const { inputId } = await session.prompt('are you there?', { principal: 'carol' })
     expect((await session.settled(inputId)).outcome).toBe('completed')
     const entries = await session.log.read()
-    const failed = records(entries, 'harness.usage')
-    expect(failed).toHaveLength(2)
+    const counted = records(entries, 'harness.usage')
+    expect(counted.map((r) => r.reason)).toEqual(['failed', 'failed', 'refused'])
+    const failed = counted.slice(0, 2)
     for (const record of failed) {
       expect(record).toMatchObject({
         inputId,
@@ -247,6 +250,7 @@ describe('spend', () => {
       })
       expect(record.usage.promptTokens).toBeGreaterThan(0)
     }
+    expect(counted[2]!.usage).toEqual({ promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0 })
     const estimated = failed.reduce((n, r) => n + r.usage.promptTokens, 0)
     const usage = await session.usage()
     expect(usage.total).toMatchObject({ calls: 3, estimatedCalls: 2, promptTokens: 40 + estimated, completionTokens: 4 })
