@@ -61,6 +61,10 @@ const DURABLE_HARNESS_ERROR_CODES = [
   'storage_error',
   'redis_unavailable',
   'redis_auth_failed',
+  // encryption at rest (errors/codec.ts)
+  'codec_key_missing',
+  'codec_decode_failed',
+  'codec_missing',
   // a ToolCallError: the library's own tool error codes, or tool_error for a code of the tool's
   'tool_error',
   'interrupted',

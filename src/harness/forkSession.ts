@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { ForkError, UnknownInputError } from '../errors/index.js'
-import { assertInputId, assertSessionId, isRecord, writeFork, type LogEntry, type LogRecord, type SessionLog } from '../log/index.js'
+import { assertInputId, assertSessionId, isRecord, writeFork, type InputState, type LogEntry, type LogRecord, type SessionLog } from '../log/index.js'
 import { checkPrincipal } from './tags.js'
 
 /** `host.fork(sessionId, options)`: where the copy ends, and the new session's id. */
@@ -52,7 +52,7 @@ export async function forkSession(source: SessionLog, logFor: (sessionId: string
   if (at < 0) throw new UnknownInputError(mark!)
   const copied = order.slice(0, through !== undefined ? at + 1 : at)
 
-  const inputs: Array<[string, string]> = []
+  const inputs: Array<[string, InputState]> = []
   let harness = ''
   for (const inputId of copied) {
     const state = await source.inputs.getInput(inputId)
@@ -64,7 +64,7 @@ export async function forkSession(source: SessionLog, logFor: (sessionId: string
     harness ||= state.harness
     // the fork's copy answers no parent call and waits for nothing
     const { parent: _parent, paused: _paused, steerInto: _steerInto, ...kept } = state
-    inputs.push([inputId, JSON.stringify(kept)])
+    inputs.push([inputId, kept])
   }
   const entries = copiedEntries(conversation, new Set(copied))
   const record: LogRecord = {

@@ -163,6 +163,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     recordFormat,
     ...lane.landingOptions(notifier), // on: a caller here hears its landing from the reply (src/lane/)
     ...(options.writeRetryMs === undefined ? {} : { writeRetryMs: options.writeRetryMs }),
+    ...(options.codec ? { codec: options.codec } : {}),
     ...(options.waitReplicas
       ? { waitReplicas: { replicas: options.waitReplicas.replicas ?? 1, timeoutMs: options.waitReplicas.timeoutMs ?? 200 } }
       : {}),

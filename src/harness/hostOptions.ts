@@ -3,6 +3,7 @@ import type { Duration } from '../tool/index.js'
 import type { RetentionOptions } from '../retention/index.js'
 import type { RedisConnection } from './connection.js'
 import type { Harness } from './defineHarness.js'
+import type { PayloadCodec } from '../codec/index.js'
 
 /** Options of `createHarnessHost`: where Redis is, the harnesses, the key prefix, shards, retention and a logger. */
 export interface HostOptions {
@@ -50,4 +51,11 @@ export interface HostOptions {
    * command connection is named `dh-live-<id>`. Needs CLIENT SETNAME and CLIENT LIST, and bullmq 6.7.x.
    */
   workerLiveness?: boolean
+  /**
+   * Seals what users and models wrote (prompts, messages, tool inputs and results, step values,
+   * answers, event payloads, app records) before it reaches Redis, and opens it on read
+   * (docs/encryption.md): `aesGcmCodec({ keys, current })`, or a codec of your own (a KMS envelope).
+   * Every process of the deployment needs the codec and every key its data was sealed with.
+   */
+  codec?: PayloadCodec
 }

@@ -82,7 +82,7 @@ export class Notifier {
     options: {
       timeoutMs?: number
       fresh?: boolean
-      fromPayload?: (payload: string) => T | undefined
+      fromPayload?: (payload: string) => T | Promise<T> | undefined
       signal?: AbortSignal
       cancel?: WaitCancel
     } = {},
@@ -92,7 +92,8 @@ export class Notifier {
     let wake: () => void = () => {}
     // set by a message (any time), cleared before each check
     let signalled: boolean
-    let found: T | undefined
+    // a payload that needs opening (a sealed record: docs/encryption.md) is found as its promise
+    let found: T | Promise<T> | undefined
     const onMessage = (payload: string) => {
       signalled = true
       if (payload && options.fromPayload) found ??= guard(() => options.fromPayload!(payload))

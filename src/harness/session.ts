@@ -122,7 +122,13 @@ export class Session {
         return settled ? toSettled(settled) : undefined
       },
       `Turn ${inputId}`,
-      { ...options, fromPayload: (payload) => toSettled(JSON.parse(payload)) },
+      {
+        ...options,
+        fromPayload: (payload) => {
+          const record = this.deps.log.stream.openedRecord<RecordOf<'harness.input.settled'>>(JSON.parse(payload))
+          return record instanceof Promise ? record.then(toSettled) : toSettled(record)
+        },
+      },
     )
   }
 
@@ -225,7 +231,7 @@ export class Session {
         return state?.status === 'done' ? state.result : undefined
       },
       `Tool call ${toolCallId}`,
-      { ...options, fresh, cancel, fromPayload: (payload) => JSON.parse(payload) as RecordOf<'harness.tool.result'> },
+      { ...options, fresh, cancel, fromPayload: (payload) => log.stream.openedRecord<RecordOf<'harness.tool.result'>>(JSON.parse(payload)) },
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
     // the request (listing the session for retention) is logged before the job exists: a job begins

@@ -55,12 +55,14 @@ export class SessionActions {
     toolCallId: string,
     principal?: string,
   ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
-    const record = encodeRecord({ type: 'harness.tool.answer', toolCallId, questionId, value, ...(principal ? { principal } : {}) })
+    // the answer beside its question is the record's value, sealed once for both (docs/encryption.md)
+    const sealed = await this.stream.sealed({ type: 'harness.tool.answer', toolCallId, questionId, value, ...(principal ? { principal } : {}) })
+    const record = encodeRecord(sealed)
     const reply = await this.stream.script(scripts.answerQuestion, {
       keys: this.stream.scriptKeys,
       args: {
         questionId,
-        answer: JSON.stringify(value),
+        answer: JSON.stringify(sealed.value),
         record,
         now: Date.now(),
         openMember: openMember(this.stream.sessionId, questionId),

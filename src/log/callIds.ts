@@ -15,6 +15,11 @@ const sha =
     ? (text: string, chars: number) => crypto.hash('sha256', text, 'hex').slice(0, chars)
     : (text: string, chars: number) => crypto.createHash('sha256').update(text).digest('hex').slice(0, chars)
 
+/** What a sealed prompt's text is compared by (addInput.lua `textCheck`): its ciphertext differs each time it is sealed. */
+export function textFingerprint(text: string): string {
+  return sha(text, 32)
+}
+
 /**
  * The model's id as is when it is safe in keys and messages, else a hash of it (no control characters,
  * no `|`). A `.` is hashed too: `<parent>.<name>` is a fan-out child's id (fanout/names.ts), which a

@@ -1,12 +1,14 @@
 import { FencedError } from '../errors/index.js'
 import { messageKey, openMember } from './formats.js'
 import { requestField, retryField, stepField } from './keys.js'
-import { type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
+import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
 import type { Question } from './inputs.js'
 import { encodeRecord, type LogStream } from './stream.js'
 import type { ScriptKeys } from './sessionLayout.js'
 import { decodeValue, encodeValue, type StepLookup, type StoredValue } from './stepValues.js'
 import { scripts, type ScriptInput, type ToolEnd } from './commands/index.js'
+import { openValue, type CodecPlace } from '../codec/index.js'
+import { startsWithNul, stepValuePlace } from './sealedRecords.js'
 import { requestArgs } from './callStart.js'
 import {
   beginResultOf,
@@ -21,6 +23,9 @@ import {
 } from './callState.js'
 
 type SuspendedKind = RecordOf<'harness.tool.suspended'>['kind']
+
+/** Where a step's retry state keeps its last failure's message: the place of its record's (sealed once for both). */
+const RETRY_PLACE = (sessionId: string): CodecPlace => ({ sessionId, type: 'harness.tool.step.retry', field: 'error.message' })
 
 /**
  * The call ledger of one session, a part of SessionLog (sessionLog.ts) over the session's stream: the
@@ -50,7 +55,7 @@ export class CallLedger {
   /** O(1) lookup of a stored step (HGET on the steps hash; the stream is not read). */
   async getStep(toolCallId: string, name: string): Promise<StepLookup> {
     const stored = await this.stream.command('getStep', () => this.stream.redis.hget(this.stream.keys.steps, stepField(toolCallId, name)))
-    return stored === null ? { found: false } : { found: true, value: decodeValue(stored) }
+    return stored === null ? { found: false } : { found: true, value: await this.storedStep(stored) }
   }
 
   /** A step's stored value and its retry state (R16), in one HMGET: what a step with a retry policy resumes from. */
@@ -58,13 +63,18 @@ export class CallLedger {
     const [stored, retry] = await this.stream.command('getStep', () =>
       this.stream.redis.hmget(this.stream.keys.steps, stepField(toolCallId, name), retryField(toolCallId, name)),
     )
-    if (stored !== null) return { found: true, value: decodeValue(stored) }
-    return retry === null ? { found: false } : { found: false, retry: JSON.parse(retry) as StepRetryState }
+    if (stored !== null) return { found: true, value: await this.storedStep(stored) }
+    if (retry === null) return { found: false }
+    const state = JSON.parse(retry) as StepRetryState
+    if (!startsWithNul(state.m)) return { found: false, retry: state }
+    return { found: false, retry: { ...state, m: String(await openValue(this.stream.codec, state.m, RETRY_PLACE(this.stream.sessionId))) } }
   }
 
   /** Stores a failed try of a step (fenced), with its harness.tool.step.retry record; a state with as many tries is kept. */
   async saveStepRetry(fence: Fence, name: string, state: StepRetryState, record: RecordOf<'harness.tool.step.retry'>): Promise<void> {
     const { toolCallId, epoch } = fence
+    // the failure's message is sealed once, in the record, and the state keeps that same value
+    const sealed = await this.stream.sealed(record)
     const reply = await this.stream.script(
       scripts.saveStepRetry,
       {
@@ -73,9 +83,9 @@ export class CallLedger {
           toolCallId,
           epoch,
           retryField: retryField(toolCallId, name),
-          state: JSON.stringify(state),
+          state: JSON.stringify(sealed === record ? state : { ...state, m: sealed.error.message }),
           tries: state.a,
-          record: encodeRecord(record),
+          record: encodeRecord(sealed),
         },
       },
       true,
@@ -87,7 +97,9 @@ export class CallLedger {
     const [state, result, names] = await this.stream.command('getCall', () =>
       this.stream.redis.hmget(this.stream.keys.calls, toolCallId, `${toolCallId}\0result`, `${toolCallId}\0names`),
     )
-    return state ? callStateOf(state, result, names) : null
+    const call = state ? callStateOf(state, result, names) : null
+    // its kept result as it was written (the calls hash keeps the log record's sealed copy)
+    return call?.result ? { ...call, result: await this.stream.openedRecord(call.result) } : call
   }
 
   /** True when the call was requested (runTool, a fan-out's child): its request is kept, begun or not. */
@@ -147,6 +159,7 @@ export class CallLedger {
    */
   async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord | string, encoded?: string): Promise<StoredValue> {
     const { toolCallId, epoch } = fence
+    const sealed = this.stream.codec || startsWithNul(value) ? await this.sealedStep(fence, name, value, record) : undefined
     const reply = await this.stream.script(
       scripts.saveStep,
       {
@@ -155,20 +168,41 @@ export class CallLedger {
           toolCallId,
           epoch,
           stepField: stepField(toolCallId, name),
-          value: encoded ?? encodeValue(value),
-          record: typeof record === 'string' ? record : this.stream.encode(record),
+          value: sealed?.value ?? encoded ?? encodeValue(value),
+          record: sealed?.record ?? (typeof record === 'string' ? record : this.stream.encode(record)),
         },
       },
       true,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
-    return reply[0] === 'exists' ? { found: true, value: decodeValue(reply[1]) } : { found: true, value }
+    return reply[0] === 'exists' ? { found: true, value: await this.storedStep(reply[1]) } : { found: true, value }
+  }
+
+  /**
+   * A step's record and hash value as stored under the codec: a step's value and an event's payload
+   * are sealed once, in the record, and the hash holds that same sealed value (docs/encryption.md).
+   */
+  private async sealedStep(fence: Fence, name: string, value: unknown, record: LogRecord | string) {
+    const { toolCallId } = fence
+    const full: LogRecord =
+      typeof record === 'string' ? { type: 'harness.tool.step', toolCallId, name, ...(value === undefined ? {} : { value }) } : record
+    const sealed = await this.stream.sealed(full)
+    const stored = hasType(sealed, 'harness.tool.step') ? sealed.value : hasType(sealed, 'harness.tool.event') ? sealed.payload : value
+    return { value: encodeValue(stored), record: this.stream.encode(sealed) }
+  }
+
+  /** A step value from the steps hash as it was written (a sealed one opened at the place its record gives it). */
+  private async storedStep(stored: string): Promise<unknown> {
+    const value = decodeValue(stored)
+    return startsWithNul(value) ? openValue(this.stream.codec, value, stepValuePlace(this.stream.sessionId)) : value
   }
 
   /** Logs a question once (fenced) as the step `name`; returns the stored step value. */
   async askQuestion(fence: Fence, name: string, question: Question): Promise<StoredValue> {
     const value = { questionId: question.questionId }
     const { toolCallId, epoch } = fence
+    // the question beside its record holds the record's sealed message (docs/encryption.md)
+    const asked = await this.stream.sealed({ type: 'harness.tool.ask', ...question })
     const reply = await this.stream.script(
       scripts.askQuestion,
       {
@@ -178,9 +212,9 @@ export class CallLedger {
           epoch,
           stepField: stepField(toolCallId, name),
           stepValue: encodeValue(value),
-          record: encodeRecord({ type: 'harness.tool.ask', ...question }),
+          record: encodeRecord(asked),
           questionId: question.questionId,
-          question: JSON.stringify(question),
+          question: JSON.stringify({ ...question, message: asked.message }),
           now: Date.now(),
           openMember: openMember(this.stream.sessionId, question.questionId),
         },
@@ -199,7 +233,8 @@ export class CallLedger {
   /** Stages records at positions `first..` of the call's appends (positions already staged are skipped). */
   async stageRecords(fence: Fence, records: LogRecord[], first = 0): Promise<void> {
     const { toolCallId, epoch } = fence
-    const staged = { keys: this.callKeys(toolCallId), args: { toolCallId, epoch, first, records: records.map(encodeRecord) } }
+    const sealed = await Promise.all(records.map((record) => this.stream.sealed(record)))
+    const staged = { keys: this.callKeys(toolCallId), args: { toolCallId, epoch, first, records: sealed.map(encodeRecord) } }
     const reply = await this.stream.script(scripts.stageRecords, staged, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
   }
@@ -222,9 +257,11 @@ export class CallLedger {
   async landResult(fence: Fence, name: string, outcome: { result?: unknown; error?: ToolErrorPayload }, toolEnd: ToolEnd = '') {
     const { toolCallId } = fence
     const record = encodeRecord(
-      outcome.error
-        ? { type: 'harness.tool.result', toolCallId, name, error: outcome.error }
-        : { type: 'harness.tool.result', toolCallId, name, result: outcome.result },
+      await this.stream.sealed(
+        outcome.error
+          ? { type: 'harness.tool.result', toolCallId, name, error: outcome.error }
+          : { type: 'harness.tool.result', toolCallId, name, result: outcome.result },
+      ),
     )
     const args = this.landArgs(fence, record, toolEnd)
     // its only waiter is here and hears it from the reply (`landed`): no PUBLISH for the other processes to read
@@ -249,7 +286,7 @@ export class CallLedger {
     error: ToolErrorPayload,
   ): Promise<'ok' | 'done' | 'running' | 'moved' | 'unknown'> {
     const { toolCallId } = fence
-    const record = encodeRecord({ type: 'harness.tool.result', toolCallId, name, error })
+    const record = encodeRecord(await this.stream.sealed({ type: 'harness.tool.result', toolCallId, name, error }))
     const [status] = await this.stream.script(scripts.cancelCall, {
       keys: this.callKeys(toolCallId),
       args: { ...this.landArgs(fence, record), questions: questionIds.flatMap((q) => [q, openMember(this.stream.sessionId, q)]) },

@@ -29,7 +29,7 @@ export class SessionCompactions {
       args: {
         base: record.base ?? '',
         throughEntry: record.through?.entryId ?? '',
-        record: encodeRecord(record),
+        record: encodeRecord(await this.stream.sealed(record)),
         // its summary calls count like any model call (docs/spend.md)
         counts: calls > 0 ? usageCounts(record.usage, calls) : '',
         model: record.usage?.model ?? '',

@@ -1,6 +1,7 @@
 import { scripts } from './commands/index.js'
 import type { LogRecord } from './records.js'
 import { encodeRecord, type LogEntry, type LogStream } from './stream.js'
+import { sealInput } from './sealedRecords.js'
 
 /**
  * host.fork (forkSession.lua): makes the session of `stream`, which must not exist yet, from copied
@@ -10,14 +11,19 @@ import { encodeRecord, type LogEntry, type LogStream } from './stream.js'
 export async function writeFork(
   stream: LogStream,
   entries: ReadonlyArray<LogEntry>,
-  inputs: ReadonlyArray<[string, string]>,
+  inputs: ReadonlyArray<[string, { text: string; context?: string }]>,
   record: LogRecord,
 ): Promise<{ status: 'forked'; entryId: string } | { status: 'exists' }> {
+  // the copies are sealed for this session: a ciphertext opens only in the session it was sealed for
+  const sealedEntries = await Promise.all(entries.map(async (e) => [e.id, encodeRecord(await stream.sealed(e.record))]))
+  const sealedInputs = await Promise.all(
+    inputs.map(async ([id, state]) => [id, JSON.stringify(await sealInput(stream.codec, stream.sessionId, state))]),
+  )
   const reply = await stream.script(scripts.forkSession, {
     keys: stream.scriptKeys,
     args: {
-      entries: JSON.stringify(entries.map((e) => [e.id, encodeRecord(e.record)])),
-      inputs: JSON.stringify(inputs),
+      entries: JSON.stringify(sealedEntries),
+      inputs: JSON.stringify(sealedInputs),
       record: encodeRecord(record),
       sessionId: stream.sessionId,
       now: Date.now(),

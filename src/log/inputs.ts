@@ -1,5 +1,5 @@
 import { StorageError } from '../errors/index.js'
-import { baseCallId, callFingerprint, scopedCallId } from './callIds.js'
+import { baseCallId, callFingerprint, scopedCallId, textFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
 import { assertInputId, assertQuestionId, requestField, turnTagIndexKey, turnToolIndexKey, usageDay, usageDayKey } from './keys.js'
 import { usageCounts } from './usageTotals.js'
@@ -7,6 +7,8 @@ import type { BusyMode } from '../core/index.js'
 import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord, type TurnRecordType } from './records.js'
 import { encodeRecord, isRecord, type LogEntry, type LogStream } from './stream.js'
 import { scripts } from './commands/index.js'
+import { needsOpening, openInput, startsWithNul } from './sealedRecords.js'
+import { openValue, type CodecPlace } from '../codec/index.js'
 import type { AddedInput, InputState, InputTags, ParentCall } from './inputState.js'
 import type { StepLookup } from './stepValues.js'
 
@@ -41,7 +43,8 @@ export class SessionInputs {
     const tagIndexes = tags.map(([key, value]) =>
       turnTagIndexKey(this.stream.prefix, this.stream.shard, this.stream.shards, harness, key, value),
     )
-    const record = encodeRecord({
+    // the inputs hash keeps the record's sealed text and context (docs/encryption.md)
+    const sealed = await this.stream.sealed({
       type: 'harness.input',
       inputId,
       text,
@@ -50,11 +53,12 @@ export class SessionInputs {
       ...(metadata ? { metadata } : {}),
       ...(principal !== undefined ? { principal } : {}),
     })
+    const record = encodeRecord(sealed)
     const reply = await this.stream.script(scripts.addInput, {
       keys: { ...this.stream.scriptKeys, openIndex: this.stream.turnIndex(harness, 'open'), tagIndexes },
       args: {
         inputId,
-        text,
+        text: sealed.text,
         record,
         now: Date.now(),
         sessionId: this.stream.sessionId,
@@ -62,10 +66,11 @@ export class SessionInputs {
         harness,
         parent: parent ? JSON.stringify(parent) : '',
         busy,
-        context: context !== undefined ? JSON.stringify(context) : '',
+        context: sealed.context !== undefined ? JSON.stringify(sealed.context) : '',
         metadata: metadata && Object.keys(metadata).length > 0 ? JSON.stringify(metadata) : '',
         principal: principal ?? '',
         priority: priority === undefined ? '' : String(priority),
+        textCheck: this.stream.codec ? textFingerprint(text) : '',
       },
     })
     if (reply[0] === 'added')
@@ -77,7 +82,7 @@ export class SessionInputs {
 
   async getInput(inputId: string): Promise<InputState | null> {
     const raw = await this.stream.command('getInput', () => this.stream.redis.hget(this.stream.keys.inputs, inputId))
-    return raw ? (JSON.parse(raw) as InputState) : null
+    return raw ? openInput(this.stream.codec, this.stream.sessionId, JSON.parse(raw) as InputState) : null
   }
 
   /** The settled record of an input, once it has settled. */
@@ -106,7 +111,7 @@ export class SessionInputs {
       },
       args: {
         inputId: record.inputId,
-        record: encodeRecord(record),
+        record: encodeRecord(await this.stream.sealed(record)),
         openMember: openMember(this.stream.sessionId, record.inputId),
         publish: this.stream.publish,
         channel: this.stream.index.events,
@@ -135,7 +140,8 @@ export class SessionInputs {
         args: { since: options ? 'compaction' : 'all' },
       })
       if (header === '^') {
-        const entries = raw.flatMap((entry) => this.stream.parseEntry(entry) ?? [])
+        const parsed = raw.flatMap((entry) => this.stream.parseEntry(entry) ?? [])
+        const entries = parsed.some((e) => needsOpening(e.record)) ? await Promise.all(parsed.map((e) => this.stream.opened(e))) : parsed
         return options ? { entries, partial: partial === '1' } : entries
       }
       const first = header.slice(1)
@@ -170,15 +176,17 @@ export class SessionInputs {
     // another writer can take an id between our look-up and the write only by a racing runTool: pick again
     for (let tries = 0; tries < 3; tries++) {
       const toolCalls = await this.storedCallIds(inputId, response.toolCalls, expected)
-      const record = encodeRecord({
-        type: 'harness.model.response',
-        inputId,
-        ...(response.text ? { text: response.text } : {}),
-        ...(response.messageId ? { messageId: response.messageId } : {}),
-        toolCalls,
-        ...(response.usage ? { usage: response.usage } : {}),
-        ...(response.joined ? { joined: response.joined } : {}),
-      })
+      const record = encodeRecord(
+        await this.stream.sealed({
+          type: 'harness.model.response',
+          inputId,
+          ...(response.text ? { text: response.text } : {}),
+          ...(response.messageId ? { messageId: response.messageId } : {}),
+          toolCalls,
+          ...(response.usage ? { usage: response.usage } : {}),
+          ...(response.joined ? { joined: response.joined } : {}),
+        }),
+      )
       const used = toolCalls.flatMap((c) => [c.toolCallId, callFingerprint(c.name, c.input, { inputId, inputTooLarge: c.inputTooLarge })])
       const [status] = await this.stream.script(scripts.logModelResponse, {
         keys: { ...this.stream.scriptKeys, usageDay: this.usageDayKey(harness), toolIndexes },
@@ -218,7 +226,7 @@ export class SessionInputs {
       args: {
         inputId: record.inputId,
         expected: expected ?? '',
-        record: encodeRecord(record),
+        record: encodeRecord(await this.stream.sealed(record)),
         mark,
         attempt: record.type === 'harness.turn.retry' ? record.attempt : '',
       },
@@ -276,9 +284,14 @@ export class SessionInputs {
       this.stream.redis.hmget(this.stream.keys.questions, questionId, `${questionId}\0answer`, `${questionId}\0closed`),
     )
     if (!question) return null
+    const value: unknown = answer === null ? undefined : JSON.parse(answer)
     return {
-      question: parseQuestion(question),
-      answer: answer === null ? { found: false } : { found: true, value: JSON.parse(answer) },
+      question: await this.openedQuestion(question),
+      // the answer beside its question is its record's sealed value (actions.ts answerQuestion)
+      answer:
+        answer === null
+          ? { found: false }
+          : { found: true, value: await openValue(this.stream.codec, value, this.place('harness.tool.answer', 'value')) },
       closed: closed !== null,
     }
   }
@@ -286,9 +299,21 @@ export class SessionInputs {
   /** Open (unanswered, unexpired, not closed by a cancel) questions of this session. */
   async openQuestions(now = Date.now()): Promise<Question[]> {
     const all = await this.stream.command('openQuestions', () => this.stream.redis.hgetall(this.stream.keys.questions))
-    return Object.entries(all)
-      .filter(([field]) => !field.includes('\0') && !(`${field}\0answer` in all) && !(`${field}\0closed` in all))
-      .map(([, raw]) => parseQuestion(raw))
-      .filter((q) => q.expiresAt === undefined || q.expiresAt > now)
+    const open = Object.entries(all).filter(
+      ([field]) => !field.includes('\0') && !(`${field}\0answer` in all) && !(`${field}\0closed` in all),
+    )
+    const questions = await Promise.all(open.map(([, raw]) => this.openedQuestion(raw)))
+    return questions.filter((q) => q.expiresAt === undefined || q.expiresAt > now)
+  }
+
+  /** A stored question as it was asked: its message is its record's sealed one (callLedger.ts askQuestion). */
+  private async openedQuestion(raw: string): Promise<Question> {
+    const question = parseQuestion(raw)
+    if (!startsWithNul(question.message)) return question
+    return { ...question, message: String(await openValue(this.stream.codec, question.message, this.place('harness.tool.ask', 'message'))) }
+  }
+
+  private place(type: string, field: string): CodecPlace {
+    return { sessionId: this.stream.sessionId, type, field }
   }
 }

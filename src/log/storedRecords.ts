@@ -80,16 +80,17 @@ export async function claimRecordFormat(redis: RedisClient, prefix: string): Pro
 
 /** Validates a record against its schema and encodes it for the stream (harness records as parsed: no unknown fields). */
 export function encodeRecord(record: LogRecord): string {
-  return JSON.stringify(checked(record))
+  return JSON.stringify(checkedRecord(record))
 }
 
 /** encodeRecord, or the record's stored array when `compact` and its type has one. */
 export function encodeStored(record: LogRecord, compact: boolean): string {
-  const parsed = checked(record)
+  const parsed = checkedRecord(record)
   return (compact && compactRecordJson(parsed)) || JSON.stringify(parsed)
 }
 
-function checked(record: LogRecord): LogRecord {
+/** The record checked against its schema (InvalidRecordError, saying what is wrong, when it fails). */
+export function checkedRecord(record: LogRecord): LogRecord {
   let parsed: LogRecord | 'skip'
   try {
     parsed = parseRecord(record)

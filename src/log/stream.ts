@@ -8,9 +8,11 @@ import { defaultShards } from './shards.js'
 import { layoutOf, type ScriptKeys } from './sessionLayout.js'
 import { appendLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
-import { encodeRecord, encodeStored, objectJson, parseCompactRecord, type RecordFormat } from './storedRecords.js'
+import { checkedRecord, encodeRecord, encodeStored, objectJson, parseCompactRecord, type RecordFormat } from './storedRecords.js'
 
 import type { FollowOptions, ReadOptions } from './readOptions.js'
+import type { PayloadCodec } from '../codec/index.js'
+import { needsOpening, openRecord, sealRecord } from './sealedRecords.js'
 
 export { encodeRecord } from './storedRecords.js'
 export type { FollowOptions, ReadOptions } from './readOptions.js'
@@ -51,6 +53,8 @@ export interface SessionLogOptions {
   awaitedOnlyHere?: (messageKey: string) => boolean
   /** The deployment's record format (storedRecords.ts), filled in once the host has read it; 1 until then. */
   recordFormat?: { current: RecordFormat }
+  /** Seals what a user or a model wrote before it is stored, and opens it on read (docs/encryption.md). */
+  codec?: PayloadCodec
 }
 
 /** The writes that must survive a failover: a step's value (its side effect happened) and a call's result. */
@@ -89,6 +93,7 @@ export class LogStream {
   readonly landed: ((messageKey: string, record: string) => void) | undefined
   readonly awaitedOnlyHere: ((messageKey: string) => boolean) | undefined
   private readonly recordFormat: { current: RecordFormat } | undefined
+  readonly codec: PayloadCodec | undefined
 
   constructor(
     readonly redis: RedisClient,
@@ -110,6 +115,28 @@ export class LogStream {
     this.landed = options.landed
     this.awaitedOnlyHere = options.awaitedOnlyHere
     this.recordFormat = options.recordFormat
+    this.codec = options.codec
+  }
+
+  /**
+   * The record as it is stored (sealedRecords.ts): checked first, then its user and model content
+   * sealed by the codec. Without a codec the record itself (a NUL-led string escaped, so none reads as sealed).
+   */
+  async sealed<R extends LogRecord>(record: R): Promise<R> {
+    if (!this.codec && !needsOpening(record)) return record
+    checkedRecord(record)
+    return sealRecord(this.codec, this.sessionId, record)
+  }
+
+  /** A record read from the log as it was written: its sealed content opened (CodecKeyMissingError for a key this process lacks). */
+  async opened<E extends LogEntry>(entry: E): Promise<E> {
+    if (!needsOpening(entry.record)) return entry
+    return { ...entry, record: await openRecord(this.codec, this.sessionId, entry.record) }
+  }
+
+  /** A stored record (a message's payload, a calls hash copy) as it was written: synchronous when nothing in it is sealed. */
+  openedRecord<R extends LogRecord>(record: R): R | Promise<R> {
+    return needsOpening(record) ? openRecord(this.codec, this.sessionId, record) : record
   }
 
   /** Whether this log writes the stored arrays of a parked call's records (storedRecords.ts). */
@@ -170,7 +197,8 @@ export class LogStream {
 
   /** Appends records unfenced (recovery notes). */
   async append(records: LogRecord[]): Promise<string[]> {
-    return this.script(scripts.appendRecords, { keys: this.scriptKeys, args: { records: records.map(encodeRecord) } })
+    const sealed = await Promise.all(records.map((record) => this.sealed(record)))
+    return this.script(scripts.appendRecords, { keys: this.scriptKeys, args: { records: sealed.map(encodeRecord) } })
   }
 
   async read(options: ReadOptions = {}): Promise<Array<LogEntry>> {
@@ -187,7 +215,7 @@ export class LogStream {
       const raw = await this.command('read', () => this.redis.xrange(this.keys.log, from, end, 'COUNT', page))
       for (const entry of raw) {
         const parsed = this.parseEntry(entry)
-        if (parsed && (!options.types || options.types.includes(parsed.record.type))) out.push(parsed)
+        if (parsed && (!options.types || options.types.includes(parsed.record.type))) out.push(await this.opened(parsed))
         if (options.limit && out.length >= options.limit) return out
       }
       if (raw.length < page) return out
@@ -236,7 +264,8 @@ export class LogStream {
   /** One entry by its stream id. */
   async readEntry(id: string): Promise<LogEntry | null> {
     const [raw] = await this.command('read', () => this.redis.xrange(this.keys.log, id, id))
-    return raw ? this.parseEntry(raw) : null
+    const parsed = raw ? this.parseEntry(raw) : null
+    return parsed && this.opened(parsed)
   }
 
   /**
@@ -265,7 +294,7 @@ export class LogStream {
       for (const entry of page) {
         last = entry[0]
         const parsed = this.parseEntry(entry)
-        if (parsed && (!options.types || options.types.includes(parsed.record.type))) yield parsed
+        if (parsed && (!options.types || options.types.includes(parsed.record.type))) yield await this.opened(parsed)
       }
     }
   }

@@ -1,5 +1,6 @@
 // The shared set-ups of the integration tests: a host over worker processes for a describe block,
 // and in-process hosts made per test. Each closes what it opened.
+import type { PayloadCodec } from '../../src/codec/index.js'
 import type { RedisClient } from '../../src/index.js'
 import { pino } from 'pino'
 import { afterAll, afterEach, beforeAll } from 'vitest'
@@ -75,7 +76,14 @@ export function useInProcessHosts(): {
   start(
     harness: Harness | Harness[],
     label: string,
-    options?: { redis?: string; writeRetryMs?: number; concurrency?: number; retention?: RetentionOptions; localLane?: boolean },
+    options?: {
+      redis?: string
+      writeRetryMs?: number
+      concurrency?: number
+      retention?: RetentionOptions
+      localLane?: boolean
+      codec?: PayloadCodec
+    },
   ): { host: HarnessHost; prefix: string; url: string }
   /** Closed after the test too (a client, a second host). */
   defer(close: () => Promise<unknown> | unknown): void
@@ -102,6 +110,7 @@ export function useInProcessHosts(): {
         ...(options.writeRetryMs ? { writeRetryMs: options.writeRetryMs } : {}),
         ...(options.retention ? { retention: options.retention } : {}),
         ...(options.localLane === undefined ? {} : { localLane: options.localLane }),
+        ...(options.codec ? { codec: options.codec } : {}),
       })
       const workers = host.startWorkers({ concurrency: options.concurrency ?? 4, sweepEveryMs: 0 })
       closers.push(

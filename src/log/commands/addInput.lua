@@ -29,6 +29,8 @@
     ARGV[12] principal: who prompted ('' for nobody named)
     ARGV[13] priority: the prompt's BullMQ priority ('' for the harness's default): kept, so a turn enqueued
       later (from the line, by the sweeper, by a rerun) runs at the priority it was given
+    ARGV[14] textCheck: with a codec, a fingerprint of the text ('' without): the text is sealed (a fresh
+      ciphertext each time), so the same inputId's text is compared by this (kept as `tc`)
 
   Output:
     {'added', entryId, 'run' | 'queued' | 'steered', runningInputId or ''} | {'busy', runningInputId}
@@ -37,13 +39,13 @@
 local logKey, inputsKey, sessionsKey, openTurnsKey, lineKey, convKey, usageKey, openIndexKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local inputId, text, record, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local sessionId, openMember, harness, parent, busy, context = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]
-local metadata, principal, priority = ARGV[11], ARGV[12], ARGV[13]
+local metadata, principal, priority, textCheck = ARGV[11], ARGV[12], ARGV[13], ARGV[14]
 
 --@include conversation
 local existing = redis.call('HGET', inputsKey, inputId)
 if existing then
   local input = cjson.decode(existing)
-  if input.text ~= text then return {'conflict'} end
+  if (input.tc or '') ~= textCheck or (textCheck == '' and input.text ~= text) then return {'conflict'} end
   local first = ''
   if redis.call('ZRANK', lineKey, inputId) == 0 then first = 'first' end
   return {'exists', input.entryId, input.status, first}
@@ -60,6 +62,7 @@ if context ~= '' then input.context = context end
 if metadata ~= '' then input.metadata = cjson.decode(metadata) end
 if principal ~= '' then input.principal = principal end
 if priority ~= '' then input.priority = tonumber(priority) end
+if textCheck ~= '' then input.tc = textCheck end
 local disposition = 'run'
 if running and busy == 'steer' then
   -- joins the running turn: listed on it, settled with it, never in line itself

@@ -24,6 +24,7 @@ export const addInput = defineScript({
     metadata: text,
     principal: text,
     priority: text,
+    textCheck: text,
   },
   reply: reply<
     | ['added', string, 'run' | 'queued' | 'steered', string]

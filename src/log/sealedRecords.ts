@@ -1,0 +1,167 @@
+import { openValue, sealValue, type CodecPlace, type PayloadCodec } from '../codec/index.js'
+import { isHarnessRecord, type AppRecord, type LogRecord } from './records.js'
+
+/**
+ * Which fields of a record hold what a user or a model wrote, and are sealed by the host's codec
+ * (docs/encryption.md has the table). A path is a field, a field of each item of an array field
+ * (`toolCalls[].input`), or a field of an object field (`error.message`). Every other field (ids,
+ * types, statuses, times, principals, metadata tags, error codes) stays clear: the scripts and the
+ * indexes read them. A record type of the app's own (ctx.append) has every field but `type` sealed.
+ */
+const SEALED_PATHS: Readonly<Record<string, readonly string[]>> = {
+  'harness.input': ['text', 'context'],
+  'harness.model.response': ['text', 'toolCalls[].input'],
+  'harness.tool.requested': ['input'],
+  'harness.tool.step': ['value'],
+  'harness.tool.step.retry': ['error.message'],
+  'harness.tool.ask': ['message'],
+  'harness.tool.answer': ['value'],
+  'harness.tool.event': ['payload'],
+  'harness.tool.result': ['result', 'error.message'],
+  'harness.input.settled': ['text', 'error.message'],
+  'harness.turn.retry': ['error.message'],
+  'harness.turn.paused': ['error.message'],
+  'harness.turn.finish': ['messages[].content'],
+  'harness.compaction': ['summary'],
+}
+
+/** The sealed paths of a record's type (an app record's: its own fields). */
+export function sealedPathsOf(record: LogRecord): readonly string[] {
+  if (!isHarnessRecord(record)) return Object.keys(record).filter((key) => key !== 'type')
+  return SEALED_PATHS[record.type] ?? []
+}
+
+type Slot = { holder: Record<string, unknown>; key: string; field: string }
+
+/** Every present slot of the record's sealed paths, over a copy of the containers it walks (the record is not changed). */
+function slotsOf(record: LogRecord): { copy: AppRecord; slots: Slot[] } {
+  const copy: AppRecord = { ...record }
+  const slots: Slot[] = []
+  for (const path of sealedPathsOf(record)) {
+    const [head = '', rest] = path.split('.', 2)
+    if (rest === undefined) {
+      if (copy[head] !== undefined) slots.push({ holder: copy, key: head, field: path })
+      continue
+    }
+    const many = head.endsWith('[]')
+    const name = many ? head.slice(0, -2) : head
+    const value = copy[name]
+    if (many && Array.isArray(value)) {
+      const items = value.map((item: unknown) => (isObject(item) ? { ...item } : item))
+      copy[name] = items
+      for (const item of items) if (isObject(item) && item[rest] !== undefined) slots.push({ holder: item, key: rest, field: `${name}.${rest}` })
+    } else if (!many && isObject(value)) {
+      const inner = { ...value }
+      copy[name] = inner
+      if (inner[rest] !== undefined) slots.push({ holder: inner, key: rest, field: path })
+    }
+  }
+  return { copy, slots }
+}
+
+/** A string that starts with NUL: sealed, or a plain one escaped (the only stored values reading must change). */
+export function startsWithNul(value: unknown): value is string {
+  return typeof value === 'string' && value.startsWith('\u0000')
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** True when a slot of the record holds a string that starts with NUL: sealed, or a plain one escaped. */
+export function needsOpening(record: LogRecord): boolean {
+  for (const path of sealedPathsOf(record)) {
+    const [head = '', rest] = path.split('.', 2)
+    const many = head.endsWith('[]')
+    const fields: AppRecord = record
+    const value = fields[many ? head.slice(0, -2) : head]
+    if (rest === undefined) {
+      if (typeof value === 'string' && value.startsWith('\u0000')) return true
+    } else if (many && Array.isArray(value)) {
+      if (value.some((item: unknown) => isObject(item) && typeof item[rest] === 'string' && item[rest].startsWith('\u0000'))) return true
+    } else if (isObject(value) && typeof value[rest] === 'string' && value[rest].startsWith('\u0000')) return true
+  }
+  return false
+}
+
+/**
+ * The record as it is stored: each slot sealed by `codec`, bound to the session, the record's type
+ * and the field (so a ciphertext moved to another session or field does not open). Without a codec,
+ * only a string that starts with NUL changes (escaped, so no plain value reads as sealed).
+ */
+export async function sealRecord<R extends LogRecord>(codec: PayloadCodec | undefined, sessionId: string, record: R): Promise<R> {
+  const { copy, slots } = slotsOf(record)
+  if (slots.length === 0) return record
+  await Promise.all(
+    slots.map(async (slot) => {
+      slot.holder[slot.key] = await sealValue(codec, slot.holder[slot.key], placeOf(sessionId, record, slot.field))
+    }),
+  )
+  return sameShape(copy, record) ? copy : record
+}
+
+/** The record as it was written: each sealed slot opened (a key it lacks: CodecKeyMissingError), escaped ones unescaped. */
+export async function openRecord<R extends LogRecord>(codec: PayloadCodec | undefined, sessionId: string, record: R): Promise<R> {
+  const { copy, slots } = slotsOf(record)
+  await Promise.all(
+    slots.map(async (slot) => {
+      slot.holder[slot.key] = await openValue(codec, slot.holder[slot.key], placeOf(sessionId, record, slot.field))
+    }),
+  )
+  return sameShape(copy, record) ? copy : record
+}
+
+/**
+ * A sealed or opened copy has its record's type: every sealed path is a string field or a JSON one,
+ * and holds a string (sealed) or the value it was written with (opened).
+ */
+function sameShape<R extends LogRecord>(copy: LogRecord, record: R): copy is R {
+  return copy.type === record.type
+}
+
+/**
+ * The place a slot's value is bound to. An event's payload is the value of its step (the steps hash
+ * holds it under the step's name, as it holds a step.do's value): both are bound to the step's place,
+ * so the record and the hash share one sealed value.
+ */
+export function placeOf(sessionId: string, record: LogRecord, field: string): CodecPlace {
+  if (record.type === 'harness.tool.event' && field === 'payload') return stepValuePlace(sessionId)
+  return { sessionId, type: record.type, field }
+}
+
+/** Where a value of the steps hash is bound: a step.do's value, or an event's payload. */
+export function stepValuePlace(sessionId: string): CodecPlace {
+  return { sessionId, type: 'harness.tool.step', field: 'value' }
+}
+
+/**
+ * An input's state (the inputs hash) as it was written: its text and its context are its
+ * `harness.input` record's sealed values, opened at the same places. Synchronous without them.
+ */
+export async function openInput<S extends { text: string; context?: string }>(
+  codec: PayloadCodec | undefined,
+  sessionId: string,
+  input: S,
+): Promise<S> {
+  // a NUL-led string's JSON text starts so (JSON.stringify escapes NUL): no parse on the common path
+  const sealedContext = input.context?.startsWith('"\\u0000') === true
+  if (!startsWithNul(input.text) && !sealedContext) return input
+  const context: unknown = sealedContext && input.context !== undefined ? JSON.parse(input.context) : undefined
+  const place = (field: string) => ({ sessionId, type: 'harness.input', field })
+  const text = startsWithNul(input.text) ? String(await openValue(codec, input.text, place('text'))) : input.text
+  const opened = startsWithNul(context) ? JSON.stringify(await openValue(codec, context, place('context'))) : input.context
+  return { ...input, text, ...(opened === undefined ? {} : { context: opened }) }
+}
+
+/** An input's state sealed for the inputs hash of `sessionId` (a fork's copy): openInput's reverse. */
+export async function sealInput<S extends { text: string; context?: string }>(
+  codec: PayloadCodec | undefined,
+  sessionId: string,
+  input: S,
+): Promise<S> {
+  if (!codec && !startsWithNul(input.text) && input.context?.startsWith('"\\u0000') !== true) return input
+  const place = (field: string) => ({ sessionId, type: 'harness.input', field })
+  const text = String(await sealValue(codec, input.text, place('text')))
+  const context = input.context === undefined ? undefined : JSON.stringify(await sealValue(codec, JSON.parse(input.context), place('context')))
+  return { ...input, text, ...(context === undefined ? {} : { context }) }
+}

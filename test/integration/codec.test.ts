@@ -1,0 +1,51 @@
+// Data at rest (docs/encryption.md, R26): with a codec, nothing a user or a model wrote is readable in
+// Redis. A turn with a step, a sleep, an ask, an event wait and an app record, canaries in every user
+// field: a scan of every key under the prefix finds none with the codec, and each one without it.
+import { randomBytes } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { aesGcmCodec, type PayloadCodec } from '../../src/codec/index.js'
+import { canary, CANARY_PATTERN, sealedHarness } from '../fixtures/sealed.js'
+import { useInProcessHosts } from '../helpers/hosts.js'
+import { records, until } from '../helpers/log.js'
+import { findCanaries, scanPrefix } from '../helpers/scanRedis.js'
+import { rigClient } from '../rig.js'
+
+const FIELDS = ['input', 'thinking', 'step', 'question', 'reason', 'event', 'record', 'result', 'answer', 'prompt', 'context']
+
+describe('encryption at rest', () => {
+  const hosts = useInProcessHosts()
+
+  /** Runs the whole turn on a host with `codec` (or none) and returns the canaries a scan of Redis finds. */
+  async function runTurn(label: string, codec?: PayloadCodec) {
+    const { host, prefix, url } = hosts.start(sealedHarness, label, codec ? { codec } : {})
+    const session = host.open(sealedHarness, { sessionId: 'order-1' })
+    const { inputId } = await session.prompt(`vault:o-1 ${canary('prompt')}`, { context: { note: canary('context') } })
+    let questionId = ''
+    await until(async () => {
+      questionId = (await session.questions())[0]?.questionId ?? ''
+      return questionId !== ''
+    }, 'the approval question', 20_000)
+    await session.answer(questionId, { ok: true, reason: canary('reason') })
+    // kept for the wait until it registers, if it has not yet
+    await host.sendEvent({ event: 'payment.settled', key: 'o-1', payload: { ref: canary('event') } })
+    const settled = await session.settled(inputId, { timeoutMs: 20_000 })
+    expect(settled).toMatchObject({ outcome: 'completed', text: canary('answer') })
+    // every reader decodes: the log as written
+    const entries = await session.log.read()
+    const result = records(entries, 'harness.tool.result')[0]
+    if (!result?.result) console.log(label, JSON.stringify(entries.map((e) => e.record)).slice(0, 3000))
+    expect(result?.result).toMatchObject({ result: canary('result'), charge: { receipt: canary('step') } })
+    expect(records(entries, 'harness.input')[0]?.text).toContain(canary('prompt'))
+    const redis = rigClient(url)
+    hosts.defer(() => redis.disconnect())
+    return findCanaries(await scanPrefix(redis, prefix), CANARY_PATTERN)
+  }
+
+  it('R26 with a codec no canary of any user or model field is in Redis; without it each one is (so the scan can fail)', async () => {
+    const plain = await runTurn('sealed-plain')
+    for (const field of FIELDS) expect([...plain.keys()], field).toContain(canary(field))
+    const codec = aesGcmCodec({ keys: { k1: randomBytes(32) }, current: 'k1' })
+    const sealed = await runTurn('sealed-codec', codec)
+    expect(Object.fromEntries(sealed)).toEqual({})
+  }, 60_000)
+})
