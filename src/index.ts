@@ -46,14 +46,9 @@ export { evictOldest, summarizeOldest, clearToolResults, isContextOverflowError 
 export { agentTool, type AgentToolOptions } from './harness/agentTool.js'
 
 /** The host: connects harnesses to Redis, runs workers and the sweeper, opens sessions. */
-export {
-  createHarnessHost,
-  type HarnessHost,
-  type HostOptions,
-  type WorkersHandle,
-  type CloseOptions,
-  type CloseResult,
-} from './harness/host.js'
+export { createHarnessHost, type HarnessHost, type HostOptions, type WorkersHandle } from './harness/host.js'
+/** Data at rest (docs/encryption.md): `createHarnessHost({ codec: aesGcmCodec({ keys, current }) })`, or a codec of your own. */
+export { aesGcmCodec, type PayloadCodec } from './codec/index.js'
 /** Machine events: `host.sendEvent` wakes the calls in `step.waitForEvent` on its (event, key). */
 export type { SendEventOptions, SendEventResult } from './harness/machineEvents.js'
 /** Schedules: `host.schedule` prompts a session every interval or on a cron pattern. */

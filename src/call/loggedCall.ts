@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq'
 import { CallNotLoggedError } from '../errors/index.js'
 import { isAgentTool, toolOf, type Harness } from '../core/index.js'
-import { callFingerprint, openMember, parseToolJobId, type BeginResult, type SessionLog } from '../log/index.js'
+import { callFingerprint, openJobInput, openMember, parseToolJobId, type BeginResult, type SessionLog } from '../log/index.js'
 import type { ToolJobData } from '../queue/index.js'
 import { replayOf } from '../tool/index.js'
 import { needsApproval } from './approval.js'
@@ -41,7 +41,9 @@ export async function beginLoggedCall(
   const ids = parseToolJobId(job.id ?? '')
   if (!ids) throw new Error(`Tool job ${JSON.stringify(job.id)} is not a call's job (call|<sessionId>|<toolCallId>): nothing runs.`)
   const log = deps.logFor(ids.sessionId)
-  const { data } = job
+  // the job's data holds the input sealed under a codec (docs/encryption.md): its fingerprint is the input's own
+  const opened = openJobInput(log.stream.codec, ids.sessionId, job.data.input)
+  const data = opened === job.data.input ? job.data : { ...job.data, input: opened instanceof Promise ? await opened : opened }
   const claimed = toolCall(ids, data.traceparent, data, job.name)
   if (beganWithRequest(job, ids, claimed, deps)) {
     return {

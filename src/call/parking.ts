@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from 'bullmq'
 import type { Harness } from '../core/index.js'
 import type { LineLogger } from '../logger.js'
-import type { Fence, SessionLog } from '../log/index.js'
+import { sealJobInput, type Fence, type SessionLog } from '../log/index.js'
 import { enqueueParkedCall, parkedToolJob, type HarnessQueues, type ToolJobData } from '../queue/index.js'
 import { APPROVAL_STEP, type Park } from '../tool/index.js'
 import type { ToolCall } from './loggedCall.js'
@@ -27,7 +27,9 @@ export async function park(
   logger: LineLogger,
   isWoken: () => Promise<boolean>,
 ): Promise<never> {
-  await log.calls.parkCall(fence, p.kind, p.until, { inTool: parkedInTool(p), job: parkedToolJob(job, call) })
+  // the slimmed data keeps the call's input sealed, as its job's data did (docs/encryption.md)
+  const input = await sealJobInput(log.stream.codec, log.sessionId, call.input)
+  await log.calls.parkCall(fence, p.kind, p.until, { inTool: parkedInTool(p), job: parkedToolJob(job, { ...call, input }) })
   await job.moveToDelayed(p.until, token)
   logger.debug({ kind: p.kind, until: new Date(p.until).toISOString() }, 'tool call parked')
   if (await isWoken()) await job.promote().catch(() => {})

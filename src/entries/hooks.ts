@@ -29,3 +29,5 @@ export type { SummarizeOldestOptions, KeepRecentOptions, SummarizeFn, SummarizeI
 /** `defineHarness({ budgets })`: spend ceilings per session, tree and principal, and what `ctx.budget()` reads (docs/spend.md). */
 export type { Budget, Budgets } from '../core/index.js'
 export type { BudgetLeft } from '../log/index.js'
+/** A codec of your own (`createHarnessHost({ codec })`, docs/encryption.md): where a value is stored, what it is stored as, and aesGcmCodec's options. */
+export type { CodecPlace, Envelope, AesGcmCodecOptions } from '../codec/index.js'

@@ -10,6 +10,10 @@ export type { SessionSummary, SessionsFilter, HostStats, QueueStats, QueueRef, L
 export type { TurnsFilter, TurnSummary, TurnsPage } from '../ops/index.js'
 export type { HostOperations, BulkOptions } from '../harness/hostOps.js'
 export type { HostUsage, UsageFilter } from '../harness/hostUsage.js'
+/** `host.close(options)` and what it reports (docs/harness.md, "Shutdown"). */
+export type { CloseOptions, CloseResult } from '../harness/host.js'
+/** A sealed value this process cannot open (docs/encryption.md): a key it lacks, no codec, or a value that fails its check. */
+export { CodecKeyMissingError, CodecDecodeError, CodecMissingError } from '../errors/index.js'
 /** A budget refused a model call (`settled.error.code === 'budget_exceeded'`; docs/spend.md, "Budgets"). */
 export { BudgetExceededError } from '../errors/index.js'
 /** `host.tree(sessionId)`: a session's fan-out trees, child agents' sessions included. */

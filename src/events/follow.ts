@@ -1,7 +1,7 @@
 import type { StreamChunk } from '@tanstack/ai'
 import { StorageError, UnknownInputError } from '../errors/index.js'
 import { compareIds, waitForEntries, type SessionLog } from '../log/index.js'
-import { parseLive } from '../log/live.js'
+import { openLive, parseLive } from '../log/live.js'
 import { cursorBefore, decodeCursor, encodeCursor, type Cursor } from './cursor.js'
 import { EventMapper } from './toEvents.js'
 
@@ -70,7 +70,7 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
     if (entries.length === 0 && !follow) return
     wait = follow && !(reply ?? []).some(([, page]) => page.length >= PAGE)
     for (const { stream, id, fields } of entries) {
-      const events = stream === 'log' ? logEvents(log, mapper, id, fields) : liveEvents(mapper, fields, inputs)
+      const events = stream === 'log' ? await logEvents(log, mapper, id, fields) : await liveEvents(log, mapper, fields, inputs)
       if (inputs) for (const e of events) if (e.type === 'RUN_STARTED') inputs.add(e.runId)
       const before = at
       const after: Cursor = { ...before, [stream]: id, message: mapper.state.message, emitted: mapper.state.emitted, skip: 0 }
@@ -90,15 +90,15 @@ async function inputStart(log: SessionLog, inputId: string): Promise<Cursor> {
   return cursorBefore(input.entryId)
 }
 
-function logEvents(log: SessionLog, mapper: EventMapper, id: string, fields: string[]): StreamChunk[] {
-  const record = log.stream.parseEntry([id, fields])
-  return record ? mapper.fromLog(record.record, id) : []
+async function logEvents(log: SessionLog, mapper: EventMapper, id: string, fields: string[]): Promise<StreamChunk[]> {
+  const entry = log.stream.parseEntry([id, fields])
+  return entry ? mapper.fromLog((await log.stream.opened(entry)).record, id) : []
 }
 
-function liveEvents(mapper: EventMapper, fields: string[], inputs?: Set<string>): StreamChunk[] {
+async function liveEvents(log: SessionLog, mapper: EventMapper, fields: string[], inputs?: Set<string>): Promise<StreamChunk[]> {
   const entry = parseLive(fields)
   if (!entry || (inputs && entry.k === 'delta' && !inputs.has(entry.inputId))) return []
-  return mapper.fromLive(entry)
+  return mapper.fromLive(await openLive(log.stream.codec, log.sessionId, entry))
 }
 
 /**

@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto'
 import { ForkError, UnknownInputError } from '../errors/index.js'
-import { assertInputId, assertSessionId, isRecord, writeFork, type InputState, type LogEntry, type LogRecord, type SessionLog } from '../log/index.js'
+import {
+  assertInputId,
+  assertSessionId,
+  isRecord,
+  writeFork,
+  type InputState,
+  type LogEntry,
+  type LogRecord,
+  type SessionLog,
+} from '../log/index.js'
 import { checkPrincipal } from './tags.js'
 
 /** `host.fork(sessionId, options)`: where the copy ends, and the new session's id. */

@@ -149,7 +149,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   const queuesOf = (harness: Harness): HarnessQueues => {
     if (harnesses.get(harness.name) !== harness) throw new UnknownHarnessError(harness.name)
     let q = queues.get(harness.name)
-    if (!q) queues.set(harness.name, (q = createQueues(harness, redis, prefix, shards)))
+    if (!q) queues.set(harness.name, (q = createQueues(harness, redis, prefix, shards, options.codec)))
     return q
   }
   const queuesByName = (name: string) => {
@@ -215,7 +215,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
   if (!retention && trimming.length > 0)
     logger.warn({ harnesses: trimming }, 'compaction.trimAfter needs the host option retention (its export): nothing is trimmed')
   const eventRetentionMs = options.events?.retention === undefined ? DEFAULT_EVENT_RETENTION_MS : parseDuration(options.events.retention)
-  const waits = new EventWaits(logRedis, prefix, eventRetentionMs)
+  const waits = new EventWaits(logRedis, prefix, eventRetentionMs, options.codec)
   const abortTurn = async (name: string, sessionId: string, inputId: string, reason: string) => {
     const harness = harnesses.get(name)
     if (harness) await openSession(harness, sessionId).abort(inputId, reason)

@@ -1,4 +1,4 @@
-import type { FollowOptions, LogEntry, ReadOptions, SessionLog } from '../log/index.js'
+import { followLog, type FollowOptions, type LogEntry, type ReadOptions, type SessionLog } from '../log/index.js'
 
 /** A read-only view of a session's log: what callers may do with it (writes go through the session). */
 export interface LogReader {
@@ -20,7 +20,7 @@ export interface LogReader {
 export function logReader(log: SessionLog): LogReader {
   return {
     read: (o) => log.stream.read(o),
-    follow: (o) => log.stream.follow(o),
+    follow: (o) => followLog(log.stream, o),
     conversation: () => log.inputs.conversation(),
     input: async (inputId) => {
       const input = await log.inputs.getInput(inputId)

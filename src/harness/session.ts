@@ -23,21 +23,15 @@ import { rerunTurn, type RerunOptions } from './rerun.js'
 import { answerQuestion } from './answer.js'
 import { checkPrincipal } from './tags.js'
 import { usageOf, type SessionUsage } from './usage.js'
+import { settledFrom, toSettled, type Settled } from './settledOf.js'
 import { WaitCancel, type Notifier } from './notifier.js'
 import { logReader, type LogReader } from './logReader.js'
 import { compactSession, resetSession, type Compacted, type ResetDone } from './compactSession.js'
 import type { LocalLane } from '../lane/index.js'
 import type { AgentHost } from '../fanout/index.js'
 
-/** How a turn ended (`session.settled`): its outcome, the model's last text, or the error with its code (docs/errors.md). */
-export interface Settled {
-  outcome: 'completed' | 'failed' | 'aborted'
-  text?: string
-  error?: { message: string; code?: string }
-}
-
+export type { Settled } from './settledOf.js'
 export type { SessionUsage } from './usage.js'
-
 export type { LogReader } from './logReader.js'
 
 export interface SessionDeps {
@@ -110,26 +104,15 @@ export class Session {
   async settled(inputId: string, options: { timeoutMs?: number } = {}): Promise<Settled> {
     assertInputId(inputId)
     if (!(await this.deps.log.inputs.getInput(inputId))) throw new UnknownInputError(inputId)
-    const toSettled = (r: RecordOf<'harness.input.settled'>): Settled => ({
-      outcome: r.outcome,
-      ...(r.text !== undefined ? { text: r.text } : {}),
-      ...(r.error ? { error: r.error } : {}),
+    const { log } = this.deps
+    const check = async () => {
+      const settled = await log.inputs.getSettled(inputId)
+      return settled ? toSettled(settled) : undefined
+    }
+    return this.deps.notifier.wait(messageKey('input', this.sessionId, inputId), check, `Turn ${inputId}`, {
+      ...options,
+      fromPayload: (payload) => settledFrom(log, payload),
     })
-    return this.deps.notifier.wait(
-      messageKey('input', this.sessionId, inputId),
-      async () => {
-        const settled = await this.deps.log.inputs.getSettled(inputId)
-        return settled ? toSettled(settled) : undefined
-      },
-      `Turn ${inputId}`,
-      {
-        ...options,
-        fromPayload: (payload) => {
-          const record = this.deps.log.stream.openedRecord<RecordOf<'harness.input.settled'>>(JSON.parse(payload))
-          return record instanceof Promise ? record.then(toSettled) : toSettled(record)
-        },
-      },
-    )
   }
 
   /**
@@ -231,7 +214,12 @@ export class Session {
         return state?.status === 'done' ? state.result : undefined
       },
       `Tool call ${toolCallId}`,
-      { ...options, fresh, cancel, fromPayload: (payload) => log.stream.openedRecord<RecordOf<'harness.tool.result'>>(JSON.parse(payload)) },
+      {
+        ...options,
+        fresh,
+        cancel,
+        fromPayload: (payload) => log.stream.openedRecord<RecordOf<'harness.tool.result'>>(JSON.parse(payload)),
+      },
     )
     landed.catch(() => {}) // awaited below; this only keeps an enqueue failure from leaving it unhandled
     // the request (listing the session for retention) is logged before the job exists: a job begins

@@ -3,7 +3,16 @@ import { Cluster, Redis } from 'ioredis'
 import { LockWatchingWorker, skipsBegin, type AttemptLocks } from '../call/index.js'
 import { toolOf, type Harness, type ToolJobData } from '../core/index.js'
 import { ConfigError } from '../errors/index.js'
-import { callFingerprint, isCluster, shardOf, startCall, type CallMarks, type RedisClient, type SessionLog } from '../log/index.js'
+import {
+  callFingerprint,
+  isCluster,
+  sealJobInput,
+  shardOf,
+  startCall,
+  type CallMarks,
+  type RedisClient,
+  type SessionLog,
+} from '../log/index.js'
 import { enqueueCall, toolJob, type CallToEnqueue, type HarnessQueues } from '../queue/index.js'
 import { afterJobAdd, assertVerifiedBullmq, EagerStartWorker, type LaneJob, type LaneStart } from './bullmqInternals.js'
 import { sendCorked } from './sendHooks.js'
@@ -96,6 +105,8 @@ function markedCall(harness: Harness, log: SessionLog, call: NewCall, marks: Cal
   return { begin: { harness: harness.name, fingerprint, version: harness.version }, call: { ...call, mark } }
 }
 
+type MarkedCall = NonNullable<ReturnType<typeof markedCall>>
+
 /** A shard's lanes of one harness in this process. */
 interface ShardLanes {
   workers: readonly EagerStartWorker<ToolJobData>[]
@@ -145,7 +156,20 @@ class OnLane implements LocalLane {
     const marked = markedCall(harness, log, call, marks)
     if (!marked)
       return this.requestThenAdd(queues, harness, log, call, (client) => log.via(client).calls.requestCall(toolCallId, name, input))
-    const start = this.reserveStart(queues, log.sessionId, toolJob(log.sessionId, marked.call))
+    // the job's data holds the input sealed (docs/encryption.md); its mark is of the input as made
+    const stored = sealJobInput(queues.codec, log.sessionId, input)
+    if (stored instanceof Promise) return stored.then((sealed): Promise<unknown> => this.startNewCall(queues, harness, log, marked, sealed))
+    return this.startNewCall(queues, harness, log, marked, stored)
+  }
+
+  /** A marked new call started on a lane of this process with a free slot, else requested and added. */
+  private startNewCall(queues: HarnessQueues, harness: Harness, log: SessionLog, marked: MarkedCall, stored: unknown): Promise<unknown> {
+    const { toolCallId, name, input } = marked.call
+    const start = this.reserveStart(
+      queues,
+      log.sessionId,
+      toolJob(log.sessionId, stored === input ? marked.call : { ...marked.call, input: stored }),
+    )
     if (!start)
       return this.requestThenAdd(queues, harness, log, marked.call, (client) =>
         log.via(client).calls.requestCall(toolCallId, name, input, marked.begin),

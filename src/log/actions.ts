@@ -56,7 +56,13 @@ export class SessionActions {
     principal?: string,
   ): Promise<{ status: 'ok' | 'unknown' | 'answered' | 'expired' | 'closed'; entryId?: string }> {
     // the answer beside its question is the record's value, sealed once for both (docs/encryption.md)
-    const sealed = await this.stream.sealed({ type: 'harness.tool.answer', toolCallId, questionId, value, ...(principal ? { principal } : {}) })
+    const sealed = await this.stream.sealed({
+      type: 'harness.tool.answer',
+      toolCallId,
+      questionId,
+      value,
+      ...(principal ? { principal } : {}),
+    })
     const record = encodeRecord(sealed)
     const reply = await this.stream.script(scripts.answerQuestion, {
       keys: this.stream.scriptKeys,

@@ -1,15 +1,15 @@
 import { FencedError } from '../errors/index.js'
 import { messageKey, openMember } from './formats.js'
 import { requestField, retryField, stepField } from './keys.js'
-import { hasType, type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
+import { type LogRecord, type RecordOf, type ToolErrorPayload } from './records.js'
 import type { Question } from './inputs.js'
 import { encodeRecord, type LogStream } from './stream.js'
 import type { ScriptKeys } from './sessionLayout.js'
 import { decodeValue, encodeValue, type StepLookup, type StoredValue } from './stepValues.js'
 import { scripts, type ScriptInput, type ToolEnd } from './commands/index.js'
-import { openValue, type CodecPlace } from '../codec/index.js'
-import { startsWithNul, stepValuePlace } from './sealedRecords.js'
-import { requestArgs } from './callStart.js'
+import { startsWithNul } from './sealedRecords.js'
+import { askArgs, openRetryState, openStoredStep, sealedStep } from './sealedSteps.js'
+import { requestArgs, requestedInput } from './callStart.js'
 import {
   beginResultOf,
   callStateOf,
@@ -23,9 +23,6 @@ import {
 } from './callState.js'
 
 type SuspendedKind = RecordOf<'harness.tool.suspended'>['kind']
-
-/** Where a step's retry state keeps its last failure's message: the place of its record's (sealed once for both). */
-const RETRY_PLACE = (sessionId: string): CodecPlace => ({ sessionId, type: 'harness.tool.step.retry', field: 'error.message' })
 
 /**
  * The call ledger of one session, a part of SessionLog (sessionLog.ts) over the session's stream: the
@@ -42,7 +39,7 @@ export class CallLedger {
    * delivery skips its begin: callMarks.ts), for the harness named, with the fingerprint made already.
    */
   async requestCall(toolCallId: string, name: string, input: unknown, begin?: RequestBegin): Promise<'added' | 'exists' | 'conflict'> {
-    const args = requestArgs(this.stream, toolCallId, name, input, begin)
+    const args = requestArgs(this.stream, toolCallId, name, input, begin, await requestedInput(this.stream, input))
     const [status] = await this.stream.script(scripts.requestCall, { keys: this.stream.scriptKeys, args })
     return status
   }
@@ -55,7 +52,7 @@ export class CallLedger {
   /** O(1) lookup of a stored step (HGET on the steps hash; the stream is not read). */
   async getStep(toolCallId: string, name: string): Promise<StepLookup> {
     const stored = await this.stream.command('getStep', () => this.stream.redis.hget(this.stream.keys.steps, stepField(toolCallId, name)))
-    return stored === null ? { found: false } : { found: true, value: await this.storedStep(stored) }
+    return stored === null ? { found: false } : { found: true, value: await openStoredStep(this.stream, stored) }
   }
 
   /** A step's stored value and its retry state (R16), in one HMGET: what a step with a retry policy resumes from. */
@@ -63,11 +60,10 @@ export class CallLedger {
     const [stored, retry] = await this.stream.command('getStep', () =>
       this.stream.redis.hmget(this.stream.keys.steps, stepField(toolCallId, name), retryField(toolCallId, name)),
     )
-    if (stored !== null) return { found: true, value: await this.storedStep(stored) }
-    if (retry === null) return { found: false }
-    const state = JSON.parse(retry) as StepRetryState
-    if (!startsWithNul(state.m)) return { found: false, retry: state }
-    return { found: false, retry: { ...state, m: String(await openValue(this.stream.codec, state.m, RETRY_PLACE(this.stream.sessionId))) } }
+    if (stored !== null) return { found: true, value: await openStoredStep(this.stream, stored) }
+    return retry === null
+      ? { found: false }
+      : { found: false, retry: await openRetryState(this.stream, JSON.parse(retry) as StepRetryState) }
   }
 
   /** Stores a failed try of a step (fenced), with its harness.tool.step.retry record; a state with as many tries is kept. */
@@ -159,7 +155,8 @@ export class CallLedger {
    */
   async saveStep(fence: Fence, name: string, value: unknown, record: LogRecord | string, encoded?: string): Promise<StoredValue> {
     const { toolCallId, epoch } = fence
-    const sealed = this.stream.codec || startsWithNul(value) ? await this.sealedStep(fence, name, value, record) : undefined
+    const sealed =
+      this.stream.codec || startsWithNul(value) ? await sealedStep(this.stream, fence.toolCallId, name, value, record) : undefined
     const reply = await this.stream.script(
       scripts.saveStep,
       {
@@ -175,52 +172,14 @@ export class CallLedger {
       true,
     )
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
-    return reply[0] === 'exists' ? { found: true, value: await this.storedStep(reply[1]) } : { found: true, value }
-  }
-
-  /**
-   * A step's record and hash value as stored under the codec: a step's value and an event's payload
-   * are sealed once, in the record, and the hash holds that same sealed value (docs/encryption.md).
-   */
-  private async sealedStep(fence: Fence, name: string, value: unknown, record: LogRecord | string) {
-    const { toolCallId } = fence
-    const full: LogRecord =
-      typeof record === 'string' ? { type: 'harness.tool.step', toolCallId, name, ...(value === undefined ? {} : { value }) } : record
-    const sealed = await this.stream.sealed(full)
-    const stored = hasType(sealed, 'harness.tool.step') ? sealed.value : hasType(sealed, 'harness.tool.event') ? sealed.payload : value
-    return { value: encodeValue(stored), record: this.stream.encode(sealed) }
-  }
-
-  /** A step value from the steps hash as it was written (a sealed one opened at the place its record gives it). */
-  private async storedStep(stored: string): Promise<unknown> {
-    const value = decodeValue(stored)
-    return startsWithNul(value) ? openValue(this.stream.codec, value, stepValuePlace(this.stream.sessionId)) : value
+    return reply[0] === 'exists' ? { found: true, value: await openStoredStep(this.stream, reply[1]) } : { found: true, value }
   }
 
   /** Logs a question once (fenced) as the step `name`; returns the stored step value. */
   async askQuestion(fence: Fence, name: string, question: Question): Promise<StoredValue> {
     const value = { questionId: question.questionId }
-    const { toolCallId, epoch } = fence
-    // the question beside its record holds the record's sealed message (docs/encryption.md)
-    const asked = await this.stream.sealed({ type: 'harness.tool.ask', ...question })
-    const reply = await this.stream.script(
-      scripts.askQuestion,
-      {
-        keys: this.stream.scriptKeys,
-        args: {
-          toolCallId,
-          epoch,
-          stepField: stepField(toolCallId, name),
-          stepValue: encodeValue(value),
-          record: encodeRecord(asked),
-          questionId: question.questionId,
-          question: JSON.stringify({ ...question, message: asked.message }),
-          now: Date.now(),
-          openMember: openMember(this.stream.sessionId, question.questionId),
-        },
-      },
-      true,
-    )
+    const args = await askArgs(this.stream, fence, name, question, encodeValue(value))
+    const reply = await this.stream.script(scripts.askQuestion, { keys: this.stream.scriptKeys, args }, true)
     if (reply[0] === 'fenced') throw fencedError(fence, reply[1])
     return reply[0] === 'exists' ? { found: true, value: decodeValue(reply[1]) } : { found: true, value }
   }

@@ -3,6 +3,7 @@ import type { RequestBegin } from './callState.js'
 import { scripts, type ScriptInput } from './commands/index.js'
 import { openMember } from './formats.js'
 import type { LogStream } from './stream.js'
+import { sealSlot } from './sealedRecords.js'
 
 /**
  * A runTool call's job, started in its request's write (startCall.lua) under the slot a local fetch
@@ -24,11 +25,13 @@ export function requestArgs(
   name: string,
   input: unknown,
   begin?: RequestBegin,
+  storedInput: unknown = input,
 ): ScriptInput<typeof scripts.requestCall>['args'] {
   return {
     toolCallId,
     fingerprint: begin?.fingerprint ?? callFingerprint(name, input),
-    record: stream.encode({ type: 'harness.tool.requested', toolCallId, name, input }),
+    // `storedInput`: the input as the record holds it (sealed under a codec: requestedInput)
+    record: stream.encode({ type: 'harness.tool.requested', toolCallId, name, input: storedInput }),
     now: Date.now(),
     sessionId: stream.sessionId,
     beginFor: begin?.harness ?? '',
@@ -46,8 +49,15 @@ export async function startCall(
   begin: RequestBegin,
   start: JobStart,
 ): Promise<StartReply> {
-  const args = { ...requestArgs(stream, call.toolCallId, call.name, call.input, begin), ...start.args }
+  const stored = requestedInput(stream, call.input)
+  const storedInput = stored instanceof Promise ? await stored : stored
+  const args = { ...requestArgs(stream, call.toolCallId, call.name, call.input, begin, storedInput), ...start.args }
   const reply = await stream.script(scripts.startCall, { keys: { ...stream.scriptKeys, ...start.keys }, args })
   if (reply[0] === 'started') return { status: 'started', emptyBehind: reply[2] === 1, now: args.now }
   return { status: reply[0] }
+}
+
+/** A runTool request's input as its record holds it: sealed by the stream's codec (synchronous without one). */
+export function requestedInput(stream: LogStream, input: unknown): unknown {
+  return sealSlot(stream.codec, stream.sessionId, 'harness.tool.requested', 'input', input)
 }

@@ -3,6 +3,7 @@ import { StorageError } from '../errors/index.js'
 import type { RedisClient } from './client.js'
 import { runScript, scripts } from './commands/index.js'
 import { eventAddressId, type EventAddress } from './eventAddress.js'
+import { openValue, sealValue, type CodecPlace, type PayloadCodec } from '../codec/index.js'
 
 export type { EventAddress } from './eventAddress.js'
 
@@ -74,13 +75,30 @@ function pairs(list: string[]): Array<[string, string]> {
  * waiting call is then the sender's step on the call's own shard (a job promote), which the call's
  * own wake-up at its timeout and a resend repair if the sender dies between.
  */
+/** Where an event's payload is bound: the address (event, key, session of a scoped one) it was sent to. */
+const payloadPlace = (addressId: string): CodecPlace => ({ sessionId: '', type: 'harness.event', field: addressId })
+
 export class EventWaits {
   constructor(
     readonly redis: RedisClient,
     readonly prefix: string,
     /** The sender's: how long a kept event and a seen id stay (a waiter needs none). */
     readonly retentionMs: number = DEFAULT_EVENT_RETENTION_MS,
+    /** Seals a payload for its address's hash and opens it for the call that takes it (docs/encryption.md). */
+    readonly codec?: PayloadCodec,
   ) {}
+
+  /** A payload (JSON text) as the address's hash keeps it: sealed, bound to the address it was sent to. */
+  private async sealedPayload(addressId: string, json: string): Promise<string> {
+    if (!this.codec && !json.startsWith('"\\u0000')) return json
+    return JSON.stringify(await sealValue(this.codec, JSON.parse(json), payloadPlace(addressId)))
+  }
+
+  /** A payload from an address's hash as it was sent. */
+  private async openedPayload(addressId: string, json: string): Promise<unknown> {
+    const stored: unknown = JSON.parse(json)
+    return json.startsWith('"\\u0000') ? openValue(this.codec, stored, payloadPlace(addressId)) : stored
+  }
 
   /**
    * The JSON Schemas of the waiting calls, one field a schema by its digest: a waiter's entry names
@@ -120,9 +138,14 @@ export class EventWaits {
         args: { member, waiter: value, now, graceMs: WAITER_GRACE_MS, expired: now >= waiter.until ? '1' : '0', verdicts: checked },
       }),
     )
-    if (reply[0] === 'event') return { status: 'event', payload: JSON.parse(reply[2]) }
+    const id = eventAddressId(address)
+    if (reply[0] === 'event') return { status: 'event', payload: await this.openedPayload(id, reply[2]) }
     if (reply[0] === 'check') {
-      return { status: 'check', events: pairs(reply.slice(1)).map(([uid, payload]) => ({ uid, payload: JSON.parse(payload) })) }
+      const kept = pairs(reply.slice(1))
+      return {
+        status: 'check',
+        events: await Promise.all(kept.map(async ([uid, payload]) => ({ uid, payload: await this.openedPayload(id, payload) }))),
+      }
     }
     return { status: reply[0] }
   }
@@ -179,7 +202,7 @@ export class EventWaits {
         args: { member, now: Date.now(), graceMs: WAITER_GRACE_MS },
       }),
     )
-    return reply[0] === 'event' ? { status: 'event', payload: JSON.parse(reply[2]) } : { status: 'left' }
+    return reply[0] === 'event' ? { status: 'event', payload: await this.openedPayload(addressId, reply[2]) } : { status: 'left' }
   }
 
   /**
@@ -205,13 +228,14 @@ export class EventWaits {
     event: { uid: string; id?: string; payload: string },
     checked: readonly string[],
   ): Promise<Delivery> {
+    const payload = await this.sealedPayload(eventAddressId(address), event.payload)
     const reply = await guarded(`deliverEvent ${JSON.stringify(address.event)}`, '(any)', () =>
       runScript(this.redis, scripts.deliverEvent, {
         keys: { eventHash: this.keyOf(address) },
         args: {
           uid: event.uid,
           id: event.id ?? '',
-          payload: event.payload,
+          payload,
           now: Date.now(),
           retentionMs: this.retentionMs,
           graceMs: WAITER_GRACE_MS,

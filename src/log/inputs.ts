@@ -1,24 +1,17 @@
 import { StorageError } from '../errors/index.js'
 import { baseCallId, callFingerprint, scopedCallId, textFingerprint } from './callIds.js'
 import { messageKey, openMember } from './formats.js'
-import { assertInputId, assertQuestionId, requestField, turnTagIndexKey, turnToolIndexKey, usageDay, usageDayKey } from './keys.js'
+import { assertInputId, requestField, turnTagIndexKey, turnToolIndexKey, usageDay, usageDayKey } from './keys.js'
 import { usageCounts } from './usageTotals.js'
 import type { BusyMode } from '../core/index.js'
 import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, type ToolCallRecord, type TurnRecordType } from './records.js'
 import { encodeRecord, isRecord, type LogEntry, type LogStream } from './stream.js'
 import { scripts } from './commands/index.js'
-import { needsOpening, openInput, startsWithNul } from './sealedRecords.js'
-import { openValue, type CodecPlace } from '../codec/index.js'
+import { needsOpening, openInput } from './sealedRecords.js'
+import { getQuestion, openQuestions, type Question } from './questions.js'
 import type { AddedInput, InputState, InputTags, ParentCall } from './inputState.js'
-import type { StepLookup } from './stepValues.js'
 
-/** A step.ask question as logged and kept in the questions hash. */
-export type Question = Omit<RecordOf<'harness.tool.ask'>, 'type'>
-
-/** A stored question; one logged before questions had a kind is a step.ask. */
-function parseQuestion(raw: string): Question {
-  return { kind: 'ask', ...(JSON.parse(raw) as Question) }
-}
+export type { Question } from './questions.js'
 
 /** A tool call as the model gave it, before it gets its stored id. */
 export type ModelToolCall = Omit<ToolCallRecord, 'modelToolCallId'>
@@ -278,42 +271,12 @@ export class SessionInputs {
   }
 
   /** A question with its first answer; `closed`: its call was cancelled, so no answer is taken any more. */
-  async getQuestion(questionId: string): Promise<{ question: Question; answer: StepLookup; closed: boolean } | null> {
-    assertQuestionId(questionId)
-    const [question, answer, closed] = await this.stream.command('getQuestion', () =>
-      this.stream.redis.hmget(this.stream.keys.questions, questionId, `${questionId}\0answer`, `${questionId}\0closed`),
-    )
-    if (!question) return null
-    const value: unknown = answer === null ? undefined : JSON.parse(answer)
-    return {
-      question: await this.openedQuestion(question),
-      // the answer beside its question is its record's sealed value (actions.ts answerQuestion)
-      answer:
-        answer === null
-          ? { found: false }
-          : { found: true, value: await openValue(this.stream.codec, value, this.place('harness.tool.answer', 'value')) },
-      closed: closed !== null,
-    }
+  getQuestion(questionId: string) {
+    return getQuestion(this.stream, questionId)
   }
 
   /** Open (unanswered, unexpired, not closed by a cancel) questions of this session. */
-  async openQuestions(now = Date.now()): Promise<Question[]> {
-    const all = await this.stream.command('openQuestions', () => this.stream.redis.hgetall(this.stream.keys.questions))
-    const open = Object.entries(all).filter(
-      ([field]) => !field.includes('\0') && !(`${field}\0answer` in all) && !(`${field}\0closed` in all),
-    )
-    const questions = await Promise.all(open.map(([, raw]) => this.openedQuestion(raw)))
-    return questions.filter((q) => q.expiresAt === undefined || q.expiresAt > now)
-  }
-
-  /** A stored question as it was asked: its message is its record's sealed one (callLedger.ts askQuestion). */
-  private async openedQuestion(raw: string): Promise<Question> {
-    const question = parseQuestion(raw)
-    if (!startsWithNul(question.message)) return question
-    return { ...question, message: String(await openValue(this.stream.codec, question.message, this.place('harness.tool.ask', 'message'))) }
-  }
-
-  private place(type: string, field: string): CodecPlace {
-    return { sessionId: this.stream.sessionId, type, field }
+  openQuestions(now = Date.now()): Promise<Question[]> {
+    return openQuestions(this.stream, now)
   }
 }

@@ -1,3 +1,4 @@
+import { openValue, sealValue, type PayloadCodec } from '../codec/index.js'
 import type { RedisClient } from './client.js'
 import type { SessionKeys } from './keys.js'
 
@@ -34,4 +35,20 @@ export function parseLive(fields: string[]): LiveEntry | null {
   } catch {
     return null
   }
+}
+
+/** A live entry's content (a delta's text, a custom event's value) sealed by the codec (docs/encryption.md); as is without one. */
+export async function sealLive(codec: PayloadCodec | undefined, sessionId: string, entry: LiveEntry): Promise<LiveEntry> {
+  const place = { sessionId, type: `live.${entry.k}`, field: entry.k === 'delta' ? 'text' : 'value' }
+  if (entry.k === 'delta') return { ...entry, text: String(await sealValue(codec, entry.text, place)) }
+  return { ...entry, value: await sealValue(codec, entry.value, place) }
+}
+
+/** A live entry as it was written: its sealed content opened (a follower's read). */
+export async function openLive(codec: PayloadCodec | undefined, sessionId: string, entry: LiveEntry): Promise<LiveEntry> {
+  const place = { sessionId, type: `live.${entry.k}`, field: entry.k === 'delta' ? 'text' : 'value' }
+  if (entry.k === 'delta')
+    return entry.text.startsWith('\u0000') ? { ...entry, text: String(await openValue(codec, entry.text, place)) } : entry
+  const value = entry.value
+  return typeof value === 'string' && value.startsWith('\u0000') ? { ...entry, value: await openValue(codec, value, place) } : entry
 }

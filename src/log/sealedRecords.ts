@@ -26,7 +26,7 @@ const SEALED_PATHS: Readonly<Record<string, readonly string[]>> = {
 }
 
 /** The sealed paths of a record's type (an app record's: its own fields). */
-export function sealedPathsOf(record: LogRecord): readonly string[] {
+function sealedPathsOf(record: LogRecord): readonly string[] {
   if (!isHarnessRecord(record)) return Object.keys(record).filter((key) => key !== 'type')
   return SEALED_PATHS[record.type] ?? []
 }
@@ -49,7 +49,8 @@ function slotsOf(record: LogRecord): { copy: AppRecord; slots: Slot[] } {
     if (many && Array.isArray(value)) {
       const items = value.map((item: unknown) => (isObject(item) ? { ...item } : item))
       copy[name] = items
-      for (const item of items) if (isObject(item) && item[rest] !== undefined) slots.push({ holder: item, key: rest, field: `${name}.${rest}` })
+      for (const item of items)
+        if (isObject(item) && item[rest] !== undefined) slots.push({ holder: item, key: rest, field: `${name}.${rest}` })
     } else if (!many && isObject(value)) {
       const inner = { ...value }
       copy[name] = inner
@@ -124,7 +125,7 @@ function sameShape<R extends LogRecord>(copy: LogRecord, record: R): copy is R {
  * holds it under the step's name, as it holds a step.do's value): both are bound to the step's place,
  * so the record and the hash share one sealed value.
  */
-export function placeOf(sessionId: string, record: LogRecord, field: string): CodecPlace {
+function placeOf(sessionId: string, record: LogRecord, field: string): CodecPlace {
   if (record.type === 'harness.tool.event' && field === 'payload') return stepValuePlace(sessionId)
   return { sessionId, type: record.type, field }
 }
@@ -162,6 +163,28 @@ export async function sealInput<S extends { text: string; context?: string }>(
   if (!codec && !startsWithNul(input.text) && input.context?.startsWith('"\\u0000') !== true) return input
   const place = (field: string) => ({ sessionId, type: 'harness.input', field })
   const text = String(await sealValue(codec, input.text, place('text')))
-  const context = input.context === undefined ? undefined : JSON.stringify(await sealValue(codec, JSON.parse(input.context), place('context')))
+  const context =
+    input.context === undefined ? undefined : JSON.stringify(await sealValue(codec, JSON.parse(input.context), place('context')))
   return { ...input, text, ...(context === undefined ? {} : { context }) }
+}
+
+/** Where a tool job's data keeps its call's input (BullMQ's job hash): sealed apart from the log's copy. */
+const jobInputPlace = (sessionId: string): CodecPlace => ({ sessionId, type: 'tool.job', field: 'input' })
+
+/** A call's input as its tool job's data holds it: sealed by the codec; as is without one (a NUL-led string escaped). */
+export function sealJobInput(codec: PayloadCodec | undefined, sessionId: string, input: unknown): unknown {
+  return !codec && !startsWithNul(input) ? input : sealValue(codec, input, jobInputPlace(sessionId))
+}
+
+/**
+ * One slot of a record built from its parts on a hot path (a runTool request): its value as stored,
+ * synchronously when there is nothing to seal; the same place sealRecord binds it to.
+ */
+export function sealSlot(codec: PayloadCodec | undefined, sessionId: string, type: string, field: string, value: unknown): unknown {
+  return !codec && !startsWithNul(value) ? value : sealValue(codec, value, { sessionId, type, field })
+}
+
+/** A tool job's input as the call was made with (its fingerprint, and the tool, read this). */
+export function openJobInput(codec: PayloadCodec | undefined, sessionId: string, stored: unknown): unknown {
+  return startsWithNul(stored) ? openValue(codec, stored, jobInputPlace(sessionId)) : stored
 }

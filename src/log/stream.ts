@@ -2,17 +2,16 @@ import { DurableHarnessError, MalformedEntryError, StorageError } from '../error
 import { assertCursor, LAST_ID } from './streamIds.js'
 import { runScript, scripts, type AnyScript, type ReplicaWait, type ScriptInput, type ScriptReply } from './commands/index.js'
 import { publishCommand, type RedisClient } from './client.js'
-import { waitForEntries } from './sharedReader.js'
 import { namedIndexKeys, turnIndexKey, type IndexKeys, type SessionKeys, type TurnStatus } from './keys.js'
 import { defaultShards } from './shards.js'
 import { layoutOf, type ScriptKeys } from './sessionLayout.js'
-import { appendLive, type LiveEntry } from './live.js'
+import { appendLive, sealLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
 import { checkedRecord, encodeRecord, encodeStored, objectJson, parseCompactRecord, type RecordFormat } from './storedRecords.js'
 
-import type { FollowOptions, ReadOptions } from './readOptions.js'
+import type { ReadOptions } from './readOptions.js'
 import type { PayloadCodec } from '../codec/index.js'
-import { needsOpening, openRecord, sealRecord } from './sealedRecords.js'
+import { needsOpening, openRecord, sealRecord, startsWithNul } from './sealedRecords.js'
 
 export { encodeRecord } from './storedRecords.js'
 export type { FollowOptions, ReadOptions } from './readOptions.js'
@@ -64,7 +63,8 @@ const REPLICATED: ReadonlySet<string> = new Set(
 
 type RawEntry = [string, string[]]
 
-const FOLLOW_PAGE = 500
+/** A live entry whose content starts with NUL: escaped even without a codec (sealedRecords.ts). */
+const needsEscape = (entry: LiveEntry) => startsWithNul(entry.k === 'delta' ? entry.text : entry.value)
 
 /**
  * The stream of one session's log: reading, following and unfenced appends, and the one way every
@@ -191,8 +191,9 @@ export class LogStream {
   }
 
   /** Adds a live entry (a model text delta, a tool's custom event): best effort, never the truth. */
-  appendLive(entry: LiveEntry): Promise<void> {
-    return this.command('appendLive', () => appendLive(this.redis, this.keys, entry))
+  async appendLive(entry: LiveEntry): Promise<void> {
+    const sealed = this.codec || needsEscape(entry) ? await sealLive(this.codec, this.sessionId, entry) : entry
+    return this.command('appendLive', () => appendLive(this.redis, this.keys, sealed))
   }
 
   /** Appends records unfenced (recovery notes). */
@@ -266,37 +267,6 @@ export class LogStream {
     const [raw] = await this.command('read', () => this.redis.xrange(this.keys.log, id, id))
     const parsed = raw ? this.parseEntry(raw) : null
     return parsed && this.opened(parsed)
-  }
-
-  /**
-   * Follows the log from a known id: reads on the log's connection, and while there is nothing new
-   * waits on the connection's shared readers (sharedReader.ts), so a follower holds no connection of
-   * its own. Never reads from `$`: after a reconnect it would skip what was written in the gap.
-   */
-  async *follow(options: FollowOptions = {}): AsyncGenerator<LogEntry> {
-    assertCursor('follow({ after })', options.after)
-    const { signal } = options
-    let last = options.after ?? '0-0'
-    let wait = false
-    while (!signal?.aborted) {
-      let page: RawEntry[]
-      try {
-        if (wait) await waitForEntries(this.redis, [[this.keys.log, last]], { timeoutMs: options.blockMs ?? 5000, signal })
-        if (signal?.aborted) return
-        const reply = (await this.redis.xread('COUNT', FOLLOW_PAGE, 'STREAMS', this.keys.log, last)) as Array<[string, RawEntry[]]> | null
-        page = reply?.[0]?.[1] ?? []
-      } catch (error) {
-        if (signal?.aborted) return
-        throw new StorageError('follow', this.sessionId, error)
-      }
-      // a page not full took everything there was: wait for more before reading again
-      wait = page.length < FOLLOW_PAGE
-      for (const entry of page) {
-        last = entry[0]
-        const parsed = this.parseEntry(entry)
-        if (parsed && (!options.types || options.types.includes(parsed.record.type))) yield await this.opened(parsed)
-      }
-    }
   }
 
   /** Parses one raw stream entry (null for a newer version's record type, which readers skip). */

@@ -1,7 +1,7 @@
 import { Job, type JobsOptions, type Queue } from 'bullmq'
 import type { Harness } from '../core/index.js'
 import { traceField } from '../telemetry/tracing.js'
-import { toolJobId, turnJobId } from '../log/index.js'
+import { sealJobInput, toolJobId, turnJobId } from '../log/index.js'
 import type { ToolJobData } from '../core/index.js'
 import type { HarnessQueues } from './queues.js'
 
@@ -92,14 +92,33 @@ export function toolJob(sessionId: string, call: CallToEnqueue, owner: CallOwner
  * order): when it lands, the turn job runs again and enqueues the next, so no two overlap, whoever
  * runs the turn after a crash.
  */
-export function enqueueCalls(queues: HarnessQueues, harness: Harness, sessionId: string, calls: CallToEnqueue[], owner: CallOwnerJob = {}) {
+export async function enqueueCalls(
+  queues: HarnessQueues,
+  harness: Harness,
+  sessionId: string,
+  calls: CallToEnqueue[],
+  owner: CallOwnerJob = {},
+) {
   const now = harness.toolExecution === 'sequential' && owner.inputId ? calls.slice(0, 1) : calls
-  return queues.of(sessionId).tools.addBulk(now.map((call) => toolJob(sessionId, call, owner)))
+  const stored = await Promise.all(now.map((call) => jobCall(queues, sessionId, call)))
+  return queues.of(sessionId).tools.addBulk(stored.map((call) => toolJob(sessionId, call, owner)))
 }
 
-export function enqueueCall(queues: HarnessQueues, harness: Harness, sessionId: string, call: CallToEnqueue, owner: CallOwnerJob = {}) {
-  const job = toolJob(sessionId, call, owner)
+export async function enqueueCall(
+  queues: HarnessQueues,
+  harness: Harness,
+  sessionId: string,
+  call: CallToEnqueue,
+  owner: CallOwnerJob = {},
+) {
+  const job = toolJob(sessionId, await jobCall(queues, sessionId, call), owner)
   return queues.of(sessionId).tools.add(job.name, job.data, job.opts)
+}
+
+/** The call as its job's data holds it: its input sealed by the queues' codec (docs/encryption.md); itself without one. */
+async function jobCall(queues: HarnessQueues, sessionId: string, call: CallToEnqueue): Promise<CallToEnqueue> {
+  const input = await sealJobInput(queues.codec, sessionId, call.input)
+  return input === call.input ? call : { ...call, input }
 }
 
 /**

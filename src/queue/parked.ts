@@ -1,5 +1,5 @@
 import { Job, type Queue } from 'bullmq'
-import { clearEventTimer, eventTimerOf, toolJobId, type ParkedJob, type SessionLog } from '../log/index.js'
+import { clearEventTimer, eventTimerOf, sealJobInput, toolJobId, type ParkedJob, type SessionLog } from '../log/index.js'
 import type { ToolJobData } from '../core/index.js'
 import { toolJob } from './enqueue.js'
 
@@ -24,7 +24,8 @@ export async function enqueueParkedCall(log: SessionLog, toolCallId: string, too
   const inputId = call.owner?.inputId
   const logged = await log.findLoggedCall(toolCallId, inputId)
   const tooLarge = logged?.inputTooLarge === undefined ? {} : { inputTooLarge: logged.inputTooLarge }
-  const job = toolJob(log.sessionId, { toolCallId, name: call.name, input: logged?.input, ...tooLarge }, inputId ? { inputId } : {})
+  const input = await sealJobInput(log.stream.codec, log.sessionId, logged?.input)
+  const job = toolJob(log.sessionId, { toolCallId, name: call.name, input, ...tooLarge }, inputId ? { inputId } : {})
   await tools.add(job.name, job.data, job.opts)
   await clearEventTimer(log.stream, toolCallId, call.epoch)
   return true

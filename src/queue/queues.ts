@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq'
 import type { Harness, ToolJobData, TurnJobData } from '../core/index.js'
 import { shardOf, type RedisClient } from '../log/index.js'
+import type { PayloadCodec } from '../codec/index.js'
 import { bullPrefix, toolQueueName, turnQueueName } from './names.js'
 
 /** Entries BullMQ keeps in a queue's events stream (its default is 10,000; about 4 a parked call); only a live QueueEvents listener reads it. */
@@ -27,6 +28,8 @@ export class HarnessQueues {
     readonly connection: RedisClient,
     readonly prefix: string,
     readonly shards: number,
+    /** Seals each call's input in its job's data (docs/encryption.md). */
+    readonly codec?: PayloadCodec,
   ) {}
 
   /** The queues of shard `shard`. */
@@ -62,6 +65,12 @@ export class HarnessQueues {
   }
 }
 
-export function createQueues(harness: Harness, connection: RedisClient, prefix: string, shards: number): HarnessQueues {
-  return new HarnessQueues(harness, connection, prefix, shards)
+export function createQueues(
+  harness: Harness,
+  connection: RedisClient,
+  prefix: string,
+  shards: number,
+  codec?: PayloadCodec,
+): HarnessQueues {
+  return new HarnessQueues(harness, connection, prefix, shards, codec)
 }

@@ -54,7 +54,7 @@ export function createWaitForEvent(deps: WaitDeps) {
     const ms = parseDuration(options.timeout)
     const address: EventAddress = { event, key, ...(scope ? { sessionId: log.sessionId } : {}) }
     const addressId = eventAddressId(address)
-    const waits = new EventWaits(log.stream.redis, log.stream.prefix)
+    const waits = new EventWaits(log.stream.redis, log.stream.prefix, undefined, log.stream.codec)
     const member = callWaitMember(log.sessionId, fence.toolCallId, name)
     const eventRecord = (copy: unknown): LogRecord => ({
       type: 'harness.tool.event',

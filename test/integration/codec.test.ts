@@ -4,13 +4,29 @@
 import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { aesGcmCodec, type PayloadCodec } from '../../src/codec/index.js'
+import { SessionLog } from '../../src/log/index.js'
 import { canary, CANARY_PATTERN, sealedHarness } from '../fixtures/sealed.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 import { findCanaries, scanPrefix } from '../helpers/scanRedis.js'
 import { rigClient } from '../rig.js'
 
-const FIELDS = ['input', 'thinking', 'step', 'question', 'reason', 'event', 'record', 'result', 'answer', 'prompt', 'context']
+const FIELDS = [
+  'input',
+  'thinking',
+  'step',
+  'question',
+  'reason',
+  'event',
+  'kept',
+  'record',
+  'result',
+  'answer',
+  'prompt',
+  'context',
+  'tool',
+  'direct',
+]
 
 describe('encryption at rest', () => {
   const hosts = useInProcessHosts()
@@ -21,24 +37,36 @@ describe('encryption at rest', () => {
     const session = host.open(sealedHarness, { sessionId: 'order-1' })
     const { inputId } = await session.prompt(`vault:o-1 ${canary('prompt')}`, { context: { note: canary('context') } })
     let questionId = ''
-    await until(async () => {
-      questionId = (await session.questions())[0]?.questionId ?? ''
-      return questionId !== ''
-    }, 'the approval question', 20_000)
+    await until(
+      async () => {
+        questionId = (await session.questions())[0]?.questionId ?? ''
+        return questionId !== ''
+      },
+      'the approval question',
+      20_000,
+    )
     await session.answer(questionId, { ok: true, reason: canary('reason') })
     // kept for the wait until it registers, if it has not yet
     await host.sendEvent({ event: 'payment.settled', key: 'o-1', payload: { ref: canary('event') } })
+    // an event nobody waits for is kept (its payload too), and a runTool call starts on this process's lane
+    await host.sendEvent({ event: 'payment.settled', key: 'o-nobody', payload: { ref: canary('kept') } })
+    expect(await session.runTool({ name: 'echo', input: { note: canary('tool') } }, { timeoutMs: 20_000 })).toEqual({
+      note: canary('tool'),
+      stepped: canary('direct'),
+    })
     const settled = await session.settled(inputId, { timeoutMs: 20_000 })
     expect(settled).toMatchObject({ outcome: 'completed', text: canary('answer') })
     // every reader decodes: the log as written
     const entries = await session.log.read()
-    const result = records(entries, 'harness.tool.result')[0]
-    if (!result?.result) console.log(label, JSON.stringify(entries.map((e) => e.record)).slice(0, 3000))
+    const result = records(entries, 'harness.tool.result').find((r) => r.name === 'vault')
     expect(result?.result).toMatchObject({ result: canary('result'), charge: { receipt: canary('step') } })
     expect(records(entries, 'harness.input')[0]?.text).toContain(canary('prompt'))
     const redis = rigClient(url)
     hosts.defer(() => redis.disconnect())
-    return findCanaries(await scanPrefix(redis, prefix), CANARY_PATTERN)
+    const stored = await scanPrefix(redis, prefix)
+    // the export retention writes: the records as stored
+    stored.set('(export)', (await new SessionLog(redis, prefix, 'order-1', { shards: 1 }).stream.exportJsonl()).jsonl)
+    return findCanaries(stored, CANARY_PATTERN)
   }
 
   it('R26 with a codec no canary of any user or model field is in Redis; without it each one is (so the scan can fail)', async () => {

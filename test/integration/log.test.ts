@@ -5,6 +5,7 @@ import { FencedError, InvalidIdError, InvalidRecordError, MalformedEntryError } 
 import {
   defaultShards,
   eventTimerOf,
+  followLog,
   openMember,
   SessionLog,
   shardBase,
@@ -317,11 +318,12 @@ describe('session log: read and follow', () => {
     const typed: LogEntry[] = []
     // a block longer than the test timeout: the abort must interrupt a pending XREAD BLOCK
     const following = (async () => {
-      for await (const entry of follower.stream.follow({ after: first, signal: controller.signal, blockMs: 600_000 })) seen.push(entry)
+      for await (const entry of followLog(follower.stream, { after: first, signal: controller.signal, blockMs: 600_000 })) seen.push(entry)
       return 'ended'
     })()
     const typedFollow = (async () => {
-      for await (const entry of follower.stream.follow({ types: ['app.m'], signal: controller.signal, blockMs: 600_000 })) typed.push(entry)
+      for await (const entry of followLog(follower.stream, { types: ['app.m'], signal: controller.signal, blockMs: 600_000 }))
+        typed.push(entry)
     })()
     await waitFor(() => seen.length === 1, 'the entry after `first`')
 
@@ -344,7 +346,7 @@ describe('session log: read and follow', () => {
     const log = new SessionLog(redis, prefixFor('follow-aborted'), 's1')
     await log.stream.append([{ type: 'app.x' }])
     const seen: LogEntry[] = []
-    for await (const entry of log.stream.follow({ signal: AbortSignal.abort() })) seen.push(entry)
+    for await (const entry of followLog(log.stream, { signal: AbortSignal.abort() })) seen.push(entry)
     expect(seen).toEqual([])
   })
 })
@@ -478,7 +480,7 @@ describe('session log: malformed and unknown entries', () => {
     const log = new SessionLog(redis, prefixFor('malformed-follow'), 's1')
     const badId = (await redis.xadd(log.stream.keys.log, '*', 'r', 'not json'))!
     const error = await (async () => {
-      for await (const _ of log.stream.follow({ blockMs: 1000 })) void _
+      for await (const _ of followLog(log.stream, { blockMs: 1000 })) void _
     })().catch((e: unknown) => e)
     expect(error).toBeInstanceOf(MalformedEntryError)
     expect(error).toMatchObject({ entryId: badId })
@@ -672,7 +674,7 @@ describe('session log: call lifecycle (beginCall)', () => {
     const seen: LogEntry[] = []
     const controller = new AbortController()
     const following = (async () => {
-      for await (const entry of followerLog.stream.follow({ after: before.at(-1)!.id, signal: controller.signal, blockMs: 600_000 }))
+      for await (const entry of followLog(followerLog.stream, { after: before.at(-1)!.id, signal: controller.signal, blockMs: 600_000 }))
         seen.push(entry)
     })()
     await new Promise((r) => setTimeout(r, 100)) // the follower is in XREAD BLOCK when the log is rewritten
