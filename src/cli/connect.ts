@@ -2,29 +2,31 @@ import { pino } from 'pino'
 import { serializeError } from '../credentials.js'
 import { UsageError } from '../errors/index.js'
 import { createHarnessHost, type HarnessHost } from '../harness/host.js'
-import type { Harness } from '../core/index.js'
 import { stringOption } from './command.js'
-import { loadHarnesses } from './loadHarnesses.js'
+import { loadHostModule, type HostModule } from './loadHarnesses.js'
+import { codecFromEnv } from './codecEnv.js'
 import { jsonText } from '../terminalText.js'
 import { redisFromEnv } from './processEnv.js'
 
 type Values = Record<string, string | boolean | undefined>
 
 /** The module to load: --module, else HARNESS_MODULE; `needed` makes a missing one a usage error. */
-export async function harnessesFrom(values: Values, needed: boolean): Promise<Harness[]> {
+export async function harnessesFrom(values: Values, needed: boolean): Promise<HostModule> {
   const specifier = stringOption(values, 'module') ?? process.env.HARNESS_MODULE
   if (!specifier) {
     if (needed) throw new UsageError('This command needs the harness module: pass --module <path-or-package> or set HARNESS_MODULE.')
-    return []
+    // without a module, the environment's codec still opens what the log holds (docs/encryption.md)
+    const codec = codecFromEnv()
+    return { harnesses: [], ...(codec ? { codec } : {}) }
   }
-  return loadHarnesses(specifier)
+  return loadHostModule(specifier)
 }
 
 /**
  * A host for one CLI command, from --redis/--prefix (or REDIS_URL or REDIS_CLUSTER_NODES, DH_PREFIX; DH_SHARDS): it checks Redis answers
  * first. Its logs go to stderr at LOG_LEVEL (default warn), so stdout carries only the command's output.
  */
-export async function connect(values: Values, harnesses: Harness[]): Promise<HarnessHost> {
+export async function connect(values: Values, { harnesses, codec }: HostModule): Promise<HarnessHost> {
   const logger = pino(
     { level: process.env.LOG_LEVEL ?? 'warn', serializers: { err: serializeError }, hooks: { streamWrite: jsonText } },
     pino.destination(2),
@@ -34,6 +36,7 @@ export async function connect(values: Values, harnesses: Harness[]): Promise<Har
     prefix: stringOption(values, 'prefix') ?? process.env.DH_PREFIX ?? 'dh',
     harnesses,
     logger,
+    ...(codec ? { codec } : {}),
   })
   try {
     await host.ready()

@@ -1,3 +1,5 @@
+import { codecFromEnv, isCodec } from './codecEnv.js'
+import type { PayloadCodec } from '../codec/index.js'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
@@ -83,9 +85,7 @@ export async function loadHarnesses(specifier: string | undefined): Promise<Harn
  * when it exports one, its `retention` (the host option, docs/retention.md: its `export` is code,
  * so it lives in the module), checked by createHarnessHost.
  */
-export async function loadHostModule(
-  specifier: string | undefined,
-): Promise<{ harnesses: Harness[]; retention?: HostOptions['retention'] }> {
+export async function loadHostModule(specifier: string | undefined): Promise<HostModule> {
   if (!specifier) throw new ConfigError('Name a harness module: worker <path-or-package> (or set HARNESS_MODULE).')
   const mod = await importModule(specifier)
   const candidates = [mod.default, mod.harnesses].flatMap((v) => (Array.isArray(v) ? v : [v])).filter(isHarness)
@@ -95,13 +95,25 @@ export async function loadHostModule(
       `Module ${specifier} exports no harness: export one made by defineHarness (default, named, or in a "harnesses" array).`,
     )
   const harnesses = [...new Set(found)]
-  const { retention } = mod
-  if (retention === undefined) return { harnesses }
-  if (!isRetention(retention))
+  const { retention, codec: exported } = mod
+  if (retention !== undefined && !isRetention(retention))
     throw new ConfigError(
       `Module ${specifier} exports a "retention" that is not the host option: export { sessionMs, export(sessionId, jsonl, span?) } (docs/retention.md), or nothing.`,
     )
-  return { harnesses, retention }
+  if (exported !== undefined && !isCodec(exported))
+    throw new ConfigError(
+      `Module ${specifier} exports a "codec" that is not a PayloadCodec: export one with encode and decode (docs/encryption.md), or nothing.`,
+    )
+  // the module's own codec, else the environment's (DH_CODEC_KEYS)
+  const codec = exported ?? codecFromEnv()
+  return { harnesses, ...(retention === undefined ? {} : { retention }), ...(codec ? { codec } : {}) }
+}
+
+/** What a harness module gives a host: its harnesses, and the retention and codec options when it has them. */
+export interface HostModule {
+  harnesses: Harness[]
+  retention?: HostOptions['retention']
+  codec?: PayloadCodec
 }
 
 /** The host's retention option, as far as the loader checks it (createHarnessHost checks the values). */

@@ -4,6 +4,7 @@ import { DurableHarnessError, UsageError } from '../errors/index.js'
 import { commandHelp, messageOf, parseCommand, type Command } from './command.js'
 import { abort, compact, fork, reset, resume, stats } from './commands/admin.js'
 import { usage } from './commands/usage.js'
+import { keys } from './commands/keys.js'
 import { dashboard } from './commands/dashboard.js'
 import { checkDeployCommand } from './commands/deploys.js'
 import { worker, sweep } from './commands/processes.js'
@@ -30,6 +31,7 @@ const COMMANDS: Command[] = [
   fork,
   stats,
   usage,
+  keys,
   event,
   schedules,
   dashboard,

@@ -85,7 +85,7 @@ export async function startProcess(
   let host: HarnessHost | undefined
   try {
     const graceMs = shutdownGraceMs()
-    const { harnesses, retention } = await loadHostModule(argv[0] ?? process.env.HARNESS_MODULE)
+    const { harnesses, retention, codec } = await loadHostModule(argv[0] ?? process.env.HARNESS_MODULE)
     const { redis, shown } = redisFromEnv()
     host = createHarnessHost({
       redis,
@@ -94,6 +94,7 @@ export async function startProcess(
       logger,
       ...waitReplicasFromEnv(),
       ...(retention === undefined ? {} : { retention }),
+      ...(codec ? { codec } : {}),
     })
     await host.ready()
     const running = run(host, logger)

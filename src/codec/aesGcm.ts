@@ -77,11 +77,14 @@ export function aesGcmCodec(options: AesGcmCodecOptions): PayloadCodec {
       }
     },
 
-    keyIdOf(envelope: Envelope): string | undefined {
-      const parsed = parseEnvelope(envelope)
-      return typeof parsed === 'string' ? undefined : parsed.keyId
-    },
+    keyIdOf: aesGcmKeyIdOf,
   }
+}
+
+/** The key id of an aesGcmCodec envelope (no key needed: it is in the envelope), else undefined. */
+export function aesGcmKeyIdOf(envelope: Envelope): string | undefined {
+  const parsed = parseEnvelope(envelope)
+  return typeof parsed === 'string' ? undefined : parsed.keyId
 }
 
 /** The place as additional data: a JSON array, so two different places never give the same bytes. */

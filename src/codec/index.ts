@@ -12,4 +12,4 @@ export {
   type Json,
   type PayloadCodec,
 } from './payloadCodec.js'
-export { aesGcmCodec, type AesGcmCodecOptions } from './aesGcm.js'
+export { aesGcmCodec, aesGcmKeyIdOf, type AesGcmCodecOptions } from './aesGcm.js'

@@ -128,7 +128,7 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     return c.html(layout(base, 'Sessions', sessionsPage(base, await visible(c, sessions), filter)))
   })
   app.get('/questions', async (c) => {
-    const questions = await visible(c, await host.questions({ limit: 200 }))
+    const questions = await visible(c, await host.questions({ limit: 200, sealed: 'mask' }))
     return c.html(layout(base, 'Questions', questionsPage(base, questions)))
   })
   app.get('/schedules', async (c) => {
@@ -139,7 +139,7 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
   app.get('/sessions/:id', async (c) => {
     const { session, refused } = await sessionOf(c)
     if (!session) return refused
-    const questions = (await session.questions()).map((q) => ({ ...q, sessionId: session.sessionId }))
+    const questions = (await session.questions({ sealed: 'mask' })).map((q) => ({ ...q, sessionId: session.sessionId }))
     const tree = await host.tree(session.sessionId)
     // a child agent's subtree is drawn only where the principal may see its session (canAccess)
     const agents = [...new Set(agentSessions(tree))]
@@ -157,7 +157,7 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
   app.get('/sessions/:id/questions', async (c) => {
     const { session, refused } = await sessionOf(c)
     if (!session) return refused
-    const questions = (await session.questions()).map((q) => ({ ...q, sessionId: session.sessionId }))
+    const questions = (await session.questions({ sealed: 'mask' })).map((q) => ({ ...q, sessionId: session.sessionId }))
     return c.html(questionList(base, questions))
   })
   // the session's events (session.events(), resumable by Last-Event-ID) as timeline lines
@@ -167,7 +167,8 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
     const from = c.req.header('last-event-id') || undefined
     const reader = new AbortController()
     // the catch-up's first read happens here, so a bad Last-Event-ID is a 400 and not an empty stream
-    const events = await openEvents(session, { from, signal: reader.signal })
+    // a value this dashboard has no key for reads as [encrypted] (docs/encryption.md)
+    const events = await openEvents(session, { from, signal: reader.signal, sealed: 'mask' })
     return streamSSE(c, async (stream) => {
       // a comment line now and then keeps proxies from closing a quiet stream
       const heartbeat = setInterval(() => void stream.write(': ping\n\n').catch(() => {}), HEARTBEAT_MS)

@@ -1,3 +1,4 @@
+import type { PayloadCodec } from '../codec/index.js'
 import { createRedisClient, type RedisConnection } from '../harness/connection.js'
 import type { Harness } from '../core/index.js'
 import { contextOf, defaultShards, OpenWork, SessionLog, storedOpenCalls, type RedisClient } from '../log/index.js'
@@ -17,6 +18,8 @@ export interface StorageOptions {
   prefix?: string
   /** The deployment's shard count (default DH_SHARDS, else 1). */
   shards?: number
+  /** The host's codec, to open what its sessions sealed (docs/encryption.md). */
+  codec?: PayloadCodec
 }
 
 /** The harness of a call: its owner's (the turn's harness, kept with the call), else the one harness that has its tool. */
@@ -98,7 +101,11 @@ export async function checkDeploy(options: StorageOptions & { harnesses: readonl
       }
     const report: DeployReport = { sessions: 0, calls: 0, problems: [] }
     for (const [sessionId, inputs] of [...sessions].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      const checked = await checkSession(new SessionLog(client, prefix, sessionId, { shards }), options.harnesses, inputs)
+      const checked = await checkSession(
+        new SessionLog(client, prefix, sessionId, { shards, ...(options.codec ? { codec: options.codec } : {}) }),
+        options.harnesses,
+        inputs,
+      )
       report.sessions += 1
       report.calls += checked.calls
       report.problems.push(...checked.problems)

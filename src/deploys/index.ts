@@ -16,7 +16,10 @@ export async function replaySession(
   const harnesses = [options.harness].flat()
   return withStorage(options, (client) =>
     checkSession(
-      new SessionLog(client, options.prefix ?? 'dh', options.sessionId, { shards: options.shards ?? defaultShards() }),
+      new SessionLog(client, options.prefix ?? 'dh', options.sessionId, {
+        shards: options.shards ?? defaultShards(),
+        ...(options.codec ? { codec: options.codec } : {}),
+      }),
       harnesses,
     ),
   )

@@ -19,6 +19,11 @@ export interface EventsOptions {
   follow?: boolean
   /** How long one blocking read waits before it checks the signal again. */
   blockMs?: number
+  /**
+   * What a value this process cannot open does (docs/encryption.md: no codec, or a key it lacks):
+   * 'throw' (default) fails with the codec's error, naming the key; 'mask' reads it as `[encrypted]`.
+   */
+  sealed?: 'throw' | 'mask'
 }
 
 /** One live event of a session: an AG-UI chunk (or a harness event) and the cursor to resume after it. */
@@ -70,7 +75,10 @@ export async function* followEvents(log: SessionLog, options: EventsOptions = {}
     if (entries.length === 0 && !follow) return
     wait = follow && !(reply ?? []).some(([, page]) => page.length >= PAGE)
     for (const { stream, id, fields } of entries) {
-      const events = stream === 'log' ? await logEvents(log, mapper, id, fields) : await liveEvents(log, mapper, fields, inputs)
+      const events =
+        stream === 'log'
+          ? await logEvents(log, mapper, id, fields, options.sealed)
+          : await liveEvents(log, mapper, fields, inputs, options.sealed)
       if (inputs) for (const e of events) if (e.type === 'RUN_STARTED') inputs.add(e.runId)
       const before = at
       const after: Cursor = { ...before, [stream]: id, message: mapper.state.message, emitted: mapper.state.emitted, skip: 0 }
@@ -90,15 +98,27 @@ async function inputStart(log: SessionLog, inputId: string): Promise<Cursor> {
   return cursorBefore(input.entryId)
 }
 
-async function logEvents(log: SessionLog, mapper: EventMapper, id: string, fields: string[]): Promise<StreamChunk[]> {
+async function logEvents(
+  log: SessionLog,
+  mapper: EventMapper,
+  id: string,
+  fields: string[],
+  sealed?: 'throw' | 'mask',
+): Promise<StreamChunk[]> {
   const entry = log.stream.parseEntry([id, fields])
-  return entry ? mapper.fromLog((await log.stream.opened(entry)).record, id) : []
+  return entry ? mapper.fromLog((await log.stream.opened(entry, sealed)).record, id) : []
 }
 
-async function liveEvents(log: SessionLog, mapper: EventMapper, fields: string[], inputs?: Set<string>): Promise<StreamChunk[]> {
+async function liveEvents(
+  log: SessionLog,
+  mapper: EventMapper,
+  fields: string[],
+  inputs: Set<string> | undefined,
+  sealed?: 'throw' | 'mask',
+): Promise<StreamChunk[]> {
   const entry = parseLive(fields)
   if (!entry || (inputs && entry.k === 'delta' && !inputs.has(entry.inputId))) return []
-  return mapper.fromLive(await openLive(log.stream.codec, log.sessionId, entry))
+  return mapper.fromLive(await openLive(log.stream.codec, log.sessionId, entry, sealed === 'mask'))
 }
 
 /**

@@ -79,7 +79,7 @@ export interface HarnessHost extends HostEvents, HostSchedules, HostOperations {
    */
   retain(options?: { limit?: number }): Promise<string[]>
   /** Open step.ask questions across the host's sessions (oldest first). */
-  questions(options?: { limit?: number }): Promise<Array<Question & { sessionId: string }>>
+  questions(options?: { limit?: number; sealed?: 'throw' | 'mask' }): Promise<Array<Question & { sessionId: string }>>
   /** Recent sessions, newest first (the sessions index), with filters: for operators (CLI, dashboard). */
   sessions(filter?: SessionsFilter): Promise<SessionSummary[]>
   /** A session of this host opened with the harness of its inputs; null when it has none this host runs. */
@@ -262,7 +262,7 @@ export function createHarnessHost(options: HostOptions): HarnessHost {
     },
     sweep: sweepOnce,
     retain,
-    questions: ({ limit = 100 } = {}) => openQuestions(openWork, logFor, limit),
+    questions: ({ limit = 100, sealed } = {}) => openQuestions(openWork, logFor, limit, sealed),
     sessions: (filter) => listSessions(redis, prefix, shards, filter),
     async fork(sessionId, options = {}) {
       assertSessionId(sessionId)

@@ -1,5 +1,5 @@
 import { InvalidTurnFilterError, UnknownHarnessError } from '../errors/index.js'
-import { assertSessionId, type RedisClient, type SessionLog } from '../log/index.js'
+import { assertSessionId, sealedKeyIds, type RedisClient, type SessionLog } from '../log/index.js'
 import { listTurns, type TurnsFilter, type TurnsPage, type TurnSummary } from '../ops/index.js'
 import { pauseQueues, queuesPaused, resumeQueues, type HarnessQueues } from '../queue/index.js'
 import type { Harness } from './defineHarness.js'
@@ -47,6 +47,11 @@ export interface HostOperations {
    * children, with them, and each child agent's session with its own tree; `[]` for none.
    */
   tree(sessionId: string): Promise<TreeNode[]>
+  /**
+   * The key ids a session's log sealed its values under, with how many values each (docs/encryption.md):
+   * the keys a rotation must keep while the session lives. `{}` for a session written without a codec.
+   */
+  keys(sessionId: string): Promise<Record<string, number>>
 }
 
 export interface HostOpsDeps {
@@ -107,6 +112,10 @@ export function hostOperations(deps: HostOpsDeps): HostOperations {
     tree(sessionId) {
       assertSessionId(sessionId)
       return readTree(deps.logFor(sessionId), deps.logFor)
+    },
+    keys(sessionId) {
+      assertSessionId(sessionId)
+      return sealedKeyIds(deps.logFor(sessionId).stream)
     },
   }
 }

@@ -278,9 +278,9 @@ export class Session {
     return resetSession({ ...this.deps, checkDeployment: () => this.checkDeployment() }, note, options)
   }
 
-  /** Open step.ask questions of this session. */
-  questions(): Promise<Question[]> {
-    return this.deps.log.inputs.openQuestions()
+  /** Open step.ask questions of this session; `sealed: 'mask'`: a message this process has no key for reads as [encrypted]. */
+  questions(options: { sealed?: 'throw' | 'mask' } = {}): Promise<Question[]> {
+    return this.deps.log.inputs.openQuestions(Date.now(), options.sealed)
   }
 
   /**

@@ -13,11 +13,12 @@ import type { SessionEvent } from '../events/follow.js'
  */
 export async function openEvents(
   session: Session,
-  options: { from?: string | undefined; fromInput?: string; signal: AbortSignal; follow?: boolean },
+  options: { from?: string | undefined; fromInput?: string; signal: AbortSignal; follow?: boolean; sealed?: 'throw' | 'mask' },
 ): Promise<AsyncGenerator<SessionEvent>> {
   const { from, signal, follow = true } = options
+  const sealed = options.sealed ? { sealed: options.sealed } : {}
   const start = from ? { from } : options.fromInput ? { fromInput: options.fromInput } : {}
-  const there = session.events({ ...start, signal, follow: false })
+  const there = session.events({ ...start, ...sealed, signal, follow: false })
   const first = await there.next()
   return (async function* () {
     let last = from
@@ -30,7 +31,7 @@ export async function openEvents(
       await there.return(undefined)
     }
     // exactly once: the follower starts right after the last event the catch-up gave
-    if (follow && !signal.aborted) yield* session.events({ ...(last ? { from: last } : start), signal })
+    if (follow && !signal.aborted) yield* session.events({ ...(last ? { from: last } : start), ...sealed, signal })
   })()
 }
 

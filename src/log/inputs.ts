@@ -8,7 +8,7 @@ import { CONVERSATION_TYPES, conversationOf, type ModelUsage, type RecordOf, typ
 import { encodeRecord, isRecord, type LogEntry, type LogStream } from './stream.js'
 import { scripts } from './commands/index.js'
 import { needsOpening, openInput } from './sealedRecords.js'
-import { getQuestion, openQuestions, type Question } from './questions.js'
+import { getQuestion, openQuestions, type Question, type Sealed } from './questions.js'
 import type { AddedInput, InputState, InputTags, ParentCall } from './inputState.js'
 
 export type { Question } from './questions.js'
@@ -271,12 +271,12 @@ export class SessionInputs {
   }
 
   /** A question with its first answer; `closed`: its call was cancelled, so no answer is taken any more. */
-  getQuestion(questionId: string) {
-    return getQuestion(this.stream, questionId)
+  getQuestion(questionId: string, sealed?: Sealed) {
+    return getQuestion(this.stream, questionId, sealed)
   }
 
   /** Open (unanswered, unexpired, not closed by a cancel) questions of this session. */
-  openQuestions(now = Date.now()): Promise<Question[]> {
-    return openQuestions(this.stream, now)
+  openQuestions(now = Date.now(), sealed?: Sealed): Promise<Question[]> {
+    return openQuestions(this.stream, now, sealed)
   }
 }

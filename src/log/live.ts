@@ -1,4 +1,5 @@
-import { openValue, sealValue, type PayloadCodec } from '../codec/index.js'
+import { ENCRYPTED_TEXT, openValue, sealValue, type PayloadCodec } from '../codec/index.js'
+import { DurableHarnessError } from '../errors/index.js'
 import type { RedisClient } from './client.js'
 import type { SessionKeys } from './keys.js'
 
@@ -44,8 +45,15 @@ export async function sealLive(codec: PayloadCodec | undefined, sessionId: strin
   return { ...entry, value: await sealValue(codec, entry.value, place) }
 }
 
-/** A live entry as it was written: its sealed content opened (a follower's read). */
-export async function openLive(codec: PayloadCodec | undefined, sessionId: string, entry: LiveEntry): Promise<LiveEntry> {
+/** A live entry as it was written: its sealed content opened (a follower's read); `mask`: one it cannot open reads as [encrypted]. */
+export async function openLive(codec: PayloadCodec | undefined, sessionId: string, entry: LiveEntry, mask = false): Promise<LiveEntry> {
+  return openLiveEntry(codec, sessionId, entry).catch((error: unknown) => {
+    if (!mask || !(error instanceof DurableHarnessError) || !error.code.startsWith('codec_')) throw error
+    return entry.k === 'delta' ? { ...entry, text: ENCRYPTED_TEXT } : { ...entry, value: ENCRYPTED_TEXT }
+  })
+}
+
+async function openLiveEntry(codec: PayloadCodec | undefined, sessionId: string, entry: LiveEntry): Promise<LiveEntry> {
   const place = { sessionId, type: `live.${entry.k}`, field: entry.k === 'delta' ? 'text' : 'value' }
   if (entry.k === 'delta')
     return entry.text.startsWith('\u0000') ? { ...entry, text: String(await openValue(codec, entry.text, place)) } : entry

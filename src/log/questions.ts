@@ -1,4 +1,5 @@
-import { openValue, type CodecPlace } from '../codec/index.js'
+import { ENCRYPTED_TEXT, openValue, type CodecPlace } from '../codec/index.js'
+import { DurableHarnessError } from '../errors/index.js'
 import { assertQuestionId } from './keys.js'
 import type { RecordOf } from './records.js'
 import { startsWithNul } from './sealedRecords.js'
@@ -19,6 +20,7 @@ const place = (stream: LogStream, type: string, field: string): CodecPlace => ({
 export async function getQuestion(
   stream: LogStream,
   questionId: string,
+  sealed: Sealed = 'throw',
 ): Promise<{ question: Question; answer: StepLookup; closed: boolean } | null> {
   assertQuestionId(questionId)
   const [question, answer, closed] = await stream.command('getQuestion', () =>
@@ -27,27 +29,41 @@ export async function getQuestion(
   if (!question) return null
   // the answer beside its question is its record's sealed value (actions.ts answerQuestion)
   const value: unknown = answer === null ? undefined : JSON.parse(answer)
-  const opened = answer === null ? undefined : await openValue(stream.codec, value, place(stream, 'harness.tool.answer', 'value'))
+  const opened =
+    answer === null ? undefined : await masked(sealed, () => openValue(stream.codec, value, place(stream, 'harness.tool.answer', 'value')))
   return {
-    question: await openedQuestion(stream, question),
+    question: await openedQuestion(stream, question, sealed),
     answer: answer === null ? { found: false } : { found: true, value: opened },
     closed: closed !== null,
   }
 }
 
 /** Open (unanswered, unexpired, not closed by a cancel) questions of a session. */
-export async function openQuestions(stream: LogStream, now: number): Promise<Question[]> {
+export async function openQuestions(stream: LogStream, now: number, sealed: Sealed = 'throw'): Promise<Question[]> {
   const all = await stream.command('openQuestions', () => stream.redis.hgetall(stream.keys.questions))
   const open = Object.entries(all).filter(
     ([field]) => !field.includes('\0') && !(`${field}\0answer` in all) && !(`${field}\0closed` in all),
   )
-  const questions = await Promise.all(open.map(([, raw]) => openedQuestion(stream, raw)))
+  const questions = await Promise.all(open.map(([, raw]) => openedQuestion(stream, raw, sealed)))
   return questions.filter((q) => q.expiresAt === undefined || q.expiresAt > now)
 }
 
 /** A stored question as it was asked: its message is its record's sealed one (sealedSteps.ts askArgs). */
-async function openedQuestion(stream: LogStream, raw: string): Promise<Question> {
+async function openedQuestion(stream: LogStream, raw: string, sealed: Sealed): Promise<Question> {
   const question = parseQuestion(raw)
   if (!startsWithNul(question.message)) return question
-  return { ...question, message: String(await openValue(stream.codec, question.message, place(stream, 'harness.tool.ask', 'message'))) }
+  const message = await masked(sealed, () => openValue(stream.codec, question.message, place(stream, 'harness.tool.ask', 'message')))
+  return { ...question, message: String(message) }
+}
+
+/** What a value this process cannot open does: 'throw' its codec error, or 'mask': it reads as [encrypted] (a dashboard without the key). */
+export type Sealed = 'throw' | 'mask'
+
+async function masked(sealed: Sealed, open: () => unknown): Promise<unknown> {
+  try {
+    return await open()
+  } catch (error) {
+    if (sealed === 'mask' && error instanceof DurableHarnessError && error.code.startsWith('codec_')) return ENCRYPTED_TEXT
+    throw error
+  }
 }

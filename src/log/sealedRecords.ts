@@ -1,4 +1,5 @@
-import { openValue, sealValue, type CodecPlace, type PayloadCodec } from '../codec/index.js'
+import { ENCRYPTED_TEXT, isSealed, openValue, sealValue, type CodecPlace, type PayloadCodec } from '../codec/index.js'
+import { DurableHarnessError } from '../errors/index.js'
 import { isHarnessRecord, type AppRecord, type LogRecord } from './records.js'
 
 /**
@@ -60,6 +61,9 @@ function slotsOf(record: LogRecord): { copy: AppRecord; slots: Slot[] } {
   return { copy, slots }
 }
 
+/** An error of a value this process cannot open (no codec, a key it lacks, a value that fails its check). */
+export const isCodecError = (error: unknown): boolean => error instanceof DurableHarnessError && error.code.startsWith('codec_')
+
 /** A string that starts with NUL: sealed, or a plain one escaped (the only stored values reading must change). */
 export function startsWithNul(value: unknown): value is string {
   return typeof value === 'string' && value.startsWith('\u0000')
@@ -98,6 +102,16 @@ export async function sealRecord<R extends LogRecord>(codec: PayloadCodec | unde
       slot.holder[slot.key] = await sealValue(codec, slot.holder[slot.key], placeOf(sessionId, record, slot.field))
     }),
   )
+  return sameShape(copy, record) ? copy : record
+}
+
+/** The record with each sealed slot read as `[encrypted]` (a reader with no key for it: the dashboard), escaped ones unescaped. */
+export async function maskRecord<R extends LogRecord>(sessionId: string, record: R): Promise<R> {
+  const { copy, slots } = slotsOf(record)
+  for (const slot of slots) {
+    const value = slot.holder[slot.key]
+    slot.holder[slot.key] = isSealed(value) ? ENCRYPTED_TEXT : await openValue(undefined, value, placeOf(sessionId, record, slot.field))
+  }
   return sameShape(copy, record) ? copy : record
 }
 

@@ -11,7 +11,7 @@ import { checkedRecord, encodeRecord, encodeStored, objectJson, parseCompactReco
 
 import type { ReadOptions } from './readOptions.js'
 import type { PayloadCodec } from '../codec/index.js'
-import { needsOpening, openRecord, sealRecord, startsWithNul } from './sealedRecords.js'
+import { isCodecError, maskRecord, needsOpening, openRecord, sealRecord, startsWithNul } from './sealedRecords.js'
 
 export { encodeRecord } from './storedRecords.js'
 export type { FollowOptions, ReadOptions } from './readOptions.js'
@@ -129,9 +129,15 @@ export class LogStream {
   }
 
   /** A record read from the log as it was written: its sealed content opened (CodecKeyMissingError for a key this process lacks). */
-  async opened<E extends LogEntry>(entry: E): Promise<E> {
+  async opened<E extends LogEntry>(entry: E, sealed: 'throw' | 'mask' = 'throw'): Promise<E> {
     if (!needsOpening(entry.record)) return entry
-    return { ...entry, record: await openRecord(this.codec, this.sessionId, entry.record) }
+    try {
+      return { ...entry, record: await openRecord(this.codec, this.sessionId, entry.record) }
+    } catch (error) {
+      // 'mask': what this process cannot open reads as [encrypted] (a dashboard without the key)
+      if (sealed === 'throw' || !isCodecError(error)) throw error
+      return { ...entry, record: await maskRecord(this.sessionId, entry.record) }
+    }
   }
 
   /** A stored record (a message's payload, a calls hash copy) as it was written: synchronous when nothing in it is sealed. */

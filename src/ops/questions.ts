@@ -9,6 +9,7 @@ export async function openQuestions(
   openWork: OpenWork,
   logFor: (sessionId: string) => SessionLog,
   limit: number,
+  sealed?: 'throw' | 'mask',
 ): Promise<Array<Question & { sessionId: string }>> {
   const out: Array<Question & { sessionId: string }> = []
   for (let start = 0; out.length < limit;) {
@@ -16,7 +17,7 @@ export async function openQuestions(
     if (items.length === 0) break
     const stale: OpenItem[] = []
     for (const item of items) {
-      const found = await logFor(item.sessionId).inputs.getQuestion(item.id)
+      const found = await logFor(item.sessionId).inputs.getQuestion(item.id, sealed)
       if (found && !found.answer.found && (found.question.expiresAt ?? Infinity) > Date.now()) {
         if (out.length < limit) out.push({ sessionId: item.sessionId, ...found.question })
       } else stale.push(item)

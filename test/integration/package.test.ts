@@ -10,7 +10,9 @@ import { promisify } from 'node:util'
 import ts from 'typescript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { distIsFresh } from '../helpers/freshBuild.js'
-import { getRedisUrl, uniquePrefix } from '../rig.js'
+import { getRedisUrl, rigClient, uniquePrefix } from '../rig.js'
+import { scanPrefix } from '../helpers/scanRedis.js'
+import { randomBytes } from 'node:crypto'
 
 const run = promisify(execFile)
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -43,12 +45,14 @@ export default defineHarness({
 })
 `
 
-// another process: a host without workers that prompts a session and calls the tool by runTool
+// another process: a host without workers that prompts a session and calls the tool by runTool, with
+// the codec the worker gets from DH_CODEC_KEYS (docs/encryption.md): the log it writes is sealed
 const CLIENT_MJS = `
-import { createHarnessHost, isDurableHarnessError } from 'durable-harness'
+import { aesGcmCodec, createHarnessHost, isDurableHarnessError } from 'durable-harness'
 import adder from './harness.mjs'
 
-const host = createHarnessHost({ redis: process.env.REDIS_URL, prefix: process.env.DH_PREFIX, harnesses: [adder] })
+const codec = aesGcmCodec({ keys: { k1: process.env.DH_CODEC_KEYS.slice(3) }, current: 'k1' })
+const host = createHarnessHost({ redis: process.env.REDIS_URL, prefix: process.env.DH_PREFIX, harnesses: [adder], codec })
 await host.ready()
 const session = host.open(adder, { sessionId: 'pkg-1' })
 const { inputId } = await session.prompt('add 2 and 3')
@@ -221,7 +225,8 @@ describe('installed with npm install <tarball>', () => {
     expect(names['/http']).toContain('createHarnessHandler')
     expect(names['/dashboard']).toContain('createDashboard')
     expect(names['/testing']).toContain('scriptedModel')
-    expect(names['/ops']).toEqual(['BudgetExceededError', 'principalId'])
+    expect(names['/ops']).toEqual(['BudgetExceededError', 'CodecDecodeError', 'CodecKeyMissingError', 'CodecMissingError', 'principalId'])
+    expect(names['.']).toContain('aesGcmCodec')
     expect(names['/hooks']).toEqual([]) // types only
     // the classes a caller catches, and no internal one
     expect(names['.']).toEqual(expect.arrayContaining(['SessionBusyError', 'ToolCallError', 'NonRetryableError']))
@@ -231,7 +236,8 @@ describe('installed with npm install <tarball>', () => {
   it('npx harness worker runs a plain-JavaScript harness module in its own process; another process prompts and gets the tool result', async () => {
     write('harness.mjs', HARNESS_MJS)
     write('client.mjs', CLIENT_MJS)
-    const env = { REDIS_URL: await getRedisUrl(), DH_PREFIX: uniquePrefix('package'), LOG_JSON: '1' }
+    const key = randomBytes(32).toString('base64')
+    const env = { REDIS_URL: await getRedisUrl(), DH_PREFIX: uniquePrefix('package'), LOG_JSON: '1', DH_CODEC_KEYS: `k1:${key}` }
     const { pid: workerPid } = await startWorker('npx', ['--no-install', 'harness', 'worker', './harness.mjs'], dir, env)
     const { stdout } = await node(['client.mjs'], env)
     const result = JSON.parse(stdout) as {
@@ -246,6 +252,12 @@ describe('installed with npm install <tarball>', () => {
     expect(result.direct.pid).toBe(workerPid)
     expect(result.direct.pid).not.toBe(result.pid)
     expect(result.refused).toBe('unknown_tool')
+    // sealed at rest: the prompt's text is in no stored entry in plain text (R26)
+    const redis = rigClient(env.REDIS_URL)
+    const stored = [...(await scanPrefix(redis, env.DH_PREFIX)).values()].join('\n')
+    redis.disconnect()
+    expect(stored).toContain('\\u0000e')
+    expect(stored).not.toContain('add 2 and 3')
   })
 
   it('a package export names the harness module: resolved from the working directory (the project), not from where the CLI lives', async () => {

@@ -1,6 +1,6 @@
 import { checkDeploy } from '../../deploys/index.js'
 import { stringOption, type Command } from '../command.js'
-import { loadHarnesses } from '../loadHarnesses.js'
+import { loadHostModule } from '../loadHarnesses.js'
 import { terminalSafe } from '../../terminalText.js'
 import { jsonLine, paint, print } from '../output.js'
 import { redisFromEnv } from '../processEnv.js'
@@ -18,11 +18,13 @@ export const checkDeployCommand: Command = {
   options: { json: { type: 'boolean', help: 'one problem a line, as JSON, then a summary line' } },
   required: 1,
   async run({ args, values }) {
-    const harnesses = await loadHarnesses(args[0])
+    // the module's codec (or DH_CODEC_KEYS) opens what the sessions sealed
+    const { harnesses, codec } = await loadHostModule(args[0])
     const report = await checkDeploy({
       redis: typeof values.redis === 'string' ? values.redis : redisFromEnv().redis,
       prefix: stringOption(values, 'prefix') ?? process.env.DH_PREFIX ?? 'dh',
       harnesses,
+      ...(codec ? { codec } : {}),
     })
     const versions = harnesses.map((h) => `${h.name}@${h.version}`).join(', ')
     if (values.json) {
