@@ -36,6 +36,10 @@ export function useWorkerProcesses(options: {
   module?: string
   workers?: number
   concurrency?: number
+  /** The hosts' codec; worker processes get theirs from `env` (DH_CODEC_KEYS) */
+  codec?: PayloadCodec
+  /** The environment of every worker process spawned */
+  env?: Record<string, string>
 }): WorkerProcessesContext {
   const ctx = { workers: [] as WorkerProcess[] } as unknown as WorkerProcessesContext
   // every process spawned is killed after the block, also one a test did not keep in ctx.workers
@@ -46,7 +50,7 @@ export function useWorkerProcesses(options: {
       prefix: ctx.prefix,
       ...(options.module ? { module: options.module } : {}),
       ...((o.concurrency ?? options.concurrency) ? { concurrency: o.concurrency ?? options.concurrency } : {}),
-      ...(o.env ? { env: o.env } : {}),
+      ...(o.env || options.env ? { env: { ...options.env, ...o.env } } : {}),
     })
     spawned.push(worker)
     return worker
@@ -56,8 +60,9 @@ export function useWorkerProcesses(options: {
     ctx.prefix = uniquePrefix(options.label)
     process.env.REDIS_URL = ctx.url
     process.env.DH_PREFIX = ctx.prefix
-    ctx.host = createHarnessHost({ redis: ctx.url, harnesses: options.harnesses ?? [shop], prefix: ctx.prefix, logger: quiet })
-    ctx.other = createHarnessHost({ redis: ctx.url, harnesses: options.harnesses ?? [shop], prefix: ctx.prefix, logger: quiet })
+    const common = { redis: ctx.url, harnesses: options.harnesses ?? [shop], prefix: ctx.prefix, logger: quiet }
+    ctx.host = createHarnessHost({ ...common, ...(options.codec ? { codec: options.codec } : {}) })
+    ctx.other = createHarnessHost({ ...common, ...(options.codec ? { codec: options.codec } : {}) })
     ctx.redis = rigClient(ctx.url)
     for (let i = 0; i < (options.workers ?? 2); i++) ctx.workers.push(await ctx.spawn())
   })
