@@ -2,7 +2,7 @@
 // Enqueues `calls` runTool calls of a 1-step durable tool (timeoutMs 0), then starts in-process
 // workers under the V8 profiler (as `node --cpu-prof` does) until the last one completes. Prints the
 // top frames by self time and the self time per package; writes the .cpuprofile for a viewer.
-// `--raw`: the same for raw BullMQ no-op jobs (our job options and worker settings), for comparison.
+// `--codec`: the durable calls with aesGcmCodec. `--raw`: the same for raw BullMQ no-op jobs (our job options and worker settings), for comparison.
 // `--floor`: the same durable calls drained by the floor worker of floor.ts (a bare BullMQ worker that
 // only sends the scripts a 1-step call cannot do without: two for a call begun with its request): the design's floor.
 // Uses REDIS_URL when set (only its own key prefix, deleted afterwards); else a private redis-server.
@@ -14,7 +14,8 @@ import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { z } from 'zod'
-import { createHarnessHost, defineHarness, durableTool, WaitTimeoutError } from '../../src/index.js'
+import { aesGcmCodec, createHarnessHost, defineHarness, durableTool, WaitTimeoutError } from '../../src/index.js'
+import { randomBytes } from 'node:crypto'
 import { scriptedModel, startRedisServer } from '../../src/testing/index.js'
 import { SessionLog } from '../../src/log/index.js'
 import { bullPrefix, finishedJobs, toolJobOptions, toolQueueName } from '../../src/queue/index.js'
@@ -84,7 +85,9 @@ if (!url) {
 const prefix = benchPrefix('prof')
 // `--log info`: the workers log at info to /dev/null (a deployment's default level), not silently
 const logger = arg('log', '') ? pino({ level: arg('log', 'info') }, pino.destination('/dev/null')) : silentLogger
-const host = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger })
+// `--codec`: with aesGcmCodec (docs/encryption.md), to see what sealing costs
+const codec = process.argv.includes('--codec') ? { codec: aesGcmCodec({ keys: { k1: randomBytes(32) }, current: 'k1' }) } : {}
+const host = createHarnessHost({ redis: url, harnesses: [harness], prefix, logger, ...codec })
 const session = new Session()
 const raw = process.argv.includes('--raw')
 const floor = process.argv.includes('--floor')

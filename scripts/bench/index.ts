@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction,trimming,fanout,spend]`
+// `npm run bench [-- --quick] [--only steps,calls,latency,replay,turn,append,parked,event-waits,crash,idle,events,retention,turns-index,compaction,trimming,fanout,spend,codec]`
 // `npm run bench -- --only million [--calls N] [--park-budget <seconds>] [--quick]`: a million waiting calls (million.ts,
 // its own redis-server; not in the default run; --quick parks 20,000; its row limit is 3 h unless --row-limit says)
 // `npm run bench -- --scale [--quick]`: the scaling figures instead (scale.ts; one Redis vs a 3-master Cluster)
@@ -25,6 +25,7 @@ import { measureTrimming, type TrimmingResult } from './trimming.js'
 import { measureEvents } from './events.js'
 import { measureFanout, type FanoutResult } from './fanout.js'
 import { measureSpend, type SpendResult } from './spend.js'
+import { measureCodec, type CodecResult } from './codec.js'
 import { measureEventWaits } from './eventWaits.js'
 import { measureIdle } from './idleCommands.js'
 import { redisVersion, stderrProgress } from './lib.js'
@@ -58,6 +59,7 @@ const MEASUREMENTS = [
   'trimming',
   'fanout',
   'spend',
+  'codec',
 ] as const
 /** Rows only `--only` runs (not in the default run). */
 const OPT_IN = ['million'] as const
@@ -252,6 +254,7 @@ async function main(): Promise<void> {
         }),
       fanout: () => measureFanout(url, { quick, progress }),
       spend: () => measureSpend(url, { quick, progress }),
+      codec: () => measureCodec(url, { quick, progress }),
     }
     for (const name of ALL) {
       if (!only.includes(name)) continue
@@ -324,6 +327,7 @@ type Results = {
   million?: MillionResult
   fanout?: FanoutResult
   spend?: SpendResult
+  codec?: CodecResult
 }
 
 function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name[]): Row[] {
@@ -738,6 +742,26 @@ function buildRows(r: Results, errors: Partial<Record<Name, string>>, only: Name
       s.budgetedCommands / s.plainCommands,
     )
   } else missing('12c', 'a model call with 2 budgets', '<= 1.03x', 'spend')
+  // 13. encryption at rest (issue 56): a 3-step runTool call with aesGcmCodec against none
+  if (r.codec) {
+    const c = r.codec
+    atMost(
+      '13a',
+      `a 3-step runTool call with the codec (p50 of ${c.calls})`,
+      ms(c.sealedMs),
+      `without ${ms(c.plainMs)}`,
+      c.sealedMs / c.plainMs,
+      1.05,
+    )
+    atMost(
+      '13b',
+      'CPU of this process a call, with the codec',
+      ms(c.sealedCpuMs),
+      `without ${ms(c.plainCpuMs)}`,
+      c.sealedCpuMs / c.plainCpuMs,
+      1.1,
+    )
+  } else missing('13a', 'a 3-step runTool call with the codec', '<= 1.05x', 'codec')
   return rows
 }
 

@@ -175,7 +175,7 @@ class OnLane implements LocalLane {
         log.via(client).calls.requestCall(toolCallId, name, input, marked.begin),
       )
     // the lane's slot is held from here: the reply (or its failure) gives the job to it or gives it back
-    const reply = startCall(log.stream.via(queues.connection), marked.call, marked.begin, start.job)
+    const reply = startCall(log.stream.via(queues.connection), marked.call, marked.begin, start.job, stored)
     start.sent(reply)
     return reply
   }

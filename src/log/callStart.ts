@@ -48,9 +48,9 @@ export async function startCall(
   call: { toolCallId: string; name: string; input: unknown },
   begin: RequestBegin,
   start: JobStart,
+  /** The input as its job's data holds it (sealed already under a codec): the record holds the same. */
+  storedInput: unknown = call.input,
 ): Promise<StartReply> {
-  const stored = requestedInput(stream, call.input)
-  const storedInput = stored instanceof Promise ? await stored : stored
   const args = { ...requestArgs(stream, call.toolCallId, call.name, call.input, begin, storedInput), ...start.args }
   const reply = await stream.script(scripts.startCall, { keys: { ...stream.scriptKeys, ...start.keys }, args })
   if (reply[0] === 'started') return { status: 'started', emptyBehind: reply[2] === 1, now: args.now }

@@ -182,8 +182,11 @@ export async function sealInput<S extends { text: string; context?: string }>(
   return { ...input, text, ...(context === undefined ? {} : { context }) }
 }
 
-/** Where a tool job's data keeps its call's input (BullMQ's job hash): sealed apart from the log's copy. */
-const jobInputPlace = (sessionId: string): CodecPlace => ({ sessionId, type: 'tool.job', field: 'input' })
+/**
+ * Where a tool job's data keeps its call's input (BullMQ's job hash): a runTool request's place, so a
+ * new call's request and job share one sealed input (callStart.ts startCall).
+ */
+const jobInputPlace = (sessionId: string): CodecPlace => ({ sessionId, type: 'harness.tool.requested', field: 'input' })
 
 /** A call's input as its tool job's data holds it: sealed by the codec; as is without one (a NUL-led string escaped). */
 export function sealJobInput(codec: PayloadCodec | undefined, sessionId: string, input: unknown): unknown {

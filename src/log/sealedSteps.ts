@@ -1,4 +1,5 @@
-import { openValue, type CodecPlace } from '../codec/index.js'
+import { openValue, sealValue, type CodecPlace } from '../codec/index.js'
+import { stepRecordJson } from './stepRecord.js'
 import type { StepRetryState } from './callState.js'
 import { hasType, type LogRecord } from './records.js'
 import { startsWithNul, stepValuePlace } from './sealedRecords.js'
@@ -19,9 +20,15 @@ const retryPlace = (sessionId: string): CodecPlace => ({ sessionId, type: 'harne
  * `record` as JSON text is a step.do's (stepRecordJson): made again from its parts.
  */
 export async function sealedStep(stream: LogStream, toolCallId: string, name: string, value: unknown, record: LogRecord | string) {
-  const full: LogRecord =
-    typeof record === 'string' ? { type: 'harness.tool.step', toolCallId, name, ...(value === undefined ? {} : { value }) } : record
-  const sealed = await stream.sealed(full)
+  if (typeof record === 'string') {
+    // a step.do's record from its checked parts, its value sealed (the hot path: no schema walk)
+    const stored = await sealValue(stream.codec, value, stepValuePlace(stream.sessionId))
+    return {
+      value: encodeValue(stored),
+      record: stepRecordJson(toolCallId, name, stored === undefined ? undefined : JSON.stringify(stored), stream.compact),
+    }
+  }
+  const sealed = await stream.sealed(record)
   const stored = hasType(sealed, 'harness.tool.step') ? sealed.value : hasType(sealed, 'harness.tool.event') ? sealed.payload : value
   return { value: encodeValue(stored), record: stream.encode(sealed) }
 }

@@ -90,7 +90,7 @@ export function encodeStored(record: LogRecord, compact: boolean): string {
 }
 
 /** The record checked against its schema (InvalidRecordError, saying what is wrong, when it fails). */
-export function checkedRecord(record: LogRecord): LogRecord {
+function checkedRecord(record: LogRecord): LogRecord {
   let parsed: LogRecord | 'skip'
   try {
     parsed = parseRecord(record)

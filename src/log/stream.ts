@@ -7,7 +7,7 @@ import { defaultShards } from './shards.js'
 import { layoutOf, type ScriptKeys } from './sessionLayout.js'
 import { appendLive, sealLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
-import { checkedRecord, encodeRecord, encodeStored, objectJson, parseCompactRecord, type RecordFormat } from './storedRecords.js'
+import { encodeRecord, encodeStored, objectJson, parseCompactRecord, type RecordFormat } from './storedRecords.js'
 
 import type { ReadOptions } from './readOptions.js'
 import type { PayloadCodec } from '../codec/index.js'
@@ -119,12 +119,11 @@ export class LogStream {
   }
 
   /**
-   * The record as it is stored (sealedRecords.ts): checked first, then its user and model content
-   * sealed by the codec. Without a codec the record itself (a NUL-led string escaped, so none reads as sealed).
+   * The record as it is stored (sealedRecords.ts): its user and model content sealed by the codec. Without a codec the record itself (a NUL-led string escaped, so none reads as sealed).
    */
   async sealed<R extends LogRecord>(record: R): Promise<R> {
     if (!this.codec && !needsOpening(record)) return record
-    checkedRecord(record)
+    // each sealed value is checked to be JSON as it is sealed; the record's other fields when it is encoded
     return sealRecord(this.codec, this.sessionId, record)
   }
 
