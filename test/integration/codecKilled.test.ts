@@ -22,7 +22,10 @@ describe('a codec across a SIGKILL mid-call', () => {
 
   it('R26 a call SIGKILLed after its first step resumes with the stored (decoded) step value, and each side effect ran once', async () => {
     const session = ctx.host.open(shop, { sessionId: 'sealed-killed' })
-    const call = session.runTool({ name: 'checkout', input: { orderId: 'sk1', pauseMs: 4000 }, toolCallId: 'sealed-1' }, { timeoutMs: patient(30_000) })
+    const call = session.runTool(
+      { name: 'checkout', input: { orderId: 'sk1', pauseMs: 4000 }, toolCallId: 'sealed-1' },
+      { timeoutMs: patient(30_000) },
+    )
     const runner = await Promise.race(
       ctx.workers.map((w) => w.waitFor((l) => l.toolCallId === 'sealed-1' && l.msg === 'tool call started').then(() => w)),
     )
