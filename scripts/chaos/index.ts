@@ -1,4 +1,4 @@
-// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults] [--liveness]`
+// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults] [--liveness] [--codec]`
 // `npm run chaos -- --compaction [--trim] [--rounds N] [--quick]`: SIGKILLs during compaction summary calls (compaction.ts)
 // `npm run chaos -- --fanout [--rounds N] [--quick]`: SIGKILLs and a Redis restart during fan-outs of child calls and agents (fanout.ts)
 // `npm run chaos -- --budgets [--rounds N] [--quick]`: SIGKILLs while 30 turns race for a $1.00 principal budget (budgets.ts)
@@ -12,6 +12,9 @@
 // dropped connections, some after the side effect was applied), and so does the model, which then is a
 // real @tanstack/ai-openai adapter against the provider's OpenAI-compatible route (modelRoute.ts). The
 // steps' retry policies and turn.onModelError heal them; the same invariants must hold.
+//
+// --codec: every process seals what users and models wrote with aesGcmCodec (docs/encryption.md): the
+// workers and the calling workers from DH_CODEC_KEYS, this host from the same key; the same invariants must hold.
 //
 // --cluster: the same run on a Redis Cluster of 3 masters with a replica each (DH_SHARDS=3), and instead
 // of the Redis restart, one planned failover (CLUSTER FAILOVER on a replica) and later a SIGKILL of
@@ -55,7 +58,7 @@ import { randomBytes } from 'node:crypto'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { pino } from 'pino'
-import { createHarnessHost, createRedisClient, type Settled } from '../../src/index.js'
+import { aesGcmCodec, createHarnessHost, createRedisClient, type Settled } from '../../src/index.js'
 import type { LogEntry } from '../../src/entries/ops.js'
 import { indexKeys, SessionLog } from '../../src/log/index.js'
 import {
@@ -91,6 +94,7 @@ function parseArgs(argv: string[]) {
   const wait = argv.includes('--wait')
   const providerFaults = argv.includes('--provider-faults')
   const liveness = argv.includes('--liveness')
+  const codec = argv.includes('--codec')
   if (quick) Object.assign(opts, { calls: 200, kills: 8, deadlineS: 180 })
   const flags: Record<string, keyof typeof opts> = {
     '--calls': 'calls',
@@ -101,10 +105,10 @@ function parseArgs(argv: string[]) {
   }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
-    if (['--quick', '--cluster', '--wait', '--provider-faults', '--liveness'].includes(arg)) continue
+    if (['--quick', '--cluster', '--wait', '--provider-faults', '--liveness', '--codec'].includes(arg)) continue
     if (arg === '--help' || arg === '-h') {
       process.stdout.write(
-        'npm run chaos -- [--quick] [--calls N] [--kills N] [--workers N] [--concurrency N] [--deadline SECONDS] [--cluster [--wait]] [--provider-faults] [--liveness]\n',
+        'npm run chaos -- [--quick] [--calls N] [--kills N] [--workers N] [--concurrency N] [--deadline SECONDS] [--cluster [--wait]] [--provider-faults] [--liveness] [--codec]\n',
       )
       process.exit(0)
     }
@@ -121,7 +125,7 @@ function parseArgs(argv: string[]) {
     process.stderr.write('chaos: --workers and --calls must be at least 1\n')
     process.exit(2)
   }
-  return { ...opts, cluster, wait, providerFaults, liveness }
+  return { ...opts, cluster, wait, providerFaults, liveness, codec }
 }
 
 // --fanout: the fan-out variant, a run of its own (fanout.ts)
@@ -313,12 +317,16 @@ if (opts.providerFaults) process.env.CHAOS_FAULT_RATE = String(FAULT_RATE)
 const billing = await startBilling()
 process.env.BILLING_URL = billing.url
 const prefix = `chaos-${runId}`
+// --codec: every process seals what users and models wrote (the workers from DH_CODEC_KEYS, docs/encryption.md)
+const codecKey = randomBytes(32)
+if (opts.codec) process.env.DH_CODEC_KEYS = `k1:${codecKey.toString('base64')}`
 const host = createHarnessHost({
   redis: redisUrl,
   harnesses: [chaos],
   prefix,
   logger: pino({ level: 'silent' }),
   ...(opts.wait ? { waitReplicas: { replicas: 1, timeoutMs: 200 } } : {}),
+  ...(opts.codec ? { codec: aesGcmCodec({ keys: { k1: codecKey }, current: 'k1' }) } : {}),
 })
 const workerEnv = {
   BILLING_URL: billing.url,

@@ -59,7 +59,7 @@ export class CodecMissingError extends DurableHarnessError {
     super(
       'codec_missing',
       `${where(place)} is encrypted and this process has no codec; pass createHarnessHost({ codec }) ` +
-        `with the codec (and keys) the writer used.`,
+        `(a worker or the CLI: export codec from the harness module, or set DH_CODEC_KEYS) with the codec and keys the writer used.`,
     )
   }
 }

@@ -12,6 +12,7 @@ import { useInProcessHosts } from '../helpers/hosts.js'
 import { records } from '../helpers/log.js'
 import { scanPrefix } from '../helpers/scanRedis.js'
 import { rigClient } from '../rig.js'
+import { runBin } from '../helpers/cli.js'
 import { pino } from 'pino'
 
 const k1 = randomBytes(32)
@@ -102,5 +103,23 @@ describe('key rotation and readers without the key', () => {
     const withoutKey = await timeline(reader(url, prefix))
     expect(withoutKey).not.toContain(canary('shown'))
     expect(withoutKey).toContain('[encrypted]')
+  }, 60_000)
+
+  it('R26 the CLI opens with the codec from DH_CODEC_KEYS: harness log prints the text, harness keys counts the key ids; without it, log fails naming what is missing', async () => {
+    const codec = aesGcmCodec({ keys: { k1 }, current: 'k1' })
+    const { host, url, prefix } = hosts.start(sealedHarness, 'sealed-cli', { codec })
+    await host.open(sealedHarness, { sessionId: 'cli' }).runTool({ name: 'echo', input: { note: canary('cli') } }, { timeoutMs: 20_000 })
+    const env = { REDIS_URL: url, DH_PREFIX: prefix, HARNESS_MODULE: 'test/fixtures/sealed.ts' }
+    const keys = await runBin(['keys', 'cli', '--json'], env)
+    expect(keys.code).toBe(0)
+    // the request's input (shared with its job's data), the step's value and the result
+    expect(JSON.parse(keys.stdout)).toEqual({ k1: 3 })
+    const opened = await runBin(['log', 'cli'], { ...env, DH_CODEC_KEYS: `k1:${k1.toString('base64')}` })
+    expect(opened.code).toBe(0)
+    expect(opened.stdout).toContain(canary('cli'))
+    const refused = await runBin(['log', 'cli'], env)
+    expect(refused.code).toBe(1)
+    expect(refused.stdout).not.toContain(canary('cli'))
+    expect(refused.stderr).toMatch(/encrypted and this process has no codec/)
   }, 60_000)
 })
