@@ -320,13 +320,15 @@ const prefix = `chaos-${runId}`
 // --codec: every process seals what users and models wrote (the workers from DH_CODEC_KEYS, docs/encryption.md)
 const codecKey = randomBytes(32)
 if (opts.codec) process.env.DH_CODEC_KEYS = `k1:${codecKey.toString('base64')}`
+// the logs this script reads itself open with the same codec
+const sealing = opts.codec ? { codec: aesGcmCodec({ keys: { k1: codecKey }, current: 'k1' }) } : {}
 const host = createHarnessHost({
   redis: redisUrl,
   harnesses: [chaos],
   prefix,
   logger: pino({ level: 'silent' }),
   ...(opts.wait ? { waitReplicas: { replicas: 1, timeoutMs: 200 } } : {}),
-  ...(opts.codec ? { codec: aesGcmCodec({ keys: { k1: codecKey }, current: 'k1' }) } : {}),
+  ...sealing,
 })
 const workerEnv = {
   BILLING_URL: billing.url,
@@ -536,7 +538,7 @@ const selfSessionIds = async () => {
 const selfCallsOpen = async () => {
   let open = 0
   for (const sessionId of await selfSessionIds()) {
-    const log = new SessionLog(control, prefix, sessionId)
+    const log = new SessionLog(control, prefix, sessionId, sealing)
     const requested = (await log.stream.read({ types: ['harness.tool.requested'] })).map(
       (e) => (e.record as { toolCallId: string }).toolCallId,
     )
@@ -671,7 +673,7 @@ const cutNever = calls.filter((c) => isNever(c) && c.results.some((r) => r.error
 const direct = createRedisClient(redisUrl, { maxRetriesPerRequest: null })
 const mailStored = new Set<CallFacts>()
 for (const c of cutNever) {
-  if (c.name === 'notify' && (await new SessionLog(direct, prefix, c.sessionId).calls.getStep(c.toolCallId, 'mail')).found)
+  if (c.name === 'notify' && (await new SessionLog(direct, prefix, c.sessionId, sealing).calls.getStep(c.toolCallId, 'mail')).found)
     mailStored.add(c)
 }
 direct.disconnect()
