@@ -5,6 +5,8 @@ import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { aesGcmCodec, type PayloadCodec } from '../../src/codec/index.js'
 import { SessionLog } from '../../src/log/index.js'
+import { CodecMissingError } from '../../src/errors/index.js'
+import { replaySession } from '../../src/testing/index.js'
 import { canary, CANARY_PATTERN, sealedHarness } from '../fixtures/sealed.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
@@ -75,5 +77,19 @@ describe('encryption at rest', () => {
     const codec = aesGcmCodec({ keys: { k1: randomBytes(32) }, current: 'k1' })
     const sealed = await runTurn('sealed-codec', codec)
     expect(Object.fromEntries(sealed)).toEqual({})
+  }, 60_000)
+
+  it('R26 replaySession (check-deploy) opens a sealed session with the codec, and without it fails naming what is missing', async () => {
+    const codec = aesGcmCodec({ keys: { k1: randomBytes(32) }, current: 'k1' })
+    const { host, prefix, url } = hosts.start(sealedHarness, 'sealed-replay', { codec })
+    const session = host.open(sealedHarness, { sessionId: 'replayed' })
+    await session.prompt('vault:o-2')
+    await until(async () => (await session.questions()).length > 0, 'the call to park on its question', 20_000)
+    const report = await replaySession({ redis: url, prefix, sessionId: 'replayed', harness: sealedHarness, codec })
+    expect(report.problems).toEqual([])
+    expect(report.calls).toBe(1)
+    await expect(replaySession({ redis: url, prefix, sessionId: 'replayed', harness: sealedHarness })).rejects.toBeInstanceOf(
+      CodecMissingError,
+    )
   }, 60_000)
 })
