@@ -1,3 +1,4 @@
+import { ENCRYPTED_TEXT, openValue, sealValue, type CodecPlace } from '../codec/index.js'
 import { Queue, Worker, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import { InvalidScheduleError, isDurableHarnessError } from '../errors/index.js'
@@ -70,6 +71,20 @@ interface TickData {
 }
 
 const QUEUE = 'schedules'
+
+/** Where a schedule's prompt is bound: its session's input text, as each tick's prompt will be. */
+const promptPlace = (sessionId: string): CodecPlace => ({ sessionId, type: 'harness.schedule', field: 'prompt' })
+
+/** A schedule's prompt as `host.schedules()` shows it: opened, or `[encrypted]` where this process has no key. */
+async function shownPrompt(ctx: SchedulesContext, data: TickData | undefined): Promise<string> {
+  if (!data) return ''
+  try {
+    return String(await openValue(ctx.logFor(data.sessionId).stream.codec, data.prompt, promptPlace(data.sessionId)))
+  } catch (error) {
+    if (isDurableHarnessError(error) && error.code.startsWith('codec_')) return ENCRYPTED_TEXT
+    throw error
+  }
+}
 const MIN_EVERY_MS = 1_000
 
 const codeOf = (error: unknown): string | undefined => (isDurableHarnessError(error) ? error.code : undefined)
@@ -128,8 +143,9 @@ export function createSchedules(ctx: SchedulesContext) {
   }
 
   async function prompt(job: Job<TickData>, harness: Harness, inputId: string, log: Logger): Promise<string> {
-    const { prompt, sessionId, overlap } = job.data
+    const { sessionId, overlap } = job.data
     const id = job.repeatJobKey ?? ''
+    const prompt = String(await openValue(ctx.logFor(sessionId).stream.codec, job.data.prompt, promptPlace(sessionId)))
     const session = ctx.open(harness, sessionId)
     if (overlap === 'skip') {
       const { last } = await ticks.of(id)
@@ -155,7 +171,7 @@ export function createSchedules(ctx: SchedulesContext) {
       ...(s.every ? { every: Number(s.every) } : {}),
       ...(s.pattern ? { cron: s.pattern } : {}),
       ...(s.tz ? { tz: s.tz } : {}),
-      prompt: data?.prompt ?? '',
+      prompt: await shownPrompt(ctx, data),
       sessionId: data?.sessionId ?? '',
       overlap: data?.overlap ?? 'queue',
       ...(s.next ? { next: s.next } : {}),
@@ -191,7 +207,13 @@ export function createSchedules(ctx: SchedulesContext) {
       try {
         await queueOf().upsertJobScheduler(id, repeat, {
           name: 'tick',
-          data: { harness: name, prompt, sessionId, overlap },
+          // the prompt is kept sealed in the scheduler's template under a codec (docs/encryption.md)
+          data: {
+            harness: name,
+            prompt: String(await sealValue(ctx.logFor(sessionId).stream.codec, prompt, promptPlace(sessionId))),
+            sessionId,
+            overlap,
+          },
           opts: {
             removeOnComplete: { count: 100 },
             removeOnFail: { count: 100 },

@@ -65,6 +65,13 @@ describe('encryption at rest', () => {
     expect(records(entries, 'harness.input')[0]?.text).toContain(canary('prompt'))
     const redis = rigClient(url)
     hosts.defer(() => redis.disconnect())
+    // a schedule's prompt (its template in BullMQ), shown as it was written
+    await host.schedule({ id: 'nightly', harness: sealedHarness, every: '1h', prompt: canary('schedule'), sessionId: 'scheduled' })
+    expect((await host.schedules()).map((s) => s.prompt)).toEqual([canary('schedule')])
+    // its first tick prompts at once, with the prompt opened
+    const scheduled = host.open(sealedHarness, { sessionId: 'scheduled' })
+    await until(async () => records(await scheduled.log.read(), 'harness.input').length > 0, 'the first tick', 20_000)
+    expect(records(await scheduled.log.read(), 'harness.input')[0]?.text).toBe(canary('schedule'))
     const stored = await scanPrefix(redis, prefix)
     // the export retention writes: the records as stored
     stored.set('(export)', (await new SessionLog(redis, prefix, 'order-1', { shards: 1 }).stream.exportJsonl()).jsonl)
