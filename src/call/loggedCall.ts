@@ -43,7 +43,7 @@ export async function beginLoggedCall(
   const log = deps.logFor(ids.sessionId)
   // the job's data holds the input sealed under a codec (docs/encryption.md): its fingerprint is the input's own
   const opened = openJobInput(log.stream.codec, ids.sessionId, job.data.input)
-  const data = opened === job.data.input ? job.data : { ...job.data, input: opened instanceof Promise ? await opened : opened }
+  const data = opened === job.data.input ? job.data : { ...job.data, input: await opened }
   const claimed = toolCall(ids, data.traceparent, data, job.name)
   if (beganWithRequest(job, ids, claimed, deps)) {
     return {

@@ -118,7 +118,7 @@ async function liveEvents(
 ): Promise<StreamChunk[]> {
   const entry = parseLive(fields)
   if (!entry || (inputs && entry.k === 'delta' && !inputs.has(entry.inputId))) return []
-  return mapper.fromLive(await openLive(log.stream.codec, log.sessionId, entry, sealed === 'mask'))
+  return mapper.fromLive(await openLive(log.stream.codec, log.sessionId, entry, sealed))
 }
 
 /**

@@ -1,8 +1,8 @@
-import { ENCRYPTED_TEXT, openValue, sealValue, type CodecPlace } from '../codec/index.js'
+import { openValue, sealValue, type CodecPlace } from '../codec/index.js'
 import { Queue, Worker, type Job } from 'bullmq'
 import type { Logger } from 'pino'
 import { InvalidScheduleError, isDurableHarnessError } from '../errors/index.js'
-import { assertSessionId, isSafeId, ScheduleTicks, type RedisClient, type SessionLog } from '../log/index.js'
+import { assertSessionId, isSafeId, openOrMask, ScheduleTicks, type RedisClient, type SessionLog } from '../log/index.js'
 import { bullPrefix } from '../queue/index.js'
 import { parseDuration, type Duration } from '../tool/index.js'
 import type { Harness } from './defineHarness.js'
@@ -78,13 +78,9 @@ const promptPlace = (sessionId: string): CodecPlace => ({ sessionId, type: 'harn
 /** A schedule's prompt as `host.schedules()` shows it: opened, or `[encrypted]` where this process has no key. */
 async function shownPrompt(ctx: SchedulesContext, data: TickData | undefined): Promise<string> {
   if (!data) return ''
-  try {
-    return String(await openValue(ctx.logFor(data.sessionId).stream.codec, data.prompt, promptPlace(data.sessionId)))
-  } catch (error) {
-    if (isDurableHarnessError(error) && error.code.startsWith('codec_')) return ENCRYPTED_TEXT
-    throw error
-  }
+  return String(await openOrMask(ctx.logFor(data.sessionId).stream.codec, data.prompt, promptPlace(data.sessionId), 'mask'))
 }
+
 const MIN_EVERY_MS = 1_000
 
 const codeOf = (error: unknown): string | undefined => (isDurableHarnessError(error) ? error.code : undefined)

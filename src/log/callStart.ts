@@ -3,7 +3,7 @@ import type { RequestBegin } from './callState.js'
 import { scripts, type ScriptInput } from './commands/index.js'
 import { openMember } from './formats.js'
 import type { LogStream } from './stream.js'
-import { sealSlot } from './sealedRecords.js'
+import { sealJobInput } from './sealedRecords.js'
 
 /**
  * A runTool call's job, started in its request's write (startCall.lua) under the slot a local fetch
@@ -57,7 +57,7 @@ export async function startCall(
   return { status: reply[0] }
 }
 
-/** A runTool request's input as its record holds it: sealed by the stream's codec (synchronous without one). */
+/** A runTool request's input as its record holds it: the same sealed value its job's data holds (synchronous without a codec). */
 export function requestedInput(stream: LogStream, input: unknown): unknown {
-  return sealSlot(stream.codec, stream.sessionId, 'harness.tool.requested', 'input', input)
+  return sealJobInput(stream.codec, stream.sessionId, input)
 }

@@ -4,6 +4,7 @@ import type { RedisClient } from './client.js'
 import { runScript, scripts } from './commands/index.js'
 import { eventAddressId, type EventAddress } from './eventAddress.js'
 import { openValue, sealValue, type CodecPlace, type PayloadCodec } from '../codec/index.js'
+import { jsonStartsWithNul } from './sealedRecords.js'
 
 export type { EventAddress } from './eventAddress.js'
 
@@ -90,14 +91,14 @@ export class EventWaits {
 
   /** A payload (JSON text) as the address's hash keeps it: sealed, bound to the address it was sent to. */
   private async sealedPayload(addressId: string, json: string): Promise<string> {
-    if (!this.codec && !json.startsWith('"\\u0000')) return json
+    if (!this.codec && !jsonStartsWithNul(json)) return json
     return JSON.stringify(await sealValue(this.codec, JSON.parse(json), payloadPlace(addressId)))
   }
 
   /** A payload from an address's hash as it was sent. */
   private async openedPayload(addressId: string, json: string): Promise<unknown> {
     const stored: unknown = JSON.parse(json)
-    return json.startsWith('"\\u0000') ? openValue(this.codec, stored, payloadPlace(addressId)) : stored
+    return jsonStartsWithNul(json) ? openValue(this.codec, stored, payloadPlace(addressId)) : stored
   }
 
   /**

@@ -1,5 +1,5 @@
-import { ENCRYPTED_TEXT, openValue, sealValue, type PayloadCodec } from '../codec/index.js'
-import { DurableHarnessError } from '../errors/index.js'
+import { sealValue, type CodecPlace, type PayloadCodec } from '../codec/index.js'
+import { openOrMask, startsWithNul, type Sealed } from './sealedRecords.js'
 import type { RedisClient } from './client.js'
 import type { SessionKeys } from './keys.js'
 
@@ -38,25 +38,32 @@ export function parseLive(fields: string[]): LiveEntry | null {
   }
 }
 
+/** Where a live entry's content is bound: its kind, and its text (a delta) or value (a custom event). */
+const livePlace = (sessionId: string, entry: LiveEntry): CodecPlace => ({
+  sessionId,
+  type: `live.${entry.k}`,
+  field: entry.k === 'delta' ? 'text' : 'value',
+})
+
+/** A live entry whose content starts with NUL: escaped even without a codec (sealedRecords.ts). */
+export const liveNeedsEscape = (entry: LiveEntry): boolean => startsWithNul(entry.k === 'delta' ? entry.text : entry.value)
+
 /** A live entry's content (a delta's text, a custom event's value) sealed by the codec (docs/encryption.md); as is without one. */
 export async function sealLive(codec: PayloadCodec | undefined, sessionId: string, entry: LiveEntry): Promise<LiveEntry> {
-  const place = { sessionId, type: `live.${entry.k}`, field: entry.k === 'delta' ? 'text' : 'value' }
+  const place = livePlace(sessionId, entry)
   if (entry.k === 'delta') return { ...entry, text: String(await sealValue(codec, entry.text, place)) }
   return { ...entry, value: await sealValue(codec, entry.value, place) }
 }
 
 /** A live entry as it was written: its sealed content opened (a follower's read); `mask`: one it cannot open reads as [encrypted]. */
-export async function openLive(codec: PayloadCodec | undefined, sessionId: string, entry: LiveEntry, mask = false): Promise<LiveEntry> {
-  return openLiveEntry(codec, sessionId, entry).catch((error: unknown) => {
-    if (!mask || !(error instanceof DurableHarnessError) || !error.code.startsWith('codec_')) throw error
-    return entry.k === 'delta' ? { ...entry, text: ENCRYPTED_TEXT } : { ...entry, value: ENCRYPTED_TEXT }
-  })
-}
-
-async function openLiveEntry(codec: PayloadCodec | undefined, sessionId: string, entry: LiveEntry): Promise<LiveEntry> {
-  const place = { sessionId, type: `live.${entry.k}`, field: entry.k === 'delta' ? 'text' : 'value' }
+export async function openLive(
+  codec: PayloadCodec | undefined,
+  sessionId: string,
+  entry: LiveEntry,
+  sealed: Sealed = 'throw',
+): Promise<LiveEntry> {
+  const place = livePlace(sessionId, entry)
   if (entry.k === 'delta')
-    return entry.text.startsWith('\u0000') ? { ...entry, text: String(await openValue(codec, entry.text, place)) } : entry
-  const value = entry.value
-  return typeof value === 'string' && value.startsWith('\u0000') ? { ...entry, value: await openValue(codec, value, place) } : entry
+    return startsWithNul(entry.text) ? { ...entry, text: String(await openOrMask(codec, entry.text, place, sealed)) } : entry
+  return startsWithNul(entry.value) ? { ...entry, value: await openOrMask(codec, entry.value, place, sealed) } : entry
 }

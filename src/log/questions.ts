@@ -1,8 +1,7 @@
-import { ENCRYPTED_TEXT, openValue, type CodecPlace } from '../codec/index.js'
-import { DurableHarnessError } from '../errors/index.js'
+import type { CodecPlace } from '../codec/index.js'
 import { assertQuestionId } from './keys.js'
 import type { RecordOf } from './records.js'
-import { startsWithNul } from './sealedRecords.js'
+import { openOrMask, startsWithNul, type Sealed } from './sealedRecords.js'
 import type { StepLookup } from './stepValues.js'
 import type { LogStream } from './stream.js'
 
@@ -29,8 +28,7 @@ export async function getQuestion(
   if (!question) return null
   // the answer beside its question is its record's sealed value (actions.ts answerQuestion)
   const value: unknown = answer === null ? undefined : JSON.parse(answer)
-  const opened =
-    answer === null ? undefined : await masked(sealed, () => openValue(stream.codec, value, place(stream, 'harness.tool.answer', 'value')))
+  const opened = answer === null ? undefined : await openOrMask(stream.codec, value, place(stream, 'harness.tool.answer', 'value'), sealed)
   return {
     question: await openedQuestion(stream, question, sealed),
     answer: answer === null ? { found: false } : { found: true, value: opened },
@@ -52,18 +50,6 @@ export async function openQuestions(stream: LogStream, now: number, sealed: Seal
 async function openedQuestion(stream: LogStream, raw: string, sealed: Sealed): Promise<Question> {
   const question = parseQuestion(raw)
   if (!startsWithNul(question.message)) return question
-  const message = await masked(sealed, () => openValue(stream.codec, question.message, place(stream, 'harness.tool.ask', 'message')))
+  const message = await openOrMask(stream.codec, question.message, place(stream, 'harness.tool.ask', 'message'), sealed)
   return { ...question, message: String(message) }
-}
-
-/** What a value this process cannot open does: 'throw' its codec error, or 'mask': it reads as [encrypted] (a dashboard without the key). */
-export type Sealed = 'throw' | 'mask'
-
-async function masked(sealed: Sealed, open: () => unknown): Promise<unknown> {
-  try {
-    return await open()
-  } catch (error) {
-    if (sealed === 'mask' && error instanceof DurableHarnessError && error.code.startsWith('codec_')) return ENCRYPTED_TEXT
-    throw error
-  }
 }

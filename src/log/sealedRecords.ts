@@ -26,10 +26,32 @@ const SEALED_PATHS: Readonly<Record<string, readonly string[]>> = {
   'harness.compaction': ['summary'],
 }
 
+/** A sealed path as it is walked: the record's field, whether it holds an array, the item's or object's field. */
+interface SealedPath {
+  name: string
+  many: boolean
+  inner?: string
+  /** The place's field: the path without its `[]`. */
+  field: string
+}
+
+function parsePath(path: string): SealedPath {
+  const [head = '', inner] = path.split('.', 2)
+  const many = head.endsWith('[]')
+  const name = many ? head.slice(0, -2) : head
+  return { name, many, ...(inner === undefined ? {} : { inner }), field: inner === undefined ? name : `${name}.${inner}` }
+}
+
+// parsed once: every record read and written walks them
+const PARSED_PATHS: ReadonlyMap<string, readonly SealedPath[]> = new Map(
+  Object.entries(SEALED_PATHS).map(([type, paths]) => [type, paths.map(parsePath)]),
+)
+
 /** The sealed paths of a record's type (an app record's: its own fields). */
-function sealedPathsOf(record: LogRecord): readonly string[] {
-  if (!isHarnessRecord(record)) return Object.keys(record).filter((key) => key !== 'type')
-  return SEALED_PATHS[record.type] ?? []
+function sealedPathsOf(record: LogRecord): readonly SealedPath[] {
+  if (!isHarnessRecord(record))
+    return Object.keys(record).flatMap((key) => (key === 'type' ? [] : [{ name: key, many: false, field: key }]))
+  return PARSED_PATHS.get(record.type) ?? []
 }
 
 type Slot = { holder: Record<string, unknown>; key: string; field: string }
@@ -38,24 +60,18 @@ type Slot = { holder: Record<string, unknown>; key: string; field: string }
 function slotsOf(record: LogRecord): { copy: AppRecord; slots: Slot[] } {
   const copy: AppRecord = { ...record }
   const slots: Slot[] = []
-  for (const path of sealedPathsOf(record)) {
-    const [head = '', rest] = path.split('.', 2)
-    if (rest === undefined) {
-      if (copy[head] !== undefined) slots.push({ holder: copy, key: head, field: path })
-      continue
-    }
-    const many = head.endsWith('[]')
-    const name = many ? head.slice(0, -2) : head
+  for (const { name, many, inner, field } of sealedPathsOf(record)) {
     const value = copy[name]
-    if (many && Array.isArray(value)) {
+    if (inner === undefined) {
+      if (value !== undefined) slots.push({ holder: copy, key: name, field })
+    } else if (many && Array.isArray(value)) {
       const items = value.map((item: unknown) => (isObject(item) ? { ...item } : item))
       copy[name] = items
-      for (const item of items)
-        if (isObject(item) && item[rest] !== undefined) slots.push({ holder: item, key: rest, field: `${name}.${rest}` })
+      for (const item of items) if (isObject(item) && item[inner] !== undefined) slots.push({ holder: item, key: inner, field })
     } else if (!many && isObject(value)) {
-      const inner = { ...value }
-      copy[name] = inner
-      if (inner[rest] !== undefined) slots.push({ holder: inner, key: rest, field: path })
+      const object = { ...value }
+      copy[name] = object
+      if (object[inner] !== undefined) slots.push({ holder: object, key: inner, field })
     }
   }
   return { copy, slots }
@@ -63,6 +79,19 @@ function slotsOf(record: LogRecord): { copy: AppRecord; slots: Slot[] } {
 
 /** An error of a value this process cannot open (no codec, a key it lacks, a value that fails its check). */
 export const isCodecError = (error: unknown): boolean => error instanceof DurableHarnessError && error.code.startsWith('codec_')
+
+/** What a value this process cannot open does: 'throw' its codec error, or 'mask': it reads as [encrypted] (a dashboard without the key). */
+export type Sealed = 'throw' | 'mask'
+
+/** A stored value as it was written; with 'mask', one this process cannot open reads as [encrypted]. */
+export async function openOrMask(codec: PayloadCodec | undefined, stored: unknown, place: CodecPlace, sealed: Sealed): Promise<unknown> {
+  try {
+    return await openValue(codec, stored, place)
+  } catch (error) {
+    if (sealed === 'mask' && isCodecError(error)) return ENCRYPTED_TEXT
+    throw error
+  }
+}
 
 /** A string that starts with NUL: sealed, or a plain one escaped (the only stored values reading must change). */
 export function startsWithNul(value: unknown): value is string {
@@ -75,18 +104,21 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /** True when a slot of the record holds a string that starts with NUL: sealed, or a plain one escaped. */
 export function needsOpening(record: LogRecord): boolean {
-  for (const path of sealedPathsOf(record)) {
-    const [head = '', rest] = path.split('.', 2)
-    const many = head.endsWith('[]')
-    const fields: AppRecord = record
-    const value = fields[many ? head.slice(0, -2) : head]
-    if (rest === undefined) {
-      if (typeof value === 'string' && value.startsWith('\u0000')) return true
+  const fields: AppRecord = record
+  for (const { name, many, inner } of sealedPathsOf(record)) {
+    const value = fields[name]
+    if (inner === undefined) {
+      if (startsWithNul(value)) return true
     } else if (many && Array.isArray(value)) {
-      if (value.some((item: unknown) => isObject(item) && typeof item[rest] === 'string' && item[rest].startsWith('\u0000'))) return true
-    } else if (isObject(value) && typeof value[rest] === 'string' && value[rest].startsWith('\u0000')) return true
+      if (value.some((item: unknown) => isObject(item) && startsWithNul(item[inner]))) return true
+    } else if (isObject(value) && startsWithNul(value[inner])) return true
   }
   return false
+}
+
+/** True for the JSON text of a string that starts with NUL (JSON.stringify escapes it): no parse needed to tell. */
+export function jsonStartsWithNul(json: string | undefined): boolean {
+  return json?.startsWith('"\\u0000') === true
 }
 
 /**
@@ -158,8 +190,7 @@ export async function openInput<S extends { text: string; context?: string }>(
   sessionId: string,
   input: S,
 ): Promise<S> {
-  // a NUL-led string's JSON text starts so (JSON.stringify escapes NUL): no parse on the common path
-  const sealedContext = input.context?.startsWith('"\\u0000') === true
+  const sealedContext = jsonStartsWithNul(input.context)
   if (!startsWithNul(input.text) && !sealedContext) return input
   const context: unknown = sealedContext && input.context !== undefined ? JSON.parse(input.context) : undefined
   const place = (field: string) => ({ sessionId, type: 'harness.input', field })
@@ -174,7 +205,7 @@ export async function sealInput<S extends { text: string; context?: string }>(
   sessionId: string,
   input: S,
 ): Promise<S> {
-  if (!codec && !startsWithNul(input.text) && input.context?.startsWith('"\\u0000') !== true) return input
+  if (!codec && !startsWithNul(input.text) && !jsonStartsWithNul(input.context)) return input
   const place = (field: string) => ({ sessionId, type: 'harness.input', field })
   const text = String(await sealValue(codec, input.text, place('text')))
   const context =
@@ -191,14 +222,6 @@ const jobInputPlace = (sessionId: string): CodecPlace => ({ sessionId, type: 'ha
 /** A call's input as its tool job's data holds it: sealed by the codec; as is without one (a NUL-led string escaped). */
 export function sealJobInput(codec: PayloadCodec | undefined, sessionId: string, input: unknown): unknown {
   return !codec && !startsWithNul(input) ? input : sealValue(codec, input, jobInputPlace(sessionId))
-}
-
-/**
- * One slot of a record built from its parts on a hot path (a runTool request): its value as stored,
- * synchronously when there is nothing to seal; the same place sealRecord binds it to.
- */
-export function sealSlot(codec: PayloadCodec | undefined, sessionId: string, type: string, field: string, value: unknown): unknown {
-  return !codec && !startsWithNul(value) ? value : sealValue(codec, value, { sessionId, type, field })
 }
 
 /** A tool job's input as the call was made with (its fingerprint, and the tool, read this). */

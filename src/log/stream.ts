@@ -5,13 +5,13 @@ import { publishCommand, type RedisClient } from './client.js'
 import { namedIndexKeys, turnIndexKey, type IndexKeys, type SessionKeys, type TurnStatus } from './keys.js'
 import { defaultShards } from './shards.js'
 import { layoutOf, type ScriptKeys } from './sessionLayout.js'
-import { appendLive, sealLive, type LiveEntry } from './live.js'
+import { appendLive, liveNeedsEscape, sealLive, type LiveEntry } from './live.js'
 import { parseRecord, type HarnessRecordType, type LogRecord, type RecordOf } from './records.js'
 import { encodeRecord, encodeStored, objectJson, parseCompactRecord, type RecordFormat } from './storedRecords.js'
 
 import type { ReadOptions } from './readOptions.js'
 import type { PayloadCodec } from '../codec/index.js'
-import { isCodecError, maskRecord, needsOpening, openRecord, sealRecord, startsWithNul } from './sealedRecords.js'
+import { isCodecError, maskRecord, type Sealed, needsOpening, openRecord, sealRecord } from './sealedRecords.js'
 
 export { encodeRecord } from './storedRecords.js'
 export type { FollowOptions, ReadOptions } from './readOptions.js'
@@ -62,9 +62,6 @@ const REPLICATED: ReadonlySet<string> = new Set(
 )
 
 type RawEntry = [string, string[]]
-
-/** A live entry whose content starts with NUL: escaped even without a codec (sealedRecords.ts). */
-const needsEscape = (entry: LiveEntry) => startsWithNul(entry.k === 'delta' ? entry.text : entry.value)
 
 /**
  * The stream of one session's log: reading, following and unfenced appends, and the one way every
@@ -128,7 +125,7 @@ export class LogStream {
   }
 
   /** A record read from the log as it was written: its sealed content opened (CodecKeyMissingError for a key this process lacks). */
-  async opened<E extends LogEntry>(entry: E, sealed: 'throw' | 'mask' = 'throw'): Promise<E> {
+  async opened<E extends LogEntry>(entry: E, sealed: Sealed = 'throw'): Promise<E> {
     if (!needsOpening(entry.record)) return entry
     try {
       return { ...entry, record: await openRecord(this.codec, this.sessionId, entry.record) }
@@ -197,7 +194,7 @@ export class LogStream {
 
   /** Adds a live entry (a model text delta, a tool's custom event): best effort, never the truth. */
   async appendLive(entry: LiveEntry): Promise<void> {
-    const sealed = this.codec || needsEscape(entry) ? await sealLive(this.codec, this.sessionId, entry) : entry
+    const sealed = this.codec || liveNeedsEscape(entry) ? await sealLive(this.codec, this.sessionId, entry) : entry
     return this.command('appendLive', () => appendLive(this.redis, this.keys, sealed))
   }
 

@@ -6,7 +6,8 @@ import { pino } from 'pino'
 import { afterAll, afterEach, beforeAll } from 'vitest'
 import { createHarnessHost, type Harness, type HarnessHost, type RetentionOptions } from '../../src/index.js'
 import { shop } from '../fixtures/shop.js'
-import { cleanupPrefix, getRedisUrl, uniquePrefix, rigClient } from '../rig.js'
+import { cleanupPrefix, getRedisUrl, uniquePrefix, rigClient, startPrivateRedis } from '../rig.js'
+import type { RedisServerHandle } from '../../src/testing/index.js'
 import { spawnWorker, type WorkerProcess } from './workerProcess.js'
 
 export const quiet = pino({ level: process.env.DH_TEST_LOG ?? 'silent' })
@@ -129,4 +130,23 @@ export function useInProcessHosts(): {
     },
     url: () => url,
   }
+}
+
+/** A private redis-server with an AOF for a describe block, started before it and stopped after: `server()` is it. */
+export function usePrivateRedis(): () => RedisServerHandle {
+  let server: RedisServerHandle | undefined
+  beforeAll(async () => {
+    server = await startPrivateRedis()
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+  return () => server!
+}
+
+/** Redis crashes (SIGKILL) and comes back from its AOF: the test then waits for what it reads to answer again. */
+export async function crashRedis(server: RedisServerHandle): Promise<void> {
+  await server.kill()
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  await server.restart()
 }

@@ -2,26 +2,21 @@
 // Redis, so a turn paused at its ceiling stays paused after Redis is SIGKILLed and restarted from its
 // AOF (appendfsync always). The spent calls come back, nothing is left held, and a resume after the
 // restart is refused again: no model call starts past the ceiling.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { defineHarness } from '../../src/index.js'
 import { SessionLog } from '../../src/log/index.js'
-import { scriptedModel, type RedisServerHandle } from '../../src/testing/index.js'
+import { scriptedModel } from '../../src/testing/index.js'
 import { tick } from '../fixtures/budgets.js'
-import { useInProcessHosts } from '../helpers/hosts.js'
+import { crashRedis, useInProcessHosts, usePrivateRedis } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
-import { rigClient, startPrivateRedis } from '../rig.js'
+import { rigClient } from '../rig.js'
 
 describe('budgets across a Redis restart', () => {
   const hosts = useInProcessHosts()
-  let server: RedisServerHandle
-  beforeAll(async () => {
-    server = await startPrivateRedis()
-  })
-  afterAll(async () => {
-    await server?.stop()
-  })
+  const privateRedis = usePrivateRedis()
 
   it('R25 a session budget paused at maxModelCalls survives a Redis SIGKILL and AOF restart: the counters come back, a resume is refused again without a 4th model call', async () => {
+    const server = privateRedis()
     // five `tick` calls then a text: 6 model calls asked of a budget of 3
     const ticks = Array.from({ length: 5 }, () => ({ toolCalls: [{ name: 'tick', input: { n: 0 } }] }))
     const harness = defineHarness({
@@ -58,9 +53,7 @@ describe('budgets across a Redis restart', () => {
     )
 
     // Redis crashes and comes back from its AOF
-    await server.kill()
-    await new Promise((r) => setTimeout(r, 300))
-    await server.restart()
+    await crashRedis(server)
     await until(
       async () =>
         redis

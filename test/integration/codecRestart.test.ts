@@ -3,26 +3,20 @@
 // before Redis is SIGKILLed resumes after the restart with its stored step value opened, and the
 // answer given after the restart lands sealed too.
 import { randomBytes } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { aesGcmCodec } from '../../src/codec/index.js'
-import type { RedisServerHandle } from '../../src/testing/index.js'
 import { canary, sealedHarness } from '../fixtures/sealed.js'
-import { useInProcessHosts } from '../helpers/hosts.js'
+import { crashRedis, useInProcessHosts, usePrivateRedis } from '../helpers/hosts.js'
 import { records, until } from '../helpers/log.js'
 import { scanPrefix } from '../helpers/scanRedis.js'
-import { rigClient, startPrivateRedis } from '../rig.js'
+import { rigClient } from '../rig.js'
 
 describe('a codec across a Redis restart', () => {
   const hosts = useInProcessHosts()
-  let server: RedisServerHandle
-  beforeAll(async () => {
-    server = await startPrivateRedis()
-  })
-  afterAll(async () => {
-    await server?.stop()
-  })
+  const privateRedis = usePrivateRedis()
 
   it('R26 sealed values come back from the AOF as written: the parked call resumes after a Redis SIGKILL with its step value opened', async () => {
+    const server = privateRedis()
     const codec = aesGcmCodec({ keys: { k1: randomBytes(32) }, current: 'k1' })
     const { host, prefix } = hosts.start(sealedHarness, 'codec-restart', { redis: server.url, codec })
     const redis = rigClient(server.url, { maxRetriesPerRequest: null })
@@ -32,9 +26,7 @@ describe('a codec across a Redis restart', () => {
     const { inputId } = await session.prompt('vault:o-9')
     await until(async () => (await session.questions()).length > 0, 'the approval question', 30_000)
 
-    await server.kill()
-    await new Promise((r) => setTimeout(r, 300))
-    await server.restart()
+    await crashRedis(server)
     await until(
       async () =>
         session

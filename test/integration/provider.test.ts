@@ -144,7 +144,8 @@ describe('a real provider adapter (@tanstack/ai-openai Chat Completions) over wo
 describe('a real provider adapter in process', () => {
   const hosts = useInProcessHosts()
 
-  it("cuts the provider's HTTP request when the turn's timeoutMs passes while the model stream stalls: the turn fails with timeout", async () => {
+  /** A provider that streams "Thinking" and then stalls, behind the real OpenAI adapter of a harness named `name`. */
+  async function stallingProvider(name: string, durability: { timeoutMs?: number } = {}) {
     const server = await startModelServer(() => ({
       text: ['Thinking'],
       stall: true,
@@ -152,10 +153,15 @@ describe('a real provider adapter in process', () => {
     }))
     hosts.defer(() => server.close())
     const harness = defineHarness({
-      name: 'stalling',
+      name,
       adapter: createOpenaiChatCompletions('gpt-4o-mini', 'sk-test', { baseURL: server.baseURL, maxRetries: 0 }),
-      durability: { timeoutMs: 1_000 },
+      durability,
     })
+    return { server, harness }
+  }
+
+  it("cuts the provider's HTTP request when the turn's timeoutMs passes while the model stream stalls: the turn fails with timeout", async () => {
+    const { server, harness } = await stallingProvider('stalling', { timeoutMs: 1_000 })
     const { host } = hosts.start(harness, 'provider-stall')
     const session = host.open(harness, { sessionId: 'stall' })
     const { inputId } = await session.prompt('hello')
@@ -174,16 +180,7 @@ describe('a real provider adapter in process', () => {
   })
 
   it('R25 a turn aborted while its model call streams counts that try once, as cut: the settle counts it, the stopped worker adds nothing', async () => {
-    const server = await startModelServer(() => ({
-      text: ['Thinking'],
-      stall: true,
-      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-    }))
-    hosts.defer(() => server.close())
-    const harness = defineHarness({
-      name: 'aborted-stream',
-      adapter: createOpenaiChatCompletions('gpt-4o-mini', 'sk-test', { baseURL: server.baseURL, maxRetries: 0 }),
-    })
+    const { server, harness } = await stallingProvider('aborted-stream')
     const { host } = hosts.start(harness, 'provider-abort')
     const session = host.open(harness, { sessionId: 'abort' })
     const { inputId } = await session.prompt('hello')
