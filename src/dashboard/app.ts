@@ -245,7 +245,8 @@ export function createDashboard<P extends Principal>(options: DashboardOptions<P
 /** The session's turns paused by onExhausted 'pause' (not resumed, not settled since), with the error that paused them. */
 async function pausedTurns(session: Session): Promise<Array<{ inputId: string; error: string }>> {
   const paused = new Map<string, string>()
-  for (const entry of await session.log.conversation()) {
+  // a turn's paused reason this dashboard has no key for reads as [encrypted]
+  for (const entry of await session.log.conversation({ sealed: 'mask' })) {
     if (isRecord(entry, 'harness.turn.paused')) paused.set(entry.record.inputId, entry.record.error.message)
     else if (isRecord(entry, 'harness.turn.resumed') || isRecord(entry, 'harness.input.settled')) paused.delete(entry.record.inputId)
   }

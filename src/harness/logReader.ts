@@ -11,9 +11,10 @@ export interface LogReader {
   /**
    * The conversation: inputs, model responses, the results of turns' calls, settles and compactions,
    * in log order, from the session's conversation projection (its cost follows the conversation, not
-   * the log). A compaction leaves out nothing here (R21).
+   * the log). A compaction leaves out nothing here (R21). `sealed: 'mask'`: a value this process has
+   * no key for reads as `[encrypted]` instead of failing with the codec's error (docs/encryption.md).
    */
-  conversation(): Promise<LogEntry[]>
+  conversation(options?: { sealed?: 'throw' | 'mask' }): Promise<LogEntry[]>
 }
 
 /** The session's log, read-only. */
@@ -21,7 +22,7 @@ export function logReader(log: SessionLog): LogReader {
   return {
     read: (o) => log.stream.read(o),
     follow: (o) => followLog(log.stream, o),
-    conversation: () => log.inputs.conversation(),
+    conversation: (o) => log.inputs.conversation(o),
     input: async (inputId) => {
       const input = await log.inputs.getInput(inputId)
       return input && { entryId: input.entryId, status: input.status, at: input.at }

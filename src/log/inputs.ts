@@ -122,20 +122,25 @@ export class SessionInputs {
    * projection that misses older entries (none yet, or made on a log that held entries) is filled in
    * from the log once, then read again. `since: 'compaction'`: from the latest compaction's read
    * pointer on (the entry after its last cut turn's input: what a model view needs, O(the view));
-   * `partial` says whether it started there.
+   * `partial` says whether it started there. `sealed: 'mask'`: what this process cannot open reads as
+   * [encrypted] (a dashboard without the key).
    */
-  async conversation(): Promise<LogEntry[]>
+  async conversation(options?: { sealed?: Sealed }): Promise<LogEntry[]>
   async conversation(options: { since: 'compaction' }): Promise<{ entries: LogEntry[]; partial: boolean }>
-  async conversation(options?: { since: 'compaction' }): Promise<LogEntry[] | { entries: LogEntry[]; partial: boolean }> {
+  async conversation(
+    options: { since?: 'compaction'; sealed?: Sealed } = {},
+  ): Promise<LogEntry[] | { entries: LogEntry[]; partial: boolean }> {
+    const { since, sealed } = options
     for (;;) {
       const [header, raw, partial] = await this.stream.script(scripts.readConversation, {
         keys: this.stream.scriptKeys,
-        args: { since: options ? 'compaction' : 'all' },
+        args: { since: since ?? 'all' },
       })
       if (header === '^') {
         const parsed = raw.flatMap((entry) => this.stream.parseEntry(entry) ?? [])
-        const entries = parsed.some((e) => needsOpening(e.record)) ? await Promise.all(parsed.map((e) => this.stream.opened(e))) : parsed
-        return options ? { entries, partial: partial === '1' } : entries
+        const opened = parsed.some((e) => needsOpening(e.record))
+        const entries = opened ? await Promise.all(parsed.map((e) => this.stream.opened(e, sealed))) : parsed
+        return since ? { entries, partial: partial === '1' } : entries
       }
       const first = header.slice(1)
       const older = conversationOf(await this.stream.read({ ...(first ? { before: first } : {}), types: CONVERSATION_TYPES }))

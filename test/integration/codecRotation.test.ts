@@ -103,6 +103,15 @@ describe('key rotation and readers without the key', () => {
     const withoutKey = await timeline(reader(url, prefix))
     expect(withoutKey).not.toContain(canary('shown'))
     expect(withoutKey).toContain('[encrypted]')
+    // the session page itself (its questions and the turns' paused reasons, from the conversation)
+    const prompted = host.open(sealedHarness, { sessionId: 'shown' })
+    await prompted.settled((await prompted.prompt(`hello ${canary('page')}`)).inputId, { timeoutMs: 20_000 })
+    const page = async (viewer: ReturnType<typeof reader>) =>
+      createDashboard({ host: viewer, token: 'tok' }).request('/sessions/shown', { headers: { authorization: 'Bearer tok' } })
+    const withoutKeyPage = await page(reader(url, prefix))
+    expect(withoutKeyPage.status).toBe(200)
+    expect(await withoutKeyPage.text()).not.toContain(canary('page'))
+    expect((await page(reader(url, prefix, codec))).status).toBe(200)
   }, 60_000)
 
   it('R26 the CLI opens with the codec from DH_CODEC_KEYS: harness log prints the text, harness keys counts the key ids; without it, log fails naming what is missing', async () => {
