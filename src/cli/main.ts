@@ -6,6 +6,7 @@ import { abort, compact, fork, reset, resume, stats } from './commands/admin.js'
 import { usage } from './commands/usage.js'
 import { keys } from './commands/keys.js'
 import { dashboard } from './commands/dashboard.js'
+import { mcp } from './commands/mcp.js'
 import { checkDeployCommand } from './commands/deploys.js'
 import { worker, sweep } from './commands/processes.js'
 import { answer, approve, deny, questions } from './commands/questions.js'
@@ -35,6 +36,7 @@ const COMMANDS: Command[] = [
   event,
   schedules,
   dashboard,
+  mcp,
   turns,
   rerun,
   replay,

@@ -3,6 +3,7 @@ import { redactCredentials } from '../credentials.js'
 import { ConfigError, DurableHarnessError } from '../errors/index.js'
 import { parseClusterNodes, type RedisConnection } from '../harness/connection.js'
 import { createHarnessHost, type CloseOptions, type CloseResult, type HarnessHost } from '../harness/host.js'
+import type { Harness } from '../harness/defineHarness.js'
 import { createLogger } from '../logger.js'
 import { serveMetrics } from '../telemetry/index.js'
 import { loadHostModule } from './loadHarnesses.js'
@@ -71,7 +72,7 @@ export function workerShards(): number[] | undefined {
 export async function startProcess(
   role: string,
   argv: string[],
-  run: (host: HarnessHost, logger: Logger) => { close(options?: CloseOptions): Promise<CloseResult | void> },
+  run: (host: HarnessHost, logger: Logger, harnesses: readonly Harness[]) => { close(options?: CloseOptions): Promise<CloseResult | void> },
 ): Promise<void> {
   const logger = createLogger().child({ role })
   // whatever escapes is logged through the redacting serializer (an ioredis error carries the AUTH
@@ -97,7 +98,7 @@ export async function startProcess(
       ...(codec ? { codec } : {}),
     })
     await host.ready()
-    const running = run(host, logger)
+    const running = run(host, logger, harnesses)
     const metrics = process.env.METRICS_PORT ? await serveMetrics(host, metricsPort(process.env.METRICS_PORT)) : undefined
     logger.info(
       { harnesses: harnesses.map((h) => h.name), prefix: host.prefix, redis: shown, graceMs, metricsPort: metrics?.port },

@@ -1,4 +1,4 @@
-import { followLog, type FollowOptions, type LogEntry, type ReadOptions, type SessionLog } from '../log/index.js'
+import { followLog, type FollowOptions, type LogEntry, type ReadOptions, type RecordOf, type SessionLog } from '../log/index.js'
 
 /** A read-only view of a session's log: what callers may do with it (writes go through the session). */
 export interface LogReader {
@@ -15,6 +15,21 @@ export interface LogReader {
    * no key for reads as `[encrypted]` instead of failing with the codec's error (docs/encryption.md).
    */
   conversation(options?: { sealed?: 'throw' | 'mask' }): Promise<LogEntry[]>
+  /**
+   * Where a tool call stands, O(1): `requested` (logged, no attempt began yet), `running`, `parked`
+   * (a sleep, an ask, an event wait) or `done` with its kept result record and that record's entry id;
+   * null for a call never requested.
+   */
+  call(toolCallId: string): Promise<CallStanding | null>
+}
+
+/** What `session.log.call(toolCallId)` returns. */
+export interface CallStanding {
+  status: 'requested' | 'running' | 'parked' | 'done'
+  /** The tool's name (absent while only requested). */
+  name?: string
+  result?: RecordOf<'harness.tool.result'>
+  resultEntryId?: string
 }
 
 /** The session's log, read-only. */
@@ -26,6 +41,18 @@ export function logReader(log: SessionLog): LogReader {
     input: async (inputId) => {
       const input = await log.inputs.getInput(inputId)
       return input && { entryId: input.entryId, status: input.status, at: input.at }
+    },
+    call: async (toolCallId) => {
+      const state = await log.calls.getCall(toolCallId)
+      if (!state) return (await log.calls.isRequested(toolCallId)) ? { status: 'requested' } : null
+      const { name, result, resultEntryId } = state
+      // 'again' (a rerun reset its failed result): it runs again
+      return {
+        status: state.status === 'again' ? 'running' : state.status,
+        name,
+        ...(result ? { result } : {}),
+        ...(resultEntryId ? { resultEntryId } : {}),
+      }
     },
   }
 }

@@ -24,6 +24,8 @@ export interface CallState {
   /** The harness version the call began under. */
   version?: string
   result?: RecordOf<'harness.tool.result'>
+  /** The log entry id of its kept result, once done. */
+  resultEntryId?: string
 }
 
 /** A call as its log record holds it (findLoggedCall). */
@@ -81,6 +83,8 @@ interface StoredCallState {
   q?: 1
   /** A `replay: 'never'` call whose tool began (a park in it), or, landed, ended without anyone knowing whether it finished (ToolEnd). */
   t?: 1
+  /** Landed: the entry id of its harness.tool.result record. */
+  id?: string
   /** Older states only: the tool's name, the harness and the harness version the call began under (docs/deploys.md). */
   n?: string
   h?: string
@@ -119,6 +123,7 @@ export function callStateOf(state: string, result: string | null, names: string 
     ...(version ? { version } : {}),
     ...(harness ? { owner: { harness, ...(s.i ? { inputId: s.i } : {}) } } : {}),
     ...(result ? { result: JSON.parse(result) as RecordOf<'harness.tool.result'> } : {}),
+    ...(s.id ? { resultEntryId: s.id } : {}),
   }
 }
 

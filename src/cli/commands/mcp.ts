@@ -1,0 +1,111 @@
+import { createServer } from 'node:http'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { AddressInfo } from 'node:net'
+import { ConfigError, UsageError } from '../../errors/index.js'
+import type { HarnessHost } from '../../harness/host.js'
+import type { Harness } from '../../harness/defineHarness.js'
+import { toNodeListener } from '../../http/index.js'
+import { createMcpServer } from '../../mcp/index.js'
+import { stringOption, type Command } from '../command.js'
+import { startProcess } from '../processEnv.js'
+
+const LOCAL_NAMES = ['127.0.0.1', 'localhost', '[::1]']
+
+/** Bearer tokens compared in constant time (their digests, so the lengths leak nothing either). */
+function sameToken(given: string, expected: string): boolean {
+  const digest = (s: string) => createHash('sha256').update(s).digest()
+  return timingSafeEqual(digest(given), digest(expected))
+}
+
+/**
+ * Who may call: with a token, the requests that send it (one principal, `mcp-token`); without one, the
+ * requests that name this machine as Host (a page of another name cannot reach it: DNS rebinding).
+ */
+function authorizeFor(token: string | undefined, port: () => number) {
+  return (request: Request) => {
+    if (token) {
+      const bearer = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1]
+      return bearer !== undefined && sameToken(bearer, token) ? { id: 'mcp-token' } : null
+    }
+    const hostHeader = request.headers.get('host') ?? ''
+    return LOCAL_NAMES.some((name) => hostHeader === `${name}:${port()}`) ? { id: 'local' } : null
+  }
+}
+
+function harnessToServe(harnesses: readonly Harness[], name: string | undefined): Harness {
+  const found = name === undefined && harnesses.length === 1 ? harnesses[0] : harnesses.find((h) => h.name === name)
+  if (found) return found
+  const names = harnesses.map((h) => h.name).join(', ')
+  throw new ConfigError(
+    name === undefined
+      ? `The module has ${harnesses.length} harnesses (${names}): pass --harness <name>.`
+      : `No harness "${name}" in the module: ${names}.`,
+  )
+}
+
+/** `harness mcp`: the MCP server of a harness module, with its workers in the same process unless --concurrency 0. */
+export const mcp: Command = {
+  name: 'mcp',
+  args: '[harness-module]',
+  summary: "Serves a harness's durable tools over MCP (Streamable HTTP at /mcp): tools/call and MCP Tasks that any server process answers.",
+  details: [
+    'Without a token it listens on 127.0.0.1 only and answers only Host 127.0.0.1, localhost or [::1] with its port.',
+    'With --token (or MCP_TOKEN) every request needs Authorization: Bearer <token>.',
+    'Env: REDIS_URL, DH_PREFIX, HARNESS_MODULE, MCP_TOKEN, PORT, CONCURRENCY, LOG_LEVEL.',
+  ],
+  options: {
+    port: { type: 'string', short: 'p', help: 'port (env PORT; default 3001; 0 picks a free one)' },
+    host: { type: 'string', help: 'interface to listen on (default 127.0.0.1; another needs --token)' },
+    token: { type: 'string', help: 'required bearer token (env MCP_TOKEN)' },
+    harness: { type: 'string', help: "the harness to serve (default the module's only one)" },
+    concurrency: { type: 'string', help: 'workers in this process, jobs at once per queue (env CONCURRENCY; default 10; 0: none)' },
+  },
+  required: 0,
+  optional: 1,
+  async run({ args, values }) {
+    const port = Number(values.port ?? process.env.PORT ?? 3001)
+    if (!Number.isInteger(port) || port < 0 || port > 65_535)
+      throw new UsageError(`--port must be a port number, not ${JSON.stringify(values.port)}.`)
+    const concurrency = Number(values.concurrency ?? process.env.CONCURRENCY ?? 10)
+    if (!Number.isInteger(concurrency) || concurrency < 0)
+      throw new UsageError(`--concurrency must be a whole number, not ${JSON.stringify(values.concurrency)}.`)
+    const token = stringOption(values, 'token') ?? process.env.MCP_TOKEN
+    const hostname = stringOption(values, 'host') ?? '127.0.0.1'
+    if (!token && !['127.0.0.1', 'localhost', '::1'].includes(hostname))
+      throw new UsageError(`Listening on ${hostname} needs --token (or MCP_TOKEN): the server runs tools for whoever calls.`)
+    for (const [flag, env] of [
+      ['redis', 'REDIS_URL'],
+      ['prefix', 'DH_PREFIX'],
+    ] as const) {
+      const value = stringOption(values, flag)
+      if (value !== undefined) process.env[env] = value
+    }
+    const module = args[0] ?? stringOption(values, 'module')
+    await startProcess('mcp', module === undefined ? [] : [module], (host: HarnessHost, logger, harnesses) => {
+      const harness = harnessToServe(harnesses, stringOption(values, 'harness'))
+      let bound = port
+      const handler = createMcpServer({ host, harness, authorize: authorizeFor(token, () => bound) })
+      const listener = toNodeListener(handler)
+      const server = createServer((req, res) => {
+        if (new URL(req.url ?? '/', 'http://x').pathname === '/mcp') return listener(req, res)
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: 'The MCP endpoint is /mcp.', code: 'not_found' }))
+      })
+      server.listen(port, hostname, () => {
+        bound = (server.address() as AddressInfo).port
+        logger.info({ url: `http://${hostname}:${bound}/mcp`, harness: harness.name }, 'MCP server listening')
+        process.stdout.write(`MCP server: http://${hostname === '::1' ? '[::1]' : hostname}:${bound}/mcp\n`)
+      })
+      const workers = concurrency > 0 ? host.startWorkers({ concurrency }) : undefined
+      return {
+        close: async (options) => {
+          server.closeAllConnections()
+          await new Promise((resolve) => server.close(resolve))
+          return workers?.close(options)
+        },
+      }
+    })
+    return 'running'
+  },
+}

@@ -1,0 +1,69 @@
+// Where an MCP caller's calls live: one session a (harness, principal), so every task id names a call
+// that only its principal's session can hold (docs/mcp.md "Sessions and task ids").
+import { createHash, randomBytes } from 'node:crypto'
+
+/** The principal's own id: the first of `id`, `sub`, `email`, `name` that is a string or a number, whole. */
+function ownId(principal: object): string | undefined {
+  for (const key of ['id', 'sub', 'email', 'name']) {
+    const value: unknown = Reflect.get(principal, key)
+    if ((typeof value === 'string' && value.length > 0) || typeof value === 'number') return String(value)
+  }
+  return undefined
+}
+
+/**
+ * The session an MCP principal's calls run in: `mcp.<harness>.<key>`. The key is `p` + the id in
+ * base64url (one to one), or for an id too long for a session id (200 characters) `h` + its SHA-256
+ * in base64url; the key holds no '.', so two (harness, principal) pairs never share a session. Undefined for a
+ * principal with no id: such a caller's calls could not be told apart from another's.
+ */
+export function mcpSessionId(harness: string, principal: object): string | undefined {
+  const id = ownId(principal)
+  if (id === undefined) return undefined
+  const plain = `mcp.${harness}.p${Buffer.from(id, 'utf8').toString('base64url')}`
+  return plain.length <= 200 ? plain : `mcp.${harness}.h${createHash('sha256').update(id, 'utf8').digest('base64url')}`
+}
+
+/** The principal's id as the log records it (who answered a question). */
+export function principalLabel(principal: object): string | undefined {
+  return ownId(principal)?.slice(0, 200)
+}
+
+const TASK_ID = /^([0-9a-z]{1,11})-[A-Za-z0-9_-]{16}$/
+const CALL_PREFIX = 'mcp-'
+
+/** A new task id: its creation time (base 36 ms) and 96 random bits. */
+export function newTaskId(now = Date.now()): string {
+  return `${now.toString(36)}-${randomBytes(12).toString('base64url')}`
+}
+
+/** The tool call a task id names, or undefined for a string that is not a task id (never keyed). */
+export function callIdOfTask(taskId: unknown): string | undefined {
+  return typeof taskId === 'string' && TASK_ID.test(taskId) ? `${CALL_PREFIX}${taskId}` : undefined
+}
+
+/** The task id of an MCP call's tool call id, or undefined for a call that is not an MCP task. */
+export function taskIdOfCall(toolCallId: string): string | undefined {
+  const taskId = toolCallId.startsWith(CALL_PREFIX) ? toolCallId.slice(CALL_PREFIX.length) : ''
+  return TASK_ID.test(taskId) ? taskId : undefined
+}
+
+/** When a task was created (ms), from its id. */
+export function createdAtOf(taskId: string): number {
+  return parseInt(taskId.slice(0, taskId.indexOf('-')), 36)
+}
+
+/** The JSON-RPC id of the elicitation request for a question of a task: any server reads its answer back. */
+export function elicitationId(taskId: string, questionId: string): string {
+  return `dh-ask:${taskId}:${questionId}`
+}
+
+/** The task and question an elicitation response answers, or undefined for another response. */
+export function parseElicitationId(id: unknown): { taskId: string; questionId: string } | undefined {
+  if (typeof id !== 'string' || !id.startsWith('dh-ask:')) return undefined
+  const rest = id.slice('dh-ask:'.length)
+  const cut = rest.indexOf(':')
+  const taskId = rest.slice(0, cut)
+  const questionId = rest.slice(cut + 1)
+  return cut > 0 && TASK_ID.test(taskId) && /^[A-Za-z0-9._-]{1,200}$/.test(questionId) ? { taskId, questionId } : undefined
+}
