@@ -11,17 +11,26 @@ function ownId(principal: object): string | undefined {
   return undefined
 }
 
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('base64url')
+
+/** A harness name (`[A-Za-z0-9._/-]`) without '.' or '/', one to one: `_` → `__`, `.` → `_d`, `/` → `_s`. */
+const escapedName = (name: string) => name.replace(/[_./]/g, (c) => (c === '_' ? '__' : c === '.' ? '_d' : '_s'))
+
 /**
- * The session an MCP principal's calls run in: `mcp.<harness>.<key>`. The key is `p` + the id in
- * base64url (one to one), or for an id too long for a session id (200 characters) `h` + its SHA-256
- * in base64url; the key holds no '.', so two (harness, principal) pairs never share a session. Undefined for a
+ * The session an MCP principal's calls run in: `mcp.<harness>.<key>`, neither part holding a '.', so
+ * two (harness, principal) pairs never share a session. The harness is its escaped name; the key is `p`
+ * + the principal's id in base64url (one to one). Past a session id's 200 characters the key is `h` +
+ * the id's SHA-256, then the harness `_h` + its name's (a form no escaped name takes). Undefined for a
  * principal with no id: such a caller's calls could not be told apart from another's.
  */
 export function mcpSessionId(harness: string, principal: object): string | undefined {
   const id = ownId(principal)
   if (id === undefined) return undefined
-  const plain = `mcp.${harness}.p${Buffer.from(id, 'utf8').toString('base64url')}`
-  return plain.length <= 200 ? plain : `mcp.${harness}.h${createHash('sha256').update(id, 'utf8').digest('base64url')}`
+  const name = escapedName(harness)
+  const plain = `mcp.${name}.p${Buffer.from(id, 'utf8').toString('base64url')}`
+  if (plain.length <= 200) return plain
+  const hashedKey = `mcp.${name}.h${sha256(id)}`
+  return hashedKey.length <= 200 ? hashedKey : `mcp._h${sha256(harness)}.h${sha256(id)}`
 }
 
 /** The principal's id as the log records it (who answered a question). */
