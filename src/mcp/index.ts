@@ -4,3 +4,5 @@
  */
 export { createMcpServer } from './server.js'
 export type { McpServerOptions } from './server.js'
+export { mcpTools, IDEMPOTENCY_KEY_META, McpToolError } from './mcpTools.js'
+export type { McpToolsOptions, McpDurableTool } from './mcpTools.js'

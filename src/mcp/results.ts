@@ -15,13 +15,14 @@ export function toolResultOf(record: RecordOf<'harness.tool.result'>): CallToolR
   if (asIs.success && typeof value === 'object' && value !== null && 'content' in value) return asIs.data
   if (typeof value === 'string') return { content: [{ type: 'text', text: value }] }
   const text = value === undefined ? '' : JSON.stringify(value)
-  const structured = typeof value === 'object' && value !== null && !Array.isArray(value)
-  return { content: [{ type: 'text', text }], ...(structured ? { structuredContent: value as Record<string, unknown> } : {}) }
+  return { content: [{ type: 'text', text }], ...(isObject(value) ? { structuredContent: value } : {}) }
 }
 
 type Schema = Record<string, unknown>
 
-const isObject = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value)
+function isObject(value: unknown): value is Schema {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
 
 /** A property an elicitation form may hold: a string, number, integer or boolean, or an array of enum strings. */
 function isFormField(schema: unknown): boolean {

@@ -10,11 +10,13 @@ import {
   GetTaskRequestSchema,
   ListTasksRequestSchema,
   ListToolsRequestSchema,
+  CompleteRequestSchema,
   McpError,
+  SetLevelRequestSchema,
   RELATED_TASK_META_KEY,
   type JSONRPCMessage,
+  type Tool,
 } from '@modelcontextprotocol/sdk/types.js'
-import { convertSchemaToJsonSchema } from '@tanstack/ai'
 import { toolNames, toolOf } from '../core/index.js'
 import { ConfigError, DurableHarnessError, InvalidIdError } from '../errors/index.js'
 import type { Harness } from '../harness/defineHarness.js'
@@ -23,7 +25,10 @@ import { acceptPrincipal, type Authorize, type CanAccess, type Principal } from 
 import { errorResponse, json, readJson } from '../http/json.js'
 import type { Question } from '../log/index.js'
 import { answerElicitations } from './elicitation.js'
+import { IDEMPOTENCY_KEY_META } from './clientCall.js'
+import { describeTool } from './listing.js'
 import { elicitationForm, toolResultOf } from './results.js'
+import { originRefusal } from './origin.js'
 import { elicitationId, mcpSessionId } from './taskIds.js'
 import { awaitTask, getTask, listTasks, startTask, type TaskScope } from './tasks.js'
 
@@ -42,10 +47,27 @@ export interface McpServerOptions<P extends Principal = Principal> {
   version?: string
   /** The poll interval tasks suggest to clients (default 1,000 ms). */
   pollIntervalMs?: number
+  /** The Host headers (`host:port`) the server answers; another gets 403 (DNS rebinding). Default: any. */
+  allowedHosts?: readonly string[]
+  /**
+   * The origins (`scheme://host:port`) a browser's request may come from; another gets 403 (MCP's
+   * Origin check). Default: only the server's own (the origin the Host header names). A request
+   * without an Origin header (not sent by a browser) is not checked.
+   */
+  allowedOrigins?: readonly string[]
 }
 
-/** The capabilities every request's server states: tools, and tasks for tools/call with list and cancel. */
-const CAPABILITIES = { tools: { listChanged: false }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }
+/**
+ * The capabilities every request's server states: tools, tasks for tools/call with list and cancel;
+ * logging and completions are taken and have nothing to give (a durable call logs to the host's logger,
+ * and no argument of a tool has completions).
+ */
+const CAPABILITIES = {
+  tools: { listChanged: false },
+  tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } },
+  logging: {},
+  completions: {},
+}
 
 /**
  * A Fetch-API handler (Request → Response) that speaks MCP over Streamable HTTP: `tools/list`, a
@@ -74,6 +96,8 @@ export function createMcpServer<P extends Principal>(options: McpServerOptions<P
 
   return async (request) => {
     try {
+      const refused = originRefusal(request, options.allowedHosts, options.allowedOrigins)
+      if (refused) return refused
       const principal = acceptPrincipal<P>(await options.authorize(request))
       if (!principal) return json({ error: 'Unauthorized.', code: 'unauthorized' }, 401, { 'WWW-Authenticate': 'Bearer' })
       const sessionId = mcpSessionId(harness.name, principal)
@@ -105,20 +129,6 @@ export function createMcpServer<P extends Principal>(options: McpServerOptions<P
   }
 }
 
-/** A tool as tools/list shows it: its JSON Schemas, and that it may run as a task. */
-function describeTool(harness: Harness, name: string) {
-  const tool = toolOf(harness, name)!
-  const input = tool.inputSchema ? convertSchemaToJsonSchema(tool.inputSchema) : undefined
-  const output = tool.outputSchema ? convertSchemaToJsonSchema(tool.outputSchema) : undefined
-  return {
-    name,
-    ...(tool.description ? { description: tool.description } : {}),
-    inputSchema: { type: 'object' as const, ...(input ?? {}) },
-    ...(output && (output as { type?: unknown }).type === 'object' ? { outputSchema: { type: 'object' as const, ...output } } : {}),
-    execution: { taskSupport: 'optional' as const },
-  }
-}
-
 /** A task id's task, or the MCP error a client gets for one it cannot see. */
 async function visibleTask(scope: TaskScope, taskId: string) {
   const task = await getTask(scope, taskId)
@@ -127,13 +137,7 @@ async function visibleTask(scope: TaskScope, taskId: string) {
 }
 
 /** One request's server: the handlers over the principal's scope, sending questions on `transport`. */
-function mcpServer(
-  name: string,
-  version: string,
-  listing: ReturnType<typeof describeTool>[],
-  scope: TaskScope,
-  transport: WebStandardStreamableHTTPServerTransport,
-) {
+function mcpServer(name: string, version: string, listing: Tool[], scope: TaskScope, transport: WebStandardStreamableHTTPServerTransport) {
   const server = new Server({ name, version }, { capabilities: CAPABILITIES })
   const served = new Set(listing.map((t) => t.name))
   // a question of the call goes to the client on this request's stream; its answer may reach any process
@@ -150,10 +154,14 @@ function mcpServer(
     return toolResultOf(landed.result)
   }
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listing }))
+  server.setRequestHandler(SetLevelRequestSchema, () => ({}))
+  server.setRequestHandler(CompleteRequestSchema, () => ({ completion: { values: [], hasMore: false } }))
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: input = {}, task } = request.params
     if (!served.has(name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name.slice(0, 100))}.`)
-    const taskId = await startTask(scope, name, input).catch(refusal)
+    // a caller's idempotency key (mcpTools sends one) names the call: its retry is the same call
+    const key = request.params._meta?.[IDEMPOTENCY_KEY_META]
+    const taskId = await startTask(scope, name, input, typeof key === 'string' ? key : undefined).catch(refusal)
     if (task) return { task: await visibleTask(scope, taskId) }
     return result(taskId, extra.signal, ask(extra.requestId, taskId, false))
   })

@@ -38,12 +38,21 @@ export function principalLabel(principal: object): string | undefined {
   return ownId(principal)?.slice(0, 200)
 }
 
-const TASK_ID = /^([0-9a-z]{1,11})-[A-Za-z0-9_-]{16}$/
+// `<ms base 36>-<16>` (a new task) or `k<22>` (one a caller's idempotency key named)
+const TASK_ID = /^(?:[0-9a-z]{1,11}-[A-Za-z0-9_-]{16}|k[A-Za-z0-9_-]{22})$/
 const CALL_PREFIX = 'mcp-'
 
 /** A new task id: its creation time (base 36 ms) and 96 random bits. */
 export function newTaskId(now = Date.now()): string {
   return `${now.toString(36)}-${randomBytes(12).toString('base64url')}`
+}
+
+/**
+ * The task id of a call a caller named by its idempotency key (`_meta` of tools/call, as mcpTools sends
+ * it): its SHA-256, so the caller's retry after a crash is the same call, not a second one.
+ */
+export function keyedTaskId(key: string): string {
+  return `k${sha256(key).slice(0, 22)}`
 }
 
 /** The tool call a task id names, or undefined for a string that is not a task id (never keyed). */
@@ -57,9 +66,10 @@ export function taskIdOfCall(toolCallId: string): string | undefined {
   return TASK_ID.test(taskId) ? taskId : undefined
 }
 
-/** When a task was created (ms), from its id. */
-export function createdAtOf(taskId: string): number {
-  return parseInt(taskId.slice(0, taskId.indexOf('-')), 36)
+/** When a task was created (ms), from its id; undefined for a keyed one (its id holds no time). */
+export function createdAtOf(taskId: string): number | undefined {
+  const cut = taskId.indexOf('-')
+  return taskId.startsWith('k') || cut < 0 ? undefined : parseInt(taskId.slice(0, cut), 36)
 }
 
 /** The JSON-RPC id of the elicitation request for a question of a task: any server reads its answer back. */

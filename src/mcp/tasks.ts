@@ -5,7 +5,7 @@ import type { Session } from '../harness/session.js'
 import type { CallStanding } from '../harness/logReader.js'
 import type { Question } from '../log/index.js'
 import type { Task } from '@modelcontextprotocol/sdk/types.js'
-import { callIdOfTask, createdAtOf, newTaskId, taskIdOfCall } from './taskIds.js'
+import { callIdOfTask, createdAtOf, keyedTaskId, newTaskId, taskIdOfCall } from './taskIds.js'
 
 /** The tasks one principal may see: its session of the served harness. */
 export interface TaskScope {
@@ -17,8 +17,8 @@ const iso = (ms: number) => new Date(ms).toISOString()
 const entryTime = (entryId: string) => Number(entryId.slice(0, entryId.indexOf('-')))
 
 /** Starts the call of a new task; resolves once it is logged and queued (its result comes later). */
-export async function startTask(scope: TaskScope, name: string, input: unknown): Promise<string> {
-  const taskId = newTaskId()
+export async function startTask(scope: TaskScope, name: string, input: unknown, key?: string): Promise<string> {
+  const taskId = key === undefined ? newTaskId() : keyedTaskId(key)
   await scope.session.runTool({ name, input, toolCallId: callIdOfTask(taskId)! }, { timeoutMs: 0 }).catch((error: unknown) => {
     if (!(error instanceof WaitTimeoutError)) throw error
   })
@@ -40,13 +40,15 @@ export async function getTask(scope: TaskScope, taskId: string): Promise<Task | 
 }
 
 function taskOf(scope: TaskScope, taskId: string, standing: CallStanding, asking: boolean): Task {
-  const createdAt = createdAtOf(taskId)
+  const landedAt = standing.resultEntryId ? entryTime(standing.resultEntryId) : undefined
+  // a keyed task's id holds no time: it reads as created when it landed (or now)
+  const createdAt = createdAtOf(taskId) ?? landedAt ?? Date.now()
   const error = standing.result?.error
   const base = { taskId, ttl: null, createdAt: iso(createdAt), pollInterval: scope.pollIntervalMs }
   if (standing.status !== 'done') {
     return { ...base, status: asking ? 'input_required' : 'working', lastUpdatedAt: iso(createdAt) }
   }
-  const lastUpdatedAt = iso(standing.resultEntryId ? entryTime(standing.resultEntryId) : createdAt)
+  const lastUpdatedAt = iso(landedAt ?? createdAt)
   if (!error) return { ...base, status: 'completed', lastUpdatedAt }
   return { ...base, status: error.code === 'cancelled' ? 'cancelled' : 'failed', statusMessage: error.message, lastUpdatedAt }
 }

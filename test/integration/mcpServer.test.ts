@@ -8,7 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js'
 import { describe, expect, it } from 'vitest'
 import { toNodeListener } from '../../src/http/index.js'
-import { createMcpServer } from '../../src/mcp/index.js'
+import { createMcpServer, IDEMPOTENCY_KEY_META } from '../../src/mcp/index.js'
 import { shop } from '../fixtures/shop.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { patient } from '../helpers/patience.js'
@@ -119,5 +119,26 @@ describe('createMcpServer', () => {
     expect((await alice.experimental.tasks.getTask(task.taskId)).status).toBe('cancelled')
     const unauthorized = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
     expect(unauthorized.status).toBe(401)
+  }, 30_000)
+
+  it('R27 a tools/call that carries an idempotency key in _meta (as mcpTools sends it) is one call however often it is sent', async () => {
+    const { url, host } = await serve()
+    const client = await connect(url, 'token-a')
+    const params = { name: 'checkout', arguments: { orderId: 'k1' }, _meta: { [IDEMPOTENCY_KEY_META]: 'caller:call-1:mcp:checkout' } }
+    const [first, again] = await Promise.all([client.callTool(params), client.callTool(params)])
+    expect(first.structuredContent).toEqual({ chargeId: 'ch_k1' })
+    expect(again).toEqual(first)
+    const { task } = await client.request({ method: 'tools/call', params: { ...params, task: {} } }, CreateTaskResultSchema)
+    expect(task.taskId).toMatch(/^k[A-Za-z0-9_-]{22}$/)
+    expect(task.status).toBe('completed')
+    // one call: requested once, started once
+    const session = host.open(shop, { sessionId: `mcp.shop.p${Buffer.from('alice').toString('base64url')}` })
+    const entries = await session.log.read({ types: ['harness.tool.requested', 'harness.tool.started'] })
+    expect(entries.map((e) => [e.record.type, e.record.toolCallId])).toEqual([
+      ['harness.tool.requested', `mcp-${task.taskId}`],
+      ['harness.tool.started', `mcp-${task.taskId}`],
+    ])
+    // the same key with another input is refused, not run
+    await expect(client.callTool({ ...params, arguments: { orderId: 'k2' } })).rejects.toThrow(/already|conflict|another/i)
   }, 30_000)
 })

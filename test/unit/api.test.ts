@@ -14,6 +14,7 @@ const ENTRIES = {
   './http': 'src/http/index.ts',
   './dashboard': 'src/dashboard/index.ts',
   './testing': 'src/testing/index.ts',
+  './mcp': 'src/mcp/index.ts',
 }
 
 // Every name of every entry, sorted. Adding one is a decision about the public surface: the root holds
@@ -175,6 +176,7 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'createDashboard',
     'serveDashboard',
   ],
+  './mcp': ['IDEMPOTENCY_KEY_META', 'McpDurableTool', 'McpServerOptions', 'McpToolError', 'McpToolsOptions', 'createMcpServer', 'mcpTools'],
   './testing': [
     'ClusterNodeHandle',
     'CrashFinding',

@@ -1,6 +1,5 @@
 import { createServer } from 'node:http'
 import { createHash, timingSafeEqual } from 'node:crypto'
-import type { AddressInfo } from 'node:net'
 import { ConfigError, UsageError } from '../../errors/index.js'
 import type { HarnessHost } from '../../harness/host.js'
 import type { Harness } from '../../harness/defineHarness.js'
@@ -18,17 +17,14 @@ function sameToken(given: string, expected: string): boolean {
 }
 
 /**
- * Who may call: with a token, the requests that send it (one principal, `mcp-token`); without one, the
- * requests that name this machine as Host (a page of another name cannot reach it: DNS rebinding).
+ * Who may call: with a token, the requests that send it (one principal, `mcp-token`); without one,
+ * every request the Host check lets through (createMcpServer's allowedHosts: this machine's names).
  */
-function authorizeFor(token: string | undefined, port: () => number) {
+function authorizeFor(token: string | undefined) {
   return (request: Request) => {
-    if (token) {
-      const bearer = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1]
-      return bearer !== undefined && sameToken(bearer, token) ? { id: 'mcp-token' } : null
-    }
-    const hostHeader = request.headers.get('host') ?? ''
-    return LOCAL_NAMES.some((name) => hostHeader === `${name}:${port()}`) ? { id: 'local' } : null
+    if (!token) return { id: 'local' }
+    const bearer = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1]
+    return bearer !== undefined && sameToken(bearer, token) ? { id: 'mcp-token' } : null
   }
 }
 
@@ -83,17 +79,22 @@ export const mcp: Command = {
     const module = args[0] ?? stringOption(values, 'module')
     await startProcess('mcp', module === undefined ? [] : [module], (host: HarnessHost, logger, harnesses) => {
       const harness = harnessToServe(harnesses, stringOption(values, 'harness'))
-      let bound = port
-      const handler = createMcpServer({ host, harness, authorize: authorizeFor(token, () => bound) })
-      const listener = toNodeListener(handler)
+      let listener: ReturnType<typeof toNodeListener> | undefined
       const server = createServer((req, res) => {
-        if (new URL(req.url ?? '/', 'http://x').pathname === '/mcp') return listener(req, res)
-        res
-          .writeHead(404, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ error: 'The MCP endpoint is /mcp.', code: 'not_found' }))
+        if (new URL(req.url ?? '/', 'http://x').pathname !== '/mcp' || !listener)
+          return res
+            .writeHead(404, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: 'The MCP endpoint is /mcp.', code: 'not_found' }))
+        listener(req, res)
       })
       server.listen(port, hostname, () => {
-        bound = (server.address() as AddressInfo).port
+        const address = server.address()
+        const bound = typeof address === 'object' && address ? address.port : port
+        // without a token only this machine's names are answered: a page of another name cannot reach it (DNS rebinding)
+        const allowedHosts = token ? undefined : LOCAL_NAMES.map((name) => `${name}:${bound}`)
+        listener = toNodeListener(
+          createMcpServer({ host, harness, authorize: authorizeFor(token), ...(allowedHosts ? { allowedHosts } : {}) }),
+        )
         logger.info({ url: `http://${hostname}:${bound}/mcp`, harness: harness.name }, 'MCP server listening')
         process.stdout.write(`MCP server: http://${hostname === '::1' ? '[::1]' : hostname}:${bound}/mcp\n`)
       })
