@@ -3,7 +3,16 @@
 // only when they have our shape.
 import { describe, expect, it } from 'vitest'
 import { assertSessionId } from '../../src/log/index.js'
-import { callIdOfTask, createdAtOf, elicitationId, mcpSessionId, newTaskId, parseElicitationId, taskIdOfCall } from '../../src/mcp/taskIds.js'
+import {
+  callIdOfTask,
+  createdAtOf,
+  elicitationId,
+  keyedTaskId,
+  mcpSessionId,
+  newTaskId,
+  parseElicitationId,
+  taskIdOfCall,
+} from '../../src/mcp/taskIds.js'
 
 describe('MCP ids', () => {
   it('R27 a session id a (harness, principal): valid, and never shared by two pairs, whatever the names hold', () => {
@@ -34,12 +43,28 @@ describe('MCP ids', () => {
     for (const bad of ['', 'x', '../x', `${taskId}.`, `${taskId}x`, 'lol-aaaaaaaaaaaaaaa*', 42, null, { taskId }])
       expect(callIdOfTask(bad)).toBeUndefined()
     expect(taskIdOfCall('run-123')).toBeUndefined()
+    // a caller's idempotency key names one task, whatever the key holds; two keys two tasks
+    const keyed = keyedTaskId('order-42:call_1:mcp:charge')
+    expect(keyed).toBe(keyedTaskId('order-42:call_1:mcp:charge'))
+    expect(keyed).not.toBe(keyedTaskId('order-42:call_2:mcp:charge'))
+    expect(taskIdOfCall(callIdOfTask(keyed)!)).toBe(keyed)
+    expect(createdAtOf(keyed)).toBeUndefined()
+    expect(callIdOfTask(keyedTaskId('../../etc\u0000'))).toMatch(/^mcp-k[A-Za-z0-9_-]{22}$/)
   })
 
   it('R27 an elicitation id reads back as its task and question, and nothing else does', () => {
     const taskId = newTaskId()
     expect(parseElicitationId(elicitationId(taskId, 'q.1-x'))).toEqual({ taskId, questionId: 'q.1-x' })
-    for (const bad of ['dh-ask:', `dh-ask:${taskId}`, `dh-ask:${taskId}:`, `dh-ask:nope:q1`, `dh-ask:${taskId}:q 1`, 7, null, `x${elicitationId(taskId, 'q')}`])
+    for (const bad of [
+      'dh-ask:',
+      `dh-ask:${taskId}`,
+      `dh-ask:${taskId}:`,
+      `dh-ask:nope:q1`,
+      `dh-ask:${taskId}:q 1`,
+      7,
+      null,
+      `x${elicitationId(taskId, 'q')}`,
+    ])
       expect(parseElicitationId(bad)).toBeUndefined()
   })
 })
