@@ -134,7 +134,7 @@ describe('createMcpServer', () => {
     // one call: requested once, started once
     const session = host.open(shop, { sessionId: `mcp.shop.p${Buffer.from('alice').toString('base64url')}` })
     const entries = await session.log.read({ types: ['harness.tool.requested', 'harness.tool.started'] })
-    expect(entries.map((e) => [e.record.type, e.record.toolCallId])).toEqual([
+    expect(entries.map((e) => [e.record.type, 'toolCallId' in e.record ? e.record.toolCallId : undefined])).toEqual([
       ['harness.tool.requested', `mcp-${task.taskId}`],
       ['harness.tool.started', `mcp-${task.taskId}`],
     ])

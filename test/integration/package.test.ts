@@ -77,6 +77,8 @@ import { createDashboard } from 'durable-harness/dashboard'
 import { scriptedModel } from 'durable-harness/testing'
 import { BudgetExceededError, principalId, type TurnsPage, type LogEntry } from 'durable-harness/ops'
 import type { ModelErrorPolicy, ModelErrorDecision, Budgets, BudgetLeft } from 'durable-harness/hooks'
+import { createMcpServer, mcpTools, IDEMPOTENCY_KEY_META, type McpServerOptions } from 'durable-harness/mcp'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 
 const add = durableTool(
   toolDefinition({ name: 'add', description: 'Add', inputSchema: z.object({ a: z.number(), b: z.number() }) }),
@@ -100,9 +102,31 @@ export const failed: Promise<TurnsPage> = host.turns({ status: 'failed' })
 export const entries: Promise<LogEntry[]> = session.log.read()
 export const who: string | undefined = principalId({ id: 'u' })
 const fail: ModelErrorDecision = { action: 'fail' }
+const mcpOptions: McpServerOptions = { host, harness, authorize: () => ({ id: 'u' }), canAccess: (_p, sessionId) => sessionId.startsWith('mcp.') }
+export const mcpHandler: (request: Request) => Promise<Response> = createMcpServer(mcpOptions)
+export const remoteTools = (client: Client) => mcpTools(client, { names: ['add'], replay: 'safe', taskTtl: '1h' })
+export const metaKey: string = IDEMPOTENCY_KEY_META
 export const policy: ModelErrorPolicy = ({ retries }) => (retries < 3 ? { action: 'retry', delayMs: 1000 } : fail)
 // @ts-expect-error not an exported path: internals stay internal
 import('durable-harness/dist/log/index.js')
+`
+
+// the SDK's client (a dependency of the package) against \`harness mcp\`: a plain call and a task
+const MCP_CLIENT_MJS = `
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js'
+
+const client = new Client({ name: 'consumer', version: '1.0.0' })
+await client.connect(new StreamableHTTPClientTransport(new URL(process.argv[2])))
+const { tools } = await client.listTools()
+const plain = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } })
+const { task } = await client.request({ method: 'tools/call', params: { name: 'add', arguments: { a: 40, b: 2 }, task: {} } }, CreateTaskResultSchema)
+const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema)
+const status = (await client.experimental.tasks.getTask(task.taskId)).status
+const only = ({ sum }) => ({ sum })
+process.stdout.write(JSON.stringify({ tools: tools.map((t) => t.name), sum: only(plain.structuredContent), task: status, viaTask: only(result.structuredContent) }))
+await client.close()
 `
 
 /** The README's ```ts blocks: harness.ts, main.ts, and the scriptedModel swap, in that order. */
@@ -121,8 +145,15 @@ function write(name: string, text: string): void {
   writeFileSync(join(dir, name), text)
 }
 
-/** Starts a worker process; resolves with its `worker started` log line. */
-function startWorker(command: string, args: string[], cwd: string, env: Record<string, string>): Promise<Record<string, unknown>> {
+/** Starts a worker process (or another long-running bin); resolves with its `worker started` log line (or the first line `started` takes). */
+function startWorker(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string>,
+  started: (line: string) => Record<string, unknown> | undefined = (l) =>
+    l.includes('"worker started"') ? (JSON.parse(l) as Record<string, unknown>) : undefined,
+): Promise<Record<string, unknown>> {
   // a process group of its own: `npx` runs the bin through `sh`, so killing npx alone would leave the
   // worker itself running after the test
   const worker = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
@@ -133,8 +164,11 @@ function startWorker(command: string, args: string[], cwd: string, env: Record<s
     worker.stderr.on('data', (c: Buffer) => (err += c.toString()))
     worker.stdout.on('data', (c: Buffer) => {
       out += c.toString()
-      const line = out.split('\n').find((l) => l.includes('"worker started"'))
-      if (line) resolve(JSON.parse(line) as Record<string, unknown>)
+      const found = out
+        .split('\n')
+        .map(started)
+        .find((value) => value !== undefined)
+      if (found) resolve(found)
     })
     worker.once('exit', (code) => reject(new Error(`the worker exited (${code}) before it started: ${err}`)))
   })
@@ -217,7 +251,7 @@ describe('installed with npm install <tarball>', () => {
   it('every subpath imports in plain node (no tsx, no TypeScript)', async () => {
     const script = `
       const names = {}
-      for (const sub of ['', '/ops', '/hooks', '/http', '/dashboard', '/testing']) names[sub || '.'] = Object.keys(await import('durable-harness' + sub))
+      for (const sub of ['', '/ops', '/hooks', '/http', '/dashboard', '/testing', '/mcp']) names[sub || '.'] = Object.keys(await import('durable-harness' + sub))
       process.stdout.write(JSON.stringify(names))`
     const { stdout } = await node(['--input-type=module', '-e', script])
     const names = JSON.parse(stdout) as Record<string, string[]>
@@ -225,6 +259,7 @@ describe('installed with npm install <tarball>', () => {
     expect(names['/http']).toContain('createHarnessHandler')
     expect(names['/dashboard']).toContain('createDashboard')
     expect(names['/testing']).toContain('scriptedModel')
+    expect(names['/mcp']).toEqual(['IDEMPOTENCY_KEY_META', 'McpToolError', 'createMcpServer', 'mcpTools'])
     expect(names['/ops']).toEqual(['BudgetExceededError', 'CodecDecodeError', 'CodecKeyMissingError', 'CodecMissingError', 'principalId'])
     expect(names['.']).toContain('aesGcmCodec')
     expect(names['/hooks']).toEqual([]) // types only
@@ -258,6 +293,17 @@ describe('installed with npm install <tarball>', () => {
     redis.disconnect()
     expect(stored).toContain('\\u0000e')
     expect(stored).not.toContain('add 2 and 3')
+  })
+
+  it('npx harness mcp serves the module over MCP: the SDK client (installed with the package) lists the tool, calls it, and runs it as a task', async () => {
+    write('harness.mjs', HARNESS_MJS)
+    write('mcpClient.mjs', MCP_CLIENT_MJS)
+    const env = { REDIS_URL: await getRedisUrl(), DH_PREFIX: uniquePrefix('package-mcp') }
+    const { url } = await startWorker('npx', ['--no-install', 'harness', 'mcp', './harness.mjs', '--port', '0'], dir, env, (l) =>
+      l.startsWith('MCP server: ') ? { url: l.slice('MCP server: '.length).trim() } : undefined,
+    )
+    const { stdout } = await node(['mcpClient.mjs', String(url)], env)
+    expect(JSON.parse(stdout)).toEqual({ tools: ['add'], sum: { sum: 5 }, task: 'completed', viaTask: { sum: 42 } })
   })
 
   it('a package export names the harness module: resolved from the working directory (the project), not from where the CLI lives', async () => {
