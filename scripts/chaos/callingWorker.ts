@@ -8,6 +8,7 @@
 import { createRedisClient } from '../../src/index.js'
 import { startProcess } from '../../src/cli/processEnv.js'
 import { chaos } from './harness.js'
+import { callOverMcp, serveMcp } from './mcpCaller.js'
 
 const prefix = process.env.DH_PREFIX ?? 'dh'
 const stopKey = `${prefix}:chaos:stop-calling`
@@ -16,6 +17,16 @@ await startProcess('worker', process.argv.slice(2), (host, logger) => {
   const workers = host.startWorkers({ concurrency: Number(process.env.CONCURRENCY ?? 10), sweepEveryMs: 0 })
   const redis = createRedisClient(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null })
   const session = host.open(chaos, { sessionId: `self-${process.pid}` })
+  const stopped = async () => (await redis.exists(stopKey).catch(() => 0)) !== 0
+  // --mcp: this worker serves MCP too, and its calls are MCP tasks on any calling worker's server (mcpCaller.ts)
+  if (process.env.CHAOS_MCP) {
+    void (async () => {
+      await serveMcp(host, redis, prefix)
+      for (let n = 0; !(await stopped()); n++)
+        await callOverMcp(redis, prefix, `self-${process.pid}`, `mcp-${process.pid}-${n}`, logger, stopped)
+    })()
+    return { close: async (options) => (redis.disconnect(), workers.close(options)) }
+  }
   void (async () => {
     for (let n = 0; (await redis.exists(stopKey).catch(() => 0)) === 0; n++) {
       // a call cut by a Redis restart (its reply lost) lands all the same: another worker takes it over

@@ -1,4 +1,4 @@
-// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults] [--liveness] [--codec]`
+// `npm run chaos [-- --quick | --calls N --kills N --workers N --concurrency N --deadline S] [--cluster [--wait]] [--provider-faults] [--liveness] [--codec] [--mcp]`
 // `npm run chaos -- --compaction [--trim] [--rounds N] [--quick]`: SIGKILLs during compaction summary calls (compaction.ts)
 // `npm run chaos -- --fanout [--rounds N] [--quick]`: SIGKILLs and a Redis restart during fan-outs of child calls and agents (fanout.ts)
 // `npm run chaos -- --budgets [--rounds N] [--quick]`: SIGKILLs while 30 turns race for a $1.00 principal budget (budgets.ts)
@@ -15,6 +15,10 @@
 //
 // --codec: every process seals what users and models wrote with aesGcmCodec (docs/encryption.md): the
 // workers and the calling workers from DH_CODEC_KEYS, this host from the same key; the same invariants must hold.
+//
+// --mcp: the calling workers also serve the harness over MCP and make their calls as MCP tasks on any
+// calling worker's server, each under one idempotency key (mcpCaller.ts, docs/mcp.md): those calls are
+// checked as the self calls are, in their `mcp.chaos.*` sessions.
 //
 // --cluster: the same run on a Redis Cluster of 3 masters with a replica each (DH_SHARDS=3), and instead
 // of the Redis restart, one planned failover (CLUSTER FAILOVER on a replica) and later a SIGKILL of
@@ -95,6 +99,7 @@ function parseArgs(argv: string[]) {
   const providerFaults = argv.includes('--provider-faults')
   const liveness = argv.includes('--liveness')
   const codec = argv.includes('--codec')
+  const mcp = argv.includes('--mcp')
   if (quick) Object.assign(opts, { calls: 200, kills: 8, deadlineS: 180 })
   const flags: Record<string, keyof typeof opts> = {
     '--calls': 'calls',
@@ -105,10 +110,10 @@ function parseArgs(argv: string[]) {
   }
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
-    if (['--quick', '--cluster', '--wait', '--provider-faults', '--liveness', '--codec'].includes(arg)) continue
+    if (['--quick', '--cluster', '--wait', '--provider-faults', '--liveness', '--codec', '--mcp'].includes(arg)) continue
     if (arg === '--help' || arg === '-h') {
       process.stdout.write(
-        'npm run chaos -- [--quick] [--calls N] [--kills N] [--workers N] [--concurrency N] [--deadline SECONDS] [--cluster [--wait]] [--provider-faults] [--liveness] [--codec]\n',
+        'npm run chaos -- [--quick] [--calls N] [--kills N] [--workers N] [--concurrency N] [--deadline SECONDS] [--cluster [--wait]] [--provider-faults] [--liveness] [--codec] [--mcp]\n',
       )
       process.exit(0)
     }
@@ -125,7 +130,7 @@ function parseArgs(argv: string[]) {
     process.stderr.write('chaos: --workers and --calls must be at least 1\n')
     process.exit(2)
   }
-  return { ...opts, cluster, wait, providerFaults, liveness, codec }
+  return { ...opts, cluster, wait, providerFaults, liveness, codec, mcp }
 }
 
 // --fanout: the fan-out variant, a run of its own (fanout.ts)
@@ -335,6 +340,7 @@ const workerEnv = {
   LOG_LEVEL: 'info',
   ...(opts.providerFaults ? { CHAOS_FAULT_RATE: String(FAULT_RATE), CHAOS_MODEL_URL: `${billing.url}/v1` } : {}),
   ...(opts.liveness ? { CHAOS_LOCK_MS: '30000' } : {}),
+  ...(opts.mcp ? { CHAOS_MCP: '1' } : {}),
 }
 process.stderr.write(
   `chaos: ${allTurns.length} turns x ${CALLS_PER_TURN} calls in ${sessions.length} sessions,` +
@@ -533,7 +539,7 @@ const selfSessionIds = async () => {
   const ids = await Promise.all(
     Array.from({ length: shards }, (_, shard) => control.zrange(indexKeys(prefix, shard, shards).sessions, '0', '-1')),
   )
-  return ids.flat().filter((id) => id.startsWith('self-'))
+  return ids.flat().filter((id) => id.startsWith('self-') || id.startsWith('mcp.'))
 }
 const selfCallsOpen = async () => {
   let open = 0
@@ -720,6 +726,14 @@ const rows: Row[] = [
     `runTool checkouts of the calling workers (${process.env.DH_LOCAL_LANE === 'off' ? 'local lane off: Queue.add' : 'started in their request write'})`,
     `${selfCalls.length} (run again after a cut: ${selfCalls.filter((c) => c.reasons.includes('rerun')).length})`,
   ],
+  ...(opts.mcp
+    ? [
+        [
+          '  of them MCP tasks, each under one key (--mcp)',
+          `${selfCalls.filter((c) => c.sessionId.startsWith('mcp.')).length}`,
+        ] satisfies Row,
+      ]
+    : []),
   ['workers SIGKILLed (replaced)', `${counters.kills} (asked ${opts.kills})`, counters.kills >= opts.kills],
   ['workers paused past the lock (zombies)', `${counters.pauses}`],
   ['  zombie writes refused by fencing', `${counters.zombieFenced} (all workers: ${counters.fencedLines})`],
