@@ -10,6 +10,8 @@ import { describe, expect, it } from 'vitest'
 import { toNodeListener } from '../../src/http/index.js'
 import { createMcpServer, IDEMPOTENCY_KEY_META } from '../../src/mcp/index.js'
 import { shop } from '../fixtures/shop.js'
+import { approvals } from '../fixtures/approvals.js'
+import type { Harness } from '../../src/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { patient } from '../helpers/patience.js'
 
@@ -18,11 +20,11 @@ const TOKENS: Record<string, { id: string }> = { 'token-a': { id: 'alice' }, 'to
 describe('createMcpServer', () => {
   const hosts = useInProcessHosts()
 
-  async function serve(): Promise<{ url: string; prefix: string; host: ReturnType<typeof hosts.start>['host'] }> {
-    const { host, prefix } = hosts.start(shop, 'mcp-server')
+  async function serve(harness: Harness = shop): Promise<{ url: string; prefix: string; host: ReturnType<typeof hosts.start>['host'] }> {
+    const { host, prefix } = hosts.start(harness, 'mcp-server')
     const handler = createMcpServer({
       host,
-      harness: shop,
+      harness,
       authorize: (request) => TOKENS[(request.headers.get('authorization') ?? '').replace('Bearer ', '')] ?? null,
     })
     const server: Server = createServer(toNodeListener(handler))
@@ -140,5 +142,26 @@ describe('createMcpServer', () => {
     ])
     // the same key with another input is refused, not run
     await expect(client.callTool({ ...params, arguments: { orderId: 'k2' } })).rejects.toThrow(/already|conflict|another/i)
+  }, 30_000)
+
+  it('R27 an approval (needsApproval) is asked likewise: accepted, the tool runs; declined, it is denied and the task fails', async () => {
+    const { url } = await serve(approvals)
+    const yes = await connect(url, 'token-a', () => ({ approved: true }))
+    const no = await connect(url, 'token-b', () => 'decline')
+    const run = async (client: Client) => {
+      const { task } = await createTask(client, 'transfer', { amount: 5 })
+      for (let i = 0; (await client.experimental.tasks.getTask(task.taskId)).status !== 'input_required'; i++) {
+        if (i > 200) throw new Error('the task never asked')
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, { timeout: patient(20_000) })
+      return { result, status: (await client.experimental.tasks.getTask(task.taskId)).status }
+    }
+    const approved = await run(yes)
+    expect(approved.result.structuredContent).toEqual({ sent: 5 })
+    expect(approved.status).toBe('completed')
+    const denied = await run(no)
+    expect(denied.result.isError).toBe(true)
+    expect(denied.status).toBe('failed')
   }, 30_000)
 })
