@@ -1,6 +1,6 @@
 // MCP tasks as durable calls: a task is a runTool call of the principal's MCP session, so every
 // answer (get, result, list, cancel) is read from Redis by whichever server the client reaches (R27).
-import { WaitTimeoutError } from '../errors/index.js'
+import { ToolCallError, WaitTimeoutError } from '../errors/index.js'
 import type { Session } from '../harness/session.js'
 import type { CallStanding } from '../harness/logReader.js'
 import type { Question } from '../log/index.js'
@@ -20,7 +20,9 @@ const entryTime = (entryId: string) => Number(entryId.slice(0, entryId.indexOf('
 export async function startTask(scope: TaskScope, name: string, input: unknown, key?: string): Promise<string> {
   const taskId = key === undefined ? newTaskId() : keyedTaskId(key)
   await scope.session.runTool({ name, input, toolCallId: callIdOfTask(taskId)! }, { timeoutMs: 0 }).catch((error: unknown) => {
-    if (!(error instanceof WaitTimeoutError)) throw error
+    // still running (the usual case), or landed already as a tool error (a quick call started on this
+    // process's lane): either way the call is logged, and its outcome is the task's to read
+    if (!(error instanceof WaitTimeoutError) && !(error instanceof ToolCallError)) throw error
   })
   return taskId
 }

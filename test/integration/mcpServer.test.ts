@@ -11,6 +11,7 @@ import { toNodeListener } from '../../src/http/index.js'
 import { createMcpServer, IDEMPOTENCY_KEY_META } from '../../src/mcp/index.js'
 import { shop } from '../fixtures/shop.js'
 import { approvals } from '../fixtures/approvals.js'
+import { conformanceHarness as conformance } from '../fixtures/mcpConformanceTools.js'
 import type { Harness } from '../../src/index.js'
 import { useInProcessHosts } from '../helpers/hosts.js'
 import { patient } from '../helpers/patience.js'
@@ -163,5 +164,20 @@ describe('createMcpServer', () => {
     const denied = await run(no)
     expect(denied.result.isError).toBe(true)
     expect(denied.status).toBe('failed')
+  }, 30_000)
+
+  it('R27 a tool that fails at once is a tool error result (isError) or a failed task, never a JSON-RPC error, however fast it lands', async () => {
+    const { url } = await serve(conformance)
+    const client = await connect(url, 'token-a')
+    // many at once: some land before their request's wait begins (started on this process's lane)
+    const results = await Promise.all(Array.from({ length: 40 }, () => client.callTool({ name: 'test_error_handling', arguments: {} })))
+    for (const result of results) {
+      expect(result.isError).toBe(true)
+      expect(result.content).toEqual([{ type: 'text', text: expect.stringContaining('intentionally returns an error') }])
+    }
+    const { task } = await createTask(client, 'test_error_handling', {})
+    const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema)
+    expect(result.isError).toBe(true)
+    expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe('failed')
   }, 30_000)
 })
