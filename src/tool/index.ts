@@ -53,3 +53,4 @@ export {
   type ChildToolRef,
   type ChildTools,
 } from './children.js'
+export { observeStepRuns } from './stepRuns.js'

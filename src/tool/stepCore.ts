@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { noteStepRun } from './stepRuns.js'
 import type { StandardSchemaV1 } from '@standard-schema/spec'
 import { RESERVED_PREFIX, WAIT_STEP_PREFIX, waitStepValueOf, type WaitStepValue } from '../core/index.js'
 import { DuplicateStepError, ReservedRecordTypeError, StorageError } from '../errors/index.js'
@@ -179,7 +180,7 @@ export function createStepCore(steps: RecordedSteps, options: StepCoreOptions, e
       const idempotencyKey = `${steps.logId}:${toolCallId}:${name}`
       // the fn's side effect starts only while this attempt holds its call (a lost one throws LockLostError)
       const run = () => {
-        const traced = () => stepSpan(toolCallId, name, async () => fn({ idempotencyKey }))
+        const traced = () => stepSpan(toolCallId, name, async () => (noteStepRun(idempotencyKey), fn({ idempotencyKey })))
         const held = hold?.confirm()
         return held ? ours(held).then(traced) : traced()
       }

@@ -1,0 +1,41 @@
+// The test host's manual clock: this process's Date.now() shifted forward by an offset. The product's
+// own code reads Date.now() to decide what is due (a sleep's wake-up, a retry's next time, BullMQ's
+// promotion of delayed jobs, which its worker sends Date.now() to), so moving the offset moves what is
+// due; nothing of the product is replaced. The offset only grows: BullMQ renews a lock only when its
+// clock has passed the last renewal, so a clock going back would stall the jobs it runs.
+import { ConfigError } from '../errors/index.js'
+
+const realNow = Date.now.bind(Date)
+let installed: ManualClock | undefined
+
+export class ManualClock {
+  private offset = 0
+
+  /** Takes over Date.now() in this process; one manual clock at a time. */
+  static install(): ManualClock {
+    if (installed)
+      throw new ConfigError(
+        "createTestHost({ clock: 'manual' }): another test host's manual clock runs in this process; close it first (await env.close()).",
+      )
+    const clock = new ManualClock()
+    installed = clock
+    Date.now = () => realNow() + clock.offset
+    return clock
+  }
+
+  now(): number {
+    return realNow() + this.offset
+  }
+
+  /** Moves the clock to `at` (ms); a time already past leaves it where it is. */
+  moveTo(at: number): void {
+    this.offset = Math.max(this.offset, at - realNow())
+  }
+
+  /** Gives Date.now() back. */
+  uninstall(): void {
+    if (installed !== this) return
+    installed = undefined
+    Date.now = realNow
+  }
+}

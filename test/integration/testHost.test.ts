@@ -1,0 +1,96 @@
+// createTestHost (docs/testing.md, issue 58): a real host and workers on their own Redis, with a clock a
+// test moves. A 30-day sleep, an approval, an event and a retry with a one-hour backoff happen at once
+// with `advance`, through the product's own waits; the same run on the real clock with short durations
+// agrees step for step; waits come due in time order.
+import { describe, expect, it } from 'vitest'
+import { createTestHost, type TestHost } from '../../src/testing/index.js'
+import { billingKit, provider } from '../fixtures/billingKit.js'
+import { getRedisUrl } from '../rig.js'
+
+const DAY = 86_400_000
+const HOUR = 3_600_000
+
+async function renewal(
+  env: TestHost,
+  sessionId: string,
+  durations: { waitMs: number; retryMs: number; timeoutMs: number },
+  move: (ms: number) => Promise<void>,
+) {
+  provider.failuresLeft = 2
+  const session = env.open(billingKit, sessionId)
+  const result = session.runTool({ name: 'renew', input: { orderId: sessionId, ...durations }, toolCallId: 'renew-1' })
+  await env.runUntilIdle()
+  await move(durations.waitMs) // the month's sleep ends; the call asks
+  const [question] = await session.questions()
+  await env.answer({ sessionId, questionId: question!.questionId }, { approved: true })
+  await env.runUntilIdle()
+  await env.sendEvent({ event: 'payment.settled', key: sessionId, payload: { amount: 42 } })
+  await env.runUntilIdle()
+  // the provider fails twice: two backoffs of retryMs
+  await move(durations.retryMs)
+  await move(durations.retryMs)
+  return { result: await result, calls: await env.calls(sessionId), steps: await env.steps(sessionId, 'renew-1') }
+}
+
+describe('createTestHost', () => {
+  it('a manual clock: a 30-day sleep, an approval, an event and two one-hour retry backoffs happen at once, each step once', async () => {
+    const env = await createTestHost({ harnesses: [billingKit], redis: await getRedisUrl() })
+    try {
+      const started = env.now()
+      const run = await renewal(env, 'order-m', { waitMs: 30 * DAY, retryMs: HOUR, timeoutMs: 7 * DAY }, (ms) => env.advance(ms))
+      expect(run.result).toEqual({ charge: 'ch_order-m', approved: true, amount: 42, report: true })
+      expect(env.now() - started).toBeGreaterThanOrEqual(30 * DAY + 2 * HOUR)
+      expect(run.calls).toEqual([expect.objectContaining({ toolCallId: 'renew-1', status: 'done', attempts: ['fresh'] })])
+      expect(run.steps.map((s) => [s.name, s.runs])).toEqual([
+        ['charge', 1],
+        ['grace', 0],
+        ['approve', 0],
+        ['settled', 0],
+        ['report', 3],
+      ])
+    } finally {
+      await env.close()
+    }
+  }, 60_000)
+
+  it('the same on the real clock with short durations agrees on every step and record', async () => {
+    const manual = await createTestHost({ harnesses: [billingKit], redis: await getRedisUrl() })
+    let manualRun
+    try {
+      manualRun = await renewal(manual, 'order-a', { waitMs: 30 * DAY, retryMs: HOUR, timeoutMs: 7 * DAY }, (ms) => manual.advance(ms))
+    } finally {
+      await manual.close()
+    }
+    const real = await createTestHost({ harnesses: [billingKit], redis: await getRedisUrl(), clock: 'real' })
+    try {
+      const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)).then(() => real.runUntilIdle())
+      const realRun = await renewal(real, 'order-a', { waitMs: 300, retryMs: 2_500, timeoutMs: 60_000 }, sleep)
+      expect(realRun.result).toEqual(manualRun.result)
+      const shape = (run: typeof realRun) => ({
+        calls: run.calls,
+        steps: run.steps.map(({ name, runs, value }) => ({ name, runs, value: name === 'grace' ? 'a wake time' : value })),
+      })
+      expect(shape(realRun)).toEqual(shape(manualRun))
+    } finally {
+      await real.close()
+    }
+  }, 60_000)
+
+  it('advance wakes waits in time order: five interleaved sleeps', async () => {
+    const env = await createTestHost({ harnesses: [billingKit], redis: await getRedisUrl() })
+    try {
+      const session = env.open(billingKit, 'naps')
+      const lengths = [5 * HOUR, 1 * HOUR, 4 * HOUR, 2 * HOUR, 3 * HOUR]
+      const start = env.now()
+      const woke = lengths.map((ms, i) => session.runTool({ name: 'nap', input: { ms }, toolCallId: `nap-${i}` }))
+      await env.runUntilIdle()
+      await env.advance('1d')
+      const at = (await Promise.all(woke)).map((r) => (r as { at: number }).at - start)
+      // each woke at its own time, not all at the end of the day: in the order of their lengths
+      lengths.forEach((ms, i) => expect(at[i]).toBeGreaterThanOrEqual(ms))
+      lengths.forEach((ms, i) => expect(at[i]).toBeLessThan(ms + HOUR))
+    } finally {
+      await env.close()
+    }
+  }, 60_000)
+})
