@@ -4,7 +4,7 @@
 // agrees step for step; waits come due in time order.
 import { describe, expect, it } from 'vitest'
 import { createTestHost, type TestHost } from '../../src/testing/index.js'
-import { billingKit, provider } from '../fixtures/billingKit.js'
+import { billingKit, provider, reporter } from '../fixtures/billingKit.js'
 import { getRedisUrl } from '../rig.js'
 
 const DAY = 86_400_000
@@ -89,6 +89,32 @@ describe('createTestHost', () => {
       // each woke at its own time, not all at the end of the day: in the order of their lengths
       lengths.forEach((ms, i) => expect(at[i]).toBeGreaterThanOrEqual(ms))
       lengths.forEach((ms, i) => expect(at[i]).toBeLessThan(ms + HOUR))
+    } finally {
+      await env.close()
+    }
+  }, 60_000)
+
+  it('advance wakes waits in time order: sleeps interleaved with the daily ticks of a schedule', async () => {
+    const env = await createTestHost({ harnesses: [billingKit, reporter], redis: await getRedisUrl() })
+    try {
+      const start = env.now()
+      await env.host.schedule({ id: 'daily', harness: reporter, every: '1d', prompt: 'Send the report' })
+      const session = env.open(billingKit, 'naps-and-ticks')
+      const lengths = [2.5 * DAY, 0.5 * DAY, 1.5 * DAY, 3.5 * DAY, 4.5 * DAY]
+      const woke = lengths.map((ms, i) => session.runTool({ name: 'nap', input: { ms }, toolCallId: `nap-${i}` }))
+      await env.runUntilIdle()
+      await env.advance('5d')
+      const naps = (await Promise.all(woke)).map((r, i) => ({ what: `nap ${lengths[i]! / DAY}d`, at: (r as { at: number }).at - start }))
+      const ticks = (await env.open(reporter, 'schedule-daily').log.read({ types: ['harness.input'] })).map(({ record }) => ({
+        what: 'tick',
+        at: ('at' in record ? Number(record.at) : 0) - start,
+      }))
+      // one tick a day (the first at once), each turn settled
+      expect(ticks.length).toBeGreaterThanOrEqual(5)
+      const events = [...naps, ...ticks].sort((a, b) => a.at - b.at).map((e) => e.what)
+      expect(events.slice(0, 9)).toEqual(['tick', 'nap 0.5d', 'tick', 'nap 1.5d', 'tick', 'nap 2.5d', 'tick', 'nap 3.5d', 'tick'])
+      const turns = await env.host.turns({ harness: 'reporter' })
+      expect(turns.items.every((t) => t.status === 'completed')).toBe(true)
     } finally {
       await env.close()
     }
