@@ -7,7 +7,7 @@ import base from './vitest.config.js'
  * test/cluster/globalSetup.ts starts and stops, plus the Cluster-only suite (test/cluster/).
  * DH_SHARDS=3: each shard's tag lies on another master, so every suite's sessions and queues spread
  * over all three. Suites that own a private redis-server (kill, restart, OOM, passwords: sleepRestart,
- * hardening, shutdown, rig) and the ones below that are not listed stay single-node: docs/testing.md.
+ * hardening, shutdown, rig) and the ones below that are not listed stay single-node: docs/development.md.
  * The CLI's suite is one of them: its cross-shard part is test/cluster/cli.test.ts.
  */
 export default defineConfig({

@@ -1,4 +1,4 @@
-import { Worker, type Job, type Processor, type WorkerOptions } from 'bullmq'
+import { DelayedError, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq'
 import { LockLostError, StorageError } from '../errors/index.js'
 import { parseToolJobId } from '../log/index.js'
 import type { AttemptHold } from '../tool/index.js'
@@ -119,6 +119,8 @@ export class AttemptLock implements AttemptHold {
  */
 export class AttemptLocks {
   private readonly held = new Map<string, AttemptLock>()
+  /** Set by loseAll: the worker set is gone as if killed, so no attempt starts here any more. */
+  private crashed = false
 
   constructor(
     private readonly lockMs: number,
@@ -130,6 +132,8 @@ export class AttemptLocks {
 
   /** Runs one attempt with its lock, known to renewals while it runs (none without a token: nothing to confirm). */
   async holding<T>(job: Job, token: string | undefined, work: (lock: AttemptLock | undefined) => Promise<T>): Promise<T> {
+    // a job fetched as its workers crashed runs nothing (not even its begin); the crash moves it back to wait
+    if (this.crashed) throw new DelayedError()
     if (!token || job.id === undefined) return work(undefined)
     const key = `${job.id}\0${token}`
     const lock = new AttemptLock(job, token, this.lockMs, this.of, this.doubt)
@@ -139,6 +143,15 @@ export class AttemptLocks {
     } finally {
       if (this.held.get(key) === lock) this.held.delete(key)
     }
+  }
+
+  /**
+   * Every attempt held here is lost at once, as if its process were killed (src/harness/crashWorkers.ts):
+   * each stops before its next side effect and writes nothing more; no attempt starts after it.
+   */
+  loseAll(reason: string): void {
+    this.crashed = true
+    for (const lock of this.held.values()) lock.lose(reason)
   }
 
   /** BullMQ's renewal of these jobs' locks, sent at `sentAt`; those in `failed` were not renewed: lost. */

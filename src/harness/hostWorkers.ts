@@ -12,6 +12,7 @@ import type { Notifier } from './notifier.js'
 import { startEventTimerLoop } from './eventTimerLoop.js'
 import { startSweepTimer } from './sweepTimer.js'
 import { closeWorkers, startWorkerSet, type CloseOptions, type CloseResult } from './workers.js'
+import { crashable, crashWorkerSet } from './crashWorkers.js'
 
 /** The workers `host.startWorkers()` started: close them to stop taking jobs. */
 export interface WorkersHandle {
@@ -106,6 +107,8 @@ export function startHostWorkers(
   // a worker process that is gone (its connections closed) has its jobs moved at once (src/liveness/)
   let dead = liveness && new DeadWorkers({ redis: host.redis, openWork, liveness, logger })
   const unwatch = liveness?.watch(host.redis)
+  // each worker with its queue's shard, for a crash's look at its active jobs (crashWorkers.ts)
+  const placed: Array<{ worker: Worker; shard: number }> = []
   const workers = host.all.flatMap((harness) =>
     serving.flatMap((shard) => {
       const set = startWorkerSet({
@@ -128,11 +131,16 @@ export function startHostWorkers(
         ...(host.keepJobs ? { keepJobs: host.keepJobs } : {}),
       })
       dead?.watch(shard, set)
+      placed.push(...set.map((worker) => ({ worker, shard })))
       return set
     }),
   )
   const named = [...workers]
-  if (serving.includes(0)) workers.push(host.scheduleWorker())
+  if (serving.includes(0)) {
+    const ticks = host.scheduleWorker()
+    workers.push(ticks)
+    placed.push({ worker: ticks, shard: 0 }) // the schedules' queue is in shard 0
+  }
   // the workers take jobs once the shard count is known to match; a mismatch is logged and they stay idle
   let eventTimers: { stop(): void } | undefined
   let closing = false
@@ -159,20 +167,26 @@ export function startHostWorkers(
         )
       : null
   const { running } = host
+  const stopLoops = () => {
+    if (closing) return
+    sweeper?.stop()
+    closing = true
+    eventTimers?.stop()
+    dead?.stop()
+    unwatch?.()
+    unlisten()
+  }
   const handle: WorkersHandle = {
     workers,
     async close(closeOptions) {
-      sweeper?.stop()
-      closing = true
-      eventTimers?.stop()
-      dead?.stop()
-      unwatch?.()
-      unlisten()
+      stopLoops()
       const result = await closeWorkers(workers, closeOptions)
       if (running.includes(handle)) running.splice(running.indexOf(handle), 1)
       return result
     },
   }
   running.push(handle)
-  return handle
+  // a test's SIGKILL-equivalent of this set (the testing kit's env.crash); close() after it has nothing left to wait for
+  const { redis, logFor } = host
+  return crashable(handle, () => crashWorkerSet({ redis, openWork, logFor, logger, workers: placed, stopLoops }))
 }

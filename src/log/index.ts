@@ -66,6 +66,7 @@ export { storedOpenCalls, moveWakeTime, type StoredCall } from './storedCalls.js
 export { LimitStore, type LimitBounds, type LimitKeyState, type SlotReply } from './limitStore.js'
 export { dropStaleMarker, type QueueMarkerKeys } from './queueMarker.js'
 export {
+  fenceAttempt,
   namedConnections,
   ownConnectionNames,
   reclaimJob,

@@ -2,10 +2,12 @@ import type { Redis } from 'ioredis'
 import { StorageError } from '../errors/index.js'
 import { isCluster, type RedisClient } from './client.js'
 import { runScript, scripts } from './commands/index.js'
+import type { SessionLog } from './sessionLog.js'
 
 /**
  * The Redis side of the check for gone worker processes (src/liveness/): which connections a node
- * holds, by name (CLIENT LIST), and the move of a gone process's job (reclaimJob.lua). The queue keys
+ * holds, by name (CLIENT LIST), and the move of a gone process's job (reclaimJob.lua); and of a worker
+ * set crashed on purpose (src/harness/crashWorkers.ts), the fence of its calls. The queue keys
  * come from src/lane/bullmqInternals.ts; the log speaks Redis only, so these are names and strings.
  */
 
@@ -91,4 +93,10 @@ export async function reclaimJob(redis: RedisClient, job: HeldJob, reclaim: JobR
   } catch (error) {
     throw new StorageError('reclaimJob (the job of a gone worker process)', jobId, error)
   }
+}
+
+/** A crashed worker set's call, while its job is still held: a new epoch if it runs, so its attempt writes nothing more; true if fenced. */
+export async function fenceAttempt(log: SessionLog, toolCallId: string): Promise<boolean> {
+  const { stream } = log
+  return (await stream.script(scripts.fenceAttempt, { keys: { calls: stream.keys.calls }, args: { toolCallId } })) === 1
 }

@@ -9,9 +9,11 @@ import type { SendEventOptions, SendEventResult } from '../harness/machineEvents
 import { ConfigError } from '../errors/index.js'
 import { createLogger } from '../logger.js'
 import { createRedisClient } from '../harness/connection.js'
+import { CRASH_WORKERS } from '../harness/crashWorkers.js'
 import type { RedisClient } from '../log/index.js'
 import { observeStepRuns, parseDuration, type Duration } from '../tool/index.js'
 import { DueWork } from './dueWork.js'
+import { Submissions } from './submissions.js'
 import { ManualClock } from './manualClock.js'
 import { hasRedisServerBinary, startRedisServer, type RedisServerHandle } from './redisServer.js'
 import { callsOf, stepRunCounter, stepsOf, timelineOf, type TestCall, type TestStep } from './testRecords.js'
@@ -34,7 +36,7 @@ export interface TestHost {
   readonly host: HarnessHost
   /** The Redis URL the host uses. */
   readonly redisUrl: string
-  /** A session of one of the harnesses. */
+  /** A session of one of the harnesses; the host waits for its runTool calls and prompts to be logged before it calls itself idle. */
   open(harness: Harness, sessionId: string): Session
   /** The host's time (ms): the wall clock, moved forward by every `advance` of a manual clock. */
   now(): number
@@ -96,7 +98,8 @@ export async function createTestHost(options: TestHostOptions): Promise<TestHost
   const clock = clockKind === 'manual' ? ManualClock.install() : undefined
   const prefix = `dh-test-${randomBytes(4).toString('hex')}`
   const logger = createLogger().child({ testHost: prefix })
-  logger.level = process.env.LOG_LEVEL ?? 'warn'
+  // a crash's lost attempts warn by design: a test shows errors only, unless LOG_LEVEL says more
+  logger.level = process.env.LOG_LEVEL ?? 'error'
   const host = createHarnessHost({ redis: url, harnesses: [...options.harnesses], prefix, logger })
   const start = () => host.startWorkers({ concurrency: options.concurrency ?? 4, sweepEveryMs: 0 })
   let workers: WorkersHandle = start()
@@ -108,7 +111,9 @@ export async function createTestHost(options: TestHostOptions): Promise<TestHost
   const sessionOf = async (sessionId: string): Promise<Session> =>
     (await host.find(sessionId)) ?? host.open(options.harnesses[0]!, { sessionId })
 
+  const submissions = new Submissions()
   const runUntilIdle = async ({ timeoutMs = 30_000 } = {}) => {
+    await submissions.settled()
     const until = Date.now() + timeoutMs
     for (let calm = 0; calm < 2;) {
       await due.wake(now())
@@ -138,9 +143,14 @@ export async function createTestHost(options: TestHostOptions): Promise<TestHost
   return {
     host,
     redisUrl: url,
-    open: (harness, sessionId) => host.open(harness, { sessionId }),
+    open: (harness, sessionId) => submissions.track(host.open(harness, { sessionId })),
     now,
-    advance: (duration) => advanceTo(now() + parseDuration(duration)),
+    // from when what runs now has parked: a 30-day sleep begun just before is due 30 days on
+    advance: async (duration) => {
+      const ms = parseDuration(duration)
+      await runUntilIdle()
+      await advanceTo(now() + ms)
+    },
     advanceTo,
     runUntilIdle,
     calls: async (sessionId) => callsOf(await sessionOf(sessionId)),
@@ -173,7 +183,7 @@ export async function createTestHost(options: TestHostOptions): Promise<TestHost
 
 /** The in-process workers' SIGKILL-equivalent (src/harness/workers.ts, under its symbol). */
 async function crashWorkers(workers: WorkersHandle): Promise<void> {
-  const crash: unknown = Reflect.get(workers, Symbol.for('durable-harness.crashWorkers'))
+  const crash: unknown = Reflect.get(workers, CRASH_WORKERS)
   if (typeof crash !== 'function') throw new Error('env.crash: these workers cannot crash (a durable-harness of another version?).')
   await Reflect.apply(crash, workers, [])
 }

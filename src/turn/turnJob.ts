@@ -111,6 +111,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     // the response count at which an overflow was healed by a compaction: a second one there fails the turn
     let overflowHealedAt = -1
     for (;;) {
+      // a lost attempt (a crash of its worker set, a lock taken over) moves the turn no further
+      if (deps.lock?.lost) throw deps.lock.lost
       // the session's conversation (its projection: O(the conversation), not O(the log)); the fold
       // takes this turn's entries from its input on, the model calls the history before them too
       const { entryId } = input
@@ -232,6 +234,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       }
       // counted with the model, its cost, or an estimate when the provider reported nothing (docs/spend.md)
       response.usage = billedUsage(harness, response.usage, { messages, output: response.text ?? '' })
+      // lost while the model answered: its response is not logged (a crashed worker writes nothing more)
+      if (deps.lock?.lost) throw deps.lock.lost
       inFlight = undefined
       const logged = await log.inputs.logModelResponse(
         inputId,
@@ -244,13 +248,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
       await settleModelTry(log, modelTry, response.usage)
       if (!logged) {
         // another run of this turn logged first: this try was made all the same; fold again
-        const reported = response.usage
-        await countUnloggedTry(harness, log, inputId, fold, 'dropped', {
-          messages,
-          output: response.text ?? '',
-          reported,
-          tryId: modelTry.id,
-        })
+        const sent = { messages, output: response.text ?? '', reported: response.usage, tryId: modelTry.id }
+        await countUnloggedTry(harness, log, inputId, fold, 'dropped', sent)
         continue
       }
       countModelUsage(harness.name, response.usage)
@@ -268,7 +267,8 @@ export async function processTurnJob(job: Job<TurnJobData>, token: string | unde
     if (inFlight)
       await endInFlightTry(harness, log, inputId, inFlight).catch((err: unknown) => logger.warn({ err }, 'counting a cut try failed'))
     if (error instanceof WaitingChildrenError || error instanceof DelayedError) throw error
-    if (error instanceof LockLostError) {
+    // once lost, any error of the attempt is the loss's (a write refused for its token): it settles nothing
+    if (error instanceof LockLostError || deps.lock?.lost) {
       logger.warn({ err: error }, 'turn attempt lost its job lock to another worker; it made no model call and wrote nothing more')
       // the job is another worker's now (or the stalled check's): BullMQ leaves it alone
       throw new DelayedError()

@@ -2,7 +2,7 @@
 // show. The bin takes REDIS_URL as the masters' list and DH_SHARDS=3; its worker serves all three shards,
 // and the commands that read across sessions (questions, stats, sessions, turns, the lookup of answer)
 // see a session on every shard. The commands' other behaviour does not depend on where keys lie, so it
-// is tested once, on one Redis (docs/testing.md).
+// is tested once, on one Redis (docs/development.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { HarnessHost } from '../../src/index.js'
 import { defaultShards, shardOf } from '../../src/log/index.js'

@@ -192,7 +192,7 @@ beforeAll(async () => {
   // the provider adapter the README's example uses, beside the package: one install
   // beside the package: the provider adapter the README's example uses, and tsx for a TypeScript
   // harness module (the project's own dev dependency); one install
-  const beside = ['@tanstack/ai-openai', 'tsx'].map((name) => `${name}@${devVersion(name)}`)
+  const beside = ['@tanstack/ai-openai', 'tsx', 'vitest'].map((name) => `${name}@${devVersion(name)}`)
   await run('npm', ['install', tarball, ...beside, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir })
 }, 300_000)
 
@@ -304,6 +304,35 @@ describe('installed with npm install <tarball>', () => {
     )
     const { stdout } = await node(['mcpClient.mjs', String(url)], env)
     expect(JSON.parse(stdout)).toEqual({ tools: ['add'], sum: { sum: 5 }, task: 'completed', viaTask: { sum: 42 } })
+  })
+
+  it("docs/testing.md's examples run as written with vitest in the project: createTestHost on its own redis-server, a clock that skips days, env.crash", async () => {
+    const kit = join(dir, 'kit')
+    mkdirSync(kit, { recursive: true })
+    const docs = readFileSync(join(root, 'docs', 'testing.md'), 'utf8')
+    const files = [...docs.matchAll(/<!-- test(?:-module)?: ([\w.]+) -->\n```ts\n([\s\S]*?)```/g)]
+    expect(files.map((m) => m[1])).toEqual([
+      'billing.ts',
+      'renew.test.ts',
+      'retries.test.ts',
+      'timeout.test.ts',
+      'schedules.test.ts',
+      'crash.test.ts',
+    ])
+    for (const [, name, text] of files) writeFileSync(join(kit, name!), text!)
+    // no REDIS_URL: each test host starts a redis-server of its own, as a new project's first test does
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      REDIS_URL: undefined,
+      DH_PREFIX: undefined,
+      NO_COLOR: '1',
+      FORCE_COLOR: '0',
+    }
+    const vitest = join(dir, 'node_modules', 'vitest', 'vitest.mjs')
+    const { stdout } = await run(process.execPath, [vitest, 'run', '--root', kit], { cwd: kit, env, maxBuffer: 16 << 20 }).catch(
+      (error: { stdout: string; stderr: string }) => ({ stdout: `${error.stdout}\n${error.stderr}` }),
+    )
+    expect(stdout).toMatch(/Tests\s+5 passed \(5\)/)
   })
 
   it('a package export names the harness module: resolved from the working directory (the project), not from where the CLI lives', async () => {

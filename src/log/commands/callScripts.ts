@@ -142,6 +142,14 @@ export const parkCall = defineScript({
   reply: reply<['ok'] | Fenced>(),
 })
 
+/** A crashed worker set's running call gets a new epoch (crashWorkers.ts): its attempt's later writes are refused. */
+export const fenceAttempt = defineScript({
+  name: 'fenceAttempt',
+  keys: ['calls'],
+  args: { toolCallId: text },
+  reply: reply<0 | 1>(),
+})
+
 export const clearEventTimer = defineScript({
   name: 'clearEventTimer',
   keys: ['calls', 'eventTimers'],
