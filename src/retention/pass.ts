@@ -9,10 +9,7 @@ import { trimShard } from './trim.js'
  * session that is not due gets its true last activity as its score and is looked at again then.
  * Then the shard's sessions due for trimming are trimmed (trim.ts). Returns the ids of the sessions removed.
  */
-export async function retainOnce(
-  deps: RetentionDeps,
-  options: { limit?: number; now?: number; shards?: readonly number[] } = {},
-): Promise<string[]> {
+export async function retainOnce(deps: RetentionDeps, options: RetainPassOptions = {}): Promise<string[]> {
   const removed: string[] = []
   const shards = options.shards ?? Array.from({ length: deps.shards }, (_, shard) => shard)
   for (const shard of shards) {
@@ -22,10 +19,21 @@ export async function retainOnce(
   return removed
 }
 
+/**
+ * One pass's options; `entryTime` maps a log entry's time (Redis's clock, its id) to the host's: the
+ * same in production, the test host's manual clock at that moment in a test (src/testing/).
+ */
+export interface RetainPassOptions {
+  limit?: number
+  now?: number
+  shards?: readonly number[]
+  entryTime?: (ms: number) => number
+}
+
 async function retainShard(
   deps: RetentionDeps,
   index: string,
-  { limit = 100, now = Date.now() }: { limit?: number; now?: number },
+  { limit = 100, now = Date.now(), entryTime = (ms: number) => ms }: RetainPassOptions,
 ): Promise<string[]> {
   const { redis, retention, logger } = deps
   const cutoff = now - retention.sessionMs
@@ -40,7 +48,7 @@ async function retainShard(
       await later(sessionId, now)
       continue
     }
-    const lastAt = check[0] === 'idle' && check[1] ? Number(check[1].split('-')[0]) : 0
+    const lastAt = check[0] === 'idle' && check[1] ? entryTime(Number(check[1].split('-')[0])) : 0
     if (lastAt > cutoff) {
       await later(sessionId, lastAt)
       continue

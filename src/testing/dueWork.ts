@@ -28,6 +28,8 @@ export class DueWork {
   constructor(
     private readonly redis: RedisClient,
     private readonly host: HarnessHost,
+    /** The host's retention period, when it has one: an idle session is due that long after its last activity. */
+    private readonly retentionMs?: number,
   ) {
     const refs = host.queues()
     this.shards = Math.max(1, ...refs.map((r) => r.shard + 1))
@@ -64,8 +66,12 @@ export class DueWork {
       }
     }
     for (let shard = 0; shard < this.shards; shard++) {
-      const [, score] = await this.redis.zrange(indexKeys(this.host.prefix, shard, this.shards).eventTimers, '0', '0', 'WITHSCORES')
-      if (score !== undefined && Number(score) <= limit) consider(Number(score))
+      const keys = indexKeys(this.host.prefix, shard, this.shards)
+      const first = async (key: string) => Number((await this.redis.zrange(key, '0', '0', 'WITHSCORES'))[1] ?? Infinity)
+      const timers = [await first(keys.eventTimers)]
+      // retention: the oldest session's (a score a pass found early is set to its true last activity), and the first trim
+      if (this.retentionMs !== undefined) timers.push((await first(keys.sessions)) + this.retentionMs, await first(keys.trims))
+      for (const at of timers) if (at <= limit) consider(at)
     }
     return next
   }

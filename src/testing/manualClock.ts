@@ -10,6 +10,8 @@ let installed: ManualClock | undefined
 
 export class ManualClock {
   private offset = 0
+  /** Each move: from which real time on the clock ran at which offset (oldest first). */
+  private readonly moves: Array<{ realAt: number; offset: number }> = []
 
   /** Takes over Date.now() in this process; one manual clock at a time. */
   static install(): ManualClock {
@@ -29,7 +31,17 @@ export class ManualClock {
 
   /** Moves the clock to `at` (ms); a time already past leaves it where it is. */
   moveTo(at: number): void {
-    this.offset = Math.max(this.offset, at - realNow())
+    const real = realNow()
+    if (at - real <= this.offset) return
+    this.offset = at - real
+    this.moves.push({ realAt: real, offset: this.offset })
+  }
+
+  /** This clock's time at a moment of the real clock (a log entry's id time, Redis's clock). */
+  atReal(ms: number): number {
+    let offset = 0
+    for (const move of this.moves) if (move.realAt <= ms) offset = move.offset
+    return ms + offset
   }
 
   /** Gives Date.now() back. */

@@ -3,7 +3,7 @@
 // wakes the workers when something comes due.
 import { randomBytes } from 'node:crypto'
 import type { Harness } from '../harness/defineHarness.js'
-import { createHarnessHost, type HarnessHost, type WorkersHandle } from '../harness/host.js'
+import { createHarnessHost, type HarnessHost, type HostOptions, type WorkersHandle } from '../harness/host.js'
 import type { Session } from '../harness/session.js'
 import type { SendEventOptions, SendEventResult } from '../harness/machineEvents.js'
 import { ConfigError } from '../errors/index.js'
@@ -29,6 +29,8 @@ export interface TestHostOptions {
   redis?: string
   /** Jobs at once per queue of the in-process workers (default 4). */
   concurrency?: number
+  /** The host's retention (docs/retention.md): its passes run at every stop of `advance`, on the test's clock. */
+  retention?: HostOptions['retention']
 }
 
 /** What `createTestHost` returns: the host, its clock, and what happened in its sessions. */
@@ -100,11 +102,12 @@ export async function createTestHost(options: TestHostOptions): Promise<TestHost
   const logger = createLogger().child({ testHost: prefix })
   // a crash's lost attempts warn by design: a test shows errors only, unless LOG_LEVEL says more
   logger.level = process.env.LOG_LEVEL ?? 'error'
-  const host = createHarnessHost({ redis: url, harnesses: [...options.harnesses], prefix, logger })
+  const retention = options.retention
+  const host = createHarnessHost({ redis: url, harnesses: [...options.harnesses], prefix, logger, ...(retention ? { retention } : {}) })
   const start = () => host.startWorkers({ concurrency: options.concurrency ?? 4, sweepEveryMs: 0 })
   let workers: WorkersHandle = start()
   const redis: RedisClient = createRedisClient(url)
-  const due = new DueWork(redis, host)
+  const due = new DueWork(redis, host, retention?.sessionMs)
   const now = () => clock?.now() ?? Date.now()
   const counter = stepRunCounter()
   const unobserve = observeStepRuns(counter.count)
@@ -131,10 +134,16 @@ export async function createTestHost(options: TestHostOptions): Promise<TestHost
     if (!clock) throw new ConfigError("advance and advanceTo need createTestHost({ clock: 'manual' }); a real clock moves by itself.")
     await runUntilIdle()
     // each wait in time order: the clock stops at every due time, so what one wake starts is due in turn
-    for (;;) {
+    for (let stuck = 0; ;) {
       const next = await due.next(target)
+      // a wait due already that a stop does not clear would stop here for ever
+      stuck = next !== undefined && next <= clock.now() ? stuck + 1 : 0
+      if (stuck > 50) throw new Error(`advance: a wait due at ${new Date(next!).toISOString()} stays due; see the host's log.`)
       clock.moveTo(next ?? target)
       await host.sweep({ limit: 10_000 })
+      // its log's entry times are Redis's clock: retention reads them on this one (retainOnce's entryTime)
+      const pass = { limit: 10_000, entryTime: (ms: number) => clock.atReal(ms) }
+      if (retention) await host.retain(pass)
       await runUntilIdle()
       if (next === undefined) break
     }

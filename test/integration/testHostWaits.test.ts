@@ -53,4 +53,27 @@ describe('createTestHost: the other waits', () => {
       await env.close()
     }
   }, 60_000)
+
+  it('retention on the test clock: a session idle for its period is exported and removed, not a day before', async () => {
+    const exported: string[] = []
+    const env = await createTestHost({
+      harnesses: [billingKit],
+      redis: await getRedisUrl(),
+      retention: { sessionMs: 7 * 86_400_000, export: (sessionId) => void exported.push(sessionId) },
+    })
+    try {
+      const session = env.open(billingKit, 'kept-a-week')
+      const napped = session.runTool({ name: 'nap', input: { ms: 86_400_000 }, toolCallId: 'nap-1' })
+      await env.advance('1d') // the nap ends a day in: the session is idle from then
+      await napped
+      expect(await env.calls('kept-a-week')).toEqual([expect.objectContaining({ status: 'done' })])
+      await env.advance('6d')
+      expect(exported).toEqual([])
+      await env.advance('1d')
+      expect(exported).toEqual(['kept-a-week'])
+      expect(await session.log.read({ limit: 1 })).toEqual([])
+    } finally {
+      await env.close()
+    }
+  }, 60_000)
 })
