@@ -11,4 +11,4 @@ export {
   type SideEffect,
 } from './exploreCrashes.js'
 export { replaySession, type DeployReport, type DeployProblem, type DeployProblemCode, type StorageOptions } from '../deploys/index.js'
-export { createTestHost, type TestHost, type TestHostOptions, type TestCall, type TestStep } from './testHost.js'
+export { createTestHost, type TestHost, type TestHostOptions, type TestCall, type TestStep, type TestWorker } from './testHost.js'

@@ -20,6 +20,11 @@ import { callsOf, stepRunCounter, stepsOf, timelineOf, type TestCall, type TestS
 
 export type { TestCall, TestStep }
 
+/** One in-process worker of a test host (`env.workers`). */
+export interface TestWorker {
+  readonly index: number
+}
+
 /** Options of `createTestHost`. */
 export interface TestHostOptions {
   harnesses: readonly Harness[]
@@ -27,8 +32,10 @@ export interface TestHostOptions {
   clock?: 'manual' | 'real'
   /** A Redis to use (its own key prefix, removed at close); default REDIS_URL, else a private redis-server the kit starts and stops. */
   redis?: string
-  /** Jobs at once per queue of the in-process workers (default 4). */
+  /** Jobs at once per queue of each in-process worker (default 4). */
   concurrency?: number
+  /** How many workers (worker sets, as `host.startWorkers()` starts them) run in this process (default 1): `env.workers`. */
+  workers?: number
   /** The host's retention (docs/retention.md): its passes run at every stop of `advance`, on the test's clock. */
   retention?: HostOptions['retention']
 }
@@ -58,8 +65,14 @@ export interface TestHost {
   answer(question: { sessionId?: string; questionId: string }, value: unknown, options?: { sessionId?: string }): Promise<void>
   /** Sends a machine event as `host.sendEvent` does. */
   sendEvent(options: SendEventOptions): Promise<SendEventResult>
-  /** SIGKILL-equivalent of the in-process workers: the attempts running now stop before their next side effect, their jobs run again on new workers. */
-  crash(): Promise<void>
+  /** The in-process workers, for `crash`. */
+  readonly workers: readonly TestWorker[]
+  /**
+   * SIGKILL-equivalent of a worker (default: every one): the attempts it runs now stop before their
+   * next side effect and write nothing more, their jobs go back to wait at once, and a new worker
+   * takes its place.
+   */
+  crash(worker?: TestWorker): Promise<void>
   /** Stops the workers, closes the host, removes the keys, stops a Redis the kit started, gives Date.now() back. */
   close(): Promise<void>
 }
@@ -105,7 +118,11 @@ export async function createTestHost(options: TestHostOptions): Promise<TestHost
   const retention = options.retention
   const host = createHarnessHost({ redis: url, harnesses: [...options.harnesses], prefix, logger, ...(retention ? { retention } : {}) })
   const start = () => host.startWorkers({ concurrency: options.concurrency ?? 4, sweepEveryMs: 0 })
-  let workers: WorkersHandle = start()
+  const count = options.workers ?? 1
+  if (!Number.isInteger(count) || count < 1)
+    throw new ConfigError(`createTestHost: workers must be a whole number of 1 or more, not ${String(count)}.`)
+  const running: WorkersHandle[] = Array.from({ length: count }, start)
+  const testWorkers: TestWorker[] = running.map((_, index) => Object.freeze({ index }))
   const redis: RedisClient = createRedisClient(url)
   const due = new DueWork(redis, host, retention?.sessionMs)
   const now = () => clock?.now() ?? Date.now()
@@ -171,13 +188,18 @@ export async function createTestHost(options: TestHostOptions): Promise<TestHost
       await (await sessionOf(sessionId)).answer(question.questionId, value)
     },
     sendEvent: (event) => host.sendEvent(event),
-    async crash() {
-      await crashWorkers(workers)
-      workers = start()
+    workers: testWorkers,
+    async crash(worker) {
+      if (worker !== undefined && testWorkers[worker.index] !== worker)
+        throw new ConfigError('env.crash: not a worker of this test host (env.workers).')
+      for (const { index } of worker ? [worker] : testWorkers) {
+        await crashWorkers(running[index]!)
+        running[index] = start()
+      }
     },
     async close() {
       try {
-        await workers.close({ timeoutMs: 5_000 })
+        await Promise.all(running.map((w) => w.close({ timeoutMs: 5_000 })))
         await host.close({ timeoutMs: 5_000 })
         await removePrefix(redis, prefix)
       } finally {

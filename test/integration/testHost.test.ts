@@ -41,6 +41,9 @@ describe('createTestHost', () => {
       expect(run.result).toEqual({ charge: 'ch_order-m', approved: true, amount: 42, report: true })
       expect(env.now() - started).toBeGreaterThanOrEqual(30 * DAY + 2 * HOUR)
       expect(run.calls).toEqual([expect.objectContaining({ toolCallId: 'renew-1', status: 'done', attempts: ['fresh'] })])
+      const timeline = await env.timeline('order-m')
+      expect(timeline.find((line) => line.includes('charge'))).toBeDefined()
+      expect(timeline.length).toBeGreaterThan(5)
       expect(run.steps.map((s) => [s.name, s.runs])).toEqual([
         ['charge', 1],
         ['grace', 0],
@@ -115,6 +118,28 @@ describe('createTestHost', () => {
       expect(events.slice(0, 9)).toEqual(['tick', 'nap 0.5d', 'tick', 'nap 1.5d', 'tick', 'nap 2.5d', 'tick', 'nap 3.5d', 'tick'])
       const turns = await env.host.turns({ harness: 'reporter' })
       expect(turns.items.every((t) => t.status === 'completed')).toBe(true)
+    } finally {
+      await env.close()
+    }
+  }, 60_000)
+
+  it('env.crash(worker) kills one of two workers between two steps: its calls run again elsewhere, every side effect once', async () => {
+    const env = await createTestHost({ harnesses: [billingKit], redis: await getRedisUrl(), workers: 2, concurrency: 4 })
+    try {
+      provider.done.clear()
+      const session = env.open(billingKit, 'two-workers')
+      const calls = Array.from({ length: 8 }, (_, i) =>
+        session.runTool({ name: 'twoSteps', input: { id: `c${i}`, pauseMs: 1_500 }, toolCallId: `two-${i}` }),
+      )
+      // every call has run its first step and waits before its second
+      for (let stored = 0; stored < 8;) stored = (await session.log.read({ types: ['harness.tool.step'] })).length
+      await env.crash(env.workers[0])
+      expect(await Promise.all(calls)).toEqual(Array.from({ length: 8 }, (_, i) => ({ id: `c${i}`, sum: 3 })))
+      const reruns = (await env.calls('two-workers')).filter((c) => c.attempts.includes('rerun')).length
+      expect(reruns).toBeGreaterThan(0)
+      expect(reruns).toBeLessThan(8)
+      expect([...provider.done.values()].every((n) => n === 1)).toBe(true)
+      expect(provider.done.size).toBe(16)
     } finally {
       await env.close()
     }

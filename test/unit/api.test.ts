@@ -199,6 +199,7 @@ const EXPORTS: Record<keyof typeof ENTRIES, string[]> = {
     'TestHost',
     'TestHostOptions',
     'TestStep',
+    'TestWorker',
     'WorkerProcess',
     'createTestHost',
     'exploreCrashes',
