@@ -43,6 +43,25 @@ export function stringOption(values: CommandInput['values'], name: string): stri
   return typeof value === 'string' ? value : undefined
 }
 
+/** A served command's --port (env PORT; default `fallback`; 0 picks a free one): a UsageError for anything but a port number. */
+export function portOption(values: CommandInput['values'], fallback: number): number {
+  const port = Number(values.port ?? process.env.PORT ?? fallback)
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new UsageError(`--port must be a port number, not ${JSON.stringify(values.port)}.`)
+  return port
+}
+
+/**
+ * A served command's --host (default 127.0.0.1): an interface past this machine's loopback needs its
+ * token (`tokenEnv` names its variable, `why` says what the server lets a caller do).
+ */
+export function listenHost(values: CommandInput['values'], token: string | undefined, tokenEnv: string, why: string): string {
+  const hostname = stringOption(values, 'host') ?? '127.0.0.1'
+  if (!token && !['127.0.0.1', 'localhost', '::1'].includes(hostname))
+    throw new UsageError(`Listening on ${hostname} needs --token (or ${tokenEnv}): ${why}.`)
+  return hostname
+}
+
 export function parseCommand(command: Command, argv: string[]): CommandInput & { help: boolean } {
   const options: Record<string, OptionSpec> = { ...COMMON_OPTIONS, ...command.options }
   let parsed

@@ -7,7 +7,7 @@ import type { Harness } from '../harness/defineHarness.js'
 import { createLogger } from '../logger.js'
 import { serveMetrics } from '../telemetry/index.js'
 import { loadHostModule } from './loadHarnesses.js'
-import { messageOf } from './command.js'
+import { messageOf, stringOption, type CommandInput } from './command.js'
 import { terminalSafe } from '../terminalText.js'
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
@@ -62,6 +62,14 @@ export function workerShards(): number[] | undefined {
   if (shards.some((n) => !Number.isInteger(n) || n < 0))
     throw new ConfigError(`WORKER_SHARDS must be shard numbers separated by commas (e.g. 0,2), not ${JSON.stringify(raw)}.`)
   return shards
+}
+
+/** The processes read their settings from the environment: flags given on the command line win. */
+export function flagsToEnv(values: CommandInput['values'], names: Record<string, string>): void {
+  for (const [flag, env] of Object.entries(names)) {
+    const value = stringOption(values, flag)
+    if (value !== undefined) process.env[env] = value
+  }
 }
 
 /**

@@ -30,15 +30,22 @@ export function checkPrincipal(principal: unknown): asserts principal is string 
 }
 
 /**
- * The string id the log records for a principal object (what `authorize` returned): its `id`, else
- * `sub` (a JWT's subject), else `email`, else `name`, the first that is a non-empty string or a
- * number, cut to 200 characters; undefined when it has none (nothing is recorded then).
+ * A principal object's own id, whole: its `id`, else `sub` (a JWT's subject), else `email`, else
+ * `name`, the first that is a non-empty string or a number; undefined when it has none.
  */
-export function principalId(principal: object | null | undefined): string | undefined {
+export function wholePrincipalId(principal: object | null | undefined): string | undefined {
   if (!principal) return undefined
   for (const key of ['id', 'sub', 'email', 'name']) {
     const value: unknown = Reflect.get(principal, key)
-    if ((typeof value === 'string' && value.length > 0) || typeof value === 'number') return String(value).slice(0, MAX_PRINCIPAL)
+    if ((typeof value === 'string' && value.length > 0) || typeof value === 'number') return String(value)
   }
   return undefined
+}
+
+/**
+ * The string id the log records for a principal object (what `authorize` returned): its whole id
+ * (`wholePrincipalId`) cut to 200 characters; undefined when it has none (nothing is recorded then).
+ */
+export function principalId(principal: object | null | undefined): string | undefined {
+  return wholePrincipalId(principal)?.slice(0, MAX_PRINCIPAL)
 }

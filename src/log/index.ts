@@ -13,7 +13,7 @@ export { contextOf, type InputState, type InputTags, type ParentCall, type TreeR
 export type { StepLookup } from './stepValues.js'
 export { encodeRecord, isRecord, type LogEntry, type ReadOptions, type FollowOptions } from './stream.js'
 export { followLog } from './followLog.js'
-export { isStreamId } from './streamIds.js'
+export { isStreamId, streamIdMs } from './streamIds.js'
 export {
   indexKeys,
   shardBase,

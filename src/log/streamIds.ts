@@ -15,6 +15,11 @@ export function isStreamId(id: unknown, exact = false): id is string {
   return id.split('-').every((part) => BigInt(part) <= MAX_ID_PART)
 }
 
+/** The time (ms, Redis's clock) of a stream entry id `<ms>-<seq>`. */
+export function streamIdMs(id: string): number {
+  return Number(id.split('-')[0])
+}
+
 export function assertCursor(option: string, value: unknown): void {
   if (value !== undefined && !isStreamId(value)) throw new InvalidCursorError(option, value)
 }

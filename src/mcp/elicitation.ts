@@ -4,10 +4,9 @@
 import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js'
 import type { Logger } from 'pino'
 import { openQuestionsOf, type TaskScope } from './tasks.js'
-import { answerOf } from './results.js'
-import { parseElicitationId, principalLabel } from './taskIds.js'
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+import { answerOf, isObject } from './results.js'
+import { principalId } from '../harness/tags.js'
+import { parseElicitationId } from './taskIds.js'
 
 /** A JSON-RPC response (no method; a result or an error) to one of our elicitation requests. */
 function isOurAnswer(message: unknown): message is Record<string, unknown> & { id: string } {
@@ -45,7 +44,7 @@ async function answerOne(scope: TaskScope, principal: object, message: Record<st
   const { taskId, questionId } = parseElicitationId(message.id)!
   const question = (await openQuestionsOf(scope, taskId)).find((q) => q.questionId === questionId)
   if (!question) return
-  const by = principalLabel(principal)
+  const by = principalId(principal)
   const options = by === undefined ? {} : { principal: by }
   const answer = ElicitResultSchema.safeParse(message.result)
   if (answer.success && answer.data.action === 'accept') {

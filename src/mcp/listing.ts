@@ -5,10 +5,9 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
 import { toolOf } from '../core/index.js'
 import type { Harness } from '../harness/defineHarness.js'
+import { isObject } from './results.js'
 
 type JsonObject = Record<string, unknown>
-
-const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** A zod 4 schema (of any copy of zod: it carries `_zod`), which zod itself renders as 2020-12 with `$defs`. */
 function isZod(schema: SchemaInput): schema is z.ZodType {

@@ -20,7 +20,8 @@ export function toolResultOf(record: RecordOf<'harness.tool.result'>): CallToolR
 
 type Schema = Record<string, unknown>
 
-function isObject(value: unknown): value is Schema {
+/** A JSON object (not null, not an array). */
+export function isObject(value: unknown): value is Schema {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 

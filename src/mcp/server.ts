@@ -29,7 +29,7 @@ import { IDEMPOTENCY_KEY_META } from './clientCall.js'
 import { describeTool } from './listing.js'
 import { elicitationForm, toolResultOf } from './results.js'
 import { originRefusal } from './origin.js'
-import { elicitationId, mcpSessionId } from './taskIds.js'
+import { callIdOfTask, elicitationId, mcpSessionId } from './taskIds.js'
 import { awaitTask, getTask, listTasks, startTask, type TaskScope } from './tasks.js'
 
 /** Options of `createMcpServer`: the host and harness it serves, which tools, and who may call (`authorize`, `canAccess`). */
@@ -176,7 +176,7 @@ function mcpServer(name: string, version: string, listing: Tool[], scope: TaskSc
     const task = await visibleTask(scope, request.params.taskId)
     if (['completed', 'failed', 'cancelled'].includes(task.status))
       throw new McpError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${task.status}`)
-    if (!(await scope.session.cancelCall(`mcp-${task.taskId}`, 'Cancelled by the MCP client.'))) {
+    if (!(await scope.session.cancelCall(callIdOfTask(task.taskId)!, 'Cancelled by the MCP client.'))) {
       const now = await visibleTask(scope, task.taskId)
       if (now.status === 'cancelled') return now
       // a durable call ends only where it waits: an attempt running a step is never cut mid side effect

@@ -1,15 +1,7 @@
 // Where an MCP caller's calls live: one session a (harness, principal), so every task id names a call
 // that only its principal's session can hold (docs/mcp.md "Sessions and task ids").
 import { createHash, randomBytes } from 'node:crypto'
-
-/** The principal's own id: the first of `id`, `sub`, `email`, `name` that is a string or a number, whole. */
-function ownId(principal: object): string | undefined {
-  for (const key of ['id', 'sub', 'email', 'name']) {
-    const value: unknown = Reflect.get(principal, key)
-    if ((typeof value === 'string' && value.length > 0) || typeof value === 'number') return String(value)
-  }
-  return undefined
-}
+import { wholePrincipalId } from '../harness/tags.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('base64url')
 
@@ -24,18 +16,13 @@ const escapedName = (name: string) => name.replace(/[_./]/g, (c) => (c === '_' ?
  * principal with no id: such a caller's calls could not be told apart from another's.
  */
 export function mcpSessionId(harness: string, principal: object): string | undefined {
-  const id = ownId(principal)
+  const id = wholePrincipalId(principal)
   if (id === undefined) return undefined
   const name = escapedName(harness)
   const plain = `mcp.${name}.p${Buffer.from(id, 'utf8').toString('base64url')}`
   if (plain.length <= 200) return plain
   const hashedKey = `mcp.${name}.h${sha256(id)}`
   return hashedKey.length <= 200 ? hashedKey : `mcp._h${sha256(harness)}.h${sha256(id)}`
-}
-
-/** The principal's id as the log records it (who answered a question). */
-export function principalLabel(principal: object): string | undefined {
-  return ownId(principal)?.slice(0, 200)
 }
 
 // `<ms base 36>-<16>` (a new task) or `k<22>` (one a caller's idempotency key named)

@@ -3,7 +3,7 @@
 import { ToolCallError, WaitTimeoutError } from '../errors/index.js'
 import type { Session } from '../harness/session.js'
 import type { CallStanding } from '../harness/logReader.js'
-import type { Question } from '../log/index.js'
+import { streamIdMs, type Question } from '../log/index.js'
 import type { Task } from '@modelcontextprotocol/sdk/types.js'
 import { callIdOfTask, createdAtOf, keyedTaskId, newTaskId, taskIdOfCall } from './taskIds.js'
 
@@ -14,7 +14,6 @@ export interface TaskScope {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
-const entryTime = (entryId: string) => Number(entryId.slice(0, entryId.indexOf('-')))
 
 /** Starts the call of a new task; resolves once it is logged and queued (its result comes later). */
 export async function startTask(scope: TaskScope, name: string, input: unknown, key?: string): Promise<string> {
@@ -42,7 +41,7 @@ export async function getTask(scope: TaskScope, taskId: string): Promise<Task | 
 }
 
 function taskOf(scope: TaskScope, taskId: string, standing: CallStanding, asking: boolean): Task {
-  const landedAt = standing.resultEntryId ? entryTime(standing.resultEntryId) : undefined
+  const landedAt = standing.resultEntryId ? streamIdMs(standing.resultEntryId) : undefined
   // a keyed task's id holds no time: it reads as created when it landed (or now)
   const createdAt = createdAtOf(taskId) ?? landedAt ?? Date.now()
   const error = standing.result?.error
@@ -101,7 +100,6 @@ export async function awaitTask(
     signal: stop.signal,
     blockMs: 2_000,
   })
-  const recheck = setInterval(() => void look().catch(() => {}), options.recheckMs ?? 5_000)
   let landed: CallStanding | null = null
   const look = async (): Promise<boolean> => {
     const standing = await scope.session.log.call(toolCallId)
@@ -113,6 +111,7 @@ export async function awaitTask(
     if (standing.status === 'parked') for (const q of await openQuestionsOf(scope, taskId)) offer(q)
     return false
   }
+  const recheck = setInterval(() => void look().catch(() => {}), options.recheckMs ?? 5_000)
   try {
     if (await look()) return landed
     for await (const { record } of follow) {

@@ -1,4 +1,4 @@
-import { indexKeys } from '../log/index.js'
+import { indexKeys, streamIdMs } from '../log/index.js'
 import type { RetentionDeps } from './options.js'
 import { trimShard } from './trim.js'
 
@@ -48,7 +48,7 @@ async function retainShard(
       await later(sessionId, now)
       continue
     }
-    const lastAt = check[0] === 'idle' && check[1] ? entryTime(Number(check[1].split('-')[0])) : 0
+    const lastAt = check[0] === 'idle' && check[1] ? entryTime(streamIdMs(check[1])) : 0
     if (lastAt > cutoff) {
       await later(sessionId, lastAt)
       continue

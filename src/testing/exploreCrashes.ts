@@ -5,7 +5,7 @@ import { StorageError } from '../errors/index.js'
 import { createRedisClient } from '../harness/connection.js'
 import { defineHarness } from '../harness/defineHarness.js'
 import type { Harness } from '../core/index.js'
-import { isCluster, moveWakeTime, RESERVED_PREFIX, SessionLog, type RecordOf, type RedisClient } from '../log/index.js'
+import { moveWakeTime, RESERVED_PREFIX, SessionLog, type RecordOf, type RedisClient } from '../log/index.js'
 import {
   DURABLE,
   isDurableTool,
@@ -17,6 +17,7 @@ import {
   type Step,
 } from '../tool/index.js'
 import type { DurableToolMarker } from '../tool/durableTool.js'
+import { deletePrefixKeys } from './deleteKeys.js'
 import { scriptedModel } from './scriptedModel.js'
 
 /** A side effect as a provider saw it: what it did and the idempotency key it was given. */
@@ -143,7 +144,7 @@ export async function exploreCrashes(tool: AnyServerTool, input: unknown, option
       }
     return { ok: findings.length === 0, writes: clean.writes, result: clean.kept, points, findings }
   } finally {
-    if (options.prefix === undefined) await deleteKeys(client, `${prefix}:*`)
+    if (options.prefix === undefined) await deletePrefixKeys(client, prefix)
     if (owned) client.disconnect()
   }
 }
@@ -254,14 +255,4 @@ function compare(point: CrashPoint, clean: RunResult, crashed: RunResult): Crash
       message: `${at}: ${crashed.landed.length} appended record(s) landed, the clean run ${clean.landed.length}`,
     })
   return findings
-}
-
-async function deleteKeys(client: RedisClient, pattern: string): Promise<void> {
-  if (isCluster(client)) return // a Cluster's keys lie on many nodes: a test there names its own prefix
-  let cursor = '0'
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 500)
-    if (keys.length > 0) await client.del(...keys)
-    cursor = next
-  } while (cursor !== '0')
 }

@@ -12,6 +12,7 @@ import { createRedisClient } from '../harness/connection.js'
 import { CRASH_WORKERS } from '../harness/crashWorkers.js'
 import type { RedisClient } from '../log/index.js'
 import { observeStepRuns, parseDuration, type Duration } from '../tool/index.js'
+import { deletePrefixKeys } from './deleteKeys.js'
 import { DueWork } from './dueWork.js'
 import { Submissions } from './submissions.js'
 import { ManualClock } from './manualClock.js'
@@ -201,7 +202,7 @@ export async function createTestHost(options: TestHostOptions): Promise<TestHost
       try {
         await Promise.all(running.map((w) => w.close({ timeoutMs: 5_000 })))
         await host.close({ timeoutMs: 5_000 })
-        await removePrefix(redis, prefix)
+        await deletePrefixKeys(redis, prefix)
       } finally {
         unobserve()
         redis.disconnect()
@@ -217,13 +218,4 @@ async function crashWorkers(workers: WorkersHandle): Promise<void> {
   const crash: unknown = Reflect.get(workers, CRASH_WORKERS)
   if (typeof crash !== 'function') throw new Error('env.crash: these workers cannot crash (a durable-harness of another version?).')
   await Reflect.apply(crash, workers, [])
-}
-
-async function removePrefix(redis: RedisClient, prefix: string): Promise<void> {
-  let cursor = '0'
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-    cursor = next
-    if (keys.length > 0) await redis.unlink(...keys)
-  } while (cursor !== '0')
 }

@@ -1,6 +1,6 @@
 import { EventType, type StreamChunk } from '@tanstack/ai'
 import type { SessionEvent } from '../events/follow.js'
-import { asHarnessRecord, type HarnessRecord } from '../log/index.js'
+import { asHarnessRecord, streamIdMs, type HarnessRecord } from '../log/index.js'
 
 /** What a timeline line is about. */
 export type TimelineKind =
@@ -44,7 +44,7 @@ function short(value: unknown, max = MAX): string {
 }
 
 function loggedAt(cursor: string): number {
-  return Number(cursor.split('-')[0]) || 0
+  return streamIdMs(cursor) || 0
 }
 
 type Line = Omit<TimelineItem, 'cursor' | 'at' | 'detail'>

@@ -1,5 +1,4 @@
-import { UsageError } from '../../errors/index.js'
-import { stringOption, type Command } from '../command.js'
+import { listenHost, portOption, stringOption, type Command } from '../command.js'
 import { connect, harnessesFrom } from '../connect.js'
 import { print } from '../output.js'
 
@@ -19,15 +18,9 @@ export const dashboard: Command = {
   },
   required: 0,
   async run({ values }) {
-    const port = Number(values.port ?? process.env.PORT ?? 8080)
-    if (!Number.isInteger(port) || port < 0 || port > 65_535)
-      throw new UsageError(`--port must be a port number, not ${JSON.stringify(values.port)}.`)
+    const port = portOption(values, 8080)
     const token = stringOption(values, 'token') ?? process.env.DASHBOARD_TOKEN
-    const hostname = stringOption(values, 'host') ?? '127.0.0.1'
-    if (!token && !['127.0.0.1', 'localhost', '::1'].includes(hostname))
-      throw new UsageError(
-        `Listening on ${hostname} needs --token (or DASHBOARD_TOKEN): the dashboard answers questions and approves calls.`,
-      )
+    const hostname = listenHost(values, token, 'DASHBOARD_TOKEN', 'the dashboard answers questions and approves calls')
     const host = await connect(values, await harnessesFrom(values, true))
     // loaded here: the other commands do not pay for Hono and bull-board
     const { serveDashboard } = await import('../../dashboard/index.js')

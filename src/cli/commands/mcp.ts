@@ -5,8 +5,8 @@ import type { HarnessHost } from '../../harness/host.js'
 import type { Harness } from '../../harness/defineHarness.js'
 import { toNodeListener } from '../../http/index.js'
 import { createMcpServer } from '../../mcp/index.js'
-import { stringOption, type Command } from '../command.js'
-import { startProcess } from '../processEnv.js'
+import { listenHost, portOption, stringOption, type Command } from '../command.js'
+import { flagsToEnv, startProcess } from '../processEnv.js'
 
 const LOCAL_NAMES = ['127.0.0.1', 'localhost', '[::1]']
 
@@ -59,23 +59,13 @@ export const mcp: Command = {
   required: 0,
   optional: 1,
   async run({ args, values }) {
-    const port = Number(values.port ?? process.env.PORT ?? 3001)
-    if (!Number.isInteger(port) || port < 0 || port > 65_535)
-      throw new UsageError(`--port must be a port number, not ${JSON.stringify(values.port)}.`)
+    const port = portOption(values, 3001)
     const concurrency = Number(values.concurrency ?? process.env.CONCURRENCY ?? 10)
     if (!Number.isInteger(concurrency) || concurrency < 0)
       throw new UsageError(`--concurrency must be a whole number, not ${JSON.stringify(values.concurrency)}.`)
     const token = stringOption(values, 'token') ?? process.env.MCP_TOKEN
-    const hostname = stringOption(values, 'host') ?? '127.0.0.1'
-    if (!token && !['127.0.0.1', 'localhost', '::1'].includes(hostname))
-      throw new UsageError(`Listening on ${hostname} needs --token (or MCP_TOKEN): the server runs tools for whoever calls.`)
-    for (const [flag, env] of [
-      ['redis', 'REDIS_URL'],
-      ['prefix', 'DH_PREFIX'],
-    ] as const) {
-      const value = stringOption(values, flag)
-      if (value !== undefined) process.env[env] = value
-    }
+    const hostname = listenHost(values, token, 'MCP_TOKEN', 'the server runs tools for whoever calls')
+    flagsToEnv(values, { redis: 'REDIS_URL', prefix: 'DH_PREFIX' })
     const module = args[0] ?? stringOption(values, 'module')
     await startProcess('mcp', module === undefined ? [] : [module], (host: HarnessHost, logger, harnesses) => {
       const harness = harnessToServe(harnesses, stringOption(values, 'harness'))

@@ -1,8 +1,8 @@
 import { startSweepTimer } from '../../harness/sweepTimer.js'
-import { stringOption, type Command, type CommandInput } from '../command.js'
+import { stringOption, type Command } from '../command.js'
 import { withHost } from '../connect.js'
 import { jsonLine, print } from '../output.js'
-import { msFromEnv, startProcess, workerShards } from '../processEnv.js'
+import { flagsToEnv, msFromEnv, startProcess, workerShards } from '../processEnv.js'
 
 /** The worker process: turn and tool workers of a harness module (workers/worker.ts, `harness worker`). */
 export function runWorker(argv: string[]): Promise<void> {
@@ -19,14 +19,6 @@ export function runSweeper(argv: string[]): Promise<void> {
     const timer = startSweepTimer(() => host.sweep(), msFromEnv('SWEEP_EVERY_MS', 10_000), logger)
     return { close: async () => timer.stop() }
   })
-}
-
-/** The processes read their settings from the environment: flags given on the command line win. */
-function flagsToEnv(values: CommandInput['values'], names: Record<string, string>): void {
-  for (const [flag, env] of Object.entries(names)) {
-    const value = stringOption(values, flag)
-    if (value !== undefined) process.env[env] = value
-  }
 }
 
 const PROCESS_ENV = { redis: 'REDIS_URL', prefix: 'DH_PREFIX', module: 'HARNESS_MODULE' }
