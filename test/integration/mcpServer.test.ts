@@ -180,4 +180,30 @@ describe('createMcpServer', () => {
     expect(result.isError).toBe(true)
     expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe('failed')
   }, 30_000)
+
+  it('R27 a principal canAccess refuses gets 403 and starts nothing; no principal gets 401', async () => {
+    const { host } = hosts.start(shop, 'mcp-access')
+    const handler = createMcpServer({
+      host,
+      harness: shop,
+      authorize: (request) => TOKENS[(request.headers.get('authorization') ?? '').replace('Bearer ', '')] ?? null,
+      canAccess: (principal) => principal.id === 'alice',
+    })
+    const call = (token: string | undefined) =>
+      handler(
+        new Request('http://127.0.0.1/mcp', {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            ...(token ? { authorization: `Bearer ${token}` } : {}),
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'checkout', arguments: { orderId: 'x' } } }),
+        }),
+      )
+    expect((await call(undefined)).status).toBe(401)
+    expect((await call('token-b')).status).toBe(403)
+    const bob = host.open(shop, { sessionId: `mcp.shop.p${Buffer.from('bob').toString('base64url')}` })
+    expect(await bob.log.read()).toEqual([])
+  }, 30_000)
 })
